@@ -1,0 +1,230 @@
+// Master throughput benchmark (`npm run bench:master`; not a test): starts a store_master on
+// 127.0.0.1 (or uses --master host:port), mounts fake segments, and through MasterClient prints
+// PutStart+PutEnd pairs/s, GetReplicaList/s, ExistKey/s and batch keys/s at 1 and 64 calls in
+// flight with p50/p99 latency; the same framing against a bare echo process for comparison; and
+// the master heap per object after 1,000,000 objects, measured on MasterCore in this process.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { runInNewContext } from 'node:vm';
+import { setFlagsFromString } from 'node:v8';
+import { MasterClient } from '../client/master-client.js';
+import { CHANNEL_MAGIC, FrameDecoder, FrameKind, FrameWriter, encodeFrame } from '../common/channel-frame.js';
+import { encodeMessage, masterMethodByName } from '../common/master-proto.js';
+import { MasterCore, defaultMasterCoreConfig } from '../master/core/master-core.js';
+
+const TB = 1024 ** 4;
+const CLIENT = '00000000-0000-4000-8000-00000000b1c0';
+const SEGMENTS = 4;
+const VALUE = 4096;
+
+function arg(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  if (i >= 0 && i + 1 < process.argv.length) return process.argv[i + 1];
+  const eq = process.argv.find((a) => a.startsWith(`--${name}=`));
+  return eq ? eq.slice(name.length + 3) : fallback;
+}
+
+const PHASE_MS = Number(arg('phase-ms', '2500'));
+const HEAP_OBJECTS = Number(arg('objects', '1000000'));
+
+/** A store_master child on free ports; resolves with its RPC address. */
+function startMaster(): Promise<{ proc: ChildProcess; address: string }> {
+  const main = fileURLToPath(new URL('../master/main.js', import.meta.url));
+  const proc = spawn(process.execPath, [main, '--rpc_address=127.0.0.1', '--rpc_port=0', '--metrics_port=0', '--enable_metric_reporting=false'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  return new Promise((resolve, reject) => {
+    proc.stderr!.on('data', (d: Buffer) => {
+      err += d.toString();
+      const m = /store_master listening: rpc=(\S+)/.exec(err);
+      if (m) resolve({ proc, address: m[1] });
+    });
+    proc.once('exit', (code) => reject(new Error(`master exited (${code}): ${err}`)));
+  });
+}
+
+/** Echo mode: the same framing, answering every request with one canned reply and no work. */
+function runEchoServer(): void {
+  const grl = masterMethodByName.get('GetReplicaList')!;
+  const canned = encodeMessage(grl.responseType, {
+    status_code: 0,
+    lease_ttl_ms: 5000,
+    replica_list: [{ status: 3, handles: [{ segment_name: 'seg-0', size: VALUE, buffer: 0x7f0000000000, status: 1, te_endpoint: '127.0.0.1:20000' }] }],
+  });
+  const server = createServer({ noDelay: true }, (socket) => {
+    const writer = new FrameWriter((d) => socket.write(d));
+    const decoder = new FrameDecoder((_kind, id, method) => writer.push(encodeFrame(FrameKind.RESPONSE, id, method, canned)));
+    let magic = true;
+    socket.on('data', (chunk: Buffer) => {
+      if (magic) {
+        magic = false;
+        if (!chunk.subarray(0, 4).equals(CHANNEL_MAGIC)) return socket.destroy();
+        chunk = chunk.subarray(4);
+      }
+      decoder.push(chunk);
+    });
+    socket.on('error', () => undefined);
+  });
+  server.listen(0, '127.0.0.1', () => {
+    const a = server.address();
+    process.stdout.write(`echo listening 127.0.0.1:${typeof a === 'object' && a ? a.port : 0}\n`);
+  });
+}
+
+function startEcho(): Promise<{ proc: ChildProcess; address: string }> {
+  const proc = spawn(process.execPath, [fileURLToPath(import.meta.url), '--echo-server'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  return new Promise((resolve, reject) => {
+    proc.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /echo listening (\S+)/.exec(out);
+      if (m) resolve({ proc, address: m[1] });
+    });
+    proc.once('exit', (code) => reject(new Error(`echo exited (${code})`)));
+  });
+}
+
+interface Result {
+  ops: number;
+  seconds: number;
+  p50: number;
+  p99: number;
+}
+
+/** Runs `inFlight` sequential loops of `op(i)` for PHASE_MS; returns calls/s and latency percentiles (us). */
+async function phase(inFlight: number, op: (i: number) => Promise<unknown>): Promise<Result> {
+  const lat = new Float64Array(4_000_000);
+  let n = 0;
+  let next = 0;
+  const start = performance.now();
+  const end = start + PHASE_MS;
+  const worker = async (): Promise<void> => {
+    while (performance.now() < end) {
+      const t = performance.now();
+      await op(next++);
+      if (n < lat.length) lat[n] = performance.now() - t;
+      n++;
+    }
+  };
+  await Promise.all(Array.from({ length: inFlight }, worker));
+  const seconds = (performance.now() - start) / 1000;
+  const sorted = lat.subarray(0, Math.min(n, lat.length)).sort();
+  return { ops: n, seconds, p50: sorted[Math.floor(sorted.length * 0.5)] * 1000, p99: sorted[Math.floor(sorted.length * 0.99)] * 1000 };
+}
+
+function fmt(n: number): string {
+  return Math.round(n).toLocaleString('en-US');
+}
+
+function line(label: string, inFlight: number, r: Result, unit: string, perOp = 1): string {
+  const rate = (r.ops * perOp) / r.seconds;
+  return `${label.padEnd(34)} in-flight ${String(inFlight).padStart(2)}  ${fmt(rate).padStart(11)} ${unit.padEnd(7)} p50 ${r.p50.toFixed(0).padStart(6)} us  p99 ${r.p99.toFixed(0).padStart(6)} us`;
+}
+
+async function throughput(address: string): Promise<number[]> {
+  const c = await MasterClient.connect(address, { requestTimeoutMs: 30_000 });
+  for (let s = 0; s < SEGMENTS; s++) {
+    const r = await c.mountSegment({ buffer: (s + 1) * 2 * TB, size: TB, segment_name: `bench-seg-${s}`, client_id: CLIENT, te_endpoint: `127.0.0.1:${20000 + s}`, protocol: 'tcp' });
+    if (r.status_code !== 0 && r.status_code !== -401) throw new Error(`MountSegment failed: ${r.status_code}`);
+  }
+  // a real client pings well within --client_ttl; without it the master drops our segments
+  const pinger = setInterval(() => void c.ping({ client_id: CLIENT }).catch(() => undefined), 1000);
+  const put = (key: string) => ({ key, value_length: VALUE, slice_lengths: [VALUE], config: { replica_num: 1 } });
+  const grlRates: number[] = [];
+  let run = 0;
+  for (const inFlight of [1, 64]) {
+    const tag = `r${run++}-`;
+    const p = await phase(inFlight, async (i) => {
+      const k = `${tag}obj-${i}`;
+      const s = await c.putStart(put(k));
+      if (s.status_code !== 0) throw new Error(`PutStart ${k}: ${s.status_code}`);
+      await c.putEnd({ key: k, replica_type: 0 });
+    });
+    console.log(line('PutStart+PutEnd', inFlight, p, 'pairs/s'));
+    const stored = p.ops;
+    const g = await phase(inFlight, async (i) => {
+      const r = await c.getReplicaList({ key: `${tag}obj-${i % stored}` });
+      if (r.status_code !== 0) throw new Error(`GetReplicaList: ${r.status_code}`);
+    });
+    grlRates.push(g.ops / g.seconds);
+    console.log(line('GetReplicaList', inFlight, g, 'calls/s'));
+    const e = await phase(inFlight, (i) => c.existKey({ key: `${tag}obj-${i % stored}` }));
+    console.log(line('ExistKey', inFlight, e, 'calls/s'));
+    const keysAt = (i: number): string[] => Array.from({ length: 128 }, (_, j) => `${tag}obj-${(i * 128 + j) % stored}`);
+    const bg = await phase(inFlight, (i) => c.batchGetReplicaList({ keys: keysAt(i) }));
+    console.log(line('BatchGetReplicaList (128 keys)', inFlight, bg, 'keys/s', 128));
+    const be = await phase(inFlight, (i) => c.batchExistKey({ keys: keysAt(i) }));
+    console.log(line('BatchExistKey (128 keys)', inFlight, be, 'keys/s', 128));
+    const bp = await phase(inFlight, async (i) => {
+      const keys = Array.from({ length: 128 }, (_, j) => `${tag}batch-${i}-${j}`);
+      await c.batchPutStart({ requests: keys.map(put) });
+      await c.batchPutEnd({ keys, replica_type: 0 });
+    });
+    console.log(line('BatchPutStart+BatchPutEnd (128)', inFlight, bp, 'keys/s', 128));
+  }
+  clearInterval(pinger);
+  c.close();
+  return grlRates;
+}
+
+async function echoRates(address: string): Promise<number[]> {
+  const c = await MasterClient.connect(address, { requestTimeoutMs: 30_000 });
+  const rates: number[] = [];
+  for (const inFlight of [1, 64]) {
+    const r = await phase(inFlight, (i) => c.getReplicaList({ key: `echo-${i}` }));
+    rates.push(r.ops / r.seconds);
+    console.log(line('echo (same framing, canned reply)', inFlight, r, 'calls/s'));
+  }
+  c.close();
+  return rates;
+}
+
+function heapPerObject(): void {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const core = new MasterCore({ ...defaultMasterCoreConfig, viewVersion: 1 });
+  for (let s = 0; s < SEGMENTS; s++) {
+    core.mountSegment({ buffer: (s + 1) * 2 * TB, size: TB, segment_name: `heap-seg-${s}`, client_id: CLIENT, segment_id: '', te_endpoint: `127.0.0.1:${20000 + s}`, protocol: 'tcp' }, 0);
+  }
+  gc();
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  const t0 = performance.now();
+  for (let i = 0; i < HEAP_OBJECTS; i++) {
+    const key = `model/layer/block-${String(i).padStart(9, '0')}`;
+    const r = core.putStart({ key, value_length: VALUE, slice_lengths: [VALUE], config: { replica_num: 1, with_soft_pin: false, with_hard_pin: false, preferred_segment: '' } }, 1);
+    if (r.status_code !== 0) throw new Error(`putStart ${i}: ${r.status_code}`);
+    core.putEnd({ key, replica_type: 0 }, 1);
+  }
+  const secs = (performance.now() - t0) / 1000;
+  gc();
+  gc();
+  const after = process.memoryUsage().heapUsed;
+  console.log(`heap per object: ${((after - before) / HEAP_OBJECTS).toFixed(0)} bytes (MasterCore in this process after global.gc(), ${fmt(HEAP_OBJECTS)} objects, keys of 27 chars, 1 replica x 1 slice; includes the key strings)`);
+  console.log(`  in-process PutStart+PutEnd without RPC: ${fmt(HEAP_OBJECTS / secs)} pairs/s; stats: ${JSON.stringify(core.stats(2))}`);
+}
+
+async function main(): Promise<void> {
+  if (process.argv.includes('--echo-server')) return runEchoServer();
+  const started = performance.now();
+  const given = arg('master', '');
+  const master = given ? { proc: undefined, address: given } : await startMaster();
+  const echo = await startEcho();
+  console.log(`store_master bench: master ${master.address}${given ? ' (given)' : ' (started here)'}; echo ${echo.address}; ${PHASE_MS} ms per phase; node ${process.version}`);
+  try {
+    const grl = await throughput(master.address);
+    const ech = await echoRates(echo.address);
+    console.log(`GetReplicaList vs echo: ${((100 * grl[0]) / ech[0]).toFixed(0)}% of echo at 1 in flight, ${((100 * grl[1]) / ech[1]).toFixed(0)}% at 64 in flight`);
+    console.log(`targets: GetReplicaList >= 7,000/s (1 in flight): ${grl[0] >= 7000 ? 'met' : 'MISSED'}; >= 30,000/s (64): ${grl[1] >= 30000 ? 'met' : 'MISSED'}`);
+  } finally {
+    master.proc?.kill('SIGTERM');
+    echo.proc.kill('SIGTERM');
+  }
+  heapPerObject();
+  console.log(`total run time ${((performance.now() - started) / 1000).toFixed(1)} s`);
+}
+
+main().catch((e: Error) => {
+  console.error(`master-bench failed: ${e.stack ?? e.message}`);
+  process.exit(1);
+});

@@ -1,0 +1,399 @@
+// The embedded client: `Client.setup(...)` maps and registers memory, publishes its transfer
+// endpoint to the metadata service, mounts its global segment with the master and keeps it alive
+// with a heartbeat; Put/Get and the other object operations run through the data path. One class,
+// two roles: global_segment_size 0 = pure client, local_buffer_size 0 = pure server.
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { ErrorCode } from '../common/error-code.js';
+import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
+import { BufferPool, type BufferLease, type PoolRegion } from './buffer-pool.js';
+import { OffsetAllocator } from '../master/core/offset-allocator.js';
+import { DataPath, type BatchGetResult, type BatchWriteResult, type OwnSegment, type PutConfig, type Value } from './data-path.js';
+import { InvalidParamsError, ObjectNotFoundError, StoreError, UnavailableError } from './errors.js';
+import { Heartbeat } from './heartbeat.js';
+import { MasterClient } from './master-client.js';
+import { openMetadataStore } from './metadata/open-metadata-store.js';
+import type { MetadataStore } from './metadata/metadata-store.js';
+import { loadNative, type MappedRegion, type NativePort, type TransferEnginePort } from './native-port.js';
+import { resolveSettings, setupBackoffMs, type ClientSetupConfig, type ClientSettings } from './setup-config.js';
+
+export interface ClientOptions {
+  /** Heartbeat period (default 1000 ms; the master's --client_ttl defaults to 10 s). */
+  heartbeatIntervalMs?: number;
+  /** Staging pool caps: most leases / bytes outstanding, acquire wait, overflow regions allowed. */
+  bufferPool?: { maxRegions?: number; maxBytes?: number; acquireTimeoutMs?: number; overflow?: boolean };
+  /** Per-request timeout of master RPCs (default 10000 ms). */
+  requestTimeoutMs?: number;
+  /** Transfer engine knobs (defaults are the engine's). */
+  engine?: { connectionsPerPeer?: number; chunkSize?: number; timeoutMs?: number };
+  /** Log sink; default: warnings and errors to stderr. */
+  log?: (level: 'info' | 'warn' | 'error', message: string) => void;
+  /** Environment to read MC_* variables from (default process.env). */
+  env?: Record<string, string | undefined>;
+  /** Monotonic clock in ms (default performance.now). */
+  now?: () => number;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+function defaultLog(level: 'info' | 'warn' | 'error', message: string): void {
+  if (level !== 'info') process.stderr.write(`[client] ${level.toUpperCase()} ${message}\n`);
+}
+
+/** Errors worth another registration attempt: anything but bad parameters. */
+function retryable(e: unknown): boolean {
+  return !(e instanceof InvalidParamsError) && !(e instanceof StoreError && e.code === ErrorCode.NOT_IMPLEMENTED);
+}
+
+export class Client {
+  readonly clientId = randomUUID();
+  private readonly segments = new Map<string, OwnSegment>();
+  private master: MasterClient | undefined;
+  private pool: BufferPool | undefined;
+  private localRegion: MappedRegion | undefined;
+  private heartbeat: Heartbeat | undefined;
+  private data!: DataPath;
+  private closing = false;
+  private readonly log: NonNullable<ClientOptions['log']>;
+  private readonly now: () => number;
+
+  private constructor(
+    readonly settings: ClientSettings,
+    private readonly native: NativePort,
+    private readonly engine: TransferEnginePort,
+    private readonly metadata: MetadataStore,
+    private readonly options: ClientOptions,
+  ) {
+    this.log = options.log ?? defaultLog;
+    this.now = options.now ?? (() => performance.now());
+  }
+
+  /**
+   * Sets up a client: validates the parameters (RDMA is refused plainly), starts the transfer
+   * engine, maps and registers the local buffer and the global segment, publishes the endpoint,
+   * mounts with the master (retried MC_STORE_CLIENT_SETUP_RETRIES times with backoff) and starts
+   * the heartbeat. On failure everything acquired so far is released.
+   */
+  static async setup(config: ClientSetupConfig, options: ClientOptions = {}): Promise<Client> {
+    const env = options.env ?? process.env;
+    const settings = resolveSettings(config, env);
+    const native = await loadNative();
+    const range = settings.enginePort !== undefined ? { min: settings.enginePort, max: settings.enginePort } : native.clientPortRange(env);
+    const engine = new native.TransferEngine({
+      host: settings.host,
+      minPort: range.min,
+      maxPort: range.max,
+      memcpyLocal: settings.localMemcpy,
+      ...options.engine,
+    });
+    let metadata: MetadataStore;
+    try {
+      engine.start();
+      metadata = openMetadataStore(settings.metadataServer);
+    } catch (e) {
+      engine.close();
+      throw e instanceof StoreError ? e : new UnavailableError(`setup: ${(e as Error).message}`, { cause: e });
+    }
+    const client = new Client(settings, native, engine, metadata, options);
+    try {
+      await client.init();
+    } catch (e) {
+      await client.release();
+      throw e;
+    }
+    return client;
+  }
+
+  /** host:port of this client's transfer engine. */
+  get endpoint(): string {
+    return this.engine.endpoint;
+  }
+
+  /** Segments this client mounted (name, id, address, size). */
+  get mountedSegments(): { name: string; id: string; address: number; size: number }[] {
+    return [...this.segments.values()].map((s) => ({ name: s.name, id: s.id, address: s.region.address, size: s.region.size }));
+  }
+
+  private mapRegion(size: number, name: string): MappedRegion {
+    const s = this.settings;
+    const region = this.native.mapMemory({ size, kind: 'memfd', name, hugepage: s.hugepage, hugepageSize: s.hugepageSize });
+    try {
+      this.engine.registerRegion(region.address, region.size);
+    } catch (e) {
+      region.release();
+      throw e;
+    }
+    return region;
+  }
+
+  private unmapRegion(region: MappedRegion): void {
+    try {
+      this.engine.unregisterRegion(region.address);
+    } finally {
+      region.release();
+    }
+  }
+
+  private async init(): Promise<void> {
+    const s = this.settings;
+    if (s.localBufferSize > 0) {
+      const region = this.mapRegion(s.localBufferSize, `store-local-${this.clientId}`);
+      this.localRegion = region;
+      const primary: PoolRegion = { address: region.address, size: region.size, view: Buffer.from(region.buffer, 0, region.size), release: () => {} };
+      const po = this.options.bufferPool ?? {};
+      this.pool = new BufferPool({
+        primary,
+        allocator: new OffsetAllocator('local-buffer', 0, region.size),
+        mapOverflow:
+          po.overflow === false
+            ? undefined
+            : (size) => {
+                const r = this.mapRegion(size, `store-overflow-${this.clientId}`);
+                return { address: r.address, size: r.size, view: Buffer.from(r.buffer, 0, size), release: () => this.unmapRegion(r) };
+              },
+        maxRegions: po.maxRegions,
+        maxBytes: po.maxBytes,
+        acquireTimeoutMs: po.acquireTimeoutMs,
+      });
+    }
+    if (s.globalSegmentSize > 0) {
+      const region = this.mapRegion(s.globalSegmentSize, `store-segment-${this.clientId}`);
+      // The segment is named after the engine endpoint: unique per process, and what P2PHANDSHAKE needs.
+      const name = this.engine.endpoint;
+      this.segments.set(name, { name, id: randomUUID(), region });
+    }
+    this.data = new DataPath({
+      master: {
+        putStart: (r) => this.m().putStart(r),
+        batchPutStart: (r) => this.m().batchPutStart(r),
+        putEnd: (r) => this.m().putEnd(r),
+        batchPutEnd: (r) => this.m().batchPutEnd(r),
+        putRevoke: (r) => this.m().putRevoke(r),
+        batchPutRevoke: (r) => this.m().batchPutRevoke(r),
+        upsertStart: (r) => this.m().upsertStart(r),
+        batchUpsertStart: (r) => this.m().batchUpsertStart(r),
+        upsertEnd: (r) => this.m().upsertEnd(r),
+        batchUpsertEnd: (r) => this.m().batchUpsertEnd(r),
+        upsertRevoke: (r) => this.m().upsertRevoke(r),
+        batchUpsertRevoke: (r) => this.m().batchUpsertRevoke(r),
+        getReplicaList: (r) => this.m().getReplicaList(r),
+        batchGetReplicaList: (r) => this.m().batchGetReplicaList(r),
+      },
+      engine: this.engine,
+      pool: this.pool,
+      segments: this.segments,
+      addressOf: (v) => this.native.addressOf(v),
+      localMemcpy: s.localMemcpy,
+      now: this.now,
+      lookupEndpoint: async (name) => (await this.metadata.lookup(name))?.te_endpoint ?? null,
+      rpc: (what, call) => this.rpc(what, call),
+    });
+
+    for (let attempt = 1; ; attempt++) {
+      try {
+        this.master ??= await MasterClient.connect(s.masterAddress, { requestTimeoutMs: this.options.requestTimeoutMs });
+        for (const seg of this.segments.values()) await this.mount(seg, false);
+        break;
+      } catch (e) {
+        if (!retryable(e) || attempt > s.setupRetries) {
+          const msg = `setup: registration with master ${s.masterAddress} failed after ${attempt} attempt(s): ${(e as Error).message}`;
+          throw e instanceof StoreError ? StoreError.fromCode(e.code, msg, { cause: e }) : new UnavailableError(msg, { cause: e });
+        }
+        const wait = setupBackoffMs(attempt);
+        this.log('warn', `registration attempt ${attempt} failed (${(e as Error).message}); retrying in ${wait} ms`);
+        await sleep(wait);
+      }
+    }
+    this.heartbeat = new Heartbeat({
+      intervalMs: this.options.heartbeatIntervalMs ?? 1000,
+      ping: () => this.m().ping({ client_id: this.clientId }),
+      remount: async () => {
+        if (this.segments.size === 0) return; // a pure client has nothing the master must know
+        this.log('warn', `master ${s.masterAddress} asked for a remount; remounting ${this.segments.size} segment(s)`);
+        for (const seg of this.segments.values()) await this.mount(seg, true);
+      },
+      onError: (e) => this.log('warn', `heartbeat to master ${s.masterAddress} failed: ${(e as Error).message}`),
+    });
+    this.heartbeat.start();
+  }
+
+  private m(): MasterClient {
+    if (!this.master) throw new UnavailableError('the client is not connected to a master');
+    return this.master;
+  }
+
+  private async mount(seg: OwnSegment, remount: boolean): Promise<void> {
+    const te_endpoint = this.engine.endpoint;
+    await this.metadata.publish(seg.name, { te_endpoint, protocol: this.settings.protocol, buffer: seg.region.address, size: seg.region.size });
+    const res = await this.m().mountSegment({
+      buffer: seg.region.address,
+      size: seg.region.size,
+      segment_name: seg.name,
+      client_id: this.clientId,
+      segment_id: seg.id,
+      te_endpoint,
+      protocol: this.settings.protocol,
+    });
+    if (res.status_code === ErrorCode.SEGMENT_ALREADY_EXISTS && remount) return;
+    if (res.status_code !== ErrorCode.OK) throw StoreError.fromCode(res.status_code, `mount of segment ${seg.name}`);
+    if (res.segment_id) seg.id = res.segment_id;
+  }
+
+  /** Runs a master call; transport failures become UnavailableError with the cause kept. */
+  private async rpc<T>(what: string, call: () => Promise<T>): Promise<T> {
+    if (this.closing) throw new UnavailableError(`${what}: the client is closed`);
+    try {
+      return await call();
+    } catch (e) {
+      if (e instanceof StoreError) throw e;
+      throw new UnavailableError(`${what}: master ${this.settings.masterAddress} unreachable: ${(e as Error).message}`, { cause: e });
+    }
+  }
+
+  private status(code: number, what: string): void {
+    if (code !== ErrorCode.OK) throw StoreError.fromCode(code, what);
+  }
+
+  // ------------------------------------------------------------ objects
+
+  /** Stores `value` under `key` (immutable until removed). Rejects with ObjectExistsError if present. */
+  put(key: string, value: Value, config?: PutConfig): Promise<void> {
+    return this.data.put(key, value, config);
+  }
+
+  /** Inserts or replaces `key`, reusing the existing placement when the layout allows. */
+  upsert(key: string, value: Value, config?: PutConfig): Promise<void> {
+    return this.data.upsert(key, value, config);
+  }
+
+  /** Many puts: one BatchPutStart, one transfer batch, one BatchPutEnd. Per-key results. */
+  putBatch(items: readonly { key: string; value: Value; config?: PutConfig }[]): Promise<BatchWriteResult[]> {
+    return this.data.putBatch(items);
+  }
+
+  upsertBatch(items: readonly { key: string; value: Value; config?: PutConfig }[]): Promise<BatchWriteResult[]> {
+    return this.data.upsertBatch(items);
+  }
+
+  /** The object's bytes. ObjectNotFoundError when absent; LeaseExpiredError if the read outlived its lease. */
+  get(key: string): Promise<Buffer> {
+    return this.data.get(key);
+  }
+
+  /** Reads into `target` (zero-copy when it is registered memory, e.g. from allocBuffer); returns the size. */
+  getInto(key: string, target: Uint8Array): Promise<number> {
+    return this.data.getInto(key, target);
+  }
+
+  getBatch(keys: readonly string[]): Promise<BatchGetResult[]> {
+    return this.data.getBatch(keys);
+  }
+
+  /** A lease of registered staging memory: values written there are put without a copy. */
+  allocBuffer(size: number, timeoutMs?: number): Promise<BufferLease> {
+    if (!this.pool) return Promise.reject(new UnavailableError('allocBuffer: this client is a pure server (local_buffer_size = 0)'));
+    return this.pool.acquire(size, timeoutMs);
+  }
+
+  async isExist(key: string): Promise<boolean> {
+    const res = await this.rpc('ExistKey', () => this.m().existKey({ key }));
+    if (res.status_code === ErrorCode.OBJECT_NOT_FOUND) return false;
+    this.status(res.status_code, `isExist ${JSON.stringify(key)}`);
+    return res.exists;
+  }
+
+  async batchIsExist(keys: readonly string[]): Promise<boolean[]> {
+    const res = await this.rpc('BatchExistKey', () => this.m().batchExistKey({ keys: [...keys] }));
+    this.status(res.status_code, `batchIsExist of ${keys.length} keys`);
+    return keys.map((_, i) => res.results[i]?.status_code === ErrorCode.OK && !!res.results[i]?.exists);
+  }
+
+  /** Size in bytes of the stored object (takes a read lease, like a Get). */
+  async getSize(key: string): Promise<number> {
+    const res = await this.rpc('GetReplicaList', () => this.m().getReplicaList({ key }));
+    this.status(res.status_code, `getSize ${JSON.stringify(key)}`);
+    const r = res.replica_list.find((x) => x.status === 3 /* COMPLETE */);
+    if (!r) throw new ObjectNotFoundError(`getSize ${JSON.stringify(key)}: no complete replica`);
+    return r.handles.reduce((n, h) => n + Number(h.size), 0);
+  }
+
+  /** Removes the object. `force` also removes a hard-pinned one. Refused while a reader holds a lease. */
+  async remove(key: string, force = false): Promise<void> {
+    const res = await this.rpc('Remove', () => this.m().remove({ key, force }));
+    this.status(res.status_code, `remove ${JSON.stringify(key)}`);
+  }
+
+  /** Removes every object whose key matches the regular expression; returns how many. */
+  async removeByRegex(keyRegex: string): Promise<number> {
+    const res = await this.rpc('RemoveByRegex', () => this.m().removeByRegex({ key_regex: keyRegex }));
+    this.status(res.status_code, `removeByRegex ${JSON.stringify(keyRegex)}`);
+    return Number(res.removed_count);
+  }
+
+  /** Replica lists of every object whose key matches, by key. */
+  async queryByRegex(keyRegex: string): Promise<Map<string, ReplicaInfo__Output[]>> {
+    const res = await this.rpc('GetReplicaListByRegex', () => this.m().getReplicaListByRegex({ key_regex: keyRegex }));
+    this.status(res.status_code, `queryByRegex ${JSON.stringify(keyRegex)}`);
+    return new Map(Object.entries(res.object_map).map(([k, v]) => [k, v.replica_list]));
+  }
+
+  /** Removes every object without an active lease; returns how many. */
+  async removeAll(): Promise<number> {
+    const res = await this.rpc('RemoveAll', () => this.m().removeAll({}));
+    this.status(res.status_code, 'removeAll');
+    return Number(res.removed_count);
+  }
+
+  /** Network addresses of the given clients' segments (default: this client). */
+  async batchQueryIp(clientIds: readonly string[] = [this.clientId]): Promise<Map<string, string[]>> {
+    const res = await this.rpc('BatchQueryIp', () => this.m().batchQueryIp({ client_ids: [...clientIds] }));
+    this.status(res.status_code, 'batchQueryIp');
+    return new Map(Object.entries(res.client_ip_map).map(([k, v]) => [k, v.ip_addresses]));
+  }
+
+  /** Clears replicas of this client's objects (all, or only those on `segmentName`); returns the cleared keys. */
+  async batchReplicaClear(objectKeys: readonly string[], segmentName = '', clientId = this.clientId): Promise<string[]> {
+    const res = await this.rpc('BatchReplicaClear', () =>
+      this.m().batchReplicaClear({ object_keys: [...objectKeys], client_id: clientId, segment_name: segmentName }),
+    );
+    this.status(res.status_code, 'batchReplicaClear');
+    return res.cleared_keys;
+  }
+
+  // ------------------------------------------------------------ lifecycle
+
+  /** Unmounts this client's segments, unpublishes them, stops the heartbeat and frees everything. */
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    await this.heartbeat?.stop();
+    for (const seg of this.segments.values()) {
+      if (this.master) {
+        try {
+          const res = await this.master.unmountSegment({ segment_name: seg.name, client_id: this.clientId });
+          if (res.status_code !== ErrorCode.OK && res.status_code !== ErrorCode.SEGMENT_NOT_FOUND) {
+            this.log('warn', `unmount of ${seg.name} refused: ${StoreError.fromCode(res.status_code, 'unmount').message}`);
+          }
+        } catch (e) {
+          this.log('warn', `unmount of ${seg.name} failed: ${(e as Error).message}`);
+        }
+      }
+      await this.metadata.remove(seg.name).catch((e) => this.log('warn', `unpublish of ${seg.name} failed: ${(e as Error).message}`));
+    }
+    await this.release();
+  }
+
+  /** Frees local resources (no master calls). */
+  private async release(): Promise<void> {
+    this.closing = true;
+    await this.heartbeat?.stop();
+    this.pool?.close();
+    this.master?.close();
+    this.engine.close();
+    for (const seg of this.segments.values()) seg.region.release();
+    this.segments.clear();
+    this.localRegion?.release();
+    this.localRegion = undefined;
+    await this.metadata.close().catch(() => {});
+  }
+}

@@ -1,0 +1,507 @@
+// The client's data path: Put/Upsert (start -> stage -> one transfer batch of WRITEs to every
+// replica -> end, revoke on failure) and Get (replica list -> own segment by memcpy first, else a
+// transfer READ -> lease check -> copy out), single and batched. Batches are one master round trip
+// per phase and one transfer batch. Bulk bytes never pass through JS loops: Buffer copies are
+// memcpy, remote bytes move in the native engine.
+import type { BufHandle__Output } from '../proto/gen/store/BufHandle.js';
+import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
+import type { ReplicateConfig } from '../proto/gen/store/ReplicateConfig.js';
+import type { PutStartRequest } from '../proto/gen/store/PutStartRequest.js';
+import type { BatchKeysResponse__Output } from '../proto/gen/store/BatchKeysResponse.js';
+import type { MasterClient } from './master-client.js';
+import { ErrorCode } from '../common/error-code.js';
+import type { BufferLease, BufferPool } from './buffer-pool.js';
+import {
+  InvalidParamsError,
+  LeaseExpiredError,
+  ObjectNotFoundError,
+  StoreError,
+  TransferError,
+  UnavailableError,
+} from './errors.js';
+import type { MappedRegion, TransferEnginePort } from './native-port.js';
+import {
+  leaseDeadline,
+  orderReplicas,
+  replicaPieces,
+  replicaSize,
+  transferOps,
+  withinLease,
+  type Piece,
+  type TransferOp,
+} from './transfer-plan.js';
+
+/** A value: one buffer, or a list of slices stored as one object (one handle per slice). */
+export type Value = Uint8Array | readonly Uint8Array[];
+
+/** Replication settings of a Put (the spec's ReplicateConfig). */
+export interface PutConfig {
+  replica_num?: number;
+  with_soft_pin?: boolean;
+  with_hard_pin?: boolean;
+  preferred_segment?: string;
+}
+
+/** Per-key outcome of a batch write. */
+export interface BatchWriteResult {
+  key: string;
+  error?: StoreError;
+}
+
+/** Per-key outcome of a batch read. */
+export interface BatchGetResult {
+  key: string;
+  value?: Buffer;
+  error?: StoreError;
+}
+
+/** A segment this client mounted: its memory is readable and writable here by memcpy. */
+export interface OwnSegment {
+  name: string;
+  id: string;
+  region: MappedRegion;
+}
+
+export type MasterApi = Pick<
+  MasterClient,
+  | 'putStart' | 'batchPutStart' | 'putEnd' | 'batchPutEnd' | 'putRevoke' | 'batchPutRevoke'
+  | 'upsertStart' | 'batchUpsertStart' | 'upsertEnd' | 'batchUpsertEnd' | 'upsertRevoke' | 'batchUpsertRevoke'
+  | 'getReplicaList' | 'batchGetReplicaList'
+>;
+
+export interface DataPathDeps {
+  master: MasterApi;
+  engine: TransferEnginePort;
+  /** Staging memory; undefined for a pure server (Get/Put refused). */
+  pool: BufferPool | undefined;
+  segments: ReadonlyMap<string, OwnSegment>;
+  addressOf: (view: ArrayBufferView) => number;
+  /** Own-segment pieces by memcpy (else through the engine's loopback). */
+  localMemcpy: boolean;
+  /** Monotonic clock, ms. */
+  now: () => number;
+  /** Endpoint of a segment whose handles carry none (metadata lookup); null when unknown. */
+  lookupEndpoint: (segmentName: string) => Promise<string | null>;
+  /** Wraps a master call, turning transport failures into typed errors. */
+  rpc: <T>(what: string, call: () => Promise<T>) => Promise<T>;
+}
+
+interface WriteRpcs {
+  verb: 'put' | 'upsert';
+  start(req: PutStartRequest): Promise<{ status_code: number; replica_list: ReplicaInfo__Output[] }>;
+  end(key: string): Promise<{ status_code: number }>;
+  revoke(key: string): Promise<{ status_code: number }>;
+  batchStart(reqs: PutStartRequest[]): Promise<{ status_code: number; results: { status_code: number; replica_list: ReplicaInfo__Output[] }[] }>;
+  batchEnd(keys: string[]): Promise<BatchKeysResponse__Output>;
+  batchRevoke(keys: string[]): Promise<BatchKeysResponse__Output>;
+}
+
+function slicesOf(value: Value, what: string): Uint8Array[] {
+  const list = value instanceof Uint8Array ? [value] : Array.isArray(value) ? [...value] : null;
+  if (!list || list.some((s) => !(s instanceof Uint8Array))) {
+    throw new InvalidParamsError(`${what}: the value must be a Buffer/Uint8Array or an array of them`);
+  }
+  if (list.length === 0 || list.every((s) => s.byteLength === 0)) throw new InvalidParamsError(`${what}: the value is empty`);
+  if (list.some((s) => s.byteLength === 0)) throw new InvalidParamsError(`${what}: a slice is empty`);
+  return list;
+}
+
+function checkKey(key: unknown, what: string): string {
+  if (typeof key !== 'string' || key.length === 0) throw new InvalidParamsError(`${what}: the key must be a non-empty string`, { code: ErrorCode.INVALID_KEY });
+  return key;
+}
+
+function wireConfig(c: PutConfig | undefined, what: string): ReplicateConfig {
+  const n = c?.replica_num ?? 1;
+  if (!Number.isInteger(n) || n < 1) throw new InvalidParamsError(`${what}: replica_num must be an integer >= 1, got ${c?.replica_num}`);
+  return { replica_num: n, with_soft_pin: !!c?.with_soft_pin, with_hard_pin: !!c?.with_hard_pin, preferred_segment: c?.preferred_segment ?? '' };
+}
+
+function asBuffer(u: Uint8Array): Buffer {
+  return Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+}
+
+/** Turns an engine rejection into a TransferError carrying the right ErrorCode. */
+export function transferFailure(e: unknown, what: string): TransferError {
+  const code = (e as { code?: string })?.code === 'ADDRESS_OUT_OF_RANGE' ? ErrorCode.ADDRESS_OUT_OF_RANGE : ErrorCode.TRANSFER_FAILED;
+  return new TransferError(`${what}: ${(e as Error)?.message ?? String(e)}`, { cause: e, code });
+}
+
+function check(status: number, what: string): void {
+  if (status !== ErrorCode.OK) throw StoreError.fromCode(status, what);
+}
+
+export class DataPath {
+  private readonly endpoints = new Map<string, string>();
+
+  constructor(private readonly d: DataPathDeps) {}
+
+  private readonly putRpcs: WriteRpcs = {
+    verb: 'put',
+    start: (req) => this.d.rpc('PutStart', () => this.d.master.putStart(req)),
+    end: (key) => this.d.rpc('PutEnd', () => this.d.master.putEnd({ key })),
+    revoke: (key) => this.d.rpc('PutRevoke', () => this.d.master.putRevoke({ key })),
+    batchStart: (requests) => this.d.rpc('BatchPutStart', () => this.d.master.batchPutStart({ requests })),
+    batchEnd: (keys) => this.d.rpc('BatchPutEnd', () => this.d.master.batchPutEnd({ keys })),
+    batchRevoke: (keys) => this.d.rpc('BatchPutRevoke', () => this.d.master.batchPutRevoke({ keys })),
+  };
+
+  private readonly upsertRpcs: WriteRpcs = {
+    verb: 'upsert',
+    start: (req) => this.d.rpc('UpsertStart', () => this.d.master.upsertStart(req)),
+    end: (key) => this.d.rpc('UpsertEnd', () => this.d.master.upsertEnd({ key })),
+    revoke: (key) => this.d.rpc('UpsertRevoke', () => this.d.master.upsertRevoke({ key })),
+    batchStart: (requests) => this.d.rpc('BatchUpsertStart', () => this.d.master.batchUpsertStart({ requests })),
+    batchEnd: (keys) => this.d.rpc('BatchUpsertEnd', () => this.d.master.batchUpsertEnd({ keys })),
+    batchRevoke: (keys) => this.d.rpc('BatchUpsertRevoke', () => this.d.master.batchUpsertRevoke({ keys })),
+  };
+
+  private pool(what: string): BufferPool {
+    if (!this.d.pool) {
+      throw new UnavailableError(`${what}: this client is a pure server (local_buffer_size = 0); Get and Put are not permitted from it`);
+    }
+    return this.d.pool;
+  }
+
+  private isOwn = (segmentName: string): boolean => this.d.localMemcpy && this.d.segments.has(segmentName);
+
+  /** Address of `view` when it lies inside memory registered with the engine (zero-copy), else undefined. */
+  registeredAddress(view: Uint8Array): number | undefined {
+    const pool = this.d.pool;
+    if (!pool && this.d.segments.size === 0) return undefined;
+    const a = this.d.addressOf(view);
+    const end = a + view.byteLength;
+    if (pool && a >= pool.primary.address && end <= pool.primary.address + pool.primary.size) return a;
+    for (const s of this.d.segments.values()) {
+      if (a >= s.region.address && end <= s.region.address + s.region.size) return a;
+    }
+    return undefined;
+  }
+
+  /** A view of own-segment memory for a handle, refusing anything outside the segment. */
+  private segmentView(h: BufHandle__Output, length: number): Buffer {
+    const s = this.d.segments.get(h.segment_name)!;
+    const off = Number(h.buffer) - s.region.address;
+    if (off < 0 || off + length > s.region.size) {
+      throw new TransferError(`handle 0x${Number(h.buffer).toString(16)}+${length} lies outside own segment ${h.segment_name}`, {
+        code: ErrorCode.ADDRESS_OUT_OF_RANGE,
+      });
+    }
+    return Buffer.from(s.region.buffer, off, length);
+  }
+
+  /** Fills in endpoints for handles that carry none, from the metadata service. */
+  private async resolveEndpoints(pieces: readonly Piece[]): Promise<void> {
+    for (const p of pieces) {
+      if (p.local || p.handle.te_endpoint || this.endpoints.has(p.handle.segment_name)) continue;
+      const ep = await this.d.lookupEndpoint(p.handle.segment_name);
+      if (!ep) throw new TransferError(`no transfer endpoint known for segment ${p.handle.segment_name}`);
+      this.endpoints.set(p.handle.segment_name, ep);
+    }
+  }
+
+  private endpointOf = (h: BufHandle__Output): string => h.te_endpoint || this.endpoints.get(h.segment_name)!;
+
+  private async transfer(ops: TransferOp[], what: string): Promise<void> {
+    if (ops.length === 0) return;
+    try {
+      await this.d.engine.transfer(ops);
+    } catch (e) {
+      throw transferFailure(e, what);
+    }
+  }
+
+  // ---------------------------------------------------------------- writes
+
+  put(key: string, value: Value, config?: PutConfig): Promise<void> {
+    return this.writeOne(this.putRpcs, key, value, config);
+  }
+
+  upsert(key: string, value: Value, config?: PutConfig): Promise<void> {
+    return this.writeOne(this.upsertRpcs, key, value, config);
+  }
+
+  putBatch(items: readonly { key: string; value: Value; config?: PutConfig }[]): Promise<BatchWriteResult[]> {
+    return this.writeBatch(this.putRpcs, items);
+  }
+
+  upsertBatch(items: readonly { key: string; value: Value; config?: PutConfig }[]): Promise<BatchWriteResult[]> {
+    return this.writeBatch(this.upsertRpcs, items);
+  }
+
+  private startRequest(key: string, slices: Uint8Array[], config: PutConfig | undefined, what: string): PutStartRequest {
+    const slice_lengths = slices.map((s) => s.byteLength);
+    return { key, value_length: slice_lengths.reduce((a, b) => a + b, 0), slice_lengths, config: wireConfig(config, what) };
+  }
+
+  private async writeOne(rpcs: WriteRpcs, key: string, value: Value, config?: PutConfig): Promise<void> {
+    const what = `${rpcs.verb} ${JSON.stringify(key)}`;
+    this.pool(what);
+    checkKey(key, what);
+    const slices = slicesOf(value, what);
+    const req = this.startRequest(key, slices, config, what);
+    const res = await rpcs.start(req);
+    check(res.status_code, `${what}: start refused`);
+    try {
+      await this.writeReplicas([{ replicas: res.replica_list, slices }], what);
+    } catch (e) {
+      await rpcs.revoke(key).catch(() => {}); // the space returns to the master; the original error matters
+      throw e;
+    }
+    check((await rpcs.end(key)).status_code, `${what}: end refused`);
+  }
+
+  /**
+   * Writes every object's slices to all its replicas: own-segment pieces by memcpy, the rest in
+   * one engine batch from registered memory (the caller's, when it is registered, else one lease).
+   */
+  private async writeReplicas(objects: { replicas: ReplicaInfo__Output[]; slices: Uint8Array[] }[], what: string): Promise<void> {
+    const plans = objects.map((o) => {
+      const lengths = o.slices.map((s) => s.byteLength);
+      const pieces = o.replicas.flatMap((r) => replicaPieces(r, this.isOwn, lengths).map((p, i) => ({ p, slice: i })));
+      if (o.replicas.length === 0) throw new StoreError(ErrorCode.INTERNAL_ERROR, `${what}: the master granted no replica`);
+      return { ...o, pieces };
+    });
+    // Stage the slices that remote pieces read from and that are not registered already.
+    const sources = new Map<Uint8Array, number>();
+    let stageBytes = 0;
+    for (const o of plans) {
+      for (const { p, slice } of o.pieces) {
+        if (p.local || sources.has(o.slices[slice])) continue;
+        const src = o.slices[slice];
+        const reg = this.registeredAddress(src);
+        sources.set(src, reg ?? -1 - stageBytes);
+        if (reg === undefined) stageBytes += src.byteLength;
+      }
+    }
+    let lease: BufferLease | undefined;
+    try {
+      if (stageBytes > 0) {
+        lease = await this.pool(what).acquire(stageBytes);
+        const base = lease.address;
+        const buf = lease.buffer;
+        for (const [src, a] of sources) {
+          if (a >= 0) continue;
+          const off = -1 - a;
+          asBuffer(src).copy(buf, off);
+          sources.set(src, base + off);
+        }
+      }
+      const ops: TransferOp[] = [];
+      for (const o of plans) {
+        await this.resolveEndpoints(o.pieces.map((x) => x.p));
+        for (const { p, slice } of o.pieces) {
+          if (p.local) asBuffer(o.slices[slice]).copy(this.segmentView(p.handle, p.length));
+          else ops.push(...transferOps('write', [p], () => sources.get(o.slices[slice])!, this.endpointOf));
+        }
+      }
+      await this.transfer(ops, `${what}: write`);
+    } finally {
+      lease?.release();
+    }
+  }
+
+  private async writeBatch(rpcs: WriteRpcs, items: readonly { key: string; value: Value; config?: PutConfig }[]): Promise<BatchWriteResult[]> {
+    const what = `batch ${rpcs.verb} of ${items.length} keys`;
+    this.pool(what);
+    if (items.length === 0) return [];
+    const results: BatchWriteResult[] = items.map((it) => ({ key: it.key }));
+    const prepared: { i: number; slices: Uint8Array[]; req: PutStartRequest }[] = [];
+    const seen = new Set<string>();
+    items.forEach((it, i) => {
+      try {
+        const w = `${rpcs.verb} ${JSON.stringify(it.key)}`;
+        checkKey(it.key, w);
+        if (seen.has(it.key)) throw new InvalidParamsError(`${w}: the key appears twice in the batch`);
+        seen.add(it.key);
+        const slices = slicesOf(it.value, w);
+        prepared.push({ i, slices, req: this.startRequest(it.key, slices, it.config, w) });
+      } catch (e) {
+        results[i].error = e as StoreError;
+      }
+    });
+    if (prepared.length === 0) return results;
+    const started = await rpcs.batchStart(prepared.map((p) => p.req));
+    if (started.status_code !== ErrorCode.OK) {
+      const err = StoreError.fromCode(started.status_code, `${what}: start refused`);
+      for (const p of prepared) results[p.i].error = err;
+      return results;
+    }
+    const granted = prepared.flatMap((p, k) => {
+      const r = started.results[k];
+      if (!r || r.status_code !== ErrorCode.OK) {
+        results[p.i].error = StoreError.fromCode(r?.status_code ?? ErrorCode.INTERNAL_ERROR, `${rpcs.verb} ${JSON.stringify(p.req.key)}: start refused`);
+        return [];
+      }
+      return [{ ...p, replicas: r.replica_list }];
+    });
+    if (granted.length === 0) return results;
+    const failed = new Set<number>();
+    try {
+      await this.writeReplicas(granted, what);
+    } catch (batchErr) {
+      // Find which objects failed: retry each on its own (their space is still reserved).
+      for (const g of granted) {
+        try {
+          await this.writeReplicas([g], `${rpcs.verb} ${JSON.stringify(g.req.key)}`);
+        } catch (e) {
+          failed.add(g.i);
+          results[g.i].error = e instanceof StoreError ? e : transferFailure(e, `${rpcs.verb} ${JSON.stringify(g.req.key)}`);
+        }
+      }
+      void batchErr;
+    }
+    const done = granted.filter((g) => !failed.has(g.i));
+    const revoke = granted.filter((g) => failed.has(g.i));
+    if (revoke.length > 0) await rpcs.batchRevoke(revoke.map((g) => g.req.key!)).catch(() => undefined);
+    if (done.length > 0) {
+      const ended = await rpcs.batchEnd(done.map((g) => g.req.key!));
+      const byKey = new Map(ended.results.map((r) => [r.key, r.status_code]));
+      for (const g of done) {
+        const code = ended.status_code !== ErrorCode.OK ? ended.status_code : (byKey.get(g.req.key!) ?? ErrorCode.OK);
+        if (code !== ErrorCode.OK) results[g.i].error = StoreError.fromCode(code, `${rpcs.verb} ${JSON.stringify(g.req.key)}: end refused`);
+      }
+    }
+    return results;
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  /** The object's bytes in a new Buffer. */
+  async get(key: string): Promise<Buffer> {
+    const what = `get ${JSON.stringify(key)}`;
+    this.pool(what);
+    checkKey(key, what);
+    const { replicas, deadline } = await this.replicas(key, what);
+    const out = Buffer.allocUnsafe(replicaSize(replicas[0]));
+    await this.readFrom(replicas, out, deadline, what);
+    return out;
+  }
+
+  /** Reads the object into `target` (registered memory is written directly); returns its size. */
+  async getInto(key: string, target: Uint8Array): Promise<number> {
+    const what = `get ${JSON.stringify(key)}`;
+    this.pool(what);
+    checkKey(key, what);
+    if (!(target instanceof Uint8Array)) throw new InvalidParamsError(`${what}: the target must be a Buffer/Uint8Array`);
+    const { replicas, deadline } = await this.replicas(key, what);
+    const size = replicaSize(replicas[0]);
+    if (target.byteLength < size) throw new InvalidParamsError(`${what}: the target holds ${target.byteLength} B, the object is ${size} B`);
+    await this.readFrom(replicas, asBuffer(target).subarray(0, size), deadline, what);
+    return size;
+  }
+
+  private async replicas(key: string, what: string): Promise<{ replicas: ReplicaInfo__Output[]; deadline: number }> {
+    const start = this.d.now();
+    const res = await this.d.rpc('GetReplicaList', () => this.d.master.getReplicaList({ key }));
+    check(res.status_code, what);
+    const replicas = orderReplicas(res.replica_list, this.isOwn);
+    if (replicas.length === 0) throw new ObjectNotFoundError(`${what}: no complete replica`);
+    return { replicas, deadline: leaseDeadline(start, Number(res.lease_ttl_ms)) };
+  }
+
+  /** Tries the replicas in order until one reads completely inside the lease. */
+  private async readFrom(replicas: ReplicaInfo__Output[], out: Buffer, deadline: number, what: string): Promise<void> {
+    const errors: unknown[] = [];
+    for (const r of replicas) {
+      if (replicaSize(r) !== out.length) {
+        errors.push(new StoreError(ErrorCode.INTERNAL_ERROR, `${what}: replicas disagree on the size`));
+        continue;
+      }
+      try {
+        await this.readReplicas([{ pieces: replicaPieces(r, this.isOwn), out }], what);
+      } catch (e) {
+        errors.push(e);
+        continue;
+      }
+      if (!withinLease(this.d.now(), deadline)) throw new LeaseExpiredError(`${what}: the lease expired before the read finished; no data returned`);
+      return;
+    }
+    const cause = errors.length === 1 ? errors[0] : new AggregateError(errors, `${errors.length} replicas failed`);
+    throw new TransferError(`${what}: every replica failed (${replicas.length} tried): ${(errors[errors.length - 1] as Error)?.message}`, { cause });
+  }
+
+  /** Reads objects' pieces into their outputs: own pieces by memcpy, the rest in one engine batch. */
+  private async readReplicas(objects: { pieces: Piece[]; out: Buffer }[], what: string): Promise<void> {
+    const ops: TransferOp[] = [];
+    const staged: { out: Buffer; p: Piece; at: number }[] = [];
+    let stageBytes = 0;
+    const targets = objects.map((o) => {
+      const remote = o.pieces.some((p) => !p.local);
+      return remote ? this.registeredAddress(o.out) : undefined;
+    });
+    for (const [k, o] of objects.entries()) {
+      await this.resolveEndpoints(o.pieces);
+      for (const p of o.pieces) {
+        if (p.local) continue;
+        if (targets[k] === undefined) {
+          staged.push({ out: o.out, p, at: stageBytes });
+          stageBytes += p.length;
+        }
+      }
+    }
+    let lease: BufferLease | undefined;
+    try {
+      if (stageBytes > 0) lease = await this.pool(what).acquire(stageBytes);
+      const stagedAt = new Map(staged.map((s) => [s.p, s.at]));
+      for (const [k, o] of objects.entries()) {
+        const direct = targets[k];
+        ops.push(
+          ...transferOps('read', o.pieces, (p) => (direct !== undefined ? direct + p.offset : lease!.address + stagedAt.get(p)!), this.endpointOf),
+        );
+      }
+      await this.transfer(ops, `${what}: read`);
+      if (lease) {
+        const buf = lease.buffer;
+        for (const s of staged) buf.copy(s.out, s.p.offset, s.at, s.at + s.p.length);
+      }
+      for (const o of objects) {
+        for (const p of o.pieces) if (p.local) this.segmentView(p.handle, p.length).copy(o.out, p.offset);
+      }
+    } finally {
+      lease?.release();
+    }
+  }
+
+  /** Many objects: one BatchGetReplicaList, one transfer batch; a failed object retries alone. */
+  async getBatch(keys: readonly string[]): Promise<BatchGetResult[]> {
+    const what = `batch get of ${keys.length} keys`;
+    this.pool(what);
+    if (keys.length === 0) return [];
+    keys.forEach((k) => checkKey(k, what));
+    const start = this.d.now();
+    const res = await this.d.rpc('BatchGetReplicaList', () => this.d.master.batchGetReplicaList({ keys: [...keys] }));
+    check(res.status_code, what);
+    const results: BatchGetResult[] = keys.map((key) => ({ key }));
+    const wanted: { i: number; replicas: ReplicaInfo__Output[]; deadline: number; out: Buffer; what: string }[] = [];
+    keys.forEach((key, i) => {
+      const w = `get ${JSON.stringify(key)}`;
+      const r = res.results[i];
+      try {
+        if (!r) throw new StoreError(ErrorCode.INTERNAL_ERROR, `${w}: the master returned no result`);
+        check(r.status_code, w);
+        const replicas = orderReplicas(r.replica_list, this.isOwn);
+        if (replicas.length === 0) throw new ObjectNotFoundError(`${w}: no complete replica`);
+        wanted.push({ i, replicas, deadline: leaseDeadline(start, Number(r.lease_ttl_ms)), out: Buffer.allocUnsafe(replicaSize(replicas[0])), what: w });
+      } catch (e) {
+        results[i].error = e as StoreError;
+      }
+    });
+    let batchOk = true;
+    try {
+      await this.readReplicas(wanted.map((w) => ({ pieces: replicaPieces(w.replicas[0], this.isOwn), out: w.out })), what);
+    } catch {
+      batchOk = false;
+    }
+    for (const w of wanted) {
+      try {
+        if (!batchOk) await this.readFrom(w.replicas, w.out, w.deadline, w.what);
+        else if (!withinLease(this.d.now(), w.deadline)) throw new LeaseExpiredError(`${w.what}: the lease expired before the read finished; no data returned`);
+        results[w.i].value = w.out;
+      } catch (e) {
+        results[w.i].error = e as StoreError;
+      }
+    }
+    return results;
+  }
+}

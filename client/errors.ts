@@ -1,0 +1,127 @@
+// Typed errors raised by the client library. Each carries the ErrorCode from the proto (numeric, one
+// range per subsystem), its name, and the underlying `cause` (an RPC status, a transfer failure...).
+import { ErrorCode, errorCodeName } from '../common/error-code.js';
+
+export type ErrorCodeNumber = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** Base class of every error the client throws on purpose. */
+export class StoreError extends Error {
+  readonly code: number;
+  readonly codeName: string;
+  constructor(code: number, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StoreError';
+    this.code = code;
+    this.codeName = errorCodeName(code);
+  }
+
+  /** The right subclass for a status code returned by the master (or produced locally). */
+  static fromCode(code: number, message: string, options?: { cause?: unknown }): StoreError {
+    const text = `${message}: ${errorCodeName(code)}`;
+    switch (code) {
+      case ErrorCode.OBJECT_NOT_FOUND:
+        return new ObjectNotFoundError(text, options);
+      case ErrorCode.REPLICA_IS_NOT_READY:
+        return new ObjectNotReadyError(text, options);
+      case ErrorCode.OBJECT_ALREADY_EXISTS:
+        return new ObjectExistsError(text, options);
+      case ErrorCode.OBJECT_HAS_LEASE:
+        return new ObjectLeasedError(text, options);
+      case ErrorCode.INVALID_PARAMS:
+      case ErrorCode.INVALID_KEY:
+        return new InvalidParamsError(text, { ...options, code });
+      case ErrorCode.NO_AVAILABLE_HANDLE:
+        return new NoSpaceError(text, options);
+      case ErrorCode.TRANSFER_FAILED:
+      case ErrorCode.ADDRESS_OUT_OF_RANGE:
+        return new TransferError(text, { ...options, code });
+      case ErrorCode.LEASE_EXPIRED:
+        return new LeaseExpiredError(text, options);
+      case ErrorCode.BUFFER_EXHAUSTED:
+        return new BufferExhaustedError(text, options);
+      case ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS:
+        return new UnavailableError(text, options);
+      default:
+        return new StoreError(code, text, options);
+    }
+  }
+}
+
+/** The key does not exist (or has no complete replica). */
+export class ObjectNotFoundError extends StoreError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.OBJECT_NOT_FOUND, message, options);
+    this.name = 'ObjectNotFoundError';
+  }
+}
+
+/** The key is being written (PutStart without PutEnd yet): there is no value to read so far. */
+export class ObjectNotReadyError extends StoreError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.REPLICA_IS_NOT_READY, message, options);
+    this.name = 'ObjectNotReadyError';
+  }
+}
+
+/** A Put raced another Put of the same key, or the key is already stored (objects are immutable). */
+export class ObjectExistsError extends StoreError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.OBJECT_ALREADY_EXISTS, message, options);
+    this.name = 'ObjectExistsError';
+  }
+}
+
+/** Remove refused because a reader holds a lease on the object. */
+export class ObjectLeasedError extends StoreError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.OBJECT_HAS_LEASE, message, options);
+    this.name = 'ObjectLeasedError';
+  }
+}
+
+export class InvalidParamsError extends StoreError {
+  constructor(message: string, options?: { cause?: unknown; code?: number }) {
+    super(options?.code ?? ErrorCode.INVALID_PARAMS, message, options);
+    this.name = 'InvalidParamsError';
+  }
+}
+
+/** The master could not place even one replica. */
+export class NoSpaceError extends StoreError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.NO_AVAILABLE_HANDLE, message, options);
+    this.name = 'NoSpaceError';
+  }
+}
+
+/** Moving bytes failed: every replica was unreachable, refused, or timed out. */
+export class TransferError extends StoreError {
+  constructor(message: string, options?: { cause?: unknown; code?: number }) {
+    super(options?.code ?? ErrorCode.TRANSFER_FAILED, message, options);
+    this.name = 'TransferError';
+  }
+}
+
+/** A Get's lease ran out before its read finished: no data is returned. */
+export class LeaseExpiredError extends StoreError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.LEASE_EXPIRED, message, options);
+    this.name = 'LeaseExpiredError';
+  }
+}
+
+/** The local buffer pool could not hand out staging space within its caps / timeout. */
+export class BufferExhaustedError extends StoreError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.BUFFER_EXHAUSTED, message, options);
+    this.name = 'BufferExhaustedError';
+  }
+}
+
+/** The operation is not possible in this client's mode or state (pure server, closed, RDMA...). */
+export class UnavailableError extends StoreError {
+  constructor(message: string, options?: { cause?: unknown; code?: number }) {
+    super(options?.code ?? ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS, message, options);
+    this.name = 'UnavailableError';
+  }
+}

@@ -1,0 +1,68 @@
+// The client's liveness loop: ping the master every interval (well under its --client_ttl) and
+// remount this client's segments when the master says it does not know them (a restarted master
+// or a new leader). One beat at a time; a failed ping is reported and the loop keeps going.
+import type { PingResponse__Output } from '../proto/gen/store/PingResponse.js';
+
+export interface HeartbeatOptions {
+  intervalMs: number;
+  ping: () => Promise<PingResponse__Output>;
+  remount: () => Promise<void>;
+  onError?: (e: unknown) => void;
+  /** Timer seam: run fn after ms, return a cancel function. */
+  schedule?: (ms: number, fn: () => void) => () => void;
+}
+
+const defaultSchedule = (ms: number, fn: () => void) => {
+  const t = setTimeout(fn, ms);
+  t.unref(); // never keeps a process alive on its own
+  return () => clearTimeout(t);
+};
+
+export class Heartbeat {
+  private cancel: (() => void) | undefined;
+  private running = false;
+  private inFlight: Promise<void> | undefined;
+  /** Consecutive failed pings (0 when the master answers). */
+  failures = 0;
+  remounts = 0;
+
+  constructor(private readonly opts: HeartbeatOptions) {}
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.arm();
+  }
+
+  private arm(): void {
+    if (!this.running) return;
+    this.cancel = (this.opts.schedule ?? defaultSchedule)(this.opts.intervalMs, () => {
+      this.inFlight = this.beat().finally(() => {
+        this.inFlight = undefined;
+        this.arm();
+      });
+    });
+  }
+
+  /** One ping (and remount if asked). Never throws. */
+  async beat(): Promise<void> {
+    try {
+      const res = await this.opts.ping();
+      this.failures = 0;
+      if (res.need_remount) {
+        this.remounts++;
+        await this.opts.remount();
+      }
+    } catch (e) {
+      this.failures++;
+      this.opts.onError?.(e);
+    }
+  }
+
+  /** Stops the loop and waits for a beat in progress. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.cancel?.();
+    await this.inFlight;
+  }
+}

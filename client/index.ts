@@ -1,0 +1,11 @@
+// The package entry point (`import { Client } from 'kvcache-store'`): the embedded client, its
+// settings, errors, buffer pool and metadata backends.
+export { Client, type ClientOptions } from './client.js';
+export type { ClientSetupConfig, ClientSettings } from './setup-config.js';
+export type { Value, PutConfig, BatchWriteResult, BatchGetResult } from './data-path.js';
+export { BufferPool, BufferLease, type BufferPoolOptions, type PoolRegion } from './buffer-pool.js';
+export * from './errors.js';
+export type { MetadataStore, SegmentDescriptor } from './metadata/metadata-store.js';
+export { openMetadataStore } from './metadata/open-metadata-store.js';
+export { MasterClient } from './master-client.js';
+export { ErrorCode, errorCodeName } from '../common/error-code.js';

@@ -1,0 +1,167 @@
+// Client end of the fast master channel: one TCP connection carrying many requests in flight,
+// matched to replies by request id. Frames are batched per tick; a single timer enforces the
+// request timeout. Transport-agnostic: it drives any Duplex (a net.Socket in production).
+import { connect as netConnect, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { CHANNEL_MAGIC, FrameDecoder, FrameKind, FrameWriter, encodeFrame } from '../common/channel-frame.js';
+import { decodeMessage, encodeMessage, type MethodInfo } from '../common/master-proto.js';
+import { MasterClientClosedError, MasterConnectionError, MasterProtocolError, MasterTimeoutError, type MasterChannelError } from './master-channel-errors.js';
+
+interface Pending {
+  method: MethodInfo;
+  deadline: number;
+  resolve: (v: unknown) => void;
+  reject: (e: Error) => void;
+}
+
+export interface MasterChannelOptions {
+  /** Per-request timeout in ms (default 10000). */
+  requestTimeoutMs?: number;
+  /** Connect timeout in ms (default 5000). */
+  connectTimeoutMs?: number;
+  noDelay?: boolean;
+}
+
+/** Splits "host:port" ("[v6]:port" too); throws on a malformed address. */
+export function parseHostPort(address: string): { host: string; port: number } {
+  const m = /^\[?([^\]]*?)\]?:(\d+)$/.exec(address.trim());
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || m[1] === '' || !(port > 0 && port < 65536)) throw new Error(`invalid master address "${address}": expected host:port`);
+  return { host: m[1], port };
+}
+
+export class MasterChannel {
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private readonly writer: FrameWriter;
+  private readonly decoder: FrameDecoder;
+  private timer: NodeJS.Timeout | undefined;
+  private failure: MasterChannelError | undefined;
+  private readonly timeoutMs: number;
+  /** Called once when the connection ends for any reason. */
+  onClose: ((err: MasterChannelError) => void) | undefined;
+
+  constructor(private readonly stream: Duplex, readonly address: string, opts: MasterChannelOptions = {}) {
+    this.timeoutMs = opts.requestTimeoutMs ?? 10_000;
+    this.writer = new FrameWriter((data) => {
+      if (!this.failure) stream.write(data);
+    });
+    this.decoder = new FrameDecoder((kind, id, method, payload) => this.onFrame(kind, id, method, payload));
+    stream.write(CHANNEL_MAGIC);
+    stream.on('data', (chunk: Buffer) => {
+      try {
+        this.decoder.push(chunk);
+      } catch (e) {
+        this.fail(new MasterProtocolError(`bad frame from master ${address}: ${(e as Error).message}`, address, undefined, { cause: e }));
+        stream.destroy();
+      }
+    });
+    stream.on('error', (e) => this.fail(new MasterConnectionError(`connection to master ${address} failed: ${e.message}`, address, undefined, { cause: e })));
+    stream.on('close', () => this.fail(new MasterConnectionError(`connection to master ${address} closed`, address)));
+  }
+
+  /** Opens a TCP connection to `address` ("host:port") and waits until it is established. */
+  static connect(address: string, opts: MasterChannelOptions = {}): Promise<MasterChannel> {
+    const { host, port } = parseHostPort(address);
+    return new Promise((resolve, reject) => {
+      const socket: Socket = netConnect({ host, port, noDelay: opts.noDelay ?? true });
+      const timer = setTimeout(() => {
+        socket.destroy();
+        reject(new MasterConnectionError(`connecting to master ${address} timed out after ${opts.connectTimeoutMs ?? 5000} ms`, address));
+      }, opts.connectTimeoutMs ?? 5000);
+      socket.once('error', (e) => {
+        clearTimeout(timer);
+        reject(new MasterConnectionError(`cannot connect to master ${address}: ${e.message}`, address, undefined, { cause: e }));
+      });
+      socket.once('connect', () => {
+        clearTimeout(timer);
+        socket.removeAllListeners('error');
+        resolve(new MasterChannel(socket, address, opts));
+      });
+    });
+  }
+
+  get closed(): boolean {
+    return this.failure !== undefined;
+  }
+
+  get inFlight(): number {
+    return this.pending.size;
+  }
+
+  /** Sends one request; resolves with the decoded response (status_code included, never thrown). */
+  call<Res>(method: MethodInfo, request: object): Promise<Res> {
+    if (this.failure) return Promise.reject(this.failure);
+    let payload: Uint8Array;
+    try {
+      // protobufjs would silently encode a wrong-typed field as 0; refuse it instead.
+      const bad = method.requestType.verify(request);
+      if (bad) throw new Error(bad);
+      payload = encodeMessage(method.requestType, request);
+    } catch (e) {
+      return Promise.reject(new TypeError(`${method.name}: cannot encode request: ${(e as Error).message}`, { cause: e }));
+    }
+    const id = this.nextId;
+    this.nextId = this.nextId >= 0xffffffff ? 1 : this.nextId + 1;
+    return new Promise<Res>((resolve, reject) => {
+      this.pending.set(id, { method, deadline: performance.now() + this.timeoutMs, resolve: resolve as (v: unknown) => void, reject });
+      this.writer.push(encodeFrame(FrameKind.REQUEST, id, method.index, payload));
+      if (!this.timer) this.startTimer();
+    });
+  }
+
+  /** Closes the connection; calls in flight fail with MasterClientClosedError. */
+  close(): void {
+    this.fail(new MasterClientClosedError(`client of master ${this.address} closed`, this.address));
+    this.stream.end();
+    this.stream.destroy();
+  }
+
+  private onFrame(kind: number, id: number, methodIndex: number, payload: Buffer): void {
+    const p = this.pending.get(id);
+    if (!p) return; // timed out already
+    this.pending.delete(id);
+    if (kind === FrameKind.RESPONSE && methodIndex === p.method.index) {
+      try {
+        p.resolve(decodeMessage(p.method.responseType, payload));
+      } catch (e) {
+        p.reject(new MasterProtocolError(`${p.method.name}: undecodable reply from master ${this.address}: ${(e as Error).message}`, this.address, p.method.name, { cause: e }));
+      }
+    } else if (kind === FrameKind.ERROR) {
+      p.reject(new MasterProtocolError(`${p.method.name} refused by master ${this.address}: ${payload.toString('utf8')}`, this.address, p.method.name));
+    } else {
+      p.reject(new MasterProtocolError(`${p.method.name}: unexpected frame kind ${kind} method ${methodIndex} from master ${this.address}`, this.address, p.method.name));
+    }
+    if (this.pending.size === 0) this.stopTimer();
+  }
+
+  private startTimer(): void {
+    const period = Math.max(5, Math.min(1000, this.timeoutMs / 4));
+    this.timer = setInterval(() => {
+      const now = performance.now();
+      for (const [id, p] of this.pending) {
+        if (p.deadline <= now) {
+          this.pending.delete(id);
+          p.reject(new MasterTimeoutError(this.address, p.method.name, this.timeoutMs));
+        }
+      }
+      if (this.pending.size === 0) this.stopTimer();
+    }, period);
+    this.timer.unref();
+  }
+
+  private stopTimer(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  private fail(err: MasterChannelError): void {
+    if (this.failure) return;
+    this.failure = err;
+    this.stopTimer();
+    const pending = [...this.pending.values()];
+    this.pending.clear();
+    for (const p of pending) p.reject(err);
+    this.onClose?.(err);
+  }
+}

@@ -1,0 +1,237 @@
+// MasterClient: the client side of the master RPC, over the fast multiplexed channel (one TCP
+// connection, many calls in flight). One async method per MasterService RPC: request objects in,
+// __Output-shaped responses out (status_code included; a failed status is not thrown). Transport
+// failures reject with the typed errors of master-channel-errors.ts; after a dropped connection the
+// next call reconnects.
+import type { BatchExistKeyRequest } from '../proto/gen/store/BatchExistKeyRequest.js';
+import type { BatchExistKeyResponse__Output } from '../proto/gen/store/BatchExistKeyResponse.js';
+import type { BatchGetReplicaListRequest } from '../proto/gen/store/BatchGetReplicaListRequest.js';
+import type { BatchGetReplicaListResponse__Output } from '../proto/gen/store/BatchGetReplicaListResponse.js';
+import type { BatchKeysRequest } from '../proto/gen/store/BatchKeysRequest.js';
+import type { BatchKeysResponse__Output } from '../proto/gen/store/BatchKeysResponse.js';
+import type { BatchPutStartRequest } from '../proto/gen/store/BatchPutStartRequest.js';
+import type { BatchPutStartResponse__Output } from '../proto/gen/store/BatchPutStartResponse.js';
+import type { BatchQueryIpRequest } from '../proto/gen/store/BatchQueryIpRequest.js';
+import type { BatchQueryIpResponse__Output } from '../proto/gen/store/BatchQueryIpResponse.js';
+import type { BatchReplicaClearRequest } from '../proto/gen/store/BatchReplicaClearRequest.js';
+import type { BatchReplicaClearResponse__Output } from '../proto/gen/store/BatchReplicaClearResponse.js';
+import type { BatchUpsertStartRequest } from '../proto/gen/store/BatchUpsertStartRequest.js';
+import type { BatchUpsertStartResponse__Output } from '../proto/gen/store/BatchUpsertStartResponse.js';
+import type { ExistKeyRequest } from '../proto/gen/store/ExistKeyRequest.js';
+import type { ExistKeyResponse__Output } from '../proto/gen/store/ExistKeyResponse.js';
+import type { GetReplicaListByRegexRequest } from '../proto/gen/store/GetReplicaListByRegexRequest.js';
+import type { GetReplicaListByRegexResponse__Output } from '../proto/gen/store/GetReplicaListByRegexResponse.js';
+import type { GetReplicaListRequest } from '../proto/gen/store/GetReplicaListRequest.js';
+import type { GetReplicaListResponse__Output } from '../proto/gen/store/GetReplicaListResponse.js';
+import type { MountSegmentRequest } from '../proto/gen/store/MountSegmentRequest.js';
+import type { MountSegmentResponse__Output } from '../proto/gen/store/MountSegmentResponse.js';
+import type { PingRequest } from '../proto/gen/store/PingRequest.js';
+import type { PingResponse__Output } from '../proto/gen/store/PingResponse.js';
+import type { PutEndRequest } from '../proto/gen/store/PutEndRequest.js';
+import type { PutEndResponse__Output } from '../proto/gen/store/PutEndResponse.js';
+import type { PutRevokeRequest } from '../proto/gen/store/PutRevokeRequest.js';
+import type { PutRevokeResponse__Output } from '../proto/gen/store/PutRevokeResponse.js';
+import type { PutStartRequest } from '../proto/gen/store/PutStartRequest.js';
+import type { PutStartResponse__Output } from '../proto/gen/store/PutStartResponse.js';
+import type { RemoveAllRequest } from '../proto/gen/store/RemoveAllRequest.js';
+import type { RemoveAllResponse__Output } from '../proto/gen/store/RemoveAllResponse.js';
+import type { RemoveByRegexRequest } from '../proto/gen/store/RemoveByRegexRequest.js';
+import type { RemoveByRegexResponse__Output } from '../proto/gen/store/RemoveByRegexResponse.js';
+import type { RemoveRequest } from '../proto/gen/store/RemoveRequest.js';
+import type { RemoveResponse__Output } from '../proto/gen/store/RemoveResponse.js';
+import type { UnmountSegmentRequest } from '../proto/gen/store/UnmountSegmentRequest.js';
+import type { UnmountSegmentResponse__Output } from '../proto/gen/store/UnmountSegmentResponse.js';
+import type { UpsertEndRequest } from '../proto/gen/store/UpsertEndRequest.js';
+import type { UpsertEndResponse__Output } from '../proto/gen/store/UpsertEndResponse.js';
+import type { UpsertRevokeRequest } from '../proto/gen/store/UpsertRevokeRequest.js';
+import type { UpsertRevokeResponse__Output } from '../proto/gen/store/UpsertRevokeResponse.js';
+import type { UpsertStartRequest } from '../proto/gen/store/UpsertStartRequest.js';
+import type { UpsertStartResponse__Output } from '../proto/gen/store/UpsertStartResponse.js';
+import { masterMethodByName, type MethodInfo } from '../common/master-proto.js';
+import { MasterChannel, parseHostPort, type MasterChannelOptions } from './master-channel.js';
+import { MasterClientClosedError } from './master-channel-errors.js';
+
+export * from './master-channel-errors.js';
+export type MasterClientOptions = MasterChannelOptions;
+
+function method(name: string): MethodInfo {
+  const m = masterMethodByName.get(name);
+  if (!m) throw new Error(`MasterService has no method ${name}`);
+  return m;
+}
+
+const M = {
+  Ping: method('Ping'),
+  MountSegment: method('MountSegment'),
+  UnmountSegment: method('UnmountSegment'),
+  ExistKey: method('ExistKey'),
+  BatchExistKey: method('BatchExistKey'),
+  GetReplicaList: method('GetReplicaList'),
+  BatchGetReplicaList: method('BatchGetReplicaList'),
+  GetReplicaListByRegex: method('GetReplicaListByRegex'),
+  PutStart: method('PutStart'),
+  BatchPutStart: method('BatchPutStart'),
+  PutEnd: method('PutEnd'),
+  BatchPutEnd: method('BatchPutEnd'),
+  PutRevoke: method('PutRevoke'),
+  BatchPutRevoke: method('BatchPutRevoke'),
+  UpsertStart: method('UpsertStart'),
+  BatchUpsertStart: method('BatchUpsertStart'),
+  UpsertEnd: method('UpsertEnd'),
+  BatchUpsertEnd: method('BatchUpsertEnd'),
+  UpsertRevoke: method('UpsertRevoke'),
+  BatchUpsertRevoke: method('BatchUpsertRevoke'),
+  Remove: method('Remove'),
+  RemoveByRegex: method('RemoveByRegex'),
+  RemoveAll: method('RemoveAll'),
+  BatchQueryIp: method('BatchQueryIp'),
+  BatchReplicaClear: method('BatchReplicaClear'),
+};
+
+export class MasterClient {
+  private channel: MasterChannel;
+  private reconnecting: Promise<MasterChannel> | undefined;
+  private closed = false;
+
+  private constructor(readonly address: string, channel: MasterChannel, private readonly opts: MasterClientOptions) {
+    this.channel = channel;
+  }
+
+  /** Connects to a master at "host:port"; rejects with MasterConnectionError if unreachable. */
+  static async connect(address: string, opts: MasterClientOptions = {}): Promise<MasterClient> {
+    parseHostPort(address);
+    return new MasterClient(address, await MasterChannel.connect(address, opts), opts);
+  }
+
+  /** Calls in flight on the current connection. */
+  get inFlight(): number {
+    return this.channel.inFlight;
+  }
+
+  /** Generic call by RPC name (e.g. "GetReplicaList"); the typed methods below are preferred. */
+  callByName<Res>(name: string, req: object): Promise<Res> {
+    return this.call<Res>(method(name), req);
+  }
+
+  private call<Res>(m: MethodInfo, req: object): Promise<Res> {
+    if (!this.channel.closed) return this.channel.call<Res>(m, req);
+    if (this.closed) return Promise.reject(new MasterClientClosedError(`client of master ${this.address} closed`, this.address, m.name));
+    this.reconnecting ??= MasterChannel.connect(this.address, this.opts).finally(() => {
+      this.reconnecting = undefined;
+    });
+    return this.reconnecting.then((ch) => {
+      if (this.closed) {
+        ch.close();
+        throw new MasterClientClosedError(`client of master ${this.address} closed`, this.address, m.name);
+      }
+      if (this.channel !== ch && this.channel.closed) this.channel = ch;
+      return this.channel.call<Res>(m, req);
+    });
+  }
+
+  /** Closes the connection; calls in flight reject with MasterClientClosedError. */
+  close(): void {
+    this.closed = true;
+    this.channel.close();
+  }
+
+  ping(req: PingRequest): Promise<PingResponse__Output> {
+    return this.call(M.Ping, req);
+  }
+
+  mountSegment(req: MountSegmentRequest): Promise<MountSegmentResponse__Output> {
+    return this.call(M.MountSegment, req);
+  }
+
+  unmountSegment(req: UnmountSegmentRequest): Promise<UnmountSegmentResponse__Output> {
+    return this.call(M.UnmountSegment, req);
+  }
+
+  existKey(req: ExistKeyRequest): Promise<ExistKeyResponse__Output> {
+    return this.call(M.ExistKey, req);
+  }
+
+  batchExistKey(req: BatchExistKeyRequest): Promise<BatchExistKeyResponse__Output> {
+    return this.call(M.BatchExistKey, req);
+  }
+
+  getReplicaList(req: GetReplicaListRequest): Promise<GetReplicaListResponse__Output> {
+    return this.call(M.GetReplicaList, req);
+  }
+
+  batchGetReplicaList(req: BatchGetReplicaListRequest): Promise<BatchGetReplicaListResponse__Output> {
+    return this.call(M.BatchGetReplicaList, req);
+  }
+
+  getReplicaListByRegex(req: GetReplicaListByRegexRequest): Promise<GetReplicaListByRegexResponse__Output> {
+    return this.call(M.GetReplicaListByRegex, req);
+  }
+
+  putStart(req: PutStartRequest): Promise<PutStartResponse__Output> {
+    return this.call(M.PutStart, req);
+  }
+
+  batchPutStart(req: BatchPutStartRequest): Promise<BatchPutStartResponse__Output> {
+    return this.call(M.BatchPutStart, req);
+  }
+
+  putEnd(req: PutEndRequest): Promise<PutEndResponse__Output> {
+    return this.call(M.PutEnd, req);
+  }
+
+  batchPutEnd(req: BatchKeysRequest): Promise<BatchKeysResponse__Output> {
+    return this.call(M.BatchPutEnd, req);
+  }
+
+  putRevoke(req: PutRevokeRequest): Promise<PutRevokeResponse__Output> {
+    return this.call(M.PutRevoke, req);
+  }
+
+  batchPutRevoke(req: BatchKeysRequest): Promise<BatchKeysResponse__Output> {
+    return this.call(M.BatchPutRevoke, req);
+  }
+
+  upsertStart(req: UpsertStartRequest): Promise<UpsertStartResponse__Output> {
+    return this.call(M.UpsertStart, req);
+  }
+
+  batchUpsertStart(req: BatchUpsertStartRequest): Promise<BatchUpsertStartResponse__Output> {
+    return this.call(M.BatchUpsertStart, req);
+  }
+
+  upsertEnd(req: UpsertEndRequest): Promise<UpsertEndResponse__Output> {
+    return this.call(M.UpsertEnd, req);
+  }
+
+  batchUpsertEnd(req: BatchKeysRequest): Promise<BatchKeysResponse__Output> {
+    return this.call(M.BatchUpsertEnd, req);
+  }
+
+  upsertRevoke(req: UpsertRevokeRequest): Promise<UpsertRevokeResponse__Output> {
+    return this.call(M.UpsertRevoke, req);
+  }
+
+  batchUpsertRevoke(req: BatchKeysRequest): Promise<BatchKeysResponse__Output> {
+    return this.call(M.BatchUpsertRevoke, req);
+  }
+
+  remove(req: RemoveRequest): Promise<RemoveResponse__Output> {
+    return this.call(M.Remove, req);
+  }
+
+  removeByRegex(req: RemoveByRegexRequest): Promise<RemoveByRegexResponse__Output> {
+    return this.call(M.RemoveByRegex, req);
+  }
+
+  removeAll(req: RemoveAllRequest): Promise<RemoveAllResponse__Output> {
+    return this.call(M.RemoveAll, req);
+  }
+
+  batchQueryIp(req: BatchQueryIpRequest): Promise<BatchQueryIpResponse__Output> {
+    return this.call(M.BatchQueryIp, req);
+  }
+
+  batchReplicaClear(req: BatchReplicaClearRequest): Promise<BatchReplicaClearResponse__Output> {
+    return this.call(M.BatchReplicaClear, req);
+  }
+}

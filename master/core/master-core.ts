@@ -1,0 +1,802 @@
+// The master's pure core: objects, replicas, leases, pins, eviction, zombie writes, segments and
+// client liveness, one method per RPC. No I/O, no timers: every mutating method takes `now`
+// (monotonic ms) and placement draws from the injected Rng. Bad input returns a status code and
+// changes nothing; the core never keeps a reference to a request object.
+import { ErrorCode } from '../../common/error-code.js';
+import type { BatchExistKeyRequest__Output } from '../../proto/gen/store/BatchExistKeyRequest.js';
+import type { BatchExistKeyResponse__Output } from '../../proto/gen/store/BatchExistKeyResponse.js';
+import type { BatchGetReplicaListRequest__Output } from '../../proto/gen/store/BatchGetReplicaListRequest.js';
+import type { BatchGetReplicaListResponse__Output } from '../../proto/gen/store/BatchGetReplicaListResponse.js';
+import type { BatchKeysRequest__Output } from '../../proto/gen/store/BatchKeysRequest.js';
+import type { BatchKeysResponse__Output } from '../../proto/gen/store/BatchKeysResponse.js';
+import type { BatchPutStartRequest__Output } from '../../proto/gen/store/BatchPutStartRequest.js';
+import type { BatchPutStartResponse__Output } from '../../proto/gen/store/BatchPutStartResponse.js';
+import type { BatchQueryIpRequest__Output } from '../../proto/gen/store/BatchQueryIpRequest.js';
+import type { BatchQueryIpResponse__Output } from '../../proto/gen/store/BatchQueryIpResponse.js';
+import type { BatchReplicaClearRequest__Output } from '../../proto/gen/store/BatchReplicaClearRequest.js';
+import type { BatchReplicaClearResponse__Output } from '../../proto/gen/store/BatchReplicaClearResponse.js';
+import type { BatchUpsertStartRequest__Output } from '../../proto/gen/store/BatchUpsertStartRequest.js';
+import type { BatchUpsertStartResponse__Output } from '../../proto/gen/store/BatchUpsertStartResponse.js';
+import type { ExistKeyRequest__Output } from '../../proto/gen/store/ExistKeyRequest.js';
+import type { ExistKeyResponse__Output } from '../../proto/gen/store/ExistKeyResponse.js';
+import type { GetReplicaListByRegexRequest__Output } from '../../proto/gen/store/GetReplicaListByRegexRequest.js';
+import type { GetReplicaListByRegexResponse__Output } from '../../proto/gen/store/GetReplicaListByRegexResponse.js';
+import type { GetReplicaListRequest__Output } from '../../proto/gen/store/GetReplicaListRequest.js';
+import type { GetReplicaListResponse__Output } from '../../proto/gen/store/GetReplicaListResponse.js';
+import type { IPAddressList__Output } from '../../proto/gen/store/IPAddressList.js';
+import type { MountSegmentRequest__Output } from '../../proto/gen/store/MountSegmentRequest.js';
+import type { MountSegmentResponse__Output } from '../../proto/gen/store/MountSegmentResponse.js';
+import type { ObjectReplicaList__Output } from '../../proto/gen/store/ObjectReplicaList.js';
+import type { PingRequest__Output } from '../../proto/gen/store/PingRequest.js';
+import type { PingResponse__Output } from '../../proto/gen/store/PingResponse.js';
+import type { PutEndRequest__Output } from '../../proto/gen/store/PutEndRequest.js';
+import type { PutEndResponse__Output } from '../../proto/gen/store/PutEndResponse.js';
+import type { PutRevokeRequest__Output } from '../../proto/gen/store/PutRevokeRequest.js';
+import type { PutRevokeResponse__Output } from '../../proto/gen/store/PutRevokeResponse.js';
+import type { PutStartRequest__Output } from '../../proto/gen/store/PutStartRequest.js';
+import type { PutStartResponse__Output } from '../../proto/gen/store/PutStartResponse.js';
+import type { RemoveAllRequest__Output } from '../../proto/gen/store/RemoveAllRequest.js';
+import type { RemoveAllResponse__Output } from '../../proto/gen/store/RemoveAllResponse.js';
+import type { RemoveByRegexRequest__Output } from '../../proto/gen/store/RemoveByRegexRequest.js';
+import type { RemoveByRegexResponse__Output } from '../../proto/gen/store/RemoveByRegexResponse.js';
+import type { RemoveRequest__Output } from '../../proto/gen/store/RemoveRequest.js';
+import type { RemoveResponse__Output } from '../../proto/gen/store/RemoveResponse.js';
+import type { ReplicaInfo__Output } from '../../proto/gen/store/ReplicaInfo.js';
+import { ReplicaStatus } from '../../proto/gen/store/ReplicaStatus.js';
+import { ReplicaType } from '../../proto/gen/store/ReplicaType.js';
+import type { UnmountSegmentRequest__Output } from '../../proto/gen/store/UnmountSegmentRequest.js';
+import type { UnmountSegmentResponse__Output } from '../../proto/gen/store/UnmountSegmentResponse.js';
+import type { UpsertEndRequest__Output } from '../../proto/gen/store/UpsertEndRequest.js';
+import type { UpsertEndResponse__Output } from '../../proto/gen/store/UpsertEndResponse.js';
+import type { UpsertRevokeRequest__Output } from '../../proto/gen/store/UpsertRevokeRequest.js';
+import type { UpsertRevokeResponse__Output } from '../../proto/gen/store/UpsertRevokeResponse.js';
+import type { UpsertStartRequest__Output } from '../../proto/gen/store/UpsertStartRequest.js';
+import type { UpsertStartResponse__Output } from '../../proto/gen/store/UpsertStartResponse.js';
+import type { AllocationStrategy } from './allocation-strategy.js';
+import { ClientRegistry } from './client-registry.js';
+import { CxlStrategy } from './cxl-strategy.js';
+import { evictionTarget, selectVictims, selectZombies } from './eviction.js';
+import { FreeRatioFirstStrategy } from './free-ratio-first-strategy.js';
+import { LeaseTracker } from './lease-tracker.js';
+import { FLAG_CXL, FLAG_HARD_PIN, FLAG_REUSED, FLAG_SOFT_PIN, FLAG_UPSERT, HANDLE_FIELDS, ObjectMeta } from './object-meta.js';
+import { RandomStrategy } from './random-strategy.js';
+import { dropReplicasOn, freeHandles, placeReplicas, replicaInfos } from './replica-placement.js';
+import type { Rng } from './rng.js';
+import { isUuid, randomUuid, SeededRng } from './rng.js';
+import type { Segment } from './segment-registry.js';
+import { SegmentRegistry } from './segment-registry.js';
+import type { ValidWrite, WriteRequest } from './write-validation.js';
+import { validateKey, validateWrite } from './write-validation.js';
+
+export type { Rng } from './rng.js';
+export { SeededRng } from './rng.js';
+
+export interface MasterCoreConfig {
+  defaultKvLeaseTtlMs: number; // --default_kv_lease_ttl (5000)
+  defaultKvSoftPinTtlMs: number; // --default_kv_soft_pin_ttl (1800000)
+  allowEvictSoftPinnedObjects: boolean; // true
+  evictionRatio: number; // 0.05
+  evictionHighWatermarkRatio: number; // 0.95
+  putStartDiscardTimeoutMs: number; // 30000
+  putStartReleaseTimeoutMs: number; // 300000
+  clientTtlMs: number; // 10000
+  allocationStrategy: 'random' | 'free_ratio_first' | 'cxl';
+  memoryAllocator: 'offset';
+  enableCxl: boolean;
+  viewVersion: number;
+}
+
+export const defaultMasterCoreConfig: MasterCoreConfig = {
+  defaultKvLeaseTtlMs: 5000,
+  defaultKvSoftPinTtlMs: 1_800_000,
+  allowEvictSoftPinnedObjects: true,
+  evictionRatio: 0.05,
+  evictionHighWatermarkRatio: 0.95,
+  putStartDiscardTimeoutMs: 30_000,
+  putStartReleaseTimeoutMs: 300_000,
+  clientTtlMs: 10_000,
+  allocationStrategy: 'random',
+  memoryAllocator: 'offset',
+  enableCxl: false,
+  viewVersion: 0,
+};
+
+export interface SweepReport {
+  droppedClients: string[];
+  unmountedSegments: string[];
+  evictedObjects: number;
+  releasedZombies: number;
+}
+
+export interface MasterStats {
+  segments: number;
+  capacityBytes: number;
+  usedBytes: number;
+  objects: number;
+  activeLeases: number;
+  softPinned: number;
+  hardPinned: number;
+  evictionsTotal: number;
+  clients: number;
+}
+
+export interface SegmentDetail {
+  segment_name: string;
+  segment_id: string;
+  client_id: string;
+  base_address: number;
+  size_bytes: number;
+  te_endpoint: string;
+  protocol: string;
+  status: 'MOUNTED' | 'UNMOUNTING';
+  allocator_used_bytes: number;
+  allocator_capacity_bytes: number;
+}
+
+/** Rejects a configuration the core cannot run with (thrown once, at construction). */
+export function validateMasterCoreConfig(c: MasterCoreConfig): void {
+  const problems: string[] = [];
+  const nonNegative = (name: keyof MasterCoreConfig): void => {
+    const v = c[name];
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) problems.push(`${name} must be a non-negative number, got ${String(v)}`);
+  };
+  nonNegative('defaultKvLeaseTtlMs');
+  nonNegative('defaultKvSoftPinTtlMs');
+  nonNegative('putStartDiscardTimeoutMs');
+  nonNegative('putStartReleaseTimeoutMs');
+  nonNegative('clientTtlMs');
+  nonNegative('viewVersion');
+  if (!(c.evictionRatio > 0 && c.evictionRatio <= 1)) problems.push(`evictionRatio must be in (0, 1], got ${c.evictionRatio}`);
+  if (!(c.evictionHighWatermarkRatio > 0 && c.evictionHighWatermarkRatio <= 1)) {
+    problems.push(`evictionHighWatermarkRatio must be in (0, 1], got ${c.evictionHighWatermarkRatio}`);
+  }
+  if (!['random', 'free_ratio_first', 'cxl'].includes(c.allocationStrategy)) {
+    problems.push(`allocationStrategy must be random, free_ratio_first or cxl, got ${String(c.allocationStrategy)}`);
+  }
+  if (c.allocationStrategy === 'cxl' && !c.enableCxl) problems.push('allocationStrategy cxl requires enableCxl');
+  if (c.memoryAllocator !== 'offset') problems.push(`memoryAllocator must be offset, got ${String(c.memoryAllocator)}`);
+  if (problems.length > 0) throw new Error(`invalid master configuration: ${problems.join('; ')}`);
+}
+
+function makeStrategy(name: MasterCoreConfig['allocationStrategy']): AllocationStrategy {
+  if (name === 'free_ratio_first') return new FreeRatioFirstStrategy();
+  if (name === 'cxl') return new CxlStrategy();
+  return new RandomStrategy();
+}
+
+/** The previous placement of an object whose upsert moved it to new space (freed at UpsertEnd). */
+class PreviousPlacement {
+  constructor(
+    readonly h: number[],
+    readonly slices: number,
+    readonly flags: number,
+  ) {}
+}
+
+type KeyCall = { key: string; replica_type: number };
+
+/** Host part of `host:port` (IPv6 in brackets allowed). */
+function hostOf(endpoint: string): string {
+  if (endpoint.startsWith('[')) {
+    const end = endpoint.indexOf(']');
+    return end > 0 ? endpoint.slice(1, end) : endpoint;
+  }
+  const colon = endpoint.lastIndexOf(':');
+  return colon > 0 && endpoint.indexOf(':') === colon ? endpoint.slice(0, colon) : endpoint;
+}
+
+function compileRegex(source: string): RegExp | null {
+  if (typeof source !== 'string' || source.length === 0) return null;
+  try {
+    return new RegExp(source);
+  } catch {
+    return null;
+  }
+}
+
+export class MasterCore {
+  readonly config: Readonly<MasterCoreConfig>;
+  private readonly rng: Rng;
+  private readonly strategy: AllocationStrategy;
+  /** Every object; insertion order is LRU order (access re-inserts). */
+  private readonly objects = new Map<string, ObjectMeta>();
+  /** Objects whose write (PutStart/UpsertStart) has not ended, in start order. */
+  private readonly inFlight = new Map<string, ObjectMeta>();
+  private readonly previous = new Map<string, PreviousPlacement>();
+  private readonly segments = new SegmentRegistry();
+  private readonly clients = new ClientRegistry();
+  private readonly leases = new LeaseTracker();
+  private evictionsTotal = 0;
+  private softPinnedCount = 0;
+  private hardPinnedCount = 0;
+
+  constructor(config: MasterCoreConfig, rng: Rng = new SeededRng(0x5eed)) {
+    validateMasterCoreConfig(config);
+    this.config = { ...config };
+    this.rng = rng;
+    this.strategy = makeStrategy(config.allocationStrategy);
+  }
+
+  // --- Liveness and segments ---
+
+  ping(req: PingRequest__Output, now: number): PingResponse__Output {
+    const view_version = this.config.viewVersion;
+    if (typeof req.client_id !== 'string' || req.client_id.length === 0) {
+      return { status_code: ErrorCode.INVALID_PARAMS, view_version, need_remount: false };
+    }
+    if (!this.clients.has(req.client_id)) return { status_code: ErrorCode.OK, view_version, need_remount: true };
+    this.clients.touch(req.client_id, now);
+    return { status_code: ErrorCode.OK, view_version, need_remount: false };
+  }
+
+  mountSegment(req: MountSegmentRequest__Output, now: number): MountSegmentResponse__Output {
+    const fail = (status_code: number): MountSegmentResponse__Output => ({ status_code, segment_id: '' });
+    const { segment_name: name, client_id: clientId, buffer, size } = req;
+    if (typeof name !== 'string' || name.length === 0) return fail(ErrorCode.INVALID_PARAMS);
+    if (typeof clientId !== 'string' || clientId.length === 0) return fail(ErrorCode.INVALID_PARAMS);
+    if (!Number.isSafeInteger(size) || size <= 0) return fail(ErrorCode.INVALID_PARAMS);
+    if (!Number.isSafeInteger(buffer) || buffer < 0 || !Number.isSafeInteger(buffer + size)) return fail(ErrorCode.INVALID_PARAMS);
+    if (req.segment_id && !isUuid(req.segment_id)) return fail(ErrorCode.INVALID_PARAMS);
+    if (this.segments.byName(name) !== undefined) return fail(ErrorCode.SEGMENT_ALREADY_EXISTS);
+    if (req.segment_id && this.segments.hasSegmentId(req.segment_id.toLowerCase())) return fail(ErrorCode.SEGMENT_ALREADY_EXISTS);
+    let segmentId = req.segment_id ? req.segment_id.toLowerCase() : randomUuid(this.rng);
+    while (this.segments.hasSegmentId(segmentId)) segmentId = randomUuid(this.rng);
+    // Without a transfer-engine endpoint the segment name is the endpoint (P2P handshake naming).
+    const te = req.te_endpoint || name;
+    this.segments.add(name, segmentId, clientId, buffer, size, te, req.protocol || 'tcp');
+    this.clients.touch(clientId, now);
+    return { status_code: ErrorCode.OK, segment_id: segmentId };
+  }
+
+  unmountSegment(req: UnmountSegmentRequest__Output, now: number): UnmountSegmentResponse__Output {
+    if (typeof req.segment_name !== 'string' || req.segment_name.length === 0) return { status_code: ErrorCode.INVALID_PARAMS };
+    const seg = this.segments.byName(req.segment_name);
+    if (seg === undefined) return { status_code: ErrorCode.SEGMENT_NOT_FOUND };
+    if (req.client_id && req.client_id !== seg.clientId) return { status_code: ErrorCode.INVALID_PARAMS };
+    const grace = req.grace_period_seconds;
+    if (!Number.isFinite(grace) || grace < 0) return { status_code: ErrorCode.INVALID_PARAMS };
+    if (grace === 0) {
+      this.finishUnmount(seg);
+    } else {
+      const at = now + grace * 1000;
+      this.segments.beginUnmount(seg, seg.status === 'UNMOUNTING' ? Math.min(seg.unmountAt, at) : at);
+    }
+    if (this.clients.has(seg.clientId)) this.clients.touch(seg.clientId, now);
+    return { status_code: ErrorCode.OK };
+  }
+
+  // --- Reads ---
+
+  existKey(req: ExistKeyRequest__Output, now: number): ExistKeyResponse__Output {
+    const code = validateKey(req.key);
+    if (code !== ErrorCode.OK) return { status_code: code, exists: false, lease_ttl_ms: 0 };
+    const meta = this.objects.get(req.key);
+    if (meta === undefined || !meta.complete) return { status_code: ErrorCode.OK, exists: false, lease_ttl_ms: 0 };
+    this.grantLease(req.key, meta, now);
+    return { status_code: ErrorCode.OK, exists: true, lease_ttl_ms: this.config.defaultKvLeaseTtlMs };
+  }
+
+  batchExistKey(req: BatchExistKeyRequest__Output, now: number): BatchExistKeyResponse__Output {
+    if (!Array.isArray(req.keys)) return { status_code: ErrorCode.INVALID_PARAMS, results: [] };
+    return { status_code: ErrorCode.OK, results: req.keys.map((key) => this.existKey({ key }, now)) };
+  }
+
+  getReplicaList(req: GetReplicaListRequest__Output, now: number): GetReplicaListResponse__Output {
+    const code = validateKey(req.key);
+    if (code !== ErrorCode.OK) return { status_code: code, replica_list: [], lease_ttl_ms: 0 };
+    const meta = this.objects.get(req.key);
+    if (meta === undefined) return { status_code: ErrorCode.OBJECT_NOT_FOUND, replica_list: [], lease_ttl_ms: 0 };
+    if (!meta.complete) return { status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: [], lease_ttl_ms: 0 };
+    this.grantLease(req.key, meta, now);
+    return { status_code: ErrorCode.OK, replica_list: this.view(meta), lease_ttl_ms: this.config.defaultKvLeaseTtlMs };
+  }
+
+  batchGetReplicaList(req: BatchGetReplicaListRequest__Output, now: number): BatchGetReplicaListResponse__Output {
+    if (!Array.isArray(req.keys)) return { status_code: ErrorCode.INVALID_PARAMS, results: [] };
+    return { status_code: ErrorCode.OK, results: req.keys.map((key) => this.getReplicaList({ key }, now)) };
+  }
+
+  /** Complete objects whose key matches; a query only, so no lease is granted. */
+  getReplicaListByRegex(req: GetReplicaListByRegexRequest__Output, _now: number): GetReplicaListByRegexResponse__Output {
+    const re = compileRegex(req.key_regex);
+    if (re === null) return { status_code: ErrorCode.INVALID_PARAMS, object_map: {} };
+    const object_map: { [key: string]: ObjectReplicaList__Output } = Object.create(null) as { [key: string]: ObjectReplicaList__Output };
+    for (const [key, meta] of this.objects) {
+      if (meta.complete && re.test(key)) object_map[key] = { replica_list: this.view(meta) };
+    }
+    return { status_code: ErrorCode.OK, object_map };
+  }
+
+  // --- Writes ---
+
+  putStart(req: PutStartRequest__Output, now: number): PutStartResponse__Output {
+    const v = validateWrite(req as WriteRequest);
+    if (!v.ok) return { status_code: v.code, replica_list: [] };
+    const existing = this.objects.get(req.key);
+    if (existing !== undefined) {
+      if (existing.complete || !this.preemptible(existing, now)) return { status_code: ErrorCode.OBJECT_ALREADY_EXISTS, replica_list: [] };
+      this.abortWrite(req.key, existing);
+      if (this.objects.has(req.key)) return { status_code: ErrorCode.OBJECT_ALREADY_EXISTS, replica_list: [] };
+    }
+    const placed = this.place(v, now);
+    if (!placed.ok) return { status_code: placed.code, replica_list: [] };
+    const meta = this.insertWrite(req.key, v, placed.h, placed.cxl, ReplicaStatus.INITIALIZED, 0, now);
+    return { status_code: ErrorCode.OK, replica_list: this.view(meta) };
+  }
+
+  batchPutStart(req: BatchPutStartRequest__Output, now: number): BatchPutStartResponse__Output {
+    if (!Array.isArray(req.requests)) return { status_code: ErrorCode.INVALID_PARAMS, results: [] };
+    return { status_code: ErrorCode.OK, results: req.requests.map((r) => this.putStart(r, now)) };
+  }
+
+  putEnd(req: PutEndRequest__Output, now: number): PutEndResponse__Output {
+    return { status_code: this.endWrite(req, now) };
+  }
+
+  batchPutEnd(req: BatchKeysRequest__Output, now: number): BatchKeysResponse__Output {
+    return this.batchKeys(req, (call) => this.endWrite(call, now));
+  }
+
+  putRevoke(req: PutRevokeRequest__Output, _now: number): PutRevokeResponse__Output {
+    return { status_code: this.revokeWrite(req) };
+  }
+
+  batchPutRevoke(req: BatchKeysRequest__Output, _now: number): BatchKeysResponse__Output {
+    return this.batchKeys(req, (call) => this.revokeWrite(call));
+  }
+
+  /**
+   * Insert or update. Absent key: as PutStart. Complete, unleased object with the same slice
+   * lengths: its placement is reused in place (replicas PROCESSING until UpsertEnd, `reused`).
+   * Different layout: new space; the old placement is freed at UpsertEnd, restored by UpsertRevoke.
+   * While the upsert is in flight the object is not readable.
+   */
+  upsertStart(req: UpsertStartRequest__Output, now: number): UpsertStartResponse__Output {
+    const fail = (status_code: number): UpsertStartResponse__Output => ({ status_code, replica_list: [], reused: false });
+    const v = validateWrite(req as WriteRequest);
+    if (!v.ok) return fail(v.code);
+    const key = req.key;
+    let meta = this.objects.get(key);
+    if (meta !== undefined && !meta.complete) {
+      if (!this.preemptible(meta, now)) return fail(ErrorCode.OBJECT_ALREADY_EXISTS);
+      this.abortWrite(key, meta);
+      meta = this.objects.get(key);
+    }
+    if (meta === undefined) {
+      const placed = this.place(v, now);
+      if (!placed.ok) return fail(placed.code);
+      const created = this.insertWrite(key, v, placed.h, placed.cxl, ReplicaStatus.INITIALIZED, FLAG_UPSERT, now);
+      return { status_code: ErrorCode.OK, replica_list: this.view(created), reused: false };
+    }
+    if (meta.leased(now)) return fail(ErrorCode.OBJECT_HAS_LEASE);
+    const softPin = v.softPin ? FLAG_SOFT_PIN : 0;
+    const old = meta.sliceLengths();
+    const sameLayout = old.length === v.sliceLengths.length && old.every((len, j) => len === v.sliceLengths[j]);
+    if (sameLayout) {
+      this.setFlags(meta, meta.flags | FLAG_UPSERT | FLAG_REUSED | softPin);
+      meta.status = ReplicaStatus.PROCESSING;
+      meta.lastAccess = now;
+      this.touch(key, meta);
+      this.inFlight.set(key, meta);
+      return { status_code: ErrorCode.OK, replica_list: this.view(meta), reused: true };
+    }
+    // Keep the object out of eviction while space is found for its new layout.
+    const before = new PreviousPlacement(meta.h, meta.slices, meta.flags);
+    meta.status = ReplicaStatus.PROCESSING;
+    const placed = this.place(v, now);
+    if (!placed.ok) {
+      meta.flags = before.flags; // only the status was changed
+      return fail(placed.code);
+    }
+    this.previous.set(key, before);
+    meta.h = placed.h;
+    meta.slices = v.sliceLengths.length;
+    this.setFlags(meta, (before.flags & (FLAG_HARD_PIN | FLAG_SOFT_PIN)) | softPin | FLAG_UPSERT | (placed.cxl ? FLAG_CXL : 0));
+    meta.status = ReplicaStatus.INITIALIZED;
+    meta.lastAccess = now;
+    this.touch(key, meta);
+    this.inFlight.set(key, meta);
+    return { status_code: ErrorCode.OK, replica_list: this.view(meta), reused: false };
+  }
+
+  batchUpsertStart(req: BatchUpsertStartRequest__Output, now: number): BatchUpsertStartResponse__Output {
+    if (!Array.isArray(req.requests)) return { status_code: ErrorCode.INVALID_PARAMS, results: [] };
+    return { status_code: ErrorCode.OK, results: req.requests.map((r) => this.upsertStart(r, now)) };
+  }
+
+  upsertEnd(req: UpsertEndRequest__Output, now: number): UpsertEndResponse__Output {
+    return { status_code: this.endWrite(req, now) };
+  }
+
+  batchUpsertEnd(req: BatchKeysRequest__Output, now: number): BatchKeysResponse__Output {
+    return this.batchKeys(req, (call) => this.endWrite(call, now));
+  }
+
+  upsertRevoke(req: UpsertRevokeRequest__Output, _now: number): UpsertRevokeResponse__Output {
+    return { status_code: this.revokeWrite(req) };
+  }
+
+  batchUpsertRevoke(req: BatchKeysRequest__Output, _now: number): BatchKeysResponse__Output {
+    return this.batchKeys(req, (call) => this.revokeWrite(call));
+  }
+
+  // --- Removal ---
+
+  remove(req: RemoveRequest__Output, now: number): RemoveResponse__Output {
+    const code = validateKey(req.key);
+    if (code !== ErrorCode.OK) return { status_code: code };
+    const meta = this.objects.get(req.key);
+    if (meta === undefined) return { status_code: ErrorCode.OBJECT_NOT_FOUND };
+    if (!meta.complete) return { status_code: ErrorCode.REPLICA_IS_NOT_READY };
+    if (meta.hardPinned && req.force !== true) return { status_code: ErrorCode.OBJECT_HARD_PINNED };
+    if (meta.leased(now)) return { status_code: ErrorCode.OBJECT_HAS_LEASE };
+    this.deleteObject(req.key, meta);
+    return { status_code: ErrorCode.OK };
+  }
+
+  /** Removes complete, unleased, not hard-pinned objects whose key matches. */
+  removeByRegex(req: RemoveByRegexRequest__Output, now: number): RemoveByRegexResponse__Output {
+    const re = compileRegex(req.key_regex);
+    if (re === null) return { status_code: ErrorCode.INVALID_PARAMS, removed_count: 0 };
+    let removed = 0;
+    for (const [key, meta] of this.objects) {
+      if (!meta.complete || meta.hardPinned || meta.leased(now) || !re.test(key)) continue;
+      this.deleteObject(key, meta);
+      removed++;
+    }
+    return { status_code: ErrorCode.OK, removed_count: removed };
+  }
+
+  /** Removes every complete object without an active lease, hard-pinned ones included. */
+  removeAll(_req: RemoveAllRequest__Output, now: number): RemoveAllResponse__Output {
+    let removed = 0;
+    for (const [key, meta] of this.objects) {
+      if (!meta.complete || meta.leased(now)) continue;
+      this.deleteObject(key, meta);
+      removed++;
+    }
+    return { status_code: ErrorCode.OK, removed_count: removed };
+  }
+
+  // --- Cluster queries ---
+
+  batchQueryIp(req: BatchQueryIpRequest__Output, _now: number): BatchQueryIpResponse__Output {
+    if (!Array.isArray(req.client_ids)) return { status_code: ErrorCode.INVALID_PARAMS, client_ip_map: {} };
+    const wanted = new Set(req.client_ids);
+    const hosts = new Map<string, Set<string>>();
+    for (const seg of this.segments.all()) {
+      if (!wanted.has(seg.clientId)) continue;
+      let set = hosts.get(seg.clientId);
+      if (set === undefined) hosts.set(seg.clientId, (set = new Set()));
+      set.add(hostOf(seg.teEndpoint));
+    }
+    const client_ip_map: { [key: string]: IPAddressList__Output } = Object.create(null) as { [key: string]: IPAddressList__Output };
+    for (const [client, set] of hosts) client_ip_map[client] = { ip_addresses: [...set] };
+    return { status_code: ErrorCode.OK, client_ip_map };
+  }
+
+  /**
+   * Clears replicas of the listed objects owned by client_id (an object is owned by a client when
+   * it has a replica on one of that client's segments). Empty segment_name: whole objects are
+   * deleted. Given: only replicas on that segment (which must be the client's). Objects leased,
+   * still being written, hard-pinned, or not the client's are skipped silently.
+   */
+  batchReplicaClear(req: BatchReplicaClearRequest__Output, now: number): BatchReplicaClearResponse__Output {
+    if (typeof req.client_id !== 'string' || req.client_id.length === 0 || !Array.isArray(req.object_keys)) {
+      return { status_code: ErrorCode.INVALID_PARAMS, cleared_keys: [] };
+    }
+    const cleared: string[] = [];
+    let target: Segment | undefined;
+    if (req.segment_name) {
+      target = this.segments.byName(req.segment_name);
+      if (target === undefined || target.clientId !== req.client_id) return { status_code: ErrorCode.OK, cleared_keys: [] };
+    }
+    for (const key of req.object_keys) {
+      const meta = this.objects.get(key);
+      if (meta === undefined || !meta.complete || meta.leased(now) || meta.hardPinned) continue;
+      if (target === undefined) {
+        if (!this.ownedBy(meta, req.client_id)) continue;
+        this.deleteObject(key, meta);
+      } else {
+        if (!meta.hasHandleOn(target.id)) continue;
+        this.dropReplicas(key, meta, target.id);
+      }
+      cleared.push(key);
+    }
+    return { status_code: ErrorCode.OK, cleared_keys: cleared };
+  }
+
+  // --- Housekeeping ---
+
+  sweep(now: number): SweepReport {
+    const report: SweepReport = { droppedClients: [], unmountedSegments: [], evictedObjects: 0, releasedZombies: 0 };
+    for (const client of this.clients.silent(now, this.config.clientTtlMs)) {
+      for (const seg of [...this.segments.all()]) {
+        if (seg.clientId !== client) continue;
+        this.finishUnmount(seg);
+        report.unmountedSegments.push(seg.name);
+      }
+      this.clients.delete(client);
+      report.droppedClients.push(client);
+    }
+    for (const seg of [...this.segments.all()]) {
+      if (seg.status === 'UNMOUNTING' && seg.unmountAt <= now) {
+        this.finishUnmount(seg);
+        report.unmountedSegments.push(seg.name);
+      }
+    }
+    if (this.usageRatio() >= this.config.evictionHighWatermarkRatio) {
+      const e = this.evict(now);
+      report.evictedObjects = e.evicted;
+      report.releasedZombies = e.released;
+    }
+    return report;
+  }
+
+  /**
+   * Releases zombie writes (begun more than putStartReleaseTimeout ago) first, then evicts up to
+   * evictionRatio of the objects, fewer by the number of zombies released.
+   */
+  evict(now: number): { evicted: number; released: number } {
+    let released = 0;
+    for (const key of selectZombies(this.inFlight, now, this.config.putStartReleaseTimeoutMs)) {
+      const meta = this.inFlight.get(key);
+      if (meta === undefined) continue;
+      this.abortWrite(key, meta);
+      released++;
+    }
+    const target = evictionTarget(this.objects.size, this.config.evictionRatio) - released;
+    let evicted = 0;
+    if (target > 0) {
+      const policy = { allowEvictSoftPinned: this.config.allowEvictSoftPinnedObjects, softPinTtlMs: this.config.defaultKvSoftPinTtlMs };
+      for (const key of selectVictims(this.objects, now, target, policy)) {
+        this.deleteObject(key, this.objects.get(key)!);
+        evicted++;
+      }
+    }
+    this.evictionsTotal += evicted;
+    return { evicted, released };
+  }
+
+  // --- Read-only views (no lease granted) ---
+
+  /**
+   * Totals, O(segments). softPinned counts objects written with a soft pin (each pin lapses after
+   * the soft-pin TTL without access and returns with the next access; eviction honours that).
+   */
+  stats(now: number): MasterStats {
+    let capacityBytes = 0;
+    let usedBytes = 0;
+    for (const seg of this.segments.all()) {
+      capacityBytes += seg.allocator.capacity;
+      usedBytes += seg.allocator.used;
+    }
+    return {
+      segments: this.segments.size,
+      capacityBytes,
+      usedBytes,
+      objects: this.objects.size,
+      activeLeases: this.leases.active(now),
+      softPinned: this.softPinnedCount,
+      hardPinned: this.hardPinnedCount,
+      evictionsTotal: this.evictionsTotal,
+      clients: this.clients.size,
+    };
+  }
+
+  segmentsDetail(): SegmentDetail[] {
+    return [...this.segments.all()].map((s) => ({
+      segment_name: s.name,
+      segment_id: s.segmentId,
+      client_id: s.clientId,
+      base_address: s.baseAddress,
+      size_bytes: s.size,
+      te_endpoint: s.teEndpoint,
+      protocol: s.protocol,
+      status: s.status,
+      allocator_used_bytes: s.allocator.used,
+      allocator_capacity_bytes: s.allocator.capacity,
+    }));
+  }
+
+  /** Keys of complete (readable) objects. */
+  *allKeys(): IterableIterator<string> {
+    for (const [key, meta] of this.objects) if (meta.complete) yield key;
+  }
+
+  /** COMPLETE replicas of an object; [] while it is being written; undefined when absent. */
+  queryKey(key: string): ReplicaInfo__Output[] | undefined {
+    const meta = this.objects.get(key);
+    if (meta === undefined) return undefined;
+    return meta.complete ? this.view(meta) : [];
+  }
+
+  segmentNames(): string[] {
+    return [...this.segments.all()].map((s) => s.name);
+  }
+
+  querySegment(name: string): { used: number; capacity: number } | undefined {
+    const seg = this.segments.byName(name);
+    return seg === undefined ? undefined : { used: seg.allocator.used, capacity: seg.allocator.capacity };
+  }
+
+  // --- Internals ---
+
+  private view(meta: ObjectMeta): ReplicaInfo__Output[] {
+    return replicaInfos(this.segments, meta.h, meta.slices, meta.status, (meta.flags & FLAG_CXL) !== 0);
+  }
+
+  /** Moves an object to the most-recently-used end. */
+  private touch(key: string, meta: ObjectMeta): void {
+    this.objects.delete(key);
+    this.objects.set(key, meta);
+  }
+
+  private grantLease(key: string, meta: ObjectMeta, now: number): void {
+    this.leases.grant(meta, now + this.config.defaultKvLeaseTtlMs, now);
+    meta.lastAccess = now;
+    this.touch(key, meta);
+  }
+
+  /** An unfinished write may be taken over once the discard timeout has passed. */
+  private preemptible(meta: ObjectMeta, now: number): boolean {
+    return now - meta.lastAccess > this.config.putStartDiscardTimeoutMs;
+  }
+
+  private usageRatio(): number {
+    let cap = 0;
+    let used = 0;
+    for (const seg of this.segments.allocatable()) {
+      cap += seg.allocator.capacity;
+      used += seg.allocator.used;
+    }
+    return cap === 0 ? 0 : used / cap;
+  }
+
+  private preferredFor(v: ValidWrite): string[] {
+    if (v.preferredSegment) return [v.preferredSegment];
+    if (this.config.allocationStrategy === 'cxl') {
+      // Without an explicit preference, the cxl strategy uses the segments mounted with protocol cxl.
+      return this.segments
+        .allocatable()
+        .filter((s) => s.protocol === 'cxl')
+        .map((s) => s.name);
+    }
+    return [];
+  }
+
+  /** Places an object; when nothing fits, evicts once and tries again. */
+  private place(v: ValidWrite, now: number): ReturnType<typeof placeReplicas> {
+    const preferred = this.preferredFor(v);
+    const first = placeReplicas(this.strategy, this.segments, v.sliceLengths, v.replicaNum, preferred, this.rng);
+    if (first.ok || first.code !== ErrorCode.NO_AVAILABLE_HANDLE) return first;
+    const e = this.evict(now);
+    if (e.evicted === 0 && e.released === 0) return first;
+    return placeReplicas(this.strategy, this.segments, v.sliceLengths, v.replicaNum, preferred, this.rng);
+  }
+
+  private insertWrite(key: string, v: ValidWrite, h: number[], cxl: boolean, status: number, extra: number, now: number): ObjectMeta {
+    const flags = status | extra | (v.softPin ? FLAG_SOFT_PIN : 0) | (v.hardPin ? FLAG_HARD_PIN : 0) | (cxl ? FLAG_CXL : 0);
+    const meta = new ObjectMeta(h, v.sliceLengths.length, flags, 0, now);
+    this.countPins(flags, 1);
+    this.objects.set(key, meta);
+    this.inFlight.set(key, meta);
+    return meta;
+  }
+
+  private checkKeyCall(call: KeyCall): number {
+    const code = validateKey(call.key);
+    if (code !== ErrorCode.OK) return code;
+    // Only memory replicas exist: there is no file tier to end or revoke a write in.
+    if (call.replica_type !== ReplicaType.MEMORY) return ErrorCode.INVALID_PARAMS;
+    return ErrorCode.OK;
+  }
+
+  /** One KeyResult per key, in request order. */
+  private batchKeys(req: BatchKeysRequest__Output, one: (call: KeyCall) => number): BatchKeysResponse__Output {
+    if (!Array.isArray(req.keys)) return { status_code: ErrorCode.INVALID_PARAMS, results: [] };
+    const replica_type = req.replica_type;
+    return { status_code: ErrorCode.OK, results: req.keys.map((key) => ({ key, status_code: one({ key, replica_type }) })) };
+  }
+
+  /** PutEnd / UpsertEnd: the write is done, replicas COMPLETE. Ending a complete object is a no-op. */
+  private endWrite(call: KeyCall, now: number): number {
+    const code = this.checkKeyCall(call);
+    if (code !== ErrorCode.OK) return code;
+    const meta = this.objects.get(call.key);
+    if (meta === undefined) return ErrorCode.OBJECT_NOT_FOUND;
+    if (meta.complete) return ErrorCode.OK;
+    const prev = this.previous.get(call.key);
+    if (prev !== undefined) {
+      this.previous.delete(call.key);
+      freeHandles(this.segments, prev.h);
+    }
+    meta.flags &= ~(FLAG_UPSERT | FLAG_REUSED);
+    meta.status = ReplicaStatus.COMPLETE;
+    meta.lastAccess = now;
+    this.inFlight.delete(call.key);
+    this.touch(call.key, meta);
+    return ErrorCode.OK;
+  }
+
+  /** PutRevoke / UpsertRevoke: the write is cancelled and its space returned. */
+  private revokeWrite(call: KeyCall): number {
+    const code = this.checkKeyCall(call);
+    if (code !== ErrorCode.OK) return code;
+    const meta = this.objects.get(call.key);
+    if (meta === undefined) return ErrorCode.OBJECT_NOT_FOUND;
+    if (meta.complete) return ErrorCode.INVALID_PARAMS; // nothing in flight; Remove deletes objects
+    this.abortWrite(call.key, meta);
+    return ErrorCode.OK;
+  }
+
+  /**
+   * Cancels an unfinished write: its space is freed. An upsert that moved the object gets its
+   * previous placement back (still complete); any other write leaves no object behind (an
+   * in-place upsert has overwritten the old bytes, so they cannot be trusted).
+   */
+  private abortWrite(key: string, meta: ObjectMeta): void {
+    freeHandles(this.segments, meta.h);
+    this.inFlight.delete(key);
+    const prev = this.previous.get(key);
+    if (prev !== undefined) {
+      this.previous.delete(key);
+      meta.h = prev.h;
+      meta.slices = prev.slices;
+      this.setFlags(meta, prev.flags);
+      return;
+    }
+    this.forgetObject(key, meta);
+  }
+
+  private deleteObject(key: string, meta: ObjectMeta): void {
+    freeHandles(this.segments, meta.h);
+    this.forgetObject(key, meta);
+  }
+
+  /** Drops an object from the map and from the lease and pin counts (its space is already freed). */
+  private forgetObject(key: string, meta: ObjectMeta): void {
+    this.objects.delete(key);
+    this.leases.forget(meta);
+    this.countPins(meta.flags, -1);
+  }
+
+  private countPins(flags: number, sign: 1 | -1): void {
+    if (flags & FLAG_SOFT_PIN) this.softPinnedCount += sign;
+    if (flags & FLAG_HARD_PIN) this.hardPinnedCount += sign;
+  }
+
+  private setFlags(meta: ObjectMeta, flags: number): void {
+    this.countPins(meta.flags, -1);
+    meta.flags = flags;
+    this.countPins(flags, 1);
+  }
+
+  /** Removes the replicas of a complete object that touch segmentId; no replica left, no object. */
+  private dropReplicas(key: string, meta: ObjectMeta, segmentId: number): void {
+    const kept = dropReplicasOn(this.segments, meta.h, meta.slices, segmentId);
+    if (kept.length === 0) this.forgetObject(key, meta);
+    else meta.h = kept;
+  }
+
+  private ownedBy(meta: ObjectMeta, clientId: string): boolean {
+    for (let i = 0; i < meta.h.length; i += HANDLE_FIELDS) if (this.segments.byId(meta.h[i]!)?.clientId === clientId) return true;
+    return false;
+  }
+
+  /**
+   * Unmounts now: writes in flight with space on the segment are revoked, every replica on it is
+   * removed, objects left without a replica are deleted. O(objects): unmounts are rare.
+   */
+  private finishUnmount(seg: Segment): void {
+    for (const [key, meta] of this.inFlight) if (meta.hasHandleOn(seg.id)) this.abortWrite(key, meta);
+    for (const [key, prev] of this.previous) {
+      if (!prev.h.some((id, i) => i % HANDLE_FIELDS === 0 && id === seg.id)) continue;
+      const kept = dropReplicasOn(this.segments, prev.h, prev.slices, seg.id);
+      if (kept.length === 0) this.previous.delete(key);
+      else this.previous.set(key, new PreviousPlacement(kept, prev.slices, prev.flags));
+    }
+    for (const [key, meta] of this.objects) if (meta.complete && meta.hasHandleOn(seg.id)) this.dropReplicas(key, meta, seg.id);
+    this.segments.delete(seg);
+  }
+}

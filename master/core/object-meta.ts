@@ -1,0 +1,71 @@
+// Compact per-object metadata. The master holds a million of these, so each is one small object
+// with five fields and one flat numeric array; replica status, pins and memory type are packed
+// into one integer, and segments are referenced by their small integer id (see
+// segment-registry.ts), never by name.
+import { ReplicaStatus } from '../../proto/gen/store/ReplicaStatus.js';
+
+export type ReplicaStatusValue = (typeof ReplicaStatus)[keyof typeof ReplicaStatus];
+
+const STATUS_MASK = 0x7;
+export const FLAG_SOFT_PIN = 1 << 3; // asked for at Put; effective while accessed within the soft-pin TTL
+export const FLAG_HARD_PIN = 1 << 4;
+export const FLAG_CXL = 1 << 5; // buffers sit in CXL memory
+export const FLAG_UPSERT = 1 << 6; // the write in flight is an upsert
+export const FLAG_REUSED = 1 << 7; // ...overwriting the previous placement in place
+
+/** Stride of `h`: [segmentId, allocatorBlock, size] per handle. */
+export const HANDLE_FIELDS = 3;
+
+export class ObjectMeta {
+  constructor(
+    /** Handles, replica-major: replica r, slice j starts at (r * slices + j) * HANDLE_FIELDS. */
+    public h: number[],
+    public slices: number,
+    public flags: number,
+    /** Monotonic ms until which a lease protects the object (0: never leased). */
+    public leaseUntil: number,
+    /** While a write is in flight: when it started. Once complete: the last access. */
+    public lastAccess: number,
+  ) {}
+
+  get status(): ReplicaStatusValue {
+    return (this.flags & STATUS_MASK) as ReplicaStatusValue;
+  }
+
+  set status(s: ReplicaStatusValue) {
+    this.flags = (this.flags & ~STATUS_MASK) | s;
+  }
+
+  get complete(): boolean {
+    return (this.flags & STATUS_MASK) === ReplicaStatus.COMPLETE;
+  }
+
+  get replicaCount(): number {
+    return this.h.length / (this.slices * HANDLE_FIELDS);
+  }
+
+  get hardPinned(): boolean {
+    return (this.flags & FLAG_HARD_PIN) !== 0;
+  }
+
+  leased(now: number): boolean {
+    return this.leaseUntil > now;
+  }
+
+  /** Soft pin is dropped after `ttl` without access and comes back with the next access. */
+  softPinned(now: number, ttl: number): boolean {
+    return (this.flags & FLAG_SOFT_PIN) !== 0 && now - this.lastAccess < ttl;
+  }
+
+  /** Slice lengths, read from the first replica. */
+  sliceLengths(): number[] {
+    const out: number[] = [];
+    for (let j = 0; j < this.slices; j++) out.push(this.h[j * HANDLE_FIELDS + 2]!);
+    return out;
+  }
+
+  hasHandleOn(segmentId: number): boolean {
+    for (let i = 0; i < this.h.length; i += HANDLE_FIELDS) if (this.h[i] === segmentId) return true;
+    return false;
+  }
+}

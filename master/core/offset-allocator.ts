@@ -1,0 +1,296 @@
+// Bin-based O(1) offset allocator (TLSF-style) for one segment.
+//
+// Free blocks live in size bins laid out like a tiny floating-point number: 3 mantissa bits per
+// power of two (sizes 0..15 map one-to-one, then 8 bins per octave up to 2^53). A two-level bitmap
+// (13 words of 32 bins + one summary word) finds the first non-empty bin >= a request with two
+// bit scans. Allocation takes a block from a bin whose lower bound is >= the request (so any block
+// there fits), splits off the tail, and returns it; free coalesces with both physical neighbours.
+// When no such bin exists, the request's own bin is searched first-fit (bounded) so that an exact
+// fit (e.g. the whole segment) is never missed.
+//
+// Alignment: every allocation is rounded up to a multiple of 8 bytes and starts at an offset that
+// is a multiple of 8 from the base address; the region size is rounded down to a multiple of 8.
+// Blocks are kept in parallel typed arrays indexed by block id (no object per block).
+import type { AllocHandle, BufferAllocator } from './buffer-allocator.js';
+
+export const ALIGNMENT = 8;
+const MANTISSA_BITS = 3;
+const MANTISSA = 1 << MANTISSA_BITS;
+const LINEAR = MANTISSA * 2; // sizes below 16 have a bin each
+export const NUM_BINS = (52 - MANTISSA_BITS + 1) * MANTISSA + MANTISSA; // 408: sizes < 2^53
+const WORDS = Math.ceil(NUM_BINS / 32);
+const EXACT_FIT_SCAN = 64;
+
+const NODE_UNUSED = 0;
+const NODE_FREE = 1;
+const NODE_USED = 2;
+
+function log2floor(s: number): number {
+  if (s < 4294967296) return 31 - Math.clz32(s);
+  return 63 - Math.clz32(Math.floor(s / 4294967296));
+}
+
+function ctz(x: number): number {
+  return 31 - Math.clz32(x & -x);
+}
+
+/** The bin holding a free block of size s (rounded down). */
+export function binFloor(s: number): number {
+  if (s < LINEAR) return s;
+  const e = log2floor(s);
+  const m = Math.floor(s / 2 ** (e - MANTISSA_BITS)) - MANTISSA;
+  return (e - MANTISSA_BITS + 1) * MANTISSA + m;
+}
+
+/** Smallest size a block in bin b can have. */
+export function binLowerBound(b: number): number {
+  if (b < LINEAR) return b;
+  const e = (b >> MANTISSA_BITS) + MANTISSA_BITS - 1;
+  return (MANTISSA + (b & (MANTISSA - 1))) * 2 ** (e - MANTISSA_BITS);
+}
+
+/** The first bin whose every block is >= s. */
+export function binCeil(s: number): number {
+  const b = binFloor(s);
+  return binLowerBound(b) === s ? b : b + 1;
+}
+
+export function alignUp(size: number): number {
+  return Math.ceil(size / ALIGNMENT) * ALIGNMENT;
+}
+
+export class OffsetAllocator implements BufferAllocator {
+  readonly capacity: number;
+  private usedBytes = 0;
+  private freeCount = 0;
+
+  private offsets: Float64Array;
+  private sizes: Float64Array;
+  private prevPhys: Int32Array;
+  private nextPhys: Int32Array;
+  private prevFree: Int32Array;
+  private nextFree: Int32Array; // also chains unused node ids
+  private state: Uint8Array;
+  private unusedHead = -1;
+  private nodeCount = 0;
+
+  private readonly heads = new Int32Array(NUM_BINS).fill(-1);
+  private readonly bitmap = new Uint32Array(WORDS);
+  private summary = 0;
+
+  constructor(
+    readonly segmentName: string,
+    readonly baseAddress: number,
+    size: number,
+  ) {
+    if (!Number.isSafeInteger(size) || size < 0) throw new RangeError(`invalid segment size ${size}`);
+    if (!Number.isSafeInteger(baseAddress) || baseAddress < 0) throw new RangeError(`invalid base address ${baseAddress}`);
+    this.capacity = Math.floor(size / ALIGNMENT) * ALIGNMENT;
+    const initial = 16;
+    this.offsets = new Float64Array(initial);
+    this.sizes = new Float64Array(initial);
+    this.prevPhys = new Int32Array(initial);
+    this.nextPhys = new Int32Array(initial);
+    this.prevFree = new Int32Array(initial);
+    this.nextFree = new Int32Array(initial);
+    this.state = new Uint8Array(initial);
+    if (this.capacity > 0) {
+      const n = this.newNode();
+      this.offsets[n] = 0;
+      this.sizes[n] = this.capacity;
+      this.prevPhys[n] = -1;
+      this.nextPhys[n] = -1;
+      this.insertFree(n);
+    }
+  }
+
+  get used(): number {
+    return this.usedBytes;
+  }
+
+  /** Number of free blocks (1 when everything is free: all neighbours coalesced). */
+  get freeBlockCount(): number {
+    return this.freeCount;
+  }
+
+  get largestFree(): number {
+    for (let w = WORDS - 1; w >= 0; w--) {
+      const bits = this.bitmap[w]!;
+      if (bits === 0) continue;
+      const bin = w * 32 + 31 - Math.clz32(bits);
+      let best = 0;
+      for (let n = this.heads[bin]!; n >= 0; n = this.nextFree[n]!) best = Math.max(best, this.sizes[n]!);
+      return best;
+    }
+    return 0;
+  }
+
+  allocate(size: number): AllocHandle | null {
+    if (!Number.isSafeInteger(size) || size <= 0) return null;
+    const s = alignUp(size);
+    if (s > this.capacity - this.usedBytes) return null;
+    let n = -1;
+    const bin = this.findFreeBin(binCeil(s));
+    if (bin >= 0) {
+      n = this.heads[bin]!;
+    } else {
+      let k = 0;
+      for (let m = this.heads[binFloor(s)]!; m >= 0 && k < EXACT_FIT_SCAN; m = this.nextFree[m]!, k++) {
+        if (this.sizes[m]! >= s) {
+          n = m;
+          break;
+        }
+      }
+      if (n < 0) return null;
+    }
+    this.removeFree(n);
+    const rest = this.sizes[n]! - s;
+    if (rest > 0) {
+      const r = this.newNode();
+      this.offsets[r] = this.offsets[n]! + s;
+      this.sizes[r] = rest;
+      const next = this.nextPhys[n]!;
+      this.nextPhys[r] = next;
+      this.prevPhys[r] = n;
+      if (next >= 0) this.prevPhys[next] = r;
+      this.nextPhys[n] = r;
+      this.sizes[n] = s;
+      this.insertFree(r);
+    }
+    this.state[n] = NODE_USED;
+    this.usedBytes += s;
+    const offset = this.offsets[n]!;
+    return { block: n, offset, address: this.baseAddress + offset, size };
+  }
+
+  free(handle: AllocHandle): void {
+    const n = handle.block;
+    if (!this.isLive(n) || this.offsets[n] !== handle.offset) {
+      throw new Error(`segment ${this.segmentName}: free of a handle that is not live (offset ${handle.offset})`);
+    }
+    this.freeBlock(n);
+  }
+
+  freeBlock(block: number): void {
+    if (!this.isLive(block)) throw new Error(`segment ${this.segmentName}: free of block ${block} that is not live`);
+    let n = block;
+    this.usedBytes -= this.sizes[n]!;
+    this.state[n] = NODE_FREE;
+    const p = this.prevPhys[n]!;
+    if (p >= 0 && this.state[p] === NODE_FREE) {
+      this.removeFree(p);
+      this.sizes[p] = this.sizes[p]! + this.sizes[n]!;
+      this.unlinkPhys(n, p);
+      this.releaseNode(n);
+      n = p;
+    }
+    const q = this.nextPhys[n]!;
+    if (q >= 0 && this.state[q] === NODE_FREE) {
+      this.removeFree(q);
+      this.sizes[n] = this.sizes[n]! + this.sizes[q]!;
+      this.unlinkPhys(q, n);
+      this.releaseNode(q);
+    }
+    this.insertFree(n);
+  }
+
+  addressOf(block: number): number {
+    if (!this.isLive(block)) throw new Error(`segment ${this.segmentName}: block ${block} is not live`);
+    return this.baseAddress + this.offsets[block]!;
+  }
+
+  /** Reserved size (after alignment) of a live block. */
+  reservedSize(block: number): number {
+    if (!this.isLive(block)) throw new Error(`segment ${this.segmentName}: block ${block} is not live`);
+    return this.sizes[block]!;
+  }
+
+  private isLive(n: number): boolean {
+    return Number.isInteger(n) && n >= 0 && n < this.nodeCount && this.state[n] === NODE_USED;
+  }
+
+  /** Removes physical node `gone` whose space was merged into its previous neighbour `into`. */
+  private unlinkPhys(gone: number, into: number): void {
+    const next = this.nextPhys[gone]!;
+    this.nextPhys[into] = next;
+    if (next >= 0) this.prevPhys[next] = into;
+  }
+
+  private findFreeBin(from: number): number {
+    if (from >= NUM_BINS) return -1;
+    const w = from >>> 5;
+    const bits = (this.bitmap[w]! & ((0xffffffff << (from & 31)) >>> 0)) >>> 0;
+    if (bits !== 0) return w * 32 + ctz(bits);
+    const higher = (this.summary & ((0xffffffff << (w + 1)) >>> 0)) >>> 0;
+    if (w + 1 >= 32 || higher === 0) return -1;
+    const w2 = ctz(higher);
+    return w2 * 32 + ctz(this.bitmap[w2]!);
+  }
+
+  private insertFree(n: number): void {
+    const b = binFloor(this.sizes[n]!);
+    const head = this.heads[b]!;
+    this.prevFree[n] = -1;
+    this.nextFree[n] = head;
+    if (head >= 0) this.prevFree[head] = n;
+    this.heads[b] = n;
+    this.state[n] = NODE_FREE;
+    this.bitmap[b >>> 5] = (this.bitmap[b >>> 5]! | (1 << (b & 31))) >>> 0;
+    this.summary = (this.summary | (1 << (b >>> 5))) >>> 0;
+    this.freeCount++;
+  }
+
+  private removeFree(n: number): void {
+    const b = binFloor(this.sizes[n]!);
+    const prev = this.prevFree[n]!;
+    const next = this.nextFree[n]!;
+    if (prev >= 0) this.nextFree[prev] = next;
+    else this.heads[b] = next;
+    if (next >= 0) this.prevFree[next] = prev;
+    if (this.heads[b]! < 0) {
+      const w = b >>> 5;
+      this.bitmap[w] = (this.bitmap[w]! & ~(1 << (b & 31))) >>> 0;
+      if (this.bitmap[w] === 0) this.summary = (this.summary & ~(1 << w)) >>> 0;
+    }
+    this.freeCount--;
+  }
+
+  private newNode(): number {
+    if (this.unusedHead >= 0) {
+      const n = this.unusedHead;
+      this.unusedHead = this.nextFree[n]!;
+      return n;
+    }
+    if (this.nodeCount === this.offsets.length) this.grow();
+    return this.nodeCount++;
+  }
+
+  private releaseNode(n: number): void {
+    this.state[n] = NODE_UNUSED;
+    this.nextFree[n] = this.unusedHead;
+    this.unusedHead = n;
+  }
+
+  private grow(): void {
+    const size = this.offsets.length * 2;
+    const f64 = (a: Float64Array): Float64Array => {
+      const b = new Float64Array(size);
+      b.set(a);
+      return b;
+    };
+    const i32 = (a: Int32Array): Int32Array => {
+      const b = new Int32Array(size);
+      b.set(a);
+      return b;
+    };
+    this.offsets = f64(this.offsets);
+    this.sizes = f64(this.sizes);
+    this.prevPhys = i32(this.prevPhys);
+    this.nextPhys = i32(this.nextPhys);
+    this.prevFree = i32(this.prevFree);
+    this.nextFree = i32(this.nextFree);
+    const st = new Uint8Array(size);
+    st.set(this.state);
+    this.state = st;
+  }
+}

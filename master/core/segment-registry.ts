@@ -1,0 +1,96 @@
+// Mounted segments: one buffer allocator each, a small integer id per segment (what object
+// metadata stores instead of the name), lookup by name and by id, and the list of segments open
+// for new allocations (MOUNTED, not in an unmount grace period) in mount order.
+import { OffsetAllocator } from './offset-allocator.js';
+import type { BufferAllocator } from './buffer-allocator.js';
+
+export type SegmentStatus = 'MOUNTED' | 'UNMOUNTING';
+
+export class Segment {
+  status: SegmentStatus = 'MOUNTED';
+  /** Monotonic ms at which an UNMOUNTING segment is finally unmounted. */
+  unmountAt = 0;
+  readonly allocator: BufferAllocator;
+
+  constructor(
+    readonly id: number,
+    readonly name: string,
+    readonly segmentId: string,
+    readonly clientId: string,
+    readonly baseAddress: number,
+    readonly size: number,
+    readonly teEndpoint: string,
+    readonly protocol: string,
+  ) {
+    this.allocator = new OffsetAllocator(name, baseAddress, size);
+  }
+
+  /** free bytes / capacity, 0 for an empty region. */
+  get freeRatio(): number {
+    const cap = this.allocator.capacity;
+    return cap === 0 ? 0 : (cap - this.allocator.used) / cap;
+  }
+}
+
+/** What allocation strategies see: the allocatable segments and lookup by name. */
+export interface SegmentPool {
+  /** MOUNTED segments in mount order. */
+  allocatable(): readonly Segment[];
+  byName(name: string): Segment | undefined;
+}
+
+export class SegmentRegistry implements SegmentPool {
+  private readonly byNameMap = new Map<string, Segment>();
+  private readonly byIdMap = new Map<number, Segment>();
+  private readonly bySegmentId = new Map<string, Segment>();
+  private nextId = 1;
+  private openCache: Segment[] | null = null;
+
+  get size(): number {
+    return this.byNameMap.size;
+  }
+
+  add(name: string, segmentId: string, clientId: string, base: number, size: number, teEndpoint: string, protocol: string): Segment {
+    const seg = new Segment(this.nextId++, name, segmentId, clientId, base, size, teEndpoint, protocol);
+    this.byNameMap.set(name, seg);
+    this.byIdMap.set(seg.id, seg);
+    this.bySegmentId.set(segmentId, seg);
+    this.openCache = null;
+    return seg;
+  }
+
+  delete(seg: Segment): void {
+    this.byNameMap.delete(seg.name);
+    this.byIdMap.delete(seg.id);
+    this.bySegmentId.delete(seg.segmentId);
+    this.openCache = null;
+  }
+
+  /** Closes a segment to new allocations until `at` (the grace period of an unmount). */
+  beginUnmount(seg: Segment, at: number): void {
+    seg.status = 'UNMOUNTING';
+    seg.unmountAt = at;
+    this.openCache = null;
+  }
+
+  byName(name: string): Segment | undefined {
+    return this.byNameMap.get(name);
+  }
+
+  byId(id: number): Segment | undefined {
+    return this.byIdMap.get(id);
+  }
+
+  hasSegmentId(segmentId: string): boolean {
+    return this.bySegmentId.has(segmentId);
+  }
+
+  all(): IterableIterator<Segment> {
+    return this.byNameMap.values();
+  }
+
+  allocatable(): readonly Segment[] {
+    if (this.openCache === null) this.openCache = [...this.byNameMap.values()].filter((s) => s.status === 'MOUNTED');
+    return this.openCache;
+  }
+}

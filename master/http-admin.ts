@@ -1,0 +1,143 @@
+// HTTP management endpoints of the master (spec section B) on --metrics_port: /metrics,
+// /metrics/summary, /query_key, /batch_query_keys, /get_all_keys, /get_all_segments,
+// /query_segment, /get_segments_detail, /health. All GET; a missing parameter is a 400 with a
+// one-line reason, an unknown key or segment a 404.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { formatSize } from '../common/size.js';
+import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
+import type { MasterCorePort } from './core-port.js';
+import type { MasterMetrics } from './master-metrics.js';
+
+const PROM = 'text/plain; version=0.0.4';
+const TEXT = 'text/plain; charset=utf-8';
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+function send(res: ServerResponse, status: number, type: string, body: string): void {
+  res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+function bufferDescriptor(h: ReplicaInfo__Output['handles'][number]): object {
+  return { segment_name: h.segment_name, size_: h.size, buffer_address_: h.buffer, transport_endpoint_: h.te_endpoint };
+}
+
+/** Memory replicas of an object as descriptors: endpoint of the first slice, every slice's buffer. */
+export function replicaDescriptors(replicas: ReplicaInfo__Output[]): Array<{ transport_endpoint_: string; buffer_descriptors: object[] }> {
+  return replicas
+    .filter((r) => r.handles.length > 0)
+    .map((r) => ({ transport_endpoint_: r.handles[0].te_endpoint, buffer_descriptors: r.handles.map(bufferDescriptor) }));
+}
+
+export interface AdminDeps {
+  core: MasterCorePort;
+  metrics: MasterMetrics;
+  now: () => number;
+  /** Extra lines for /metrics/summary (uptime, connections). */
+  info: () => Record<string, string | number>;
+}
+
+export function createAdminServer(deps: AdminDeps): Server {
+  return createServer((req, res) => {
+    handle(deps, req, res).catch((e: Error) => send(res, 500, TEXT, `internal error: ${e.message}\n`));
+  });
+}
+
+async function handle(d: AdminDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = new URL(req.url ?? '/', 'http://localhost');
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    res.setHeader('Allow', 'GET, HEAD');
+    return send(res, 405, TEXT, `method ${req.method} not allowed: management endpoints are GET only\n`);
+  }
+  const param = (name: string): string | undefined => {
+    const v = url.searchParams.get(name);
+    if (v === null || v === '') {
+      send(res, 400, TEXT, `missing query parameter "${name}" (${url.pathname}?${name}=...)\n`);
+      return undefined;
+    }
+    return v;
+  };
+  switch (url.pathname) {
+    case '/health':
+      return send(res, 200, TEXT, 'OK');
+    case '/metrics':
+      return send(res, 200, PROM, await d.metrics.metrics());
+    case '/metrics/summary':
+      return send(res, 200, PROM, await summary(d));
+    case '/query_key': {
+      const key = param('key');
+      if (key === undefined) return;
+      const replicas = d.core.queryKey(key);
+      if (!replicas) return send(res, 404, TEXT, `key not found: ${key}\n`);
+      return send(res, 200, PROM, JSON.stringify(replicaDescriptors(replicas)));
+    }
+    case '/batch_query_keys': {
+      const list = param('keys');
+      if (list === undefined) return;
+      const keys = list.split(',').filter((k) => k !== '');
+      const data: Record<string, object> = {};
+      for (const key of keys) {
+        const replicas = d.core.queryKey(key);
+        if (!replicas) data[key] = { ok: false, error: 'OBJECT_NOT_FOUND: key not found' };
+        else {
+          const values = replicaDescriptors(replicas).flatMap((r) => r.buffer_descriptors.map((b) => ({ transport_endpoint_: r.transport_endpoint_, buffer_descriptor: b })));
+          data[key] = { ok: true, values };
+        }
+      }
+      return send(res, 200, JSON_TYPE, JSON.stringify({ success: keys.length > 0, data }));
+    }
+    case '/get_all_keys': {
+      const lines: string[] = [];
+      for (const k of d.core.allKeys()) lines.push(k);
+      return send(res, 200, TEXT, lines.length ? lines.join('\n') + '\n' : '');
+    }
+    case '/get_all_segments': {
+      const names = d.core.segmentNames();
+      return send(res, 200, TEXT, names.length ? names.join('\n') + '\n' : '');
+    }
+    case '/query_segment': {
+      const name = param('segment');
+      if (name === undefined) return;
+      const s = d.core.querySegment(name);
+      if (!s) return send(res, 404, TEXT, `segment not found: ${name}\n`);
+      return send(res, 200, TEXT, `${name}\nUsed(bytes): ${s.used}\nCapacity(bytes): ${s.capacity}\n`);
+    }
+    case '/get_segments_detail': {
+      const segments = d.core.segmentsDetail().map((s) => ({
+        segment_name: s.segment_name,
+        segment_id: s.segment_id,
+        client_id: s.client_id,
+        base_address: '0x' + s.base_address.toString(16),
+        size_bytes: s.size_bytes,
+        size_human: formatSize(s.size_bytes),
+        te_endpoint: s.te_endpoint,
+        protocol: s.protocol,
+        status: s.status,
+        allocator_used_bytes: s.allocator_used_bytes,
+        allocator_capacity_bytes: s.allocator_capacity_bytes,
+        allocator_usage_percent: s.allocator_capacity_bytes > 0 ? Math.round((s.allocator_used_bytes / s.allocator_capacity_bytes) * 10000) / 100 : 0,
+      }));
+      return send(res, 200, JSON_TYPE, JSON.stringify({ total_segments: segments.length, segments }));
+    }
+    default:
+      return send(res, 404, TEXT, `no such endpoint: ${url.pathname}\n`);
+  }
+}
+
+/** The human-readable /metrics/summary text, also the source of the periodic log line. */
+export async function summary(d: AdminDeps): Promise<string> {
+  const s = d.core.stats(d.now());
+  const t = await d.metrics.totals();
+  const lines = [
+    'store_master summary',
+    ...Object.entries(d.info()).map(([k, v]) => `${k}: ${v}`),
+    `segments: ${s.segments}`,
+    `clients: ${s.clients}`,
+    `capacity: ${formatSize(s.capacityBytes)} (${s.capacityBytes} bytes)`,
+    `used: ${formatSize(s.usedBytes)} (${s.usedBytes} bytes, ${s.capacityBytes ? ((100 * s.usedBytes) / s.capacityBytes).toFixed(1) : '0.0'}%)`,
+    `objects: ${s.objects} (active leases ${s.activeLeases}, soft pinned ${s.softPinned}, hard pinned ${s.hardPinned})`,
+    `evictions: ${s.evictionsTotal}`,
+    `rpc requests: ${t.requests}, errors: ${t.errors}`,
+  ];
+  for (const m of await d.metrics.perMethod()) lines.push(`  ${m.method}: ${m.requests} requests, mean ${m.meanMs.toFixed(3)} ms`);
+  return lines.join('\n') + '\n';
+}

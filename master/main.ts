@@ -1,0 +1,156 @@
+#!/usr/bin/env node
+// store_master: parses flags, builds the MasterCore and serves it: gRPC and the fast channel on
+// --rpc_port, management HTTP on --metrics_port, optionally the HTTP metadata server; a periodic
+// sweep drives leases, client liveness and eviction. SIGINT/SIGTERM close cleanly.
+import type { Server } from 'node:http';
+import { FlagError, HelpRequested } from '../common/flags.js';
+import { Logger, loggerOptionsFromFlags } from '../common/logger.js';
+import { masterMethods } from '../common/master-proto.js';
+import { MasterCore } from './core/master-core.js';
+import type { MasterCorePort } from './core-port.js';
+import { createGrpcServer } from './grpc-service.js';
+import { createAdminServer, summary, type AdminDeps } from './http-admin.js';
+import { MasterMetrics } from './master-metrics.js';
+import { parseMasterFlags, type MasterFlags } from './master-flags.js';
+import { coreConfigFromFlags, resolveRpcAddress, unbuiltFeatureNotices } from './master-startup.js';
+import { createMetadataServer, MetadataStore } from './metadata-server.js';
+import { RpcDispatcher } from './rpc-dispatcher.js';
+import { RpcListener } from './rpc-listener.js';
+import { Sweeper } from './sweeper.js';
+
+const SWEEP_INTERVAL_MS = 200;
+const REPORT_INTERVAL_MS = 10_000;
+const SHUTDOWN_GRACE_MS = 2000;
+
+function exitWithFlagError(e: FlagError): never {
+  process.stderr.write(`store_master: ${e.message}\n`);
+  process.exit(2);
+}
+
+function listen(server: Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.removeListener('error', reject);
+      const a = server.address();
+      resolve(typeof a === 'object' && a ? a.port : port);
+    });
+  });
+}
+
+function hostPort(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+async function main(): Promise<void> {
+  let flags: MasterFlags;
+  let explicit: Set<string>;
+  let host: string;
+  try {
+    const r = parseMasterFlags(process.argv.slice(2));
+    flags = r.flags;
+    explicit = r.parsed.explicit;
+    host = resolveRpcAddress(flags);
+  } catch (e) {
+    if (e instanceof HelpRequested) {
+      process.stdout.write(e.usage);
+      process.exit(0);
+    }
+    if (e instanceof FlagError) exitWithFlagError(e);
+    throw e;
+  }
+
+  const log = new Logger(loggerOptionsFromFlags('store_master', flags as unknown as Record<string, string | number | boolean>));
+  // Node serves every RPC on one event loop; the flag sizes libuv's pool (files, DNS) instead.
+  process.env.UV_THREADPOOL_SIZE = String(flags.rpc_thread_num);
+  log.info(`store_master starting (pid ${process.pid}); --rpc_thread_num=${flags.rpc_thread_num}: RPCs run on the event loop, the value sizes the libuv worker pool`);
+  for (const line of unbuiltFeatureNotices(flags, explicit)) log.warn(line);
+
+  const clock = (): number => performance.now();
+  const viewVersion = Date.now();
+  let core: MasterCore;
+  try {
+    core = new MasterCore(coreConfigFromFlags(flags, viewVersion));
+  } catch (e) {
+    process.stderr.write(`store_master: ${(e as Error).message}\n`);
+    process.exit(2);
+  }
+  const port = core as unknown as MasterCorePort;
+  const metrics = new MasterMetrics(masterMethods, () => port.stats(clock()));
+  const dispatcher = new RpcDispatcher(core, masterMethods, clock, metrics, log);
+  const { injector } = createGrpcServer(dispatcher);
+  const rpc = new RpcListener(
+    { host, port: flags.rpc_port, noDelay: flags.rpc_enable_tcp_no_delay, idleTimeoutMs: flags.rpc_conn_timeout_seconds },
+    injector,
+    masterMethods,
+    dispatcher,
+    log,
+  );
+  const startedAt = Date.now();
+  const deps: AdminDeps = {
+    core: port,
+    metrics,
+    now: clock,
+    info: () => ({ uptime_seconds: Math.round((Date.now() - startedAt) / 1000), view_version: viewVersion, rpc_connections: rpc.connections }),
+  };
+  const admin = createAdminServer(deps);
+  let metadata: Server | undefined;
+
+  let rpcPort: number;
+  let metricsPort: number;
+  let metadataPort = 0;
+  try {
+    rpcPort = await rpc.listen();
+    metricsPort = await listen(admin, flags.metrics_port, host);
+    if (flags.enable_http_metadata_server) {
+      metadata = createMetadataServer(new MetadataStore());
+      metadataPort = await listen(metadata, flags.http_metadata_server_port, flags.http_metadata_server_host);
+    }
+  } catch (e) {
+    log.error(`cannot listen: ${(e as Error).message}`);
+    process.stderr.write(`store_master: cannot listen: ${(e as Error).message}\n`);
+    process.exit(1);
+  }
+
+  const sweeper = new Sweeper(port, clock, log, SWEEP_INTERVAL_MS);
+  sweeper.start();
+  let reporter: NodeJS.Timeout | undefined;
+  if (flags.enable_metric_reporting) {
+    reporter = setInterval(() => {
+      summary(deps)
+        .then((text) => log.info('metrics: ' + text.trim().split('\n').slice(1).filter((l) => !l.startsWith('  ')).join(' | ')))
+        .catch((e: Error) => log.warn(`metric report failed: ${e.message}`));
+    }, REPORT_INTERVAL_MS);
+    reporter.unref();
+  }
+
+  const ready = [`rpc=${hostPort(host, rpcPort)}`, `metrics=${hostPort(host, metricsPort)}`];
+  if (metadata) ready.push(`metadata=http://${hostPort(flags.http_metadata_server_host, metadataPort)}/metadata`);
+  log.info(`store_master listening: ${ready.join(' ')} view_version=${viewVersion}`);
+  if (flags.log_dir && !flags.logtostderr) process.stderr.write(`store_master listening: ${ready.join(' ')}\n`);
+
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    log.info(`${signal} received: shutting down`);
+    sweeper.stop();
+    if (reporter) clearInterval(reporter);
+    const closing: Promise<unknown>[] = [rpc.close(SHUTDOWN_GRACE_MS), new Promise((r) => admin.close(r))];
+    if (metadata) closing.push(new Promise((r) => metadata?.close(r)));
+    admin.closeAllConnections();
+    metadata?.closeAllConnections();
+    Promise.all(closing).then(() => {
+      log.info('store_master stopped');
+      log.close();
+      process.exit(0);
+    });
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+main().catch((e: Error) => {
+  process.stderr.write(`store_master: fatal: ${e.stack ?? e.message}\n`);
+  process.exit(1);
+});

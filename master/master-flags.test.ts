@@ -1,0 +1,128 @@
+import { FlagError } from '../common/flags.js';
+import { masterFlagTable, parseMasterFlags } from './master-flags.js';
+import { coreConfigFromFlags, resolveRpcAddress, unbuiltFeatureNotices } from './master-startup.js';
+
+function flagError(fn: () => unknown): FlagError {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof FlagError) return e;
+    throw e;
+  }
+  throw new Error('expected a FlagError');
+}
+
+describe('store_master flags', () => {
+  it('has the spec defaults', () => {
+    const { flags } = parseMasterFlags([]);
+    expect(flags).toMatchObject({
+      rpc_port: 50051,
+      rpc_address: '0.0.0.0',
+      rpc_interface: '',
+      rpc_conn_timeout_seconds: 0,
+      rpc_enable_tcp_no_delay: true,
+      enable_metric_reporting: true,
+      metrics_port: 9003,
+      enable_http_metadata_server: false,
+      http_metadata_server_host: '0.0.0.0',
+      http_metadata_server_port: 8080,
+      memory_allocator: 'offset',
+      allocation_strategy: 'random',
+      put_start_discard_timeout_sec: 30_000,
+      put_start_release_timeout_sec: 300_000,
+      default_kv_lease_ttl: 5000,
+      default_kv_soft_pin_ttl: 1_800_000,
+      allow_evict_soft_pinned_objects: true,
+      eviction_ratio: 0.05,
+      eviction_high_watermark_ratio: 0.95,
+      client_ttl: 10_000,
+      enable_ha: false,
+      ha_backend_type: 'etcd',
+      cluster_id: 'store_cluster',
+      snapshot_interval_seconds: 300_000,
+      snapshot_retention_count: 10,
+      max_total_finished_tasks: 10_000,
+      max_retry_attempts: 10,
+      promotion_admission_threshold: 2,
+      promotion_queue_limit: 50_000,
+      quota_bytes: 0,
+      enable_disk_eviction: true,
+      enable_cxl: false,
+      cxl_path: '/dev/dax0.0',
+      cxl_size: 8_589_934_592,
+      global_file_segment_size: 4_294_967_296,
+    });
+    expect(flags.rpc_thread_num).toBeGreaterThanOrEqual(1);
+    expect(flags.rpc_thread_num).toBeLessThanOrEqual(4);
+  });
+
+  it('accepts --enable-ha and --enable_ha, and durations in each flag unit', () => {
+    expect(parseMasterFlags(['--enable-ha']).flags.enable_ha).toBe(true);
+    expect(parseMasterFlags(['--enable_ha=true']).flags.enable_ha).toBe(true);
+    const { flags } = parseMasterFlags(['--client_ttl=20', '--default_kv_lease_ttl=250', '--put_start_discard_timeout_sec=1m', '--default_kv_soft_pin_ttl=30m']);
+    expect(flags.client_ttl).toBe(20_000);
+    expect(flags.default_kv_lease_ttl).toBe(250);
+    expect(flags.put_start_discard_timeout_sec).toBe(60_000);
+    expect(flags.default_kv_soft_pin_ttl).toBe(1_800_000);
+  });
+
+  it('refuses a memory allocator other than offset, naming the accepted values', () => {
+    const e = flagError(() => parseMasterFlags(['--memory_allocator=cachelib']));
+    expect(e.flag).toBe('--memory_allocator');
+    expect(e.message).toMatch(/accepted values: offset/);
+  });
+
+  it('checks flags that depend on each other', () => {
+    expect(flagError(() => parseMasterFlags(['--allocation_strategy=cxl'])).flag).toBe('--allocation_strategy');
+    expect(parseMasterFlags(['--allocation_strategy=cxl', '--enable_cxl']).flags.allocation_strategy).toBe('cxl');
+    expect(flagError(() => parseMasterFlags(['--enable_snapshot'])).flag).toBe('--snapshot_object_store_type');
+    expect(flagError(() => parseMasterFlags(['--snapshot_catalog_store_type=redis'])).flag).toBe('--snapshot_catalog_store_connstring');
+    expect(flagError(() => parseMasterFlags(['--enable_ha', '--ha_backend_type=redis'])).flag).toBe('--ha_backend_connstring');
+    expect(flagError(() => parseMasterFlags(['--eviction_ratio=0'])).flag).toBe('--eviction_ratio');
+  });
+
+  it('maps flags onto the core configuration', () => {
+    const { flags } = parseMasterFlags(['--default_kv_lease_ttl=1s', '--client_ttl=3', '--allocation_strategy=free_ratio_first']);
+    expect(coreConfigFromFlags(flags, 7)).toEqual({
+      defaultKvLeaseTtlMs: 1000,
+      defaultKvSoftPinTtlMs: 1_800_000,
+      allowEvictSoftPinnedObjects: true,
+      evictionRatio: 0.05,
+      evictionHighWatermarkRatio: 0.95,
+      putStartDiscardTimeoutMs: 30_000,
+      putStartReleaseTimeoutMs: 300_000,
+      clientTtlMs: 3000,
+      allocationStrategy: 'free_ratio_first',
+      memoryAllocator: 'offset',
+      enableCxl: false,
+      viewVersion: 7,
+    });
+  });
+
+  it('resolves --rpc_interface to its IPv4 address and errors when it is missing', () => {
+    const ifs = {
+      eth0: [
+        { address: 'fe80::1', family: 'IPv6', netmask: '', mac: '', internal: false, cidr: null, scopeid: 1 },
+        { address: '10.1.2.3', family: 'IPv4', netmask: '', mac: '', internal: false, cidr: null },
+      ],
+      v6only: [{ address: 'fe80::2', family: 'IPv6', netmask: '', mac: '', internal: false, cidr: null, scopeid: 1 }],
+    } as unknown as NodeJS.Dict<import('node:os').NetworkInterfaceInfo[]>;
+    expect(resolveRpcAddress({ rpc_address: '0.0.0.0', rpc_interface: 'eth0' }, ifs)).toBe('10.1.2.3');
+    expect(resolveRpcAddress({ rpc_address: '1.2.3.4', rpc_interface: '' }, ifs)).toBe('1.2.3.4');
+    expect(flagError(() => resolveRpcAddress({ rpc_address: '', rpc_interface: 'eth9' }, ifs)).message).toMatch(/no such network interface \(present: eth0, v6only\)/);
+    expect(flagError(() => resolveRpcAddress({ rpc_address: '', rpc_interface: 'v6only' }, ifs)).message).toMatch(/no IPv4 address/);
+  });
+
+  it('announces each accepted-but-unbuilt feature once', () => {
+    const { flags, parsed } = parseMasterFlags(['--enable_ha', '--enable_offload', '--max_retry_attempts=3', '--root_fs_dir=/mnt/fs']);
+    const lines = unbuiltFeatureNotices(flags, parsed.explicit);
+    expect(lines).toHaveLength(4);
+    expect(lines[0]).toBe('--enable_ha: high availability (etcd backend) is not implemented yet; serving as a single master');
+    expect(unbuiltFeatureNotices(parseMasterFlags([]).flags, new Set())).toEqual([]);
+  });
+
+  it('lists every flag in the usage text', () => {
+    const usage = masterFlagTable.usage();
+    for (const s of masterFlagTable.all()) expect(usage).toContain(`--${s.name} `);
+  });
+});

@@ -1,0 +1,124 @@
+// Prometheus metrics of the master: per-RPC request counts, error counts by code and latency
+// histograms (gRPC and fast channel alike), gauges read from the core at scrape time, and the
+// process defaults. One Registry per master so tests can run several in one process.
+import client from 'prom-client';
+import { errorCodeName } from '../common/error-code.js';
+import type { MethodInfo } from '../common/master-proto.js';
+import type { CoreStats } from './core-port.js';
+
+export type Transport = 'grpc' | 'channel';
+
+export class MasterMetrics {
+  readonly registry = new client.Registry();
+  private readonly requests: client.Counter<'method' | 'transport'>;
+  private readonly errors: client.Counter<'method' | 'code'>;
+  private readonly latency: client.Histogram<'method'>;
+  // Children resolved once per method: label lookups cost more than the increment itself.
+  private readonly reqChild: Record<Transport, client.Counter.Internal[]>;
+  private readonly latChild: client.Histogram.Internal<'method'>[];
+  private readonly errChild = new Map<string, client.Counter.Internal>();
+  private lastEvictions = 0;
+  private readonly evictions: client.Counter;
+
+  constructor(private readonly methods: readonly MethodInfo[], private readonly readStats: () => CoreStats) {
+    const registers = [this.registry];
+    this.requests = new client.Counter({ name: 'store_master_rpc_requests_total', help: 'RPC requests served, by method and transport', labelNames: ['method', 'transport'], registers });
+    this.errors = new client.Counter({ name: 'store_master_rpc_errors_total', help: 'RPC responses with a non-OK status_code, by method and ErrorCode name', labelNames: ['method', 'code'], registers });
+    this.latency = new client.Histogram({
+      name: 'store_master_rpc_latency_seconds',
+      help: 'time spent serving an RPC inside the master, by method',
+      labelNames: ['method'],
+      buckets: [0.000005, 0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.1, 0.5, 1],
+      registers,
+    });
+    this.reqChild = {
+      grpc: methods.map((m) => this.requests.labels(m.name, 'grpc')),
+      channel: methods.map((m) => this.requests.labels(m.name, 'channel')),
+    };
+    this.latChild = methods.map((m) => this.latency.labels(m.name));
+
+    let cached: CoreStats | undefined;
+    const stats = (): CoreStats => (cached ??= this.readStats());
+    const gauge = (name: string, help: string, pick: (s: CoreStats) => number): void => {
+      new client.Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(pick(stats()));
+        },
+      });
+    };
+    // The first gauge collected refreshes the snapshot the others read.
+    new client.Gauge({
+      name: 'store_master_stats_refresh',
+      help: 'constant 1; refreshes the core statistics read by the gauges below',
+      registers,
+      collect() {
+        cached = undefined;
+        this.set(1);
+      },
+    });
+    gauge('store_master_segments', 'mounted segments', (s) => s.segments);
+    gauge('store_master_capacity_bytes', 'total bytes of mounted segments', (s) => s.capacityBytes);
+    gauge('store_master_used_bytes', 'bytes allocated to objects', (s) => s.usedBytes);
+    gauge('store_master_objects', 'objects stored', (s) => s.objects);
+    gauge('store_master_active_leases', 'objects with an active lease', (s) => s.activeLeases);
+    gauge('store_master_soft_pinned_objects', 'soft-pinned objects', (s) => s.softPinned);
+    gauge('store_master_hard_pinned_objects', 'hard-pinned objects', (s) => s.hardPinned);
+    gauge('store_master_clients', 'live clients', (s) => s.clients);
+    const self = this;
+    this.evictions = new client.Counter({
+      name: 'store_master_evictions_total',
+      help: 'objects evicted',
+      registers,
+      collect() {
+        const total = stats().evictionsTotal;
+        if (total > self.lastEvictions) this.inc(total - self.lastEvictions);
+        self.lastEvictions = total;
+      },
+    });
+    client.collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Records one served RPC. */
+  observe(methodIndex: number, transport: Transport, statusCode: number, seconds: number): void {
+    this.reqChild[transport][methodIndex].inc();
+    this.latChild[methodIndex].observe(seconds);
+    if (statusCode !== 0) this.countError(methodIndex, statusCode);
+  }
+
+  private countError(methodIndex: number, statusCode: number): void {
+    const k = `${methodIndex}:${statusCode}`;
+    let c = this.errChild.get(k);
+    if (!c) {
+      c = this.errors.labels(this.methods[methodIndex].name, errorCodeName(statusCode));
+      this.errChild.set(k, c);
+    }
+    c.inc();
+  }
+
+  metrics(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  /** Totals for the summary line: requests and errors over all methods. */
+  async totals(): Promise<{ requests: number; errors: number }> {
+    const sum = async (m: client.Metric): Promise<number> => (await m.get()).values.reduce((a, v) => a + v.value, 0);
+    return { requests: await sum(this.requests), errors: await sum(this.errors) };
+  }
+
+  /** Per-method request counts and mean latency, for /metrics/summary. */
+  async perMethod(): Promise<Array<{ method: string; requests: number; meanMs: number }>> {
+    const lat = await this.latency.get();
+    const out = new Map<string, { count: number; sum: number }>();
+    for (const v of lat.values) {
+      const method = String(v.labels.method);
+      const e = out.get(method) ?? { count: 0, sum: 0 };
+      if (v.metricName?.endsWith('_count')) e.count = v.value;
+      else if (v.metricName?.endsWith('_sum')) e.sum = v.value;
+      out.set(method, e);
+    }
+    return [...out].filter(([, e]) => e.count > 0).map(([method, e]) => ({ method, requests: e.count, meanMs: (e.sum / e.count) * 1000 }));
+  }
+}

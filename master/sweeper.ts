@@ -1,0 +1,39 @@
+// The one periodic driver of the core's time-based work: every interval it calls
+// core.sweep(now) (lease and pin expiry, silent clients, zombie puts, eviction) and logs what
+// happened. The core itself owns no timer.
+import type { Logger } from '../common/logger.js';
+import type { MasterCorePort } from './core-port.js';
+
+export class Sweeper {
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly core: Pick<MasterCorePort, 'sweep'>,
+    private readonly clock: () => number,
+    private readonly log: Logger,
+    private readonly intervalMs: number,
+  ) {}
+
+  start(): void {
+    this.timer ??= setInterval(() => this.tick(), this.intervalMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** One sweep; exceptions are logged, the next tick tries again. */
+  tick(): void {
+    try {
+      const r = this.core.sweep(this.clock());
+      if (r.droppedClients.length > 0) this.log.warn(`clients silent past --client_ttl, dropped: ${r.droppedClients.join(', ')}`);
+      if (r.unmountedSegments.length > 0) this.log.info(`segments unmounted: ${r.unmountedSegments.join(', ')}`);
+      if (r.evictedObjects > 0) this.log.info(`evicted ${r.evictedObjects} objects`);
+      if (r.releasedZombies > 0) this.log.info(`released ${r.releasedZombies} uncompleted puts past --put_start_release_timeout_sec`);
+    } catch (e) {
+      this.log.error(`sweep failed: ${(e as Error)?.stack ?? String(e)}`);
+    }
+  }
+}

@@ -1,0 +1,73 @@
+// Loads the compiled addon (native/build/Release/kvstore_native.node) and describes its raw
+// exports. Everything else in native/ wraps these with defaults and typed errors.
+import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export interface RawRegion {
+  handle: { release(): void };
+  buffer: ArrayBuffer;
+  address: number;
+  size: number;
+  kind: string;
+  fd: number;
+}
+
+export interface RawMapRequest {
+  kind: string;
+  size: number;
+  name?: string;
+  path?: string;
+  create: boolean;
+  offset: number;
+  hugepage: boolean;
+  hugepageSize: number;
+  arenaEnabled: boolean;
+  arenaPoolSize: number;
+}
+
+export interface RawEngine {
+  start(minPort: number, maxPort: number, startOffset: number): string;
+  registerRegion(address: number, size: number): void;
+  unregisterRegion(address: number): boolean;
+  transfer(ops: ReadonlyArray<object>): Promise<void>;
+  close(): void;
+  pendingBatches(): number;
+}
+
+export interface RawAddon {
+  mapMemory(req: RawMapRequest): RawRegion;
+  addressOf(view: ArrayBufferView | ArrayBuffer): number;
+  arenaStats(): { decided: boolean; enabled: boolean; poolSize: number; used: number; fallbacks: number };
+  TransferEngine: new (opts: object) => RawEngine;
+  rawPumpListen(host?: string): number;
+  rawPumpRun(endpoint: string, size: number, count: number, mode: 'stream' | 'pingpong'): Promise<number>;
+  memcpyRun(size: number, iterations: number): Promise<number>;
+  rdmaAvailable: boolean;
+}
+
+const ADDON_FILE = 'kvstore_native.node';
+
+function findAddon(): string {
+  const override = process.env.KVSTORE_NATIVE_ADDON;
+  if (override) return override;
+  const here = dirname(fileURLToPath(import.meta.url));
+  const candidates = [
+    resolve(here, 'build/Release', ADDON_FILE), // running native/*.ts from source
+    resolve(here, '../../native/build/Release', ADDON_FILE), // running dist/native/*.js
+  ];
+  const found = candidates.find((p) => existsSync(p));
+  if (!found) {
+    throw new Error(`native addon ${ADDON_FILE} not built (looked in ${candidates.join(', ')}); run \`npm run build:native\``);
+  }
+  return found;
+}
+
+let cached: RawAddon | undefined;
+
+/** The loaded addon (loaded on first use, so importing native/ never fails by itself). */
+export function addon(): RawAddon {
+  if (!cached) cached = createRequire(import.meta.url)(findAddon()) as RawAddon;
+  return cached;
+}

@@ -1,0 +1,31 @@
+# node-gyp build of the native data path: memory mappings and the TCP transfer engine.
+{
+  "targets": [
+    {
+      "target_name": "kvstore_native",
+      "sources": [
+        "src/addon.cc",
+        "src/addon_memory.cc",
+        "src/addon_engine.cc",
+        "src/addon_bench.cc",
+        "src/mapping.cc",
+        "src/memory_memfd.cc",
+        "src/memory_shm.cc",
+        "src/memory_file.cc",
+        "src/mmap_arena.cc",
+        "src/region_table.cc",
+        "src/tcp_server.cc",
+        "src/tcp_peer.cc",
+        "src/tcp_engine.cc",
+        "src/socket_io.cc",
+        "src/raw_pump.cc"
+      ],
+      "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
+      "defines": ["NODE_ADDON_API_DISABLE_CPP_EXCEPTIONS", "NAPI_VERSION=8"],
+      "cflags!": ["-fno-exceptions"],
+      "cflags_cc!": ["-fno-exceptions", "-fno-rtti"],
+      "cflags_cc": ["-std=c++17", "-O2", "-fexceptions", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+      "libraries": ["-lpthread"]
+    }
+  ]
+}

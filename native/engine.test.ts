@@ -1,0 +1,305 @@
+// The TCP transfer engine between real processes: checksummed READ/WRITE of 1 byte .. 64 MiB,
+// range checks (nothing moves), dead and frozen peers (batches fail, never hang, others fine),
+// local memcpy, close(), and the listening port range.
+import { createHash, randomFillSync } from 'node:crypto';
+import { createServer } from 'node:net';
+import { mapMemory, TransferEngine, TransferError, type MemoryRegion, type TransferOp } from './index.js';
+import { ensureAddon } from './test-fixtures/ensure-addon.js';
+import { startRegionPeer, type RegionPeer } from './test-fixtures/region-peer.js';
+
+const MiB = 1024 * 1024;
+const PEER_SIZE = 80 * MiB;
+const LOCAL_SIZE = 80 * MiB;
+
+let peer: RegionPeer;
+let local: MemoryRegion;
+let engine: TransferEngine;
+const extraPeers: RegionPeer[] = [];
+
+const ports = { minPort: 20000, maxPort: 32000 };
+
+beforeAll(async () => {
+  ensureAddon();
+  peer = await startRegionPeer(PEER_SIZE, 1234);
+  local = mapMemory({ size: LOCAL_SIZE });
+  engine = new TransferEngine({ ...ports, env: {} });
+  engine.start();
+  engine.registerRegion(local.address, local.size);
+});
+
+afterAll(async () => {
+  engine?.close();
+  local?.release();
+  await peer?.stop();
+  for (const p of extraPeers) await p.stop();
+});
+
+const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
+const localBytes = (offset: number, length: number) => new Uint8Array(local.buffer, offset, length);
+
+async function expectTransferError(p: Promise<unknown>, codes: string[]): Promise<TransferError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(TransferError);
+  expect(codes).toContain((err as TransferError).code);
+  return err as TransferError;
+}
+
+const sizes = [1, 7, 4096, 65536 + 3, MiB, 4 * MiB + 1, 16 * MiB, 64 * MiB];
+
+test.each(sizes)('READ of %d bytes arrives intact', async (size) => {
+  const remoteOffset = 4093; // unaligned on purpose
+  const localOffset = 8191;
+  localBytes(localOffset, size).fill(0);
+  await engine.transfer([
+    { op: 'read', endpoint: peer.endpoint, remoteAddress: peer.address + remoteOffset, localAddress: local.address + localOffset, length: size },
+  ]);
+  expect(sha(localBytes(localOffset, size))).toBe(await peer.sha256(remoteOffset, size));
+});
+
+test.each(sizes)('WRITE of %d bytes lands intact', async (size) => {
+  const remoteOffset = 12345;
+  const src = localBytes(3, size);
+  randomFillSync(src);
+  await engine.transfer([
+    { op: 'write', endpoint: peer.endpoint, remoteAddress: peer.address + remoteOffset, localAddress: local.address + 3, length: size },
+  ]);
+  expect(await peer.sha256(remoteOffset, size)).toBe(sha(src));
+});
+
+test('a batch mixes reads and writes over many ops, and concurrent batches do not interfere', async () => {
+  const ops: TransferOp[] = [];
+  for (let i = 0; i < 16; i++) {
+    randomFillSync(localBytes(i * MiB, 256 * 1024));
+    ops.push({ op: 'write', endpoint: peer.endpoint, remoteAddress: peer.address + i * MiB, localAddress: local.address + i * MiB, length: 256 * 1024 });
+  }
+  const reads: TransferOp[] = [];
+  for (let i = 0; i < 16; i++) {
+    reads.push({ op: 'read', endpoint: peer.endpoint, remoteAddress: peer.address + 40 * MiB + i * 4096, localAddress: local.address + 40 * MiB + i * 4096, length: 4096 });
+  }
+  await Promise.all([engine.transfer(ops), engine.transfer(reads), ...reads.map((r) => engine.transfer([r]))]);
+  for (let i = 0; i < 16; i++) {
+    expect(await peer.sha256(i * MiB, 256 * 1024)).toBe(sha(localBytes(i * MiB, 256 * 1024)));
+  }
+  expect(sha(localBytes(40 * MiB, 16 * 4096))).toBe(await peer.sha256(40 * MiB, 16 * 4096));
+  expect(engine.pendingBatches).toBe(0);
+});
+
+test('an empty batch and zero-length ops resolve', async () => {
+  await engine.transfer([]);
+  await engine.transfer([{ op: 'read', endpoint: peer.endpoint, remoteAddress: peer.address, localAddress: local.address, length: 0 }]);
+});
+
+test('a remote range outside the registered region is refused and nothing is written', async () => {
+  const before = await peer.sha256(0, PEER_SIZE);
+  randomFillSync(localBytes(0, 8 * MiB));
+  // Starts inside and runs past the end: several chunks, every one refused.
+  await expectTransferError(
+    engine.transfer([{ op: 'write', endpoint: peer.endpoint, remoteAddress: peer.address + PEER_SIZE - 3 * MiB, localAddress: local.address, length: 8 * MiB }]),
+    ['ADDRESS_OUT_OF_RANGE'],
+  );
+  // Entirely outside, below the region.
+  await expectTransferError(
+    engine.transfer([{ op: 'write', endpoint: peer.endpoint, remoteAddress: peer.address - 4096, localAddress: local.address, length: 100 }]),
+    ['ADDRESS_OUT_OF_RANGE'],
+  );
+  expect(await peer.sha256(0, PEER_SIZE)).toBe(before);
+  // The connection stays usable afterwards.
+  await engine.transfer([{ op: 'write', endpoint: peer.endpoint, remoteAddress: peer.address, localAddress: local.address, length: 4096 }]);
+  expect(await peer.sha256(0, 4096)).toBe(sha(localBytes(0, 4096)));
+});
+
+test('a READ outside the remote region is refused and the local buffer is untouched', async () => {
+  localBytes(0, MiB).fill(0x11);
+  const before = sha(localBytes(0, MiB));
+  await expectTransferError(
+    engine.transfer([{ op: 'read', endpoint: peer.endpoint, remoteAddress: peer.address + PEER_SIZE - 10, localAddress: local.address, length: MiB }]),
+    ['ADDRESS_OUT_OF_RANGE'],
+  );
+  expect(sha(localBytes(0, MiB))).toBe(before);
+});
+
+test('a local range outside registered regions rejects before any byte moves', async () => {
+  const before = await peer.sha256(0, 4096);
+  const stray = mapMemory({ size: MiB });
+  try {
+    await expectTransferError(
+      engine.transfer([
+        { op: 'write', endpoint: peer.endpoint, remoteAddress: peer.address + 4096, localAddress: local.address, length: 4096 },
+        { op: 'write', endpoint: peer.endpoint, remoteAddress: peer.address, localAddress: stray.address, length: 4096 },
+      ]),
+      ['ADDRESS_OUT_OF_RANGE'],
+    );
+    await expectTransferError(
+      engine.transfer([{ op: 'read', endpoint: peer.endpoint, remoteAddress: peer.address, localAddress: local.address + LOCAL_SIZE - 10, length: 4096 }]),
+      ['ADDRESS_OUT_OF_RANGE'],
+    );
+  } finally {
+    stray.release();
+  }
+  expect(await peer.sha256(0, 4096)).toBe(before);
+});
+
+test('bad ops are clear errors', async () => {
+  await expectTransferError(
+    engine.transfer([{ op: 'move' as 'read', endpoint: peer.endpoint, remoteAddress: peer.address, localAddress: local.address, length: 1 }]),
+    ['INVALID_ARGUMENT'],
+  );
+  await expectTransferError(
+    engine.transfer([{ op: 'read', endpoint: 'no-port', remoteAddress: peer.address, localAddress: local.address, length: 1 }]),
+    ['INVALID_ARGUMENT'],
+  );
+  await expectTransferError(
+    engine.transfer([{ op: 'read', endpoint: peer.endpoint, remoteAddress: -1, localAddress: local.address, length: 1 }]),
+    ['INVALID_ARGUMENT'],
+  );
+});
+
+test('a peer that is not listening fails with CONNECTION_FAILED', async () => {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+  const port = (srv.address() as { port: number }).port;
+  await new Promise<void>((r) => srv.close(() => r()));
+  await expectTransferError(
+    engine.transfer([{ op: 'read', endpoint: `127.0.0.1:${port}`, remoteAddress: 4096, localAddress: local.address, length: 10 }]),
+    ['CONNECTION_FAILED'],
+  );
+});
+
+test('a peer killed mid-transfer fails that batch (no hang) while a batch to another peer succeeds', async () => {
+  const victim = await startRegionPeer(PEER_SIZE, 99);
+  const other = await startRegionPeer(16 * MiB, 7);
+  extraPeers.push(victim, other);
+  const e = new TransferEngine({ ...ports, timeoutMs: 60_000, env: {} });
+  try {
+    e.registerRegion(local.address, local.size);
+    // Frozen first, so the 64 MiB write cannot finish before the kill.
+    process.kill(victim.pid, 'SIGSTOP');
+    randomFillSync(localBytes(0, 64 * MiB));
+    const doomed = e.transfer([{ op: 'write', endpoint: victim.endpoint, remoteAddress: victim.address, localAddress: local.address, length: 64 * MiB }]);
+    const fine = e.transfer([{ op: 'read', endpoint: other.endpoint, remoteAddress: other.address, localAddress: local.address + 70 * MiB, length: 8 * MiB }]);
+    await fine;
+    expect(sha(localBytes(70 * MiB, 8 * MiB))).toBe(await other.sha256(0, 8 * MiB));
+    await victim.stop(); // SIGKILL
+    await expectTransferError(doomed, ['TRANSFER_FAILED', 'CONNECTION_FAILED']);
+    // The engine keeps working with the live peer.
+    randomFillSync(localBytes(0, 4 * MiB));
+    await e.transfer([{ op: 'write', endpoint: other.endpoint, remoteAddress: other.address, localAddress: local.address, length: 4 * MiB }]);
+    expect(await other.sha256(0, 4 * MiB)).toBe(sha(localBytes(0, 4 * MiB)));
+    expect(e.pendingBatches).toBe(0);
+  } finally {
+    e.close();
+  }
+});
+
+test('a peer that stops answering fails the batch with TIMEOUT, and the engine recovers', async () => {
+  const frozen = await startRegionPeer(8 * MiB, 5);
+  extraPeers.push(frozen);
+  const e = new TransferEngine({ ...ports, timeoutMs: 300, env: {} });
+  try {
+    e.registerRegion(local.address, local.size);
+    await e.transfer([{ op: 'read', endpoint: frozen.endpoint, remoteAddress: frozen.address, localAddress: local.address, length: 4096 }]);
+    process.kill(frozen.pid, 'SIGSTOP');
+    await expectTransferError(
+      e.transfer([{ op: 'read', endpoint: frozen.endpoint, remoteAddress: frozen.address, localAddress: local.address, length: 4 * MiB }]),
+      ['TIMEOUT'],
+    );
+    process.kill(frozen.pid, 'SIGCONT');
+    await e.transfer([{ op: 'read', endpoint: frozen.endpoint, remoteAddress: frozen.address, localAddress: local.address, length: 4 * MiB }]);
+    expect(sha(localBytes(0, 4 * MiB))).toBe(await frozen.sha256(0, 4 * MiB));
+  } finally {
+    e.close();
+  }
+});
+
+test('close() rejects pending batches instead of leaving them hanging', async () => {
+  const frozen = await startRegionPeer(8 * MiB, 6);
+  extraPeers.push(frozen);
+  const e = new TransferEngine({ ...ports, timeoutMs: 60_000, env: {} });
+  e.registerRegion(local.address, local.size);
+  await e.transfer([{ op: 'read', endpoint: frozen.endpoint, remoteAddress: frozen.address, localAddress: local.address, length: 1 }]);
+  process.kill(frozen.pid, 'SIGSTOP');
+  const pending = e.transfer([{ op: 'read', endpoint: frozen.endpoint, remoteAddress: frozen.address, localAddress: local.address, length: 4 * MiB }]);
+  e.close();
+  await expectTransferError(pending, ['TRANSFER_FAILED']);
+  await expectTransferError(e.transfer([]), ['TRANSFER_FAILED']);
+  process.kill(frozen.pid, 'SIGCONT');
+});
+
+test('transfers to this engine itself work over TCP, and with memcpyLocal by memcpy; both range-checked', async () => {
+  for (const memcpyLocal of [false, true]) {
+    const e = new TransferEngine({ ...ports, memcpyLocal, env: {} });
+    const a = mapMemory({ size: 8 * MiB });
+    const b = mapMemory({ size: 8 * MiB });
+    try {
+      const ep = e.start();
+      e.registerRegion(a.address, a.size);
+      e.registerRegion(b.address, b.size);
+      randomFillSync(new Uint8Array(a.buffer));
+      await e.transfer([{ op: 'write', endpoint: ep, remoteAddress: b.address + 100, localAddress: a.address, length: 6 * MiB }]);
+      expect(sha(new Uint8Array(b.buffer, 100, 6 * MiB))).toBe(sha(new Uint8Array(a.buffer, 0, 6 * MiB)));
+      new Uint8Array(a.buffer).fill(0);
+      await e.transfer([{ op: 'read', endpoint: ep, remoteAddress: b.address + 100, localAddress: a.address, length: 6 * MiB }]);
+      expect(sha(new Uint8Array(a.buffer, 0, 6 * MiB))).toBe(sha(new Uint8Array(b.buffer, 100, 6 * MiB)));
+      const before = sha(new Uint8Array(b.buffer));
+      await expectTransferError(
+        e.transfer([{ op: 'write', endpoint: ep, remoteAddress: b.address + 7 * MiB, localAddress: a.address, length: 2 * MiB }]),
+        ['ADDRESS_OUT_OF_RANGE'],
+      );
+      expect(sha(new Uint8Array(b.buffer))).toBe(before);
+      // After unregistering, the region is no longer reachable.
+      expect(e.unregisterRegion(b.address)).toBe(true);
+      await expectTransferError(
+        e.transfer([{ op: 'read', endpoint: ep, remoteAddress: b.address, localAddress: a.address, length: 10 }]),
+        ['ADDRESS_OUT_OF_RANGE'],
+      );
+    } finally {
+      e.close();
+      a.release();
+      b.release();
+    }
+  }
+});
+
+describe('listening port', () => {
+  test('start() binds inside MC_STORE_CLIENT_MIN_PORT..MAX_PORT and reports host:port', () => {
+    const e = new TransferEngine({ env: { MC_STORE_CLIENT_MIN_PORT: '23000', MC_STORE_CLIENT_MAX_PORT: '23999' } });
+    try {
+      const ep = e.start();
+      expect(e.endpoint).toBe(ep);
+      const port = Number(ep.split(':')[1]);
+      expect(ep.startsWith('127.0.0.1:')).toBe(true);
+      expect(port).toBeGreaterThanOrEqual(23000);
+      expect(port).toBeLessThanOrEqual(23999);
+      expect(e.start()).toBe(ep); // idempotent
+    } finally {
+      e.close();
+    }
+  });
+
+  test('a busy single-port range fails with CONNECTION_FAILED naming the range', () => {
+    const first = new TransferEngine({ ...ports, env: {} });
+    try {
+      const port = Number(first.start().split(':')[1]);
+      const second = new TransferEngine({ minPort: port, maxPort: port, env: {} });
+      let err: unknown;
+      try {
+        second.start();
+      } catch (e) {
+        err = e;
+      }
+      second.close();
+      expect(err).toBeInstanceOf(TransferError);
+      expect((err as TransferError).code).toBe('CONNECTION_FAILED');
+      expect((err as Error).message).toMatch(new RegExp(`no free port in ${port}\\.\\.${port}`));
+    } finally {
+      first.close();
+    }
+  });
+
+  test('an inverted explicit range is refused', () => {
+    expect(() => new TransferEngine({ minPort: 20010, maxPort: 20000 })).toThrow(TransferError);
+  });
+});

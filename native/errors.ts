@@ -1,0 +1,48 @@
+// Typed errors of the native layer: the addon throws/rejects with an Error carrying `code`;
+// these classes keep that code, the original as `cause`, and let callers use instanceof.
+
+export const TransferErrorCode = {
+  ADDRESS_OUT_OF_RANGE: 'ADDRESS_OUT_OF_RANGE',
+  TRANSFER_FAILED: 'TRANSFER_FAILED',
+  TIMEOUT: 'TIMEOUT',
+  CONNECTION_FAILED: 'CONNECTION_FAILED',
+  INVALID_ARGUMENT: 'INVALID_ARGUMENT',
+} as const;
+export type TransferErrorCode = (typeof TransferErrorCode)[keyof typeof TransferErrorCode];
+
+export const MemoryErrorCode = {
+  INVALID_ARGUMENT: 'INVALID_ARGUMENT',
+  HUGEPAGE_UNAVAILABLE: 'HUGEPAGE_UNAVAILABLE',
+  MAP_FAILED: 'MAP_FAILED',
+  NOT_FOUND: 'NOT_FOUND',
+} as const;
+export type MemoryErrorCode = (typeof MemoryErrorCode)[keyof typeof MemoryErrorCode];
+
+function codeOf(e: unknown, fallback: string): string {
+  const c = (e as { code?: unknown } | null)?.code;
+  return typeof c === 'string' ? c : fallback;
+}
+
+export class TransferError extends Error {
+  override readonly name = 'TransferError';
+  constructor(readonly code: TransferErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+  static from(e: unknown): TransferError {
+    if (e instanceof TransferError) return e;
+    const code = codeOf(e, TransferErrorCode.TRANSFER_FAILED) as TransferErrorCode;
+    return new TransferError(code, e instanceof Error ? e.message : String(e), { cause: e });
+  }
+}
+
+export class MemoryError extends Error {
+  override readonly name = 'MemoryError';
+  constructor(readonly code: MemoryErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+  static from(e: unknown): MemoryError {
+    if (e instanceof MemoryError) return e;
+    const code = codeOf(e, MemoryErrorCode.MAP_FAILED) as MemoryErrorCode;
+    return new MemoryError(code, e instanceof Error ? e.message : String(e), { cause: e });
+  }
+}

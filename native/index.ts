@@ -1,0 +1,20 @@
+// Public surface of the native data path: memory mappings and the TCP transfer engine.
+export { mapMemory, addressOf, arenaStats, type MapOptions, type MemoryKind, type MemoryRegion } from './memory.js';
+export { TransferEngine, ENGINE_DEFAULTS, type TransferOp, type TransferEngineOptions } from './transfer-engine.js';
+export { TransferError, TransferErrorCode, MemoryError, MemoryErrorCode } from './errors.js';
+export {
+  clientPortRange,
+  isValidClientPort,
+  hugepageDefaults,
+  arenaConfig,
+  memcpyLocalDefault,
+  DEFAULT_CLIENT_MIN_PORT,
+  DEFAULT_CLIENT_MAX_PORT,
+  type HugepageSize,
+} from './env-config.js';
+import { addon } from './addon.js';
+
+/** RDMA is not built in this addon (no ibverbs device on these machines). */
+export function rdmaAvailable(): boolean {
+  return addon().rdmaAvailable;
+}

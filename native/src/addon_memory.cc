@@ -1,0 +1,139 @@
+// N-API surface of the memory backends: mapMemory() returns an external ArrayBuffer over the
+// mapping (no copy) plus a RegionHandle whose release() detaches the buffer and unmaps. A
+// forgotten region is unmapped by the ArrayBuffer's finalizer.
+#include <memory>
+
+#include "addon_util.h"
+#include "mapping.h"
+#include "mmap_arena.h"
+
+namespace kvstore {
+
+namespace {
+
+class RegionHandle : public Napi::ObjectWrap<RegionHandle> {
+ public:
+  static Napi::FunctionReference* ctor;
+  static void Init(Napi::Env env) {
+    Napi::Function f = DefineClass(env, "RegionHandle", {InstanceMethod("release", &RegionHandle::Release)});
+    ctor = new Napi::FunctionReference(Napi::Persistent(f));
+  }
+  explicit RegionHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<RegionHandle>(info) {}
+  void Attach(std::shared_ptr<Mapping> m, Napi::ArrayBuffer buffer) {
+    mapping_ = std::move(m);
+    buffer_ = Napi::Weak(buffer);
+  }
+
+ private:
+  Napi::Value Release(const Napi::CallbackInfo& info) {
+    return Guarded(info.Env(), [&]() -> Napi::Value {
+      if (!buffer_.IsEmpty()) {
+        Napi::Value v = buffer_.Value();
+        if (!v.IsEmpty() && v.IsArrayBuffer()) {
+          Napi::ArrayBuffer ab = v.As<Napi::ArrayBuffer>();
+          if (!ab.IsDetached()) ab.Detach();
+        }
+        buffer_.Reset();
+      }
+      if (mapping_) {
+        mapping_->Unmap();
+        mapping_.reset();
+      }
+      return info.Env().Undefined();
+    });
+  }
+  std::shared_ptr<Mapping> mapping_;
+  Napi::Reference<Napi::ArrayBuffer> buffer_;
+};
+Napi::FunctionReference* RegionHandle::ctor = nullptr;
+
+Napi::Value MapMemoryJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return Guarded(env, [&]() -> Napi::Value {
+    if (info.Length() < 1 || !info[0].IsObject()) throw NativeError("INVALID_ARGUMENT", "mapMemory(options) needs an options object");
+    Napi::Object o = info[0].As<Napi::Object>();
+    MapRequest req;
+    if (!ParseMemoryKind(ToStr(o.Get("kind"), "kind"), &req.kind)) {
+      throw NativeError("INVALID_ARGUMENT", "mapMemory: kind must be memfd, shm, hugetlbfs, file or anonymous");
+    }
+    req.size = ToU64(o.Get("size"), "size");
+    if (o.Has("name") && o.Get("name").IsString()) req.name = ToStr(o.Get("name"), "name");
+    if (o.Has("path") && o.Get("path").IsString()) req.path = ToStr(o.Get("path"), "path");
+    req.create = o.Get("create").ToBoolean().Value();
+    if (o.Has("offset") && !o.Get("offset").IsUndefined()) req.offset = ToU64(o.Get("offset"), "offset");
+    req.hugepage = o.Get("hugepage").ToBoolean().Value();
+    if (o.Has("hugepageSize") && !o.Get("hugepageSize").IsUndefined()) req.hugepage_size = ToU64(o.Get("hugepageSize"), "hugepageSize");
+    req.arena_enabled = o.Get("arenaEnabled").ToBoolean().Value();
+    if (o.Has("arenaPoolSize") && !o.Get("arenaPoolSize").IsUndefined()) req.arena_pool_size = ToU64(o.Get("arenaPoolSize"), "arenaPoolSize");
+
+    std::shared_ptr<Mapping> m = MapMemory(req);
+    auto* hint = new std::shared_ptr<Mapping>(m);
+    Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(
+        env, m->data(), m->size(),
+        [](Napi::Env, void*, std::shared_ptr<Mapping>* h) {
+          (*h)->Unmap();
+          delete h;
+        },
+        hint);
+    Napi::Object handle = RegionHandle::ctor->New({});
+    RegionHandle::Unwrap(handle)->Attach(m, ab);
+    Napi::Object out = Napi::Object::New(env);
+    out.Set("handle", handle);
+    out.Set("buffer", ab);
+    out.Set("address", Napi::Number::New(env, static_cast<double>(reinterpret_cast<uintptr_t>(m->data()))));
+    out.Set("size", Napi::Number::New(env, static_cast<double>(m->size())));
+    out.Set("kind", Napi::String::New(env, MemoryKindName(m->kind())));
+    out.Set("fd", Napi::Number::New(env, m->fd()));
+    return out;
+  });
+}
+
+Napi::Value AddressOfJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return Guarded(env, [&]() -> Napi::Value {
+    if (info.Length() < 1) throw NativeError("INVALID_ARGUMENT", "addressOf(view) needs a TypedArray, Buffer or DataView");
+    uintptr_t base = 0;
+    size_t offset = 0;
+    if (info[0].IsTypedArray()) {
+      Napi::TypedArray ta = info[0].As<Napi::TypedArray>();
+      base = reinterpret_cast<uintptr_t>(ta.ArrayBuffer().Data());
+      offset = ta.ByteOffset();
+    } else if (info[0].IsDataView()) {
+      Napi::DataView dv = info[0].As<Napi::DataView>();
+      base = reinterpret_cast<uintptr_t>(dv.ArrayBuffer().Data());
+      offset = dv.ByteOffset();
+    } else if (info[0].IsArrayBuffer()) {
+      base = reinterpret_cast<uintptr_t>(info[0].As<Napi::ArrayBuffer>().Data());
+    } else {
+      throw NativeError("INVALID_ARGUMENT", "addressOf(view) needs a TypedArray, Buffer, DataView or ArrayBuffer");
+    }
+    if (env.IsExceptionPending()) return env.Undefined();
+    return Napi::Number::New(env, static_cast<double>(base + offset));
+  });
+}
+
+Napi::Value ArenaStatsJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return Guarded(env, [&]() -> Napi::Value {
+    MmapArena::Stats s = MmapArena::GetStats();
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("decided", s.decided);
+    o.Set("enabled", s.enabled);
+    o.Set("poolSize", static_cast<double>(s.pool_size));
+    o.Set("used", static_cast<double>(s.used));
+    o.Set("fallbacks", static_cast<double>(s.fallbacks));
+    return o;
+  });
+}
+
+}  // namespace
+
+Napi::Object InitMemory(Napi::Env env, Napi::Object exports) {
+  RegionHandle::Init(env);
+  exports.Set("mapMemory", Napi::Function::New(env, MapMemoryJs, "mapMemory"));
+  exports.Set("addressOf", Napi::Function::New(env, AddressOfJs, "addressOf"));
+  exports.Set("arenaStats", Napi::Function::New(env, ArenaStatsJs, "arenaStats"));
+  return exports;
+}
+
+}  // namespace kvstore

@@ -1,0 +1,20 @@
+// Benchmark baselines measured in the same run as the engine: a raw TCP pump (plain C++
+// send/recv between two processes, one connection) and memcpy. Not used by the data path.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace kvstore {
+
+enum class PumpMode : uint64_t { kStream = 0, kPingPong = 1 };
+
+// Starts a background listener (for the life of the process); returns its port.
+int RawPumpListen(const std::string& host);
+// Stream: sends `count` messages of `size` bytes, waits for the receiver's ack.
+// Ping-pong: `count` round trips of a 48-byte request answered with `size` bytes.
+// Returns elapsed seconds. Throws NativeError.
+double RawPumpRun(const std::string& endpoint, size_t size, uint64_t count, PumpMode mode);
+double MemcpyRun(size_t size, uint64_t iterations);
+
+}  // namespace kvstore

@@ -1,0 +1,123 @@
+// Socket helpers (see socket_io.h).
+#include "socket_io.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/time.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "native_error.h"
+
+namespace kvstore {
+
+void SetSocketTimeout(int fd, int timeout_ms) {
+  struct timeval tv {};
+  tv.tv_sec = timeout_ms / 1000;
+  tv.tv_usec = (timeout_ms % 1000) * 1000;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+void TuneSocket(int fd, const SocketTuning& t) {
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (t.buffer_bytes > 0) {
+    int b = t.buffer_bytes;
+    // As root the FORCE variants pass net.core.[rw]mem_max; otherwise the plain ones cap there.
+    if (::setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &b, sizeof b) != 0) ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &b, sizeof b);
+    if (::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &b, sizeof b) != 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &b, sizeof b);
+  }
+  if (t.timeout_ms > 0) SetSocketTimeout(fd, t.timeout_ms);
+}
+
+IoStatus RecvAll(int fd, void* buf, size_t len, int* err, bool idle_ok) {
+  char* p = static_cast<char*>(buf);
+  size_t got = 0;
+  while (got < len) {
+    ssize_t n = ::recv(fd, p + got, len - got, 0);
+    if (n > 0) { got += static_cast<size_t>(n); continue; }
+    if (n == 0) return IoStatus::kClosed;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      if (idle_ok && got == 0) continue;
+      *err = errno;
+      return IoStatus::kTimeout;
+    }
+    *err = errno;
+    return IoStatus::kError;
+  }
+  return IoStatus::kOk;
+}
+
+IoStatus SendAllV(int fd, struct iovec* iov, int iovcnt, int* err) {
+  while (iovcnt > 0) {
+    struct msghdr msg {};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<size_t>(iovcnt);
+    ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      *err = errno;
+      return (errno == EAGAIN || errno == EWOULDBLOCK) ? IoStatus::kTimeout : IoStatus::kError;
+    }
+    size_t left = static_cast<size_t>(n);
+    while (iovcnt > 0 && left >= iov->iov_len) { left -= iov->iov_len; ++iov; --iovcnt; }
+    if (iovcnt > 0) {
+      iov->iov_base = static_cast<char*>(iov->iov_base) + left;
+      iov->iov_len -= left;
+    }
+  }
+  return IoStatus::kOk;
+}
+
+IoStatus SendAll(int fd, const void* buf, size_t len, int* err) {
+  struct iovec iov { const_cast<void*>(buf), len };
+  return SendAllV(fd, &iov, 1, err);
+}
+
+bool SplitEndpoint(const std::string& endpoint, std::string* host, std::string* port) {
+  if (!endpoint.empty() && endpoint[0] == '[') {
+    auto close = endpoint.find(']');
+    if (close == std::string::npos || close + 1 >= endpoint.size() || endpoint[close + 1] != ':') return false;
+    *host = endpoint.substr(1, close - 1);
+    *port = endpoint.substr(close + 2);
+  } else {
+    auto colon = endpoint.rfind(':');
+    if (colon == std::string::npos || colon == 0) return false;
+    *host = endpoint.substr(0, colon);
+    *port = endpoint.substr(colon + 1);
+  }
+  return !port->empty() && port->find_first_not_of("0123456789") == std::string::npos;
+}
+
+UniqueFd ConnectEndpoint(const std::string& endpoint, const SocketTuning& t) {
+  std::string host, port;
+  if (!SplitEndpoint(endpoint, &host, &port)) {
+    throw NativeError("CONNECTION_FAILED", "bad endpoint '" + endpoint + "' (want host:port)");
+  }
+  struct addrinfo hints {};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  struct addrinfo* res = nullptr;
+  int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
+  if (rc != 0) throw NativeError("CONNECTION_FAILED", "resolve " + endpoint + ": " + gai_strerror(rc));
+  int last_err = 0;
+  for (auto* ai = res; ai; ai = ai->ai_next) {
+    UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
+    if (!fd.valid()) { last_err = errno; continue; }
+    TuneSocket(fd.get(), t);
+    if (::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0) {
+      ::freeaddrinfo(res);
+      return fd;
+    }
+    last_err = errno;
+  }
+  ::freeaddrinfo(res);
+  if (last_err == EINPROGRESS) last_err = ETIMEDOUT;
+  throw NativeError("CONNECTION_FAILED", ErrnoMessage("connect " + endpoint, last_err));
+}
+
+}  // namespace kvstore

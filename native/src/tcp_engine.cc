@@ -1,0 +1,95 @@
+// TcpEngine (see tcp_engine.h).
+#include "tcp_engine.h"
+
+#include "native_error.h"
+#include "wire.h"
+
+namespace kvstore {
+
+TcpEngine::TcpEngine(EngineOptions opts, BatchDone done)
+    : opts_(std::move(opts)), done_(std::move(done)), server_(&regions_, opts_.tuning) {
+  if (opts_.chunk_size == 0) opts_.chunk_size = 1 << 20;
+  if (opts_.chunk_size > kMaxChunkOnWire) opts_.chunk_size = kMaxChunkOnWire;
+}
+
+std::string TcpEngine::Start(int min_port, int max_port, int start_offset) {
+  if (!endpoint_.empty()) return endpoint_;
+  const int port = server_.Start(opts_.host, min_port, max_port, start_offset);
+  const bool v6 = opts_.host.find(':') != std::string::npos;
+  endpoint_ = (v6 ? "[" + opts_.host + "]" : opts_.host) + ":" + std::to_string(port);
+  return endpoint_;
+}
+
+PeerChannel* TcpEngine::Peer(const std::string& endpoint) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (stopped_) throw NativeError("TRANSFER_FAILED", "transfer engine is closed");
+  auto it = peers_.find(endpoint);
+  if (it != peers_.end()) return it->second.get();
+  const bool local = opts_.memcpy_local && !endpoint_.empty() && endpoint == endpoint_;
+  auto peer = std::make_unique<PeerChannel>(endpoint, opts_.connections_per_peer, opts_.tuning,
+                                            local ? &regions_ : nullptr, &done_);
+  PeerChannel* raw = peer.get();
+  peers_.emplace(endpoint, std::move(peer));
+  return raw;
+}
+
+void TcpEngine::Submit(const std::vector<TransferOpSpec>& ops, std::shared_ptr<Batch> batch) {
+  // Validate everything first: a bad op rejects the batch with nothing moved.
+  {
+    auto lock = regions_.Lock();
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const auto& op = ops[i];
+      if (op.length == 0) continue;
+      if (!regions_.ContainsLocked(op.local, op.length)) {
+        throw NativeError("ADDRESS_OUT_OF_RANGE", "op " + std::to_string(i) + ": local range [" + std::to_string(op.local) +
+                                                      ", +" + std::to_string(op.length) +
+                                                      ") is not inside a region registered with this engine");
+      }
+      if (op.remote + op.length < op.remote) {
+        throw NativeError("ADDRESS_OUT_OF_RANGE", "op " + std::to_string(i) + ": remote range wraps the address space");
+      }
+      std::string host, port;
+      if (!SplitEndpoint(op.endpoint, &host, &port)) {
+        throw NativeError("INVALID_ARGUMENT", "op " + std::to_string(i) + ": bad endpoint '" + op.endpoint + "' (want host:port)");
+      }
+    }
+  }
+  std::map<PeerChannel*, std::vector<Chunk>> plan;
+  size_t total = 0;
+  for (const auto& op : ops) {
+    if (op.length == 0) continue;
+    auto& chunks = plan[Peer(op.endpoint)];
+    for (uint64_t off = 0; off < op.length; off += opts_.chunk_size) {
+      Chunk c;
+      c.batch = batch;
+      c.op = op.op;
+      c.local = reinterpret_cast<char*>(static_cast<uintptr_t>(op.local + off));
+      c.remote = op.remote + off;
+      c.length = std::min<uint64_t>(opts_.chunk_size, op.length - off);
+      c.range_start = op.remote;
+      c.range_length = op.length;
+      chunks.push_back(std::move(c));
+      ++total;
+    }
+  }
+  if (total == 0) {
+    done_(std::move(batch));
+    return;
+  }
+  batch->remaining.store(total);
+  for (auto& [peer, chunks] : plan) peer->Submit(std::move(chunks));
+}
+
+void TcpEngine::Stop() {
+  std::map<std::string, std::unique_ptr<PeerChannel>> peers;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    peers.swap(peers_);
+  }
+  for (auto& [_, p] : peers) p->Stop();
+  server_.Stop();
+}
+
+}  // namespace kvstore

@@ -1,0 +1,62 @@
+// The transfer engine: a RegionTable, a TcpServer serving it, and one PeerChannel per remote
+// endpoint. Submit() validates local ranges, splits ops into chunks and queues them; the
+// completion callback runs on an I/O thread once per batch.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "region_table.h"
+#include "socket_io.h"
+#include "tcp_peer.h"
+#include "tcp_server.h"
+#include "transfer_batch.h"
+
+namespace kvstore {
+
+struct EngineOptions {
+  std::string host = "127.0.0.1";
+  int connections_per_peer = 4;
+  uint64_t chunk_size = 1 << 20;
+  SocketTuning tuning;
+  bool memcpy_local = false;
+};
+
+struct TransferOpSpec {
+  uint16_t op;  // WireOp
+  std::string endpoint;
+  uint64_t remote;
+  uint64_t local;
+  uint64_t length;
+};
+
+class TcpEngine {
+ public:
+  TcpEngine(EngineOptions opts, BatchDone done);
+  ~TcpEngine() { Stop(); }
+  std::string Start(int min_port, int max_port, int start_offset);
+  const std::string& endpoint() const { return endpoint_; }
+  void RegisterRegion(uint64_t address, uint64_t size) { regions_.Register(address, size); }
+  bool UnregisterRegion(uint64_t address) { return regions_.Unregister(address); }
+  // Throws NativeError (ADDRESS_OUT_OF_RANGE for a local range, INVALID_ARGUMENT) before any
+  // byte moves; otherwise `batch` completes through the callback (possibly before returning).
+  void Submit(const std::vector<TransferOpSpec>& ops, std::shared_ptr<Batch> batch);
+  void Stop();
+
+ private:
+  PeerChannel* Peer(const std::string& endpoint);
+
+  EngineOptions opts_;
+  BatchDone done_;
+  RegionTable regions_;
+  TcpServer server_;
+  std::string endpoint_;
+  std::mutex mu_;
+  bool stopped_ = false;
+  std::map<std::string, std::unique_ptr<PeerChannel>> peers_;
+};
+
+}  // namespace kvstore

@@ -1,0 +1,152 @@
+// PeerChannel (see tcp_peer.h).
+#include "tcp_peer.h"
+
+#include <sys/socket.h>
+
+#include <cstring>
+
+#include "native_error.h"
+#include "wire.h"
+
+namespace kvstore {
+
+PeerChannel::PeerChannel(std::string endpoint, int connections, SocketTuning tuning, RegionTable* local_regions,
+                         BatchDone* done)
+    : endpoint_(std::move(endpoint)), tuning_(tuning), local_regions_(local_regions), done_(done) {
+  if (connections < 1) connections = 1;
+  for (int i = 0; i < connections; ++i) workers_.push_back(std::make_unique<Worker>());
+  for (auto& w : workers_) {
+    Worker* raw = w.get();
+    raw->thread = std::thread([this, raw] { Run(raw); });
+  }
+}
+
+void PeerChannel::Submit(std::vector<Chunk>&& chunks) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (auto& c : chunks) queue_.push_back(std::move(c));
+  }
+  if (chunks.size() == 1) cv_.notify_one();
+  else cv_.notify_all();
+}
+
+void PeerChannel::Stop() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto& w : workers_) {
+    int fd = w->fd.load();
+    if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
+  }
+  for (auto& w : workers_) if (w->thread.joinable()) w->thread.join();
+}
+
+void PeerChannel::Finish(Chunk& c) {
+  std::shared_ptr<Batch> b = std::move(c.batch);
+  if (b->remaining.fetch_sub(1) == 1) (*done_)(std::move(b));
+}
+
+void PeerChannel::Run(Worker* w) {
+  for (;;) {
+    Chunk c;
+    bool stopping;
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) break;  // stopping and drained
+      c = std::move(queue_.front());
+      queue_.pop_front();
+      stopping = stopping_;
+    }
+    if (stopping) {
+      c.batch->Fail("TRANSFER_FAILED", "transfer engine closed before the transfer to " + endpoint_ + " ran");
+    } else if (!c.batch->failed.load()) {
+      try {
+        if (local_regions_) ExecuteMemcpy(c);
+        else ExecuteTcp(w, c);
+      } catch (const NativeError& e) {
+        c.batch->Fail(e.code(), e.what());
+      } catch (const std::exception& e) {
+        c.batch->Fail("TRANSFER_FAILED", e.what());
+      }
+    }
+    Finish(c);
+  }
+  DropConnection(w);
+}
+
+void PeerChannel::DropConnection(Worker* w) {
+  w->fd.store(-1);
+  w->conn.reset();
+}
+
+void PeerChannel::ExecuteMemcpy(Chunk& c) {
+  auto lock = local_regions_->Lock();
+  if (!local_regions_->ContainsLocked(c.range_start, c.range_length)) {
+    throw NativeError("ADDRESS_OUT_OF_RANGE", "remote range [" + std::to_string(c.range_start) + ", +" +
+                                                  std::to_string(c.range_length) + ") on " + endpoint_ +
+                                                  " is outside every registered region");
+  }
+  char* remote = reinterpret_cast<char*>(static_cast<uintptr_t>(c.remote));
+  if (c.op == static_cast<uint16_t>(WireOp::kRead)) std::memcpy(c.local, remote, c.length);
+  else std::memcpy(remote, c.local, c.length);
+}
+
+void PeerChannel::ExecuteTcp(Worker* w, Chunk& c) {
+  if (!w->conn.valid()) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (stopping_) throw NativeError("TRANSFER_FAILED", "transfer engine closed");
+    }
+    w->conn = ConnectEndpoint(endpoint_, tuning_);
+    w->fd.store(w->conn.get());
+  }
+  const int fd = w->conn.get();
+  RequestHeader req{kRequestMagic, c.op, 0, w->next_request_id++, c.remote, c.length, c.range_start, c.range_length};
+  int err = 0;
+  auto fail_io = [&](IoStatus st, const char* phase) {
+    DropConnection(w);
+    if (st == IoStatus::kTimeout) {
+      throw NativeError("TIMEOUT", std::string("peer ") + endpoint_ + " did not answer within " +
+                                       std::to_string(tuning_.timeout_ms) + " ms (" + phase + ")");
+    }
+    std::string why = st == IoStatus::kClosed ? "connection closed by peer" : ErrnoMessage("socket", err);
+    throw NativeError("TRANSFER_FAILED", std::string("transfer with ") + endpoint_ + " failed while " + phase + ": " + why);
+  };
+  IoStatus st;
+  if (c.op == static_cast<uint16_t>(WireOp::kWrite)) {
+    struct iovec iov[2] = {{&req, sizeof req}, {c.local, c.length}};
+    st = SendAllV(fd, iov, 2, &err);
+  } else {
+    st = SendAll(fd, &req, sizeof req, &err);
+  }
+  if (st != IoStatus::kOk) fail_io(st, "sending the request");
+  ResponseHeader resp;
+  st = RecvAll(fd, &resp, sizeof resp, &err);
+  if (st != IoStatus::kOk) fail_io(st, "waiting for the response");
+  if (resp.magic != kResponseMagic || resp.request_id != req.request_id) {
+    DropConnection(w);
+    throw NativeError("TRANSFER_FAILED", "protocol error from " + endpoint_ + ": unexpected response header");
+  }
+  if (resp.status == static_cast<int32_t>(WireStatus::kOutOfRange)) {
+    throw NativeError("ADDRESS_OUT_OF_RANGE", "peer " + endpoint_ + " refused remote range [" +
+                                                  std::to_string(c.range_start) + ", +" + std::to_string(c.range_length) +
+                                                  "): outside its registered regions");
+  }
+  if (resp.status != static_cast<int32_t>(WireStatus::kOk)) {
+    throw NativeError("TRANSFER_FAILED", "peer " + endpoint_ + " rejected the request (status " + std::to_string(resp.status) + ")");
+  }
+  if (c.op == static_cast<uint16_t>(WireOp::kRead)) {
+    if (resp.length != c.length) {
+      DropConnection(w);
+      throw NativeError("TRANSFER_FAILED", "protocol error from " + endpoint_ + ": response length mismatch");
+    }
+    st = RecvAll(fd, c.local, c.length, &err);
+    if (st != IoStatus::kOk) fail_io(st, "receiving data");
+  }
+}
+
+}  // namespace kvstore

@@ -1,0 +1,54 @@
+// The sending side for one peer endpoint: a shared chunk queue drained by N worker threads,
+// each owning one pooled connection (connected lazily, reused, replaced after an error). A
+// large op's chunks spread over whichever connections are free, i.e. striping. The "local"
+// flavour serves this engine's own endpoint with memcpy instead of sockets (MC_STORE_MEMCPY).
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "region_table.h"
+#include "socket_io.h"
+#include "transfer_batch.h"
+
+namespace kvstore {
+
+class PeerChannel {
+ public:
+  // local_regions != nullptr selects the memcpy flavour.
+  PeerChannel(std::string endpoint, int connections, SocketTuning tuning, RegionTable* local_regions, BatchDone* done);
+  ~PeerChannel() { Stop(); }
+  void Submit(std::vector<Chunk>&& chunks);
+  void Stop();
+
+ private:
+  struct Worker {
+    std::thread thread;
+    UniqueFd conn;
+    std::atomic<int> fd{-1};  // mirror of conn for Stop() to shut down
+    uint64_t next_request_id = 1;
+  };
+  void Run(Worker* w);
+  void ExecuteTcp(Worker* w, Chunk& c);
+  void ExecuteMemcpy(Chunk& c);
+  void Finish(Chunk& c);
+  void DropConnection(Worker* w);
+
+
+  std::string endpoint_;
+  SocketTuning tuning_;
+  RegionTable* local_regions_;
+  BatchDone* done_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Chunk> queue_;
+  bool stopping_ = false;
+  std::vector<std::unique_ptr<Worker>> workers_;
+};
+
+}  // namespace kvstore

@@ -1,0 +1,193 @@
+// A store cluster on 127.0.0.1 made of real processes: one store_master (with its embedded HTTP
+// metadata server) and N store_service processes, all on free ports. Used by the main job
+// (scripts/run.ts), the transfer benchmark and the e2e tests. Readiness is awaited from the
+// processes' own "listening"/"ready" lines, never by sleeping; stop() ends only what it started.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { ClientSetupConfig } from '../client/setup-config.js';
+
+/** dist/ of the compiled binaries: this file lives in dist/sidecar/ (or sidecar/ under jest). */
+function distRoot(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const root = resolve(here, '..');
+  return root.endsWith('/dist') ? root : join(root, 'dist');
+}
+
+export interface ProcessHandle {
+  readonly proc: ChildProcess;
+  readonly name: string;
+  /** Everything the process printed so far (stdout and stderr). */
+  output(): string;
+  /** Resolves with the first match of `pattern` in the output; rejects if the process exits first. */
+  waitFor(pattern: RegExp): Promise<RegExpMatchArray>;
+  readonly exited: Promise<number | null>;
+}
+
+function track(name: string, proc: ChildProcess, echo?: (line: string) => void): ProcessHandle {
+  let out = '';
+  const waiters: { pattern: RegExp; resolve: (m: RegExpMatchArray) => void; reject: (e: Error) => void }[] = [];
+  const check = () => {
+    for (let i = waiters.length - 1; i >= 0; i--) {
+      const m = out.match(waiters[i].pattern);
+      if (m) waiters.splice(i, 1)[0].resolve(m);
+    }
+  };
+  const onData = (d: Buffer) => {
+    const s = d.toString();
+    out += s;
+    if (out.length > 1 << 20) out = out.slice(-(1 << 19));
+    if (echo) for (const line of s.split('\n')) if (line) echo(`[${name}] ${line}`);
+    check();
+  };
+  proc.stdout?.on('data', onData);
+  proc.stderr?.on('data', onData);
+  const exited = new Promise<number | null>((res) =>
+    proc.once('exit', (code, signal) => {
+      for (const w of waiters.splice(0)) w.reject(new Error(`${name} exited (${code ?? signal}) before printing ${w.pattern}: ${out.slice(-800)}`));
+      res(code);
+    }),
+  );
+  return {
+    proc,
+    name,
+    output: () => out,
+    exited,
+    waitFor(pattern) {
+      const m = out.match(pattern);
+      if (m) return Promise.resolve(m);
+      if (proc.exitCode !== null || proc.signalCode !== null) return Promise.reject(new Error(`${name} already exited: ${out.slice(-800)}`));
+      return new Promise((resolve, reject) => waiters.push({ pattern, resolve, reject }));
+    },
+  };
+}
+
+export interface MasterProcess extends ProcessHandle {
+  rpc: string;
+  metrics: string;
+  metadata: string;
+}
+
+export interface StoreServiceProcess extends ProcessHandle {
+  http: string;
+  endpoint: string;
+  segment: string;
+  clientId: string;
+}
+
+export interface LocalClusterOptions {
+  storeServices?: number;
+  /** Segment size of each store service (e.g. "256MB"). */
+  segmentSize?: string;
+  masterArgs?: string[];
+  serviceArgs?: string[];
+  /** Echo every process line (e.g. to a log file). */
+  echo?: (line: string) => void;
+  env?: NodeJS.ProcessEnv;
+}
+
+export class LocalCluster {
+  readonly services: StoreServiceProcess[] = [];
+  private readonly all: ProcessHandle[] = [];
+
+  private constructor(readonly master: MasterProcess, private readonly opts: LocalClusterOptions) {}
+
+  static async start(opts: LocalClusterOptions = {}): Promise<LocalCluster> {
+    const proc = spawn(
+      process.execPath,
+      [
+        join(distRoot(), 'master/main.js'),
+        '--rpc_port=0',
+        '--metrics_port=0',
+        '--rpc_address=127.0.0.1',
+        '--enable_http_metadata_server=true',
+        '--http_metadata_server_host=127.0.0.1',
+        '--http_metadata_server_port=0',
+        '--enable_metric_reporting=false',
+        ...(opts.masterArgs ?? []),
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'], env: opts.env ?? process.env },
+    );
+    const h = track('master', proc, opts.echo);
+    let cluster: LocalCluster | undefined;
+    try {
+      const m = await h.waitFor(/store_master listening: rpc=(\S+) metrics=(\S+) metadata=(\S+)/);
+      cluster = new LocalCluster({ ...h, rpc: m[1], metrics: m[2], metadata: m[3] }, opts);
+      cluster.all.push(h);
+      for (let i = 0; i < (opts.storeServices ?? 0); i++) await cluster.addService();
+      return cluster;
+    } catch (e) {
+      if (cluster) await cluster.stop();
+      else if (proc.exitCode === null) proc.kill('SIGKILL');
+      throw e;
+    }
+  }
+
+  /** Starts one more store service and waits until it has mounted its segment. */
+  async addService(extraArgs: string[] = []): Promise<StoreServiceProcess> {
+    const n = this.services.length + 1;
+    const proc = spawn(
+      process.execPath,
+      [
+        join(distRoot(), 'sidecar/main.js'),
+        '--host=127.0.0.1',
+        '--port=0',
+        '--local_hostname=127.0.0.1',
+        `--master_server=${this.master.rpc}`,
+        `--metadata_server=${this.master.metadata}`,
+        `--global_segment_size=${this.opts.segmentSize ?? '256MB'}`,
+        ...(this.opts.serviceArgs ?? []),
+        ...extraArgs,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'], env: this.opts.env ?? process.env },
+    );
+    const h = track(`store_service-${n}`, proc, this.opts.echo);
+    this.all.push(h);
+    const m = await h.waitFor(/store_service ready: http=(\S+) te_endpoint=(\S+) segments=([^(\s]+)\(\d+B\)\S* client_id=(\S+)/);
+    const svc: StoreServiceProcess = { ...h, http: m[1], endpoint: m[2], segment: m[3], clientId: m[4] };
+    this.services.push(svc);
+    return svc;
+  }
+
+  /** Settings for an embedded client of this cluster. */
+  clientConfig(overrides: Partial<ClientSetupConfig> = {}): ClientSetupConfig {
+    return {
+      local_hostname: '127.0.0.1',
+      metadata_server: this.master.metadata,
+      global_segment_size: 0,
+      local_buffer_size: 64 * 1024 * 1024,
+      protocol: 'tcp',
+      master_server_address: this.master.rpc,
+      ...overrides,
+    };
+  }
+
+  /** GET on the master's management port, e.g. "/get_all_segments". */
+  async admin(path: string): Promise<string> {
+    const res = await fetch(`http://${this.master.metrics}${path}`);
+    return res.text();
+  }
+
+  /** Sends SIGTERM to every process still running, SIGKILL after `graceMs`, and waits for all. */
+  async stop(graceMs = 5000): Promise<void> {
+    const running = this.all.filter((h) => h.proc.exitCode === null && h.proc.signalCode === null);
+    // Services first, so they can unmount from a master that is still there.
+    for (const h of running.filter((x) => x !== this.all[0])) h.proc.kill('SIGTERM');
+    await Promise.all(running.filter((x) => x !== this.all[0]).map((h) => withKill(h, graceMs)));
+    if (running.includes(this.all[0])) {
+      this.all[0].proc.kill('SIGTERM');
+      await withKill(this.all[0], graceMs);
+    }
+  }
+
+  /** Synchronous last resort (process 'exit' handlers): SIGKILL everything still running. */
+  killAllNow(): void {
+    for (const h of this.all) if (h.proc.exitCode === null && h.proc.signalCode === null) h.proc.kill('SIGKILL');
+  }
+}
+
+async function withKill(h: ProcessHandle, graceMs: number): Promise<void> {
+  const t = setTimeout(() => h.proc.kill('SIGKILL'), graceMs);
+  await h.exited;
+  clearTimeout(t);
+}

@@ -1,0 +1,49 @@
+import { parseStoreServiceArgs } from './store-service-flags.js';
+import { FlagError } from '../common/flags.js';
+
+const files: Record<string, string> = {
+  'svc.json': JSON.stringify({
+    local_hostname: '10.0.0.5',
+    metadata_server: 'P2PHANDSHAKE',
+    global_segment_size: 1073741824,
+    local_buffer_size: 0,
+    protocol: 'tcp',
+    device_name: '',
+    master_server_address: '10.0.0.1:50051',
+  }),
+  'bad-key.json': JSON.stringify({ global_segment_sise: 1 }),
+  'bad-size.json': JSON.stringify({ global_segment_size: 'lots' }),
+};
+const read = (p: string) => {
+  if (!(p in files)) throw new Error(`ENOENT: ${p}`);
+  return files[p];
+};
+
+describe('store_service flags', () => {
+  it('has the spec defaults', () => {
+    const c = parseStoreServiceArgs([], read);
+    expect(c).toMatchObject({ host: '0.0.0.0', port: 8080, rpcPort: 50052 });
+    expect(c.client).toMatchObject({ global_segment_size: 4 * 1024 ** 3, master_server_address: 'localhost:50051', metadata_server: 'http://localhost:8080/metadata', protocol: 'tcp' });
+  });
+
+  it('reads the JSON config and lets flags override it', () => {
+    const c = parseStoreServiceArgs(['--config=svc.json', '--global_segment_size=256MB', '--port', '9000'], read);
+    expect(c.port).toBe(9000);
+    expect(c.client).toMatchObject({ local_hostname: '10.0.0.5', metadata_server: 'P2PHANDSHAKE', master_server_address: '10.0.0.1:50051', global_segment_size: 256 * 1024 ** 2 });
+  });
+
+  it('names the bad flag or key', () => {
+    const fails = (argv: string[], pattern: RegExp) => {
+      expect(() => parseStoreServiceArgs(argv, read)).toThrow(FlagError);
+      expect(() => parseStoreServiceArgs(argv, read)).toThrow(pattern);
+    };
+    fails(['--bogus=1'], /--bogus/);
+    fails(['--global_segment_size=4 parsecs'], /global_segment_size/);
+    fails(['--port=70000'], /--port/);
+    fails(['--config=missing.json'], /--config=missing.json/);
+    fails(['--config=bad-key.json'], /global_segment_sise/);
+    fails(['--config=bad-size.json'], /global_segment_size/);
+    fails(['--global_segment_size=0'], /hold nothing/);
+    fails(['--protocol=udp'], /--protocol/);
+  });
+});

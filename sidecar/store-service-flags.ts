@@ -1,0 +1,84 @@
+// Flags and configuration of the standalone store service (bin store_service): the spec's JSON
+// config file (--config) and command-line flags, flags overriding the file. Pure: the file reader
+// is a parameter. Errors are FlagErrors naming the flag or key; the binary exits 2 on them.
+import { readFileSync } from 'node:fs';
+import { FlagError, FlagTable, type FlagSpec, type FlagValue } from '../common/flags.js';
+import { loggingFlags } from '../common/logger.js';
+import type { ClientSetupConfig } from '../client/setup-config.js';
+
+const specs: FlagSpec[] = [
+  { name: 'config', kind: 'string', default: '', help: 'JSON file with local_hostname, metadata_server, global_segment_size, local_buffer_size, protocol, device_name, master_server_address' },
+  { name: 'host', kind: 'string', default: '0.0.0.0', help: 'bind address of the HTTP server (/health)' },
+  { name: 'port', kind: 'int', default: 8080, min: 0, max: 65535, help: 'HTTP server port (0: any free port)' },
+  { name: 'rpc_port', kind: 'int', default: 50052, min: 0, max: 65535, help: 'dummy-client RPC port (reserved: the ClientService server is not part of this build)' },
+  { name: 'local_hostname', kind: 'string', default: 'localhost', help: 'host name or address of this node, as peers reach its transfer engine; host:port pins the engine port' },
+  { name: 'metadata_server', kind: 'string', default: 'http://localhost:8080/metadata', help: 'http://host:port/metadata, etcd://h:p[;h:p], redis://h:p or P2PHANDSHAKE' },
+  { name: 'master_server', kind: 'string', default: 'localhost:50051', help: 'host:port of the master' },
+  { name: 'global_segment_size', kind: 'size', default: 4 * 1024 ** 3, defaultText: '4GB', help: 'memory contributed to the cluster (with units: 4GB, 512MB)' },
+  { name: 'local_buffer_size', kind: 'size', default: 0, help: 'registered staging buffer (0: pure server, no Get/Put from this process)' },
+  { name: 'protocol', kind: 'enum', default: 'tcp', values: ['tcp', 'rdma'], help: 'transfer protocol (rdma is not available in this build)' },
+  { name: 'device_name', kind: 'string', default: '', help: 'transfer-engine device name' },
+  ...loggingFlags,
+];
+
+export const storeServiceFlags = new FlagTable('store_service', specs);
+
+/** Keys of the spec's JSON file -> the flag carrying the same setting. */
+const fileKeys: Record<string, string> = {
+  local_hostname: 'local_hostname',
+  metadata_server: 'metadata_server',
+  global_segment_size: 'global_segment_size',
+  local_buffer_size: 'local_buffer_size',
+  protocol: 'protocol',
+  device_name: 'device_name',
+  master_server_address: 'master_server',
+  master_server: 'master_server',
+};
+
+export interface StoreServiceConfig {
+  client: ClientSetupConfig;
+  host: string;
+  port: number;
+  rpcPort: number;
+  values: Record<string, FlagValue>;
+}
+
+export function parseStoreServiceArgs(argv: readonly string[], readFile: (p: string) => string = (p) => readFileSync(p, 'utf8')): StoreServiceConfig {
+  const parsed = storeServiceFlags.parse(argv, readFile);
+  const v = { ...parsed.values };
+  const path = v.config as string;
+  if (path) {
+    let doc: unknown;
+    try {
+      doc = JSON.parse(readFile(path));
+    } catch (e) {
+      throw new FlagError('--config', `cannot read --config=${path}: ${(e as Error).message}`);
+    }
+    if (!doc || typeof doc !== 'object' || Array.isArray(doc)) throw new FlagError('--config', `--config=${path} must hold a JSON object`);
+    for (const [key, raw] of Object.entries(doc as Record<string, unknown>)) {
+      const flag = fileKeys[key];
+      if (!flag) throw new FlagError(key, `unknown key "${key}" in --config=${path} (known: ${Object.keys(fileKeys).join(', ')})`);
+      if (raw === null || typeof raw === 'object') throw new FlagError(key, `invalid value for "${key}" in --config=${path}: expected a string or number`);
+      if (parsed.explicit.has(flag)) continue; // the command line wins
+      v[flag] = storeServiceFlags.convert(storeServiceFlags.spec(flag)!, String(raw), `${key} (in ${path})`);
+    }
+  }
+  if ((v.global_segment_size as number) === 0 && (v.local_buffer_size as number) === 0) {
+    throw new FlagError('--global_segment_size', 'a store service needs --global_segment_size > 0 (or a --local_buffer_size): it would hold nothing');
+  }
+  return {
+    client: {
+      local_hostname: v.local_hostname as string,
+      metadata_server: v.metadata_server as string,
+      global_segment_size: v.global_segment_size as number,
+      local_buffer_size: v.local_buffer_size as number,
+      protocol: v.protocol as string,
+      device_name: v.device_name as string,
+      master_server_address: v.master_server as string,
+    },
+    host: v.host as string,
+    port: v.port as number,
+    rpcPort: v.rpc_port as number,
+    values: v,
+  };
+}
