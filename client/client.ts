@@ -32,6 +32,11 @@ export interface ClientOptions {
   env?: Record<string, string | undefined>;
   /** Monotonic clock in ms (default performance.now). */
   now?: () => number;
+  /**
+   * Touch every page of the global segment at setup, so writes from peers never wait on first-touch
+   * page faults and a machine without the memory fails at startup rather than mid-run (default false).
+   */
+  prefaultSegment?: boolean;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -158,6 +163,10 @@ export class Client {
     }
     if (s.globalSegmentSize > 0) {
       const region = this.mapRegion(s.globalSegmentSize, `store-segment-${this.clientId}`);
+      if (this.options.prefaultSegment) {
+        const chunk = 64 * 1024 * 1024;
+        for (let off = 0; off < region.size; off += chunk) new Uint8Array(region.buffer, off, Math.min(chunk, region.size - off)).fill(0);
+      }
       // The segment is named after the engine endpoint: unique per process, and what P2PHANDSHAKE needs.
       const name = this.engine.endpoint;
       this.segments.set(name, { name, id: randomUUID(), region });

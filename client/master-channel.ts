@@ -3,8 +3,8 @@
 // request timeout. Transport-agnostic: it drives any Duplex (a net.Socket in production).
 import { connect as netConnect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { CHANNEL_MAGIC, FrameDecoder, FrameKind, FrameWriter, encodeFrame } from '../common/channel-frame.js';
-import { decodeMessage, encodeMessage, type MethodInfo } from '../common/master-proto.js';
+import { CHANNEL_MAGIC, FrameDecoder, FrameKind, FrameWriter, HEADER_BYTES, writeFrameHeader } from '../common/channel-frame.js';
+import { decodeWith, encodeWith, type MethodInfo } from '../common/master-proto.js';
 import { MasterClientClosedError, MasterConnectionError, MasterProtocolError, MasterTimeoutError, type MasterChannelError } from './master-channel-errors.js';
 
 interface Pending {
@@ -92,12 +92,9 @@ export class MasterChannel {
   /** Sends one request; resolves with the decoded response (status_code included, never thrown). */
   call<Res>(method: MethodInfo, request: object): Promise<Res> {
     if (this.failure) return Promise.reject(this.failure);
-    let payload: Uint8Array;
+    let frame: Buffer;
     try {
-      // protobufjs would silently encode a wrong-typed field as 0; refuse it instead.
-      const bad = method.requestType.verify(request);
-      if (bad) throw new Error(bad);
-      payload = encodeMessage(method.requestType, request);
+      frame = encodeWith(method.requestCodec, request, HEADER_BYTES);
     } catch (e) {
       return Promise.reject(new TypeError(`${method.name}: cannot encode request: ${(e as Error).message}`, { cause: e }));
     }
@@ -105,7 +102,7 @@ export class MasterChannel {
     this.nextId = this.nextId >= 0xffffffff ? 1 : this.nextId + 1;
     return new Promise<Res>((resolve, reject) => {
       this.pending.set(id, { method, deadline: performance.now() + this.timeoutMs, resolve: resolve as (v: unknown) => void, reject });
-      this.writer.push(encodeFrame(FrameKind.REQUEST, id, method.index, payload));
+      this.writer.push(writeFrameHeader(frame, FrameKind.REQUEST, id, method.index));
       if (!this.timer) this.startTimer();
     });
   }
@@ -123,7 +120,7 @@ export class MasterChannel {
     this.pending.delete(id);
     if (kind === FrameKind.RESPONSE && methodIndex === p.method.index) {
       try {
-        p.resolve(decodeMessage(p.method.responseType, payload));
+        p.resolve(decodeWith(p.method.responseCodec, payload));
       } catch (e) {
         p.reject(new MasterProtocolError(`${p.method.name}: undecodable reply from master ${this.address}: ${(e as Error).message}`, this.address, p.method.name, { cause: e }));
       }

@@ -27,12 +27,17 @@ export interface Frame {
 /** One frame as a single buffer (header + payload). */
 export function encodeFrame(kind: FrameKind, id: number, method: number, payload: Uint8Array): Buffer {
   const buf = Buffer.allocUnsafe(HEADER_BYTES + payload.length);
-  buf.writeUInt32LE(payload.length, 0);
+  buf.set(payload, HEADER_BYTES);
+  return writeFrameHeader(buf, kind, id, method);
+}
+
+/** Fills the header of `buf`, whose payload was already written after HEADER_BYTES reserved bytes. */
+export function writeFrameHeader(buf: Buffer, kind: FrameKind, id: number, method: number): Buffer {
+  buf.writeUInt32LE(buf.length - HEADER_BYTES, 0);
   buf.writeUInt32LE(id >>> 0, 4);
   buf.writeUInt16LE(method, 8);
   buf[10] = kind;
   buf[11] = 0;
-  buf.set(payload, HEADER_BYTES);
   return buf;
 }
 

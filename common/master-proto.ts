@@ -5,6 +5,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
+import { compileCodecs, decodeWith, encodeWith, type MessageCodec } from './proto-codec.js';
 
 /** Finds proto/store_master.proto from both the sources and dist/. */
 export function masterProtoPath(): string {
@@ -26,6 +27,9 @@ export interface MethodInfo {
   call: string;
   requestType: protobuf.Type;
   responseType: protobuf.Type;
+  /** Compiled codecs (proto-codec.ts) used by the fast channel. */
+  requestCodec: MessageCodec;
+  responseCodec: MessageCodec;
 }
 
 // The same conversion as @grpc/proto-loader's {longs: Number, enums: Number, defaults: true, oneofs: true}.
@@ -34,16 +38,18 @@ const toObjectOptions: protobuf.IConversionOptions = { longs: Number, enums: Num
 const root = new protobuf.Root().loadSync(masterProtoPath(), { keepCase: true });
 const service = root.lookupService('store.MasterService');
 
-export const masterMethods: readonly MethodInfo[] = service.methodsArray.map((m, index) => {
-  m.resolve();
-  return {
-    index,
-    name: m.name,
-    call: m.name[0].toLowerCase() + m.name.slice(1),
-    requestType: m.resolvedRequestType as protobuf.Type,
-    responseType: m.resolvedResponseType as protobuf.Type,
-  };
-});
+for (const m of service.methodsArray) m.resolve();
+const codecFor = compileCodecs(service.methodsArray.flatMap((m) => [m.resolvedRequestType as protobuf.Type, m.resolvedResponseType as protobuf.Type]));
+
+export const masterMethods: readonly MethodInfo[] = service.methodsArray.map((m, index) => ({
+  index,
+  name: m.name,
+  call: m.name[0].toLowerCase() + m.name.slice(1),
+  requestType: m.resolvedRequestType as protobuf.Type,
+  responseType: m.resolvedResponseType as protobuf.Type,
+  requestCodec: codecFor(m.resolvedRequestType as protobuf.Type),
+  responseCodec: codecFor(m.resolvedResponseType as protobuf.Type),
+}));
 
 export const masterMethodByName: ReadonlyMap<string, MethodInfo> = new Map(masterMethods.map((m) => [m.name, m]));
 
@@ -60,3 +66,10 @@ export function decodeMessage<T>(type: protobuf.Type, bytes: Uint8Array): T {
 export function lookupType(name: string): protobuf.Type {
   return root.lookupType(`store.${name}`);
 }
+
+/** The compiled codec of any message type of the schema (e.g. "ReplicaInfo"). */
+export function codecOf(name: string): MessageCodec {
+  return codecFor(lookupType(name));
+}
+
+export { decodeWith, encodeWith, type MessageCodec };

@@ -5,7 +5,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { LocalCluster } from '../sidecar/local-cluster.js';
 import { Client } from '../client/client.js';
-import { ObjectExistsError, ObjectLeasedError, ObjectNotFoundError, ObjectNotReadyError, StoreError, UnavailableError } from '../client/errors.js';
+import { LeaseExpiredError, ObjectExistsError, ObjectLeasedError, ObjectNotFoundError, ObjectNotReadyError, StoreError, UnavailableError } from '../client/errors.js';
 import { ReplicaStatus } from '../proto/gen/store/ReplicaStatus.js';
 import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
 import { mapMemory, TransferEngine } from '../native/index.js';
@@ -142,6 +142,26 @@ describe('round trips over several replicas', () => {
     await expect(client.remove('leased')).rejects.toThrow(StoreError);
     const ips = await client.batchQueryIp(cluster.services.map((s) => s.clientId));
     expect([...ips.values()].flat()).toContain('127.0.0.1');
+  });
+});
+
+describe('leases', () => {
+  it('a read that finishes after its lease ran out fails with no data', async () => {
+    await client.put('lease-me', randomBytes(200_000), { replica_num: 2 });
+    // A clock on which every reading is 6 s after the previous one: the lease (5 s) always expires
+    // between GetReplicaList and the end of the read.
+    let t = 0;
+    const slow = await Client.setup(cluster.clientConfig({ local_buffer_size: 4 * MiB }), { now: () => (t += 6000) });
+    try {
+      await expect(slow.get('lease-me')).rejects.toBeInstanceOf(LeaseExpiredError);
+      const target = Buffer.alloc(200_000);
+      await expect(slow.getInto('lease-me', target)).rejects.toBeInstanceOf(LeaseExpiredError);
+      const [r] = await slow.getBatch(['lease-me']);
+      expect(r.value).toBeUndefined();
+      expect(r.error).toBeInstanceOf(LeaseExpiredError);
+    } finally {
+      await slow.close();
+    }
   });
 });
 

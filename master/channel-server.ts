@@ -2,10 +2,14 @@
 // connection, runs each through the dispatcher and queues the reply frame; replies produced in
 // one turn of the event loop leave in one socket write.
 import type { Socket } from 'node:net';
-import { FrameDecoder, FrameKind, FrameWriter, encodeFrame } from '../common/channel-frame.js';
+import { FrameDecoder, FrameKind, FrameWriter, HEADER_BYTES, encodeFrame, writeFrameHeader } from '../common/channel-frame.js';
+import { ErrorCode } from '../common/error-code.js';
 import type { Logger } from '../common/logger.js';
-import { decodeMessage, encodeMessage, type MethodInfo } from '../common/master-proto.js';
+import { decodeWith, encodeWith, type MethodInfo } from '../common/master-proto.js';
 import type { RpcDispatcher } from './rpc-dispatcher.js';
+
+/** Replies queued in the kernel-bound buffer beyond which a connection's reading pauses. */
+const MAX_UNSENT_BYTES = 16 * 1024 * 1024;
 
 export class ChannelConnection {
   private readonly writer: FrameWriter;
@@ -18,7 +22,13 @@ export class ChannelConnection {
     private readonly log: Logger,
   ) {
     this.writer = new FrameWriter((data) => {
-      if (!socket.destroyed) socket.write(data);
+      if (socket.destroyed) return;
+      // A client that sends faster than it reads: stop reading its requests until replies drain.
+      socket.write(data);
+      if (socket.writableLength > MAX_UNSENT_BYTES && !socket.isPaused()) {
+        socket.pause();
+        socket.once('drain', () => socket.resume());
+      }
     });
     this.decoder = new FrameDecoder((kind, id, method, payload) => this.onFrame(kind, id, method, payload));
     socket.on('data', this.onData);
@@ -45,18 +55,18 @@ export class ChannelConnection {
     let req: object | undefined;
     let res;
     try {
-      req = decodeMessage<object>(m.requestType, payload);
+      req = decodeWith<object>(m.requestCodec, payload);
     } catch (e) {
       res = this.dispatcher.invalid(methodIndex, 'channel', (e as Error).message);
     }
     if (req) res = this.dispatcher.invoke(methodIndex, req, 'channel');
-    let bytes: Uint8Array;
+    let frame: Buffer;
     try {
-      bytes = encodeMessage(m.responseType, res as object);
+      frame = encodeWith(m.responseCodec, res as object, HEADER_BYTES);
     } catch (e) {
       this.log.error(`${m.name}: cannot encode the response: ${(e as Error).message}`);
-      bytes = encodeMessage(m.responseType, { status_code: -1 });
+      frame = encodeWith(m.responseCodec, { status_code: ErrorCode.INTERNAL_ERROR }, HEADER_BYTES);
     }
-    this.writer.push(encodeFrame(FrameKind.RESPONSE, id, methodIndex, bytes));
+    this.writer.push(writeFrameHeader(frame, FrameKind.RESPONSE, id, methodIndex));
   }
 }

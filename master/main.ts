@@ -61,9 +61,10 @@ async function main(): Promise<void> {
   }
 
   const log = new Logger(loggerOptionsFromFlags('store_master', flags as unknown as Record<string, string | number | boolean>));
-  // Node serves every RPC on one event loop; the flag sizes libuv's pool (files, DNS) instead.
-  process.env.UV_THREADPOOL_SIZE = String(flags.rpc_thread_num);
-  log.info(`store_master starting (pid ${process.pid}); --rpc_thread_num=${flags.rpc_thread_num}: RPCs run on the event loop, the value sizes the libuv worker pool`);
+  log.info(`store_master starting (pid ${process.pid})`);
+  if (explicit.has('rpc_thread_num')) {
+    log.info(`--rpc_thread_num=${flags.rpc_thread_num}: accepted; this master serves every RPC on one event-loop thread, so the value has no other effect`);
+  }
   for (const line of unbuiltFeatureNotices(flags, explicit)) log.warn(line);
 
   const clock = (): number => performance.now();
@@ -124,11 +125,6 @@ async function main(): Promise<void> {
     reporter.unref();
   }
 
-  const ready = [`rpc=${hostPort(host, rpcPort)}`, `metrics=${hostPort(host, metricsPort)}`];
-  if (metadata) ready.push(`metadata=http://${hostPort(flags.http_metadata_server_host, metadataPort)}/metadata`);
-  log.info(`store_master listening: ${ready.join(' ')} view_version=${viewVersion}`);
-  if (flags.log_dir && !flags.logtostderr) process.stderr.write(`store_master listening: ${ready.join(' ')}\n`);
-
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;
@@ -148,6 +144,11 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+
+  const ready = [`rpc=${hostPort(host, rpcPort)}`, `metrics=${hostPort(host, metricsPort)}`];
+  if (metadata) ready.push(`metadata=http://${hostPort(flags.http_metadata_server_host, metadataPort)}/metadata`);
+  log.info(`store_master listening: ${ready.join(' ')} view_version=${viewVersion}`);
+  if (flags.log_dir && !flags.logtostderr) process.stderr.write(`store_master listening: ${ready.join(' ')}\n`);
 }
 
 main().catch((e: Error) => {

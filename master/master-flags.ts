@@ -10,7 +10,7 @@ const port = { kind: 'int', min: 0, max: 65535 } as const;
 export const masterFlagSpecs: FlagSpec[] = [
   // RPC
   { name: 'rpc_port', ...port, default: 50051, help: 'RPC listen port (gRPC and the fast client channel share it); 0 picks a free port', group: 'RPC' },
-  { name: 'rpc_thread_num', kind: 'int', min: 1, default: Math.min(4, availableParallelism()), defaultText: 'min(4, CPU cores)', help: 'worker threads; Node serves RPCs on one event loop, so this only sizes libuv\'s pool (UV_THREADPOOL_SIZE) for file and DNS work', group: 'RPC' },
+  { name: 'rpc_thread_num', kind: 'int', min: 1, default: Math.min(4, availableParallelism()), defaultText: 'min(4, CPU cores)', help: 'worker threads; accepted for compatibility and validated (>= 1): this master serves every RPC on one event-loop thread, so the value has no other effect', group: 'RPC' },
   { name: 'rpc_address', kind: 'string', default: '0.0.0.0', help: 'RPC bind/advertised address; must be reachable by clients in HA mode', group: 'RPC' },
   { name: 'rpc_interface', kind: 'string', default: '', help: 'interface whose current IPv4 address is resolved at startup and used as the address; overrides --rpc_address', group: 'RPC' },
   { name: 'rpc_conn_timeout_seconds', kind: 'duration', unit: 's', min: 0, default: 0, defaultText: '0', help: 'close a client connection idle this long; 0 disables', group: 'RPC' },

@@ -18,6 +18,7 @@ export class MasterMetrics {
   private readonly latChild: client.Histogram.Internal<'method'>[];
   private readonly errChild = new Map<string, client.Counter.Internal>();
   private lastEvictions = 0;
+  private cached: CoreStats | undefined;
   private readonly evictions: client.Counter;
 
   constructor(private readonly methods: readonly MethodInfo[], private readonly readStats: () => CoreStats) {
@@ -37,8 +38,8 @@ export class MasterMetrics {
     };
     this.latChild = methods.map((m) => this.latency.labels(m.name));
 
-    let cached: CoreStats | undefined;
-    const stats = (): CoreStats => (cached ??= this.readStats());
+    // One core.stats() per scrape, shared by every gauge (metrics() clears it).
+    const stats = (): CoreStats => (this.cached ??= this.readStats());
     const gauge = (name: string, help: string, pick: (s: CoreStats) => number): void => {
       new client.Gauge({
         name,
@@ -49,16 +50,6 @@ export class MasterMetrics {
         },
       });
     };
-    // The first gauge collected refreshes the snapshot the others read.
-    new client.Gauge({
-      name: 'store_master_stats_refresh',
-      help: 'constant 1; refreshes the core statistics read by the gauges below',
-      registers,
-      collect() {
-        cached = undefined;
-        this.set(1);
-      },
-    });
     gauge('store_master_segments', 'mounted segments', (s) => s.segments);
     gauge('store_master_capacity_bytes', 'total bytes of mounted segments', (s) => s.capacityBytes);
     gauge('store_master_used_bytes', 'bytes allocated to objects', (s) => s.usedBytes);
@@ -99,6 +90,7 @@ export class MasterMetrics {
   }
 
   metrics(): Promise<string> {
+    this.cached = undefined;
     return this.registry.metrics();
   }
 

@@ -24,6 +24,7 @@ export interface RpcListenerOptions {
 export class RpcListener {
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
+  private readonly channelSockets = new Set<Socket>();
 
   constructor(
     private readonly opts: RpcListenerOptions,
@@ -54,8 +55,12 @@ export class RpcListener {
   /** Stops accepting, lets gRPC finish calls in flight for `graceMs`, then drops every socket. */
   async close(graceMs: number): Promise<void> {
     const closed = new Promise<void>((r) => this.server.close(() => r()));
+    // gRPC sends GOAWAY and closes when its calls finish; channel replies already queued leave
+    // on the next tick, then those sockets end.
     this.grpcInjector.drain(graceMs);
-    for (const s of this.sockets) s.end();
+    process.nextTick(() => {
+      for (const s of this.channelSockets) s.end();
+    });
     const timer = setTimeout(() => {
       for (const s of this.sockets) s.destroy();
     }, graceMs);
@@ -85,6 +90,8 @@ export class RpcListener {
       socket.pause();
       const magic = head.subarray(0, SNIFF_BYTES);
       if (magic.equals(CHANNEL_MAGIC)) {
+        this.channelSockets.add(socket);
+        socket.once('close', () => this.channelSockets.delete(socket));
         const conn = new ChannelConnection(socket, this.methods, this.dispatcher, this.log);
         const rest = head.subarray(SNIFF_BYTES);
         if (rest.length > 0) conn.onData(rest);

@@ -18,7 +18,10 @@
         "src/tcp_peer.cc",
         "src/tcp_engine.cc",
         "src/socket_io.cc",
-        "src/raw_pump.cc"
+        "src/raw_pump.cc",
+        "src/shareable_registry.cc",
+        "src/shm_server.cc",
+        "src/shm_peer.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NODE_ADDON_API_DISABLE_CPP_EXCEPTIONS", "NAPI_VERSION=8"],

@@ -1,5 +1,5 @@
 // Environment rules of the native layer: client port range, huge pages, arena, memcpy.
-import { arenaConfig, clientPortRange, hugepageDefaults, isValidClientPort, memcpyLocalDefault } from './env-config.js';
+import { arenaConfig, clientPortRange, hugepageDefaults, isValidClientPort, memcpyLocalDefault, shmTransportDefault } from './env-config.js';
 
 describe('clientPortRange', () => {
   test('defaults to 12300..14300', () => {
@@ -65,4 +65,10 @@ test('MC_STORE_MEMCPY accepts 1/true', () => {
   expect(memcpyLocalDefault({ MC_STORE_MEMCPY: '1' })).toBe(true);
   expect(memcpyLocalDefault({ MC_STORE_MEMCPY: 'true' })).toBe(true);
   expect(memcpyLocalDefault({ MC_STORE_MEMCPY: '0' })).toBe(false);
+});
+
+test('MC_STORE_SHM_TRANSPORT is on unless 0/false/no/off', () => {
+  expect(shmTransportDefault({})).toBe(true);
+  expect(shmTransportDefault({ MC_STORE_SHM_TRANSPORT: '1' })).toBe(true);
+  for (const v of ['0', 'false', 'No', 'off']) expect(shmTransportDefault({ MC_STORE_SHM_TRANSPORT: v })).toBe(false);
 });

@@ -71,3 +71,12 @@ export function arenaConfig(env: Env = process.env, enabledByFlag = false): { en
 export function memcpyLocalDefault(env: Env = process.env): boolean {
   return isTruthyEnv(env.MC_STORE_MEMCPY);
 }
+
+/**
+ * MC_STORE_SHM_TRANSPORT: same-host peers exchange bytes through shared mappings (memfd/shm fds
+ * passed over a Unix socket) instead of loopback TCP. On unless 0/false/no/off.
+ */
+export function shmTransportDefault(env: Env = process.env): boolean {
+  const v = env.MC_STORE_SHM_TRANSPORT;
+  return v === undefined || v.trim() === '' || !['0', 'false', 'no', 'off'].includes(v.trim().toLowerCase());
+}

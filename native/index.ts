@@ -8,6 +8,7 @@ export {
   hugepageDefaults,
   arenaConfig,
   memcpyLocalDefault,
+  shmTransportDefault,
   DEFAULT_CLIENT_MIN_PORT,
   DEFAULT_CLIENT_MAX_PORT,
   type HugepageSize,

@@ -247,3 +247,8 @@ describe('mmap arena (fresh process each: the arena is decided once per process)
     expect(r.stats.used).toBe(0);
   });
 });
+
+test('a region dropped without release() is unmapped by its finalizer after GC', () => {
+  const out = execFileSync(process.execPath, ['--expose-gc', resolve(nativeDir, 'test-fixtures/gc-probe.mjs')], { encoding: 'utf8' });
+  expect(JSON.parse(out)).toEqual({ mappedBefore: true, unmappedAfterGc: true });
+});

@@ -2,7 +2,7 @@
 // registration, and transfer(ops) returning one promise per batch. All bytes move on C++ threads.
 import { addon, type RawEngine } from './addon.js';
 import { TransferError, TransferErrorCode } from './errors.js';
-import { clientPortRange, memcpyLocalDefault } from './env-config.js';
+import { clientPortRange, memcpyLocalDefault, shmTransportDefault } from './env-config.js';
 
 export interface TransferOp {
   op: 'read' | 'write';
@@ -20,6 +20,11 @@ export interface TransferEngineOptions {
   chunkSize?: number;
   timeoutMs?: number;
   memcpyLocal?: boolean;
+  /**
+   * Same-host shm transport (default MC_STORE_SHM_TRANSPORT, on): serve our fd-backed registered
+   * regions to same-host peers and memcpy through theirs; TCP for everything else.
+   */
+  shmTransport?: boolean;
   /** SO_SNDBUF/SO_RCVBUF bytes; 0 leaves kernel autotuning. Default 4 MiB. */
   socketBufferSize?: number;
   /** Environment for defaults (port range, MC_STORE_MEMCPY); default process.env. */
@@ -70,6 +75,7 @@ export class TransferEngine {
       timeoutMs: positiveInt('timeoutMs', opts.timeoutMs, ENGINE_DEFAULTS.timeoutMs),
       socketBufferSize: opts.socketBufferSize ?? ENGINE_DEFAULTS.socketBufferSize,
       memcpyLocal: opts.memcpyLocal ?? memcpyLocalDefault(env),
+      shmTransport: opts.shmTransport ?? shmTransportDefault(env),
     });
   }
 

@@ -41,6 +41,7 @@ async function main(): Promise<void> {
   let client: Client;
   try {
     client = await Client.setup(cfg.client, {
+      prefaultSegment: cfg.values.prefault_segment as boolean,
       log: (level, msg) => (level === 'error' ? log.error(msg) : level === 'warn' ? log.warn(msg) : log.info(msg)),
     });
   } catch (e) {

@@ -17,6 +17,7 @@ const specs: FlagSpec[] = [
   { name: 'global_segment_size', kind: 'size', default: 4 * 1024 ** 3, defaultText: '4GB', help: 'memory contributed to the cluster (with units: 4GB, 512MB)' },
   { name: 'local_buffer_size', kind: 'size', default: 0, help: 'registered staging buffer (0: pure server, no Get/Put from this process)' },
   { name: 'protocol', kind: 'enum', default: 'tcp', values: ['tcp', 'rdma'], help: 'transfer protocol (rdma is not available in this build)' },
+  { name: 'prefault_segment', kind: 'bool', default: true, help: 'touch every page of the segment at startup (no first-touch faults under peer writes; fails early without the memory)' },
   { name: 'device_name', kind: 'string', default: '', help: 'transfer-engine device name' },
   ...loggingFlags,
 ];

@@ -174,8 +174,9 @@ function validateCrd(obj: Obj): StatusCause[] {
   return out;
 }
 
-/** Server-side defaults the real API server fills in for Services; `allocateIp` hands out cluster IPs. */
+/** Server-side defaults the real API server fills in (Secret type, Services); `allocateIp` hands out cluster IPs. */
 export function defaultBuiltin(kind: string, obj: Obj, old: Obj | undefined, allocateIp: () => string): void {
+  if (kind === 'Secret') obj.type ??= 'Opaque';
   if (kind !== 'Service') return;
   const spec = (obj.spec ??= {});
   spec.type ??= 'ClusterIP';

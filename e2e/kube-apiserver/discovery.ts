@@ -76,6 +76,7 @@ export function resourceList(reg: ResourceRegistry, groupName: string, version: 
   for (const t of types.sort((a, b) => a.plural.localeCompare(b.plural))) {
     resources.push(resourceEntry(t));
     if (t.hasStatus) resources.push({ name: `${t.plural}/status`, singularName: '', namespaced: t.namespaced, kind: t.kind, verbs: ['get', 'patch', 'update'] });
+    if (t.scale) resources.push({ name: `${t.plural}/scale`, singularName: '', namespaced: t.namespaced, group: 'autoscaling', version: 'v1', kind: 'Scale', verbs: ['get', 'patch', 'update'] });
   }
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: groupName ? `${groupName}/${version}` : version, resources };
 }

@@ -91,6 +91,21 @@ describe('REST verbs', () => {
     expect((await call('GET', `${W}/s/status`)).body.status.phase).toBe('Ready');
   });
 
+  test('scale subresource for workloads, absent for types without it', async () => {
+    const S = '/apis/apps/v1/namespaces/default/statefulsets';
+    await call('POST', S, {
+      metadata: { name: 'sc' },
+      spec: { replicas: 2, serviceName: 'sc', selector: { matchLabels: { app: 'sc' } }, template: { metadata: { labels: { app: 'sc' } }, spec: { containers: [{ name: 'c', image: 'i' }] } } },
+    });
+    const scale = (await call('GET', `${S}/sc/scale`)).body;
+    expect(scale).toMatchObject({ kind: 'Scale', apiVersion: 'autoscaling/v1', spec: { replicas: 2 }, status: { replicas: 0, selector: 'app=sc' } });
+    const put = await call('PUT', `${S}/sc/scale`, { ...scale, spec: { replicas: 4 } });
+    expect(put.body.spec.replicas).toBe(4);
+    expect((await call('PUT', `${S}/sc/scale`, { ...scale, spec: { replicas: 5 } })).status).toBe(409);
+    expect((await call('GET', `${S}/sc`)).body.metadata.generation).toBe(2);
+    expect((await call('GET', `${W}/a/scale`)).status).toBe(404);
+  });
+
   test('delete with finalizers answers 202 and keeps the object until they are removed', async () => {
     await call('POST', W, { ...widget('f'), metadata: { name: 'f', finalizers: ['test/hold'] } });
     const del = await call('DELETE', `${W}/f`);
@@ -109,6 +124,30 @@ describe('REST verbs', () => {
     expect(row.cells.slice(0, 4)).toEqual(['a', 'Running', 2, 'True']);
     expect(row.cells[4]).toMatch(/^\d+s$/);
     expect(row.object.metadata.name).toBe('a');
+  });
+});
+
+describe('mutating admission', () => {
+  test('an unreachable webhook fails the create under failurePolicy Fail and is skipped under Ignore', async () => {
+    const MWC = '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations';
+    const cfg = (policy: string) => ({
+      metadata: { name: 'unreachable' },
+      webhooks: [{
+        name: 'inject.example.com', admissionReviewVersions: ['v1'], sideEffects: 'None', failurePolicy: policy,
+        clientConfig: { service: { namespace: 'default', name: 'nowhere', path: '/mutate' } },
+        rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+        objectSelector: { matchLabels: { hooked: 'yes' } },
+      }],
+    });
+    await call('POST', MWC, cfg('Fail'));
+    const cm = (name: string, hooked: string) => ({ metadata: { name, labels: { hooked } }, data: {} });
+    const failed = await call('POST', '/api/v1/namespaces/default/configmaps', cm('hooked', 'yes'));
+    expect([failed.status, failed.body.message]).toEqual([500, expect.stringContaining('failed calling webhook "inject.example.com"')]);
+    expect((await call('POST', '/api/v1/namespaces/default/configmaps', cm('not-selected', 'no'))).status).toBe(201);
+    const cur = (await call('GET', `${MWC}/unreachable`)).body;
+    await call('PUT', `${MWC}/unreachable`, { ...cfg('Ignore'), metadata: cur.metadata });
+    expect((await call('POST', '/api/v1/namespaces/default/configmaps', cm('hooked', 'yes'))).status).toBe(201);
+    await call('DELETE', `${MWC}/unreachable`);
   });
 });
 

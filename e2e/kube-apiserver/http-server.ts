@@ -14,7 +14,10 @@ import { openApiGroupVersion, openApiIndex } from './openapi.js';
 import { ObjectStore, type Obj, type PatchType, type StoreEvent, type WriteOptions } from './object-store.js';
 import { parseResourcePath, type ResourceRequest } from './request-path.js';
 import { parseFieldSelector, parseLabelSelector } from './selector.js';
+import { StatefulSetController } from './statefulset-controller.js';
 import { toTable } from './table.js';
+import { decodeProtobufBody } from './protobuf-body.js';
+import { admitMutating, type ServiceResolver } from './mutating-admission.js';
 
 export interface KubeApiServerOptions {
   /** Events kept for watch resumption (default 10000); a watch from before them gets 410. */
@@ -23,11 +26,15 @@ export interface KubeApiServerOptions {
   bookmarkIntervalMs?: number;
   /** Called for every request, for debugging: `(method, url, status)`. */
   log?: (line: string) => void;
+  /** Runs a StatefulSet controller that creates the pods and reports them Ready (default off). */
+  statefulSetController?: boolean;
+  /** Where mutating webhooks referenced by Service are reached (`host:port`); unresolved: call fails. */
+  resolveService?: ServiceResolver;
 }
 
 const MAX_BODY = 8 * 1024 * 1024;
 
-function readBody(req: http.IncomingMessage): Promise<string> {
+function readBody(req: http.IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -36,14 +43,15 @@ function readBody(req: http.IncomingMessage): Promise<string> {
       if (size > MAX_BODY) reject(new ApiError(413, 'RequestEntityTooLarge', 'request entity too large'));
       else chunks.push(c);
     });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
   });
 }
 
-function parseBody(text: string, contentType: string): unknown {
+function parseBody(raw: Buffer, contentType: string): unknown {
+  if (contentType.includes('protobuf')) return raw.length === 0 ? undefined : decodeProtobufBody(raw);
+  const text = raw.toString('utf8');
   if (text.trim() === '') return undefined;
-  if (contentType.includes('protobuf')) throw new ApiError(415, 'UnsupportedMediaType', 'protobuf bodies are not supported by this server; send JSON');
   try {
     return contentType.includes('yaml') ? yaml.load(text) : JSON.parse(text);
   } catch (e) {
@@ -86,6 +94,7 @@ export class KubeApiServer {
   private readonly watches = new Set<() => void>();
   private readonly bookmarkIntervalMs: number;
   private addr = '';
+  private readonly stsController?: StatefulSetController;
 
   constructor(private readonly opts: KubeApiServerOptions = {}) {
     this.store = new ObjectStore({ now: () => Date.now(), uid: () => randomUUID(), historyLimit: opts.historyLimit, evalRule });
@@ -94,6 +103,10 @@ export class KubeApiServer {
       this.handle(req, res).catch((e) => this.fail(res, e));
     });
     this.server.keepAliveTimeout = 5_000;
+    if (opts.statefulSetController) {
+      this.stsController = new StatefulSetController(this.store);
+      this.stsController.start();
+    }
   }
 
   /** Listens on 127.0.0.1 (port 0 picks a free port); resolves to the base URL. */
@@ -112,6 +125,7 @@ export class KubeApiServer {
   }
 
   async stop(): Promise<void> {
+    this.stsController?.stop();
     for (const end of [...this.watches]) end();
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
@@ -162,6 +176,7 @@ export class KubeApiServer {
   private async serveResource(req: http.IncomingMessage, res: http.ServerResponse, r: ResourceRequest, q: URLSearchParams): Promise<void> {
     const { type: t, namespace: ns, name } = r;
     const sub = r.subresource === 'status' ? 'status' : undefined;
+    if (r.subresource === 'scale') return this.serveScale(req, res, r, q);
     const contentType = String(req.headers['content-type'] ?? 'application/json');
     const writeOpts: WriteOptions & { force?: boolean } = {
       fieldManager: q.get('fieldManager') ?? undefined,
@@ -189,12 +204,19 @@ export class KubeApiServer {
       case 'POST': {
         if (name !== undefined) throw methodNotAllowed(`the server does not allow this method on the requested resource`);
         if (t.namespaced && !ns) throw methodNotAllowed('the server does not allow this method on the requested resource: a namespace is required');
-        const body = parseBody(await readBody(req), contentType);
+        let body = parseBody(await readBody(req), contentType);
+        if (isPlainObject(body)) {
+          const withNs = t.namespaced ? { ...body, metadata: { ...(body.metadata ?? {}), namespace: ns } } : body;
+          body = await admitMutating(store, t, ns, withNs, undefined, 'CREATE', this.opts.resolveService, writeOpts.dryRun ?? false);
+        }
         return reply(201, store.create(t, ns, body, writeOpts));
       }
       case 'PUT': {
         if (name === undefined) throw methodNotAllowed('the server does not allow this method on the requested resource');
-        const body = parseBody(await readBody(req), contentType);
+        let body = parseBody(await readBody(req), contentType);
+        if (isPlainObject(body) && !sub) {
+          body = await admitMutating(store, t, ns, body, store.get(t, ns, name), 'UPDATE', this.opts.resolveService, writeOpts.dryRun ?? false);
+        }
         return reply(200, store.update(t, ns, name, body, writeOpts, sub));
       }
       case 'PATCH': {
@@ -241,6 +263,20 @@ export class KubeApiServer {
     }
   }
 
+  private async serveScale(req: http.IncomingMessage, res: http.ServerResponse, r: ResourceRequest, q: URLSearchParams): Promise<void> {
+    const { type: t, namespace: ns, name } = r;
+    const opts: WriteOptions = { fieldManager: q.get('fieldManager') ?? undefined, dryRun: q.getAll('dryRun').includes('All') };
+    const contentType = String(req.headers['content-type'] ?? 'application/json');
+    if (req.method === 'GET') return send(res, 200, this.store.getScale(t, ns, name!));
+    if (req.method === 'PUT') return send(res, 200, this.store.updateScale(t, ns, name!, parseBody(await readBody(req), contentType), opts));
+    if (req.method === 'PATCH') {
+      const type = patchTypeOf(contentType);
+      const body = parseBody(await readBody(req), type === 'apply' ? 'application/yaml' : 'application/json');
+      return send(res, 200, this.store.updateScale(t, ns, name!, body, opts, type));
+    }
+    throw methodNotAllowed(`method ${req.method} is not allowed on the scale subresource`);
+  }
+
   /**
    * Streams watch events as JSON lines: the current state (no resourceVersion or "0") or the
    * history after `resourceVersion`, then live changes. Label and field selectors turn objects
@@ -251,7 +287,7 @@ export class KubeApiServer {
     const ns = r.namespace;
     const store = this.store;
     const labelSel = parseLabelSelector(q.get('labelSelector'));
-    const fieldSel = parseFieldSelector(q.get('fieldSelector'));
+    const fieldSel = parseFieldSelector(q.get('fieldSelector'), t.kind, t.selectableFields);
     const nameSel = r.name;
     const matches = (o: Obj | undefined) =>
       o !== undefined && (!ns || o.metadata.namespace === ns) && (!nameSel || o.metadata.name === nameSel) && labelSel(o.metadata.labels ?? {}) && fieldSel(o);

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Runs the test Kubernetes API server as its own process:
-//   node dist/e2e/kube-apiserver/main.js [--port N] [--kubeconfig FILE] [--history N] [--bookmark-interval-ms N] [--verbose]
+//   node dist/e2e/kube-apiserver/main.js [--port N] [--kubeconfig FILE] [--history N] [--bookmark-interval-ms N]
+//   [--statefulset-controller] [--verbose]
 // Prints `listening on http://127.0.0.1:PORT` once it serves; SIGTERM/SIGINT stop it.
 
 import { KubeApiServer } from './http-server.js';
@@ -17,6 +18,7 @@ async function main(): Promise<void> {
     historyLimit: flag('history') ? Number(flag('history')) : undefined,
     bookmarkIntervalMs: flag('bookmark-interval-ms') ? Number(flag('bookmark-interval-ms')) : undefined,
     log: verbose ? (l) => process.stderr.write(`${l}\n`) : undefined,
+    statefulSetController: process.argv.includes('--statefulset-controller'),
   });
   const url = await server.start(Number(flag('port') ?? 0));
   const kc = flag('kubeconfig');

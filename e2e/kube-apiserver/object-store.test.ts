@@ -296,3 +296,18 @@ function deployment(name: string): Obj {
     },
   };
 }
+
+describe('dry run', () => {
+  test('a dry-run create or delete validates and answers but stores nothing', () => {
+    const { store, t, events } = newStore();
+    const n = events.length;
+    const out = store.create(t('apiextensions.k8s.io', 'v1', 'customresourcedefinitions'), '', widgetCrd, { dryRun: true });
+    expect(out.metadata.name).toBe('widgets.test.kvcache.io');
+    expect(store.registry.get('test.kvcache.io', 'v1', 'widgets')).toBeUndefined();
+    expect(err(() => store.create(t('', 'v1', 'pods'), 'default', { metadata: { name: 'p' }, spec: { containers: [] } }, { dryRun: true })).code).toBe(422);
+    store.create(t('', 'v1', 'configmaps'), 'default', { metadata: { name: 'keep' } });
+    store.delete(t('', 'v1', 'configmaps'), 'default', 'keep', { dryRun: true });
+    expect(store.get(t('', 'v1', 'configmaps'), 'default', 'keep').metadata.name).toBe('keep');
+    expect(events.length).toBe(n + 1);
+  });
+});

@@ -18,6 +18,7 @@ import { defaultBuiltin, validateBuiltin, validateName } from './builtin-validat
 import { deepClone, deepEqual, isPlainObject, jsonPatch, mergePatch } from './json-patch.js';
 import { ResourceRegistry, typesFromCrd, type ResourceType } from './resource-registry.js';
 import { parseFieldSelector, parseLabelSelector } from './selector.js';
+import { toScale, withReplicas } from './scale-subresource.js';
 import { applyConfig, fieldsV1 } from './server-side-apply.js';
 import { strategicMergePatch } from './strategic-merge-patch.js';
 import { applyDefaults, prune, validate, type RuleEvaluator } from './structural-schema.js';
@@ -177,7 +178,7 @@ export class ObjectStore {
   /** Lists objects of a type (all namespaces when `ns` is ''); sorted by namespace and name. */
   list(t: ResourceType, ns: string, opts: ListOptions = {}): Obj {
     const labelSel = parseLabelSelector(opts.labelSelector);
-    const fieldSel = parseFieldSelector(opts.fieldSelector);
+    const fieldSel = parseFieldSelector(opts.fieldSelector, t.kind, t.selectableFields);
     let items = [...this.table(t).entries()]
       .filter(([, o]) => (!ns || o.metadata.namespace === ns) && labelSel(o.metadata.labels ?? {}) && fieldSel(o))
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
@@ -314,8 +315,8 @@ export class ObjectStore {
     else delete m.generation;
     this.recordManager(obj, manager ?? (opts.fieldManager ? this.managedEntry(opts.fieldManager, 'Update', t, obj) : undefined));
     if (t.kind === 'Namespace') obj.status = { phase: 'Active' };
-    if (t.kind === 'CustomResourceDefinition') this.registerCrd(obj);
     if (opts.dryRun) return this.present(t, obj);
+    if (t.kind === 'CustomResourceDefinition') this.registerCrd(obj);
     m.resourceVersion = String(++this.rv);
     table.set(objKey(ns, m.name), obj);
     this.emit('ADDED', t, obj);
@@ -383,6 +384,22 @@ export class ObjectStore {
     this.table(t).set(objKey(ns, name), obj);
     this.emit('MODIFIED', t, obj, deepClone(old));
     return this.present(t, obj);
+  }
+
+  /** The `/scale` view of a workload (404 when the type has no scale subresource). */
+  getScale(t: ResourceType, ns: string, name: string): Obj {
+    if (!t.scale) throw notFound(`${t.plural}/scale`, t.group, name);
+    return toScale(this.get(t, ns, name), t.scale);
+  }
+
+  /** PUT or PATCH of `/scale`: only the replica count changes; a stale resourceVersion is 409. */
+  updateScale(t: ResourceType, ns: string, name: string, scale: unknown, opts: WriteOptions = {}, patchType?: PatchType): Obj {
+    const current = this.getScale(t, ns, name);
+    let next = scale;
+    if (patchType === 'json') next = jsonPatch(current, scale);
+    else if (patchType) next = mergePatch(current, scale);
+    const updated = this.update(t, ns, name, withReplicas(this.get(t, ns, name), t.scale!, next), opts);
+    return toScale(updated, t.scale!);
   }
 
   /** PATCH in one of the four patch types; `apply` is server-side apply and may create. */

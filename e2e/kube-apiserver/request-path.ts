@@ -50,6 +50,6 @@ export function parseResourcePath(reg: ResourceRegistry, pathname: string): Reso
   if (namespace && !type.namespaced) throw notFoundPath(pathname);
   if (rest.length > 3) throw notFoundPath(pathname);
   const sub = rest[2];
-  if (sub !== undefined && !(sub === 'status' && type.hasStatus)) throw notFoundPath(pathname);
+  if (sub !== undefined && !((sub === 'status' && type.hasStatus) || (sub === 'scale' && type.scale))) throw notFoundPath(pathname);
   return { type, namespace, name: rest[1], subresource: sub, watchPrefix };
 }

@@ -31,11 +31,17 @@ export interface ResourceType {
   /** The openAPIV3Schema of this version (CRDs only). */
   schema?: Record<string, unknown>;
   printerColumns: PrinterColumn[];
+  /** Paths of the `/scale` subresource, when the type has one. */
+  scale?: ScalePaths;
+  /** Extra field-selector paths (a CRD version's selectableFields). */
+  selectableFields: string[];
   /** true for CRD-defined types: they take merge and json patches only (no strategic merge). */
   custom: boolean;
 }
 
 const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
+
+import { WORKLOAD_SCALE, type ScalePaths } from './scale-subresource.js';
 
 interface BuiltinSpec {
   group: string;
@@ -48,6 +54,7 @@ interface BuiltinSpec {
   hasStatus?: boolean;
   hasGeneration?: boolean;
   printerColumns?: PrinterColumn[];
+  scale?: boolean;
 }
 
 const BUILTINS: BuiltinSpec[] = [
@@ -66,12 +73,12 @@ const BUILTINS: BuiltinSpec[] = [
   { group: '', version: 'v1', plural: 'endpoints', kind: 'Endpoints', namespaced: true, shortNames: ['ep'] },
   { group: '', version: 'v1', plural: 'nodes', kind: 'Node', namespaced: false, shortNames: ['no'], hasStatus: true },
   { group: '', version: 'v1', plural: 'persistentvolumeclaims', kind: 'PersistentVolumeClaim', namespaced: true, shortNames: ['pvc'], hasStatus: true },
-  { group: 'apps', version: 'v1', plural: 'deployments', kind: 'Deployment', namespaced: true, shortNames: ['deploy'], categories: ['all'], hasStatus: true, hasGeneration: true,
+  { group: 'apps', version: 'v1', plural: 'deployments', kind: 'Deployment', namespaced: true, shortNames: ['deploy'], categories: ['all'], hasStatus: true, hasGeneration: true, scale: true,
     printerColumns: [{ name: 'Replicas', type: 'integer', jsonPath: '.spec.replicas' }, { name: 'Available', type: 'integer', jsonPath: '.status.availableReplicas' }] },
-  { group: 'apps', version: 'v1', plural: 'statefulsets', kind: 'StatefulSet', namespaced: true, shortNames: ['sts'], categories: ['all'], hasStatus: true, hasGeneration: true,
+  { group: 'apps', version: 'v1', plural: 'statefulsets', kind: 'StatefulSet', namespaced: true, shortNames: ['sts'], categories: ['all'], hasStatus: true, hasGeneration: true, scale: true,
     printerColumns: [{ name: 'Replicas', type: 'integer', jsonPath: '.spec.replicas' }, { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas' }] },
   { group: 'apps', version: 'v1', plural: 'daemonsets', kind: 'DaemonSet', namespaced: true, shortNames: ['ds'], categories: ['all'], hasStatus: true, hasGeneration: true },
-  { group: 'apps', version: 'v1', plural: 'replicasets', kind: 'ReplicaSet', namespaced: true, shortNames: ['rs'], categories: ['all'], hasStatus: true, hasGeneration: true },
+  { group: 'apps', version: 'v1', plural: 'replicasets', kind: 'ReplicaSet', namespaced: true, shortNames: ['rs'], categories: ['all'], hasStatus: true, hasGeneration: true, scale: true },
   { group: 'policy', version: 'v1', plural: 'poddisruptionbudgets', kind: 'PodDisruptionBudget', namespaced: true, shortNames: ['pdb'], hasStatus: true, hasGeneration: true },
   { group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'roles', kind: 'Role', namespaced: true },
   { group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'rolebindings', kind: 'RoleBinding', namespaced: true },
@@ -105,6 +112,8 @@ export function builtinTypes(): ResourceType[] {
     hasStatus: b.hasStatus ?? false,
     hasGeneration: b.hasGeneration ?? false,
     printerColumns: b.printerColumns ?? [],
+    scale: b.scale ? WORKLOAD_SCALE : undefined,
+    selectableFields: [],
     custom: false,
   }));
 }
@@ -134,6 +143,8 @@ export function typesFromCrd(crd: Obj): ResourceType[] {
     hasGeneration: true,
     schema: v.schema?.openAPIV3Schema,
     printerColumns: v.additionalPrinterColumns ?? [],
+    scale: v.subresources?.scale,
+    selectableFields: (v.selectableFields ?? []).map((f: Obj) => String(f.jsonPath).replace(/^\./, '')),
     custom: true,
   }));
 }

@@ -63,21 +63,42 @@ export function parseLabelSelector(s: string | null | undefined): Selector {
   return (labels) => reqs.every((r) => matches(r, labels ?? {}));
 }
 
-/** Field selectors on the fields every type supports: metadata.name and metadata.namespace. */
-export function parseFieldSelector(s: string | null | undefined): (obj: Record<string, any>) => boolean {
+/** Fields beyond metadata.name/namespace that the real server lets each built-in kind select on. */
+const KIND_FIELDS: Record<string, string[]> = {
+  Event: ['involvedObject.kind', 'involvedObject.namespace', 'involvedObject.name', 'involvedObject.uid', 'involvedObject.apiVersion',
+    'involvedObject.resourceVersion', 'involvedObject.fieldPath', 'reason', 'reportingComponent', 'source', 'type'],
+  Pod: ['spec.nodeName', 'spec.restartPolicy', 'spec.schedulerName', 'spec.serviceAccountName', 'spec.hostNetwork', 'status.phase', 'status.podIP', 'status.nominatedNodeName'],
+  Secret: ['type'],
+  Namespace: ['status.phase'],
+  Node: ['spec.unschedulable'],
+  ReplicaSet: ['status.replicas'],
+};
+
+function fieldValue(obj: Record<string, any>, path: string): string {
+  if (path === 'metadata.namespace') return obj.metadata?.namespace ?? '';
+  if (path === 'source') return obj.source?.component ?? '';
+  let cur: any = obj;
+  for (const p of path.split('.')) cur = cur === undefined || cur === null ? undefined : cur[p];
+  return cur === undefined || cur === null ? '' : String(cur);
+}
+
+/**
+ * Field selectors: metadata.name and metadata.namespace for every type, the kind-specific
+ * fields of KIND_FIELDS, and a CRD version's selectableFields (`extra`). Others are a 400.
+ */
+export function parseFieldSelector(s: string | null | undefined, kind = '', extra: string[] = []): (obj: Record<string, any>) => boolean {
   if (!s) return () => true;
+  const allowed = new Set(['metadata.name', 'metadata.namespace', ...(KIND_FIELDS[kind] ?? []), ...extra]);
   const reqs = splitTopLevel(s).map((term) => {
     const m = /^([^\s!=]+)\s*(==|=|!=)\s*(.*)$/.exec(term);
     if (!m) throw badRequest(`invalid selector: '${s}'; can't understand '${term}'`);
     const field = m[1];
-    if (field !== 'metadata.name' && field !== 'metadata.namespace') {
-      throw badRequest(`field label not supported: ${field}`);
-    }
+    if (!allowed.has(field)) throw badRequest(`field label not supported: ${field}`);
     return { field, neq: m[2] === '!=', value: m[3] };
   });
   return (obj) =>
     reqs.every((r) => {
-      const v = r.field === 'metadata.name' ? obj.metadata?.name : (obj.metadata?.namespace ?? '');
+      const v = fieldValue(obj, r.field);
       return r.neq ? v !== r.value : v === r.value;
     });
 }

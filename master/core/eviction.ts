@@ -1,10 +1,20 @@
-// Eviction policy: which objects go when space runs short, and which unfinished writes (zombie
-// PutStarts) may be released. Pure selection over the object map; the caller frees the space.
+// Eviction policy: the order in which COMPLETE objects are evicted when space runs short, and which
+// unfinished writes (zombie PutStarts) may be released first. Pure bookkeeping; the caller frees.
 //
-// The object map's insertion order is its LRU order: every access re-inserts the key, so the
-// first entries are the least recently used. Candidates are COMPLETE, unleased, not hard-pinned;
-// those not soft-pinned go first; soft-pinned ones only when the allowance is on and the scan
-// found no more unpinned candidates. The scan is bounded so one call never walks forever.
+// Spec order: zombie puts past put_start_release_timeout, then objects that are not soft-pinned,
+// least recently used first, then (if allowed) soft-pinned ones, only when no other candidate is
+// left. Never a leased, hard-pinned or unfinished object.
+//
+// The order is kept incrementally (no sort, no scan of the object map): every complete object that
+// is not hard-pinned sits on one of two intrusive LRU lists, `plain` or `soft` (written with a soft
+// pin). An access moves the object to the tail and stamps lastAccess, so each list is ordered by
+// lastAccess and a soft pin that lapsed (no access for the soft-pin TTL) is a prefix of `soft`. The
+// unpinned candidates are the merge of `plain` with that prefix by lastAccess. Leased objects stay
+// listed and are skipped; a lease is granted with an access, so they sit in the most recent TTL at
+// the tails. Each victim therefore costs O(1) amortized, and one cursor skips at most `scanLimit`
+// entries (a bounded step).
+import { LruList } from './lru-list.js';
+import { FLAG_SOFT_PIN } from './object-meta.js';
 import type { ObjectMeta } from './object-meta.js';
 
 export interface EvictionPolicy {
@@ -12,48 +22,130 @@ export interface EvictionPolicy {
   softPinTtlMs: number;
 }
 
-/** How many entries one eviction call may look at: at least this many... */
+/** How many ineligible (leased) entries one cursor may skip: at least this many... */
 export const EVICTION_MIN_SCAN = 10_000;
-/** ...or this many per object to evict. */
+/** ...or this many per object it may evict. */
 export const EVICTION_SCAN_PER_VICTIM = 8;
+/** Most objects one PutStart may evict or release to make room for itself. */
+export const PUT_EVICTION_CAP = 2_000;
+/** Most objects one sweep evicts or releases while paying the eviction debt. */
+export const SWEEP_EVICTION_BATCH = 2_000;
 
 /** Number of objects one eviction aims to remove: the ratio of all objects, at least 1. */
 export function evictionTarget(objectCount: number, ratio: number): number {
   return Math.max(1, Math.ceil(objectCount * ratio));
 }
 
-export function selectVictims(objects: Map<string, ObjectMeta>, now: number, target: number, policy: EvictionPolicy): string[] {
-  const victims: string[] = [];
-  const softPinned: string[] = [];
-  if (target <= 0) return victims;
-  const scanLimit = Math.max(EVICTION_MIN_SCAN, target * EVICTION_SCAN_PER_VICTIM);
-  let scanned = 0;
-  let exhausted = true;
-  for (const [key, meta] of objects) {
-    if (scanned++ >= scanLimit) {
-      exhausted = false;
-      break;
-    }
-    if (!meta.complete || meta.hardPinned || meta.leased(now)) continue;
-    if (meta.softPinned(now, policy.softPinTtlMs)) {
-      if (policy.allowEvictSoftPinned && softPinned.length < target) softPinned.push(key);
-      continue;
-    }
-    victims.push(key);
-    if (victims.length >= target) return victims;
-  }
-  // Soft-pinned objects only once no unpinned candidate is left.
-  if (exhausted) for (const key of softPinned) if (victims.length < target) victims.push(key);
-  return victims;
+/** Skip budget of a cursor that may take up to `victims` objects. */
+export function scanLimitFor(victims: number): number {
+  return Math.max(EVICTION_MIN_SCAN, victims * EVICTION_SCAN_PER_VICTIM);
 }
 
-/** Writes begun more than releaseTimeoutMs ago and never finished, oldest first. */
-export function selectZombies(inFlight: Map<string, ObjectMeta>, now: number, releaseTimeoutMs: number): string[] {
-  const out: string[] = [];
+/** The two eviction lists. Holds exactly the complete, not hard-pinned objects. */
+export class EvictionOrder {
+  readonly plain = new LruList();
+  readonly soft = new LruList();
+
+  get size(): number {
+    return this.plain.size + this.soft.size;
+  }
+
+  /** An object became complete: it is now the most recently used candidate (hard pins never are). */
+  add(meta: ObjectMeta): void {
+    if (meta.hardPinned || meta.listed) return;
+    this.listOf(meta).append(meta);
+  }
+
+  /** The object left the candidates (deleted, or a write on it began). No-op if not listed. */
+  remove(meta: ObjectMeta): void {
+    if (meta.listed) this.listOf(meta).remove(meta);
+  }
+
+  /** The object was accessed: most recently used. No-op if not listed. */
+  touch(meta: ObjectMeta): void {
+    if (meta.listed) this.listOf(meta).moveToTail(meta);
+  }
+
+  /** Which list an object belongs on; its soft-pin flag must not change while it is listed. */
+  listOf(meta: ObjectMeta): LruList {
+    return (meta.flags & FLAG_SOFT_PIN) !== 0 ? this.soft : this.plain;
+  }
+
+  cursor(now: number, policy: EvictionPolicy, scanLimit: number): VictimCursor {
+    return new VictimCursor(this, now, policy, scanLimit);
+  }
+}
+
+/**
+ * Walks the candidates in eviction order at one instant. The caller may delete each object `next`
+ * returned before asking for the next one (the cursor has already moved past it), but nothing else.
+ */
+export class VictimCursor {
+  private p: ObjectMeta | null;
+  private s: ObjectMeta | null;
+  private skipped = 0;
+  private softPhase = false;
+  /** The skip budget ran out: candidates may remain further on. */
+  capped = false;
+
+  constructor(
+    order: EvictionOrder,
+    private readonly now: number,
+    private readonly policy: EvictionPolicy,
+    private readonly scanLimit: number,
+  ) {
+    this.p = order.plain.head;
+    this.s = order.soft.head;
+  }
+
+  /** The next victim, or null when there is none (or the skip budget is spent: see `capped`). */
+  next(): ObjectMeta | null {
+    if (this.capped) return null;
+    if (!this.softPhase) {
+      while (this.p !== null && !this.eligible(this.p)) if (!this.skip((this.p = this.p.next))) return null;
+      while (this.s !== null && this.lapsed(this.s) && !this.eligible(this.s)) if (!this.skip((this.s = this.s.next))) return null;
+      const p = this.p;
+      const s = this.s !== null && this.lapsed(this.s) ? this.s : null;
+      if (p !== null && (s === null || p.lastAccess <= s.lastAccess)) {
+        this.p = p.next;
+        return p;
+      }
+      if (s !== null) {
+        this.s = s.next;
+        return s;
+      }
+      // No unpinned candidate left: soft-pinned objects, if allowed.
+      if (!this.policy.allowEvictSoftPinned) return null;
+      this.softPhase = true;
+    }
+    while (this.s !== null && !this.eligible(this.s)) if (!this.skip((this.s = this.s.next))) return null;
+    const s = this.s;
+    if (s !== null) this.s = s.next;
+    return s;
+  }
+
+  private eligible(m: ObjectMeta): boolean {
+    return m.complete && !m.hardPinned && !m.leased(this.now);
+  }
+
+  private lapsed(m: ObjectMeta): boolean {
+    return this.now - m.lastAccess >= this.policy.softPinTtlMs;
+  }
+
+  private skip(_moved: ObjectMeta | null): boolean {
+    if (++this.skipped <= this.scanLimit) return true;
+    this.capped = true;
+    return false;
+  }
+}
+
+/** Up to `limit` writes begun more than releaseTimeoutMs ago and never finished, oldest first. */
+export function selectZombies(inFlight: Map<string, ObjectMeta>, now: number, releaseTimeoutMs: number, limit = Infinity): ObjectMeta[] {
+  const out: ObjectMeta[] = [];
   // In-flight entries are inserted when their write starts, so start times ascend.
-  for (const [key, meta] of inFlight) {
-    if (now - meta.lastAccess <= releaseTimeoutMs) break;
-    out.push(key);
+  for (const meta of inFlight.values()) {
+    if (out.length >= limit || now - meta.lastAccess <= releaseTimeoutMs) break;
+    out.push(meta);
   }
   return out;
 }

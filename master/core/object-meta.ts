@@ -1,7 +1,8 @@
 // Compact per-object metadata. The master holds a million of these, so each is one small object
-// with five fields and one flat numeric array; replica status, pins and memory type are packed
+// with eight fields and one flat numeric array; replica status, pins and memory type are packed
 // into one integer, and segments are referenced by their small integer id (see
-// segment-registry.ts), never by name.
+// segment-registry.ts), never by name. `prev`/`next` link the object into one eviction list
+// (lru-list.ts) so LRU order is kept without re-inserting map entries.
 import { ReplicaStatus } from '../../proto/gen/store/ReplicaStatus.js';
 
 export type ReplicaStatusValue = (typeof ReplicaStatus)[keyof typeof ReplicaStatus];
@@ -12,6 +13,7 @@ export const FLAG_HARD_PIN = 1 << 4;
 export const FLAG_CXL = 1 << 5; // buffers sit in CXL memory
 export const FLAG_UPSERT = 1 << 6; // the write in flight is an upsert
 export const FLAG_REUSED = 1 << 7; // ...overwriting the previous placement in place
+export const FLAG_LISTED = 1 << 8; // linked into an eviction list (lru-list.ts)
 
 /** Stride of `h`: [segmentId, allocatorBlock, size] per handle. */
 export const HANDLE_FIELDS = 3;
@@ -26,7 +28,13 @@ export class ObjectMeta {
     public leaseUntil: number,
     /** While a write is in flight: when it started. Once complete: the last access. */
     public lastAccess: number,
+    /** The object's key (the same string the object map holds, so it costs one reference). */
+    public key = '',
   ) {}
+
+  /** Neighbours in the eviction list the object is on (null at the ends or when not listed). */
+  prev: ObjectMeta | null = null;
+  next: ObjectMeta | null = null;
 
   get status(): ReplicaStatusValue {
     return (this.flags & STATUS_MASK) as ReplicaStatusValue;
@@ -62,6 +70,10 @@ export class ObjectMeta {
     const out: number[] = [];
     for (let j = 0; j < this.slices; j++) out.push(this.h[j * HANDLE_FIELDS + 2]!);
     return out;
+  }
+
+  get listed(): boolean {
+    return (this.flags & FLAG_LISTED) !== 0;
   }
 
   hasHandleOn(segmentId: number): boolean {

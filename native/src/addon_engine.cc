@@ -33,6 +33,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
         if (o.Get("timeoutMs").IsNumber()) opts.tuning.timeout_ms = static_cast<int>(ToU64(o.Get("timeoutMs"), "timeoutMs"));
         if (o.Get("socketBufferSize").IsNumber()) opts.tuning.buffer_bytes = static_cast<int>(ToU64(o.Get("socketBufferSize"), "socketBufferSize"));
         opts.memcpy_local = o.Get("memcpyLocal").ToBoolean().Value();
+        opts.shm_transport = o.Get("shmTransport").ToBoolean().Value();
       }
       tsfn_ = Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo&) {}),
                                             "kvstore-transfer-done", 0, 1);
@@ -130,8 +131,9 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
         Ref();
       }
       pending_.emplace(batch->id, deferred);
+      bool inline_done = false;
       try {
-        engine_->Submit(ops, batch);
+        inline_done = engine_->Submit(ops, batch);
       } catch (...) {
         pending_.erase(batch->id);
         if (pending_.empty()) {
@@ -140,6 +142,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
         }
         throw;
       }
+      if (inline_done) Settle(env, *batch);
     } catch (const NativeError& e) {
       deferred.Reject(CodedError(env, e.code(), e.what()).Value());
     } catch (const std::exception& e) {

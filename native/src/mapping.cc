@@ -8,6 +8,7 @@
 #include <cerrno>
 
 #include "native_error.h"
+#include "shareable_registry.h"
 
 #ifndef MAP_HUGE_SHIFT
 #define MAP_HUGE_SHIFT 26
@@ -41,13 +42,17 @@ bool ParseMemoryKind(const std::string& s, MemoryKind* out) {
   return true;
 }
 
-Mapping::Mapping(void* addr, size_t map_len, size_t size, MemoryKind kind, UniqueFd fd, bool arena_block)
-    : addr_(addr), map_len_(map_len), size_(size), kind_(kind), fd_(std::move(fd)), arena_block_(arena_block) {}
+Mapping::Mapping(void* addr, size_t map_len, size_t size, MemoryKind kind, UniqueFd fd, bool arena_block,
+                 uint64_t file_offset)
+    : addr_(addr), map_len_(map_len), size_(size), kind_(kind), fd_(std::move(fd)), arena_block_(arena_block) {
+  if (fd_.valid()) RegisterShareable(addr_, map_len_, fd_.get(), file_offset);
+}
 
 Mapping::~Mapping() { Unmap(); }
 
 void Mapping::Unmap() {
   if (unmapped_.exchange(true)) return;
+  if (fd_.valid()) UnregisterShareable(addr_);
   if (arena_block_) {
     ::madvise(addr_, map_len_, MADV_DONTNEED);
   } else {

@@ -34,7 +34,9 @@ class Mapping {
  public:
   // Takes ownership of [addr, addr+map_len) (munmap on Unmap) unless `arena_block` (then the
   // pages are only given back with MADV_DONTNEED: a bump arena never reuses space).
-  Mapping(void* addr, size_t map_len, size_t size, MemoryKind kind, UniqueFd fd, bool arena_block);
+  // Fd-backed mappings are also entered in the shareable registry (same-host shm transport).
+  Mapping(void* addr, size_t map_len, size_t size, MemoryKind kind, UniqueFd fd, bool arena_block,
+          uint64_t file_offset = 0);
   ~Mapping();
   Mapping(const Mapping&) = delete;
   Mapping& operator=(const Mapping&) = delete;

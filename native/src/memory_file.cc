@@ -58,7 +58,8 @@ std::unique_ptr<Mapping> MapFile(const MapRequest& req) {
     }
   }
   void* p = MmapShared(fd.get(), len, req.offset, huge, page, "mmap(" + req.path + ")");
-  return std::make_unique<Mapping>(p, len, req.size, huge ? MemoryKind::kHugetlbfs : MemoryKind::kFile, std::move(fd), false);
+  return std::make_unique<Mapping>(p, len, req.size, huge ? MemoryKind::kHugetlbfs : MemoryKind::kFile, std::move(fd), false,
+                                   req.offset);
 }
 
 }  // namespace kvstore

@@ -42,7 +42,7 @@ std::unique_ptr<Mapping> MapShm(const MapRequest& req) {
     }
   }
   void* p = MmapShared(fd.get(), req.size, req.offset, false, 0, "mmap(" + name + ")");
-  return std::make_unique<Mapping>(p, req.size, req.size, MemoryKind::kShm, std::move(fd), false);
+  return std::make_unique<Mapping>(p, req.size, req.size, MemoryKind::kShm, std::move(fd), false, req.offset);
 }
 
 }  // namespace kvstore

@@ -1,6 +1,8 @@
 // TcpEngine (see tcp_engine.h).
 #include "tcp_engine.h"
 
+#include <cstring>
+
 #include "native_error.h"
 #include "wire.h"
 
@@ -17,6 +19,7 @@ std::string TcpEngine::Start(int min_port, int max_port, int start_offset) {
   const int port = server_.Start(opts_.host, min_port, max_port, start_offset);
   const bool v6 = opts_.host.find(':') != std::string::npos;
   endpoint_ = (v6 ? "[" + opts_.host + "]" : opts_.host) + ":" + std::to_string(port);
+  if (opts_.shm_transport) shm_server_.Start(endpoint_);
   return endpoint_;
 }
 
@@ -26,14 +29,16 @@ PeerChannel* TcpEngine::Peer(const std::string& endpoint) {
   auto it = peers_.find(endpoint);
   if (it != peers_.end()) return it->second.get();
   const bool local = opts_.memcpy_local && !endpoint_.empty() && endpoint == endpoint_;
+  std::shared_ptr<ShmPeer> shm;
+  if (!local && opts_.shm_transport) shm = ShmPeer::Connect(endpoint, opts_.tuning.timeout_ms);
   auto peer = std::make_unique<PeerChannel>(endpoint, opts_.connections_per_peer, opts_.tuning,
-                                            local ? &regions_ : nullptr, &done_);
+                                            local ? &regions_ : nullptr, &done_, std::move(shm));
   PeerChannel* raw = peer.get();
   peers_.emplace(endpoint, std::move(peer));
   return raw;
 }
 
-void TcpEngine::Submit(const std::vector<TransferOpSpec>& ops, std::shared_ptr<Batch> batch) {
+bool TcpEngine::Submit(const std::vector<TransferOpSpec>& ops, std::shared_ptr<Batch> batch) {
   // Validate everything first: a bad op rejects the batch with nothing moved.
   {
     auto lock = regions_.Lock();
@@ -54,6 +59,18 @@ void TcpEngine::Submit(const std::vector<TransferOpSpec>& ops, std::shared_ptr<B
       }
     }
   }
+  if (opts_.memcpy_local && !endpoint_.empty()) {
+    uint64_t bytes = 0;
+    bool all_local = true;
+    for (const auto& op : ops) {
+      bytes += op.length;
+      all_local = all_local && (op.length == 0 || op.endpoint == endpoint_);
+    }
+    if (all_local && bytes <= kInlineMemcpyMax) {
+      MemcpyInline(ops, batch.get());
+      return true;
+    }
+  }
   std::map<PeerChannel*, std::vector<Chunk>> plan;
   size_t total = 0;
   for (const auto& op : ops) {
@@ -72,12 +89,29 @@ void TcpEngine::Submit(const std::vector<TransferOpSpec>& ops, std::shared_ptr<B
       ++total;
     }
   }
-  if (total == 0) {
-    done_(std::move(batch));
-    return;
-  }
+  if (total == 0) return true;
   batch->remaining.store(total);
   for (auto& [peer, chunks] : plan) peer->Submit(std::move(chunks));
+  return false;
+}
+
+void TcpEngine::MemcpyInline(const std::vector<TransferOpSpec>& ops, Batch* batch) {
+  auto lock = regions_.Lock();
+  // Check every remote range first so a refused op leaves the whole batch unmoved.
+  for (const auto& op : ops) {
+    if (op.length > 0 && !regions_.ContainsLocked(op.remote, op.length)) {
+      batch->Fail("ADDRESS_OUT_OF_RANGE", "remote range [" + std::to_string(op.remote) + ", +" + std::to_string(op.length) +
+                                              ") on " + endpoint_ + " is outside every registered region");
+      return;
+    }
+  }
+  for (const auto& op : ops) {
+    if (op.length == 0) continue;
+    char* remote = reinterpret_cast<char*>(static_cast<uintptr_t>(op.remote));
+    char* local = reinterpret_cast<char*>(static_cast<uintptr_t>(op.local));
+    if (op.op == static_cast<uint16_t>(WireOp::kRead)) std::memmove(local, remote, op.length);
+    else std::memmove(remote, local, op.length);
+  }
 }
 
 void TcpEngine::Stop() {
@@ -89,6 +123,7 @@ void TcpEngine::Stop() {
     peers.swap(peers_);
   }
   for (auto& [_, p] : peers) p->Stop();
+  shm_server_.Stop();
   server_.Stop();
 }
 

@@ -12,6 +12,7 @@
 #include "region_table.h"
 #include "socket_io.h"
 #include "tcp_peer.h"
+#include "shm_server.h"
 #include "tcp_server.h"
 #include "transfer_batch.h"
 
@@ -23,6 +24,7 @@ struct EngineOptions {
   uint64_t chunk_size = 1 << 20;
   SocketTuning tuning;
   bool memcpy_local = false;
+  bool shm_transport = false;  // same-host peers through shared mappings (MC_STORE_SHM_TRANSPORT)
 };
 
 struct TransferOpSpec {
@@ -42,17 +44,24 @@ class TcpEngine {
   void RegisterRegion(uint64_t address, uint64_t size) { regions_.Register(address, size); }
   bool UnregisterRegion(uint64_t address) { return regions_.Unregister(address); }
   // Throws NativeError (ADDRESS_OUT_OF_RANGE for a local range, INVALID_ARGUMENT) before any
-  // byte moves; otherwise `batch` completes through the callback (possibly before returning).
-  void Submit(const std::vector<TransferOpSpec>& ops, std::shared_ptr<Batch> batch);
+  // byte moves. Returns true when the batch finished inline (small memcpyLocal batches: the
+  // caller reads batch->error_code, no callback); otherwise `batch` completes through the
+  // callback (possibly before returning).
+  bool Submit(const std::vector<TransferOpSpec>& ops, std::shared_ptr<Batch> batch);
+  // memcpyLocal batches up to this many bytes run on the calling thread: a thread hand-off
+  // costs more than copying them.
+  static constexpr uint64_t kInlineMemcpyMax = 64 * 1024;
   void Stop();
 
  private:
   PeerChannel* Peer(const std::string& endpoint);
+  void MemcpyInline(const std::vector<TransferOpSpec>& ops, Batch* batch);
 
   EngineOptions opts_;
   BatchDone done_;
   RegionTable regions_;
   TcpServer server_;
+  ShmControlServer shm_server_{&regions_};
   std::string endpoint_;
   std::mutex mu_;
   bool stopped_ = false;

@@ -11,8 +11,9 @@
 namespace kvstore {
 
 PeerChannel::PeerChannel(std::string endpoint, int connections, SocketTuning tuning, RegionTable* local_regions,
-                         BatchDone* done)
-    : endpoint_(std::move(endpoint)), tuning_(tuning), local_regions_(local_regions), done_(done) {
+                         BatchDone* done, std::shared_ptr<ShmPeer> shm)
+    : endpoint_(std::move(endpoint)), tuning_(tuning), local_regions_(local_regions), done_(done), shm_(std::move(shm)) {
+  shm_capable_ = shm_ != nullptr;
   if (connections < 1) connections = 1;
   for (int i = 0; i < connections; ++i) workers_.push_back(std::make_unique<Worker>());
   for (auto& w : workers_) {
@@ -66,7 +67,7 @@ void PeerChannel::Run(Worker* w) {
     } else if (!c.batch->failed.load()) {
       try {
         if (local_regions_) ExecuteMemcpy(c);
-        else ExecuteTcp(w, c);
+        else if (!shm_capable_ || !ExecuteShm(c)) ExecuteTcp(w, c);
       } catch (const NativeError& e) {
         c.batch->Fail(e.code(), e.what());
       } catch (const std::exception& e) {
@@ -93,6 +94,27 @@ void PeerChannel::ExecuteMemcpy(Chunk& c) {
   char* remote = reinterpret_cast<char*>(static_cast<uintptr_t>(c.remote));
   if (c.op == static_cast<uint16_t>(WireOp::kRead)) std::memcpy(c.local, remote, c.length);
   else std::memcpy(remote, c.local, c.length);
+}
+
+bool PeerChannel::ExecuteShm(Chunk& c) {
+  std::shared_ptr<ShmPeer> shm;
+  {
+    std::lock_guard<std::mutex> lk(shm_mu_);
+    if (!shm_) shm_ = ShmPeer::Connect(endpoint_, tuning_.timeout_ms);  // the peer restarted?
+    shm = shm_;
+  }
+  if (!shm) return false;
+  if (!shm->Alive()) {
+    std::lock_guard<std::mutex> lk(shm_mu_);
+    if (shm_ == shm) shm_.reset();
+    throw NativeError("TRANSFER_FAILED", "peer " + endpoint_ + " went away (shm control socket closed)");
+  }
+  char* region = shm->Resolve(c.range_start, c.range_length);
+  if (!region) return false;  // not fd-backed on the peer: TCP
+  char* remote = region + (c.remote - c.range_start);
+  if (c.op == static_cast<uint16_t>(WireOp::kRead)) std::memcpy(c.local, remote, c.length);
+  else std::memcpy(remote, c.local, c.length);
+  return true;
 }
 
 void PeerChannel::ExecuteTcp(Worker* w, Chunk& c) {

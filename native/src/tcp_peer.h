@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "region_table.h"
+#include "shm_peer.h"
 #include "socket_io.h"
 #include "transfer_batch.h"
 
@@ -20,8 +21,10 @@ namespace kvstore {
 
 class PeerChannel {
  public:
-  // local_regions != nullptr selects the memcpy flavour.
-  PeerChannel(std::string endpoint, int connections, SocketTuning tuning, RegionTable* local_regions, BatchDone* done);
+  // local_regions != nullptr selects the memcpy flavour; shm != nullptr (a same-host peer
+  // serving the shm control socket) memcpy's through the peer's mapped regions, TCP otherwise.
+  PeerChannel(std::string endpoint, int connections, SocketTuning tuning, RegionTable* local_regions, BatchDone* done,
+              std::shared_ptr<ShmPeer> shm = nullptr);
   ~PeerChannel() { Stop(); }
   void Submit(std::vector<Chunk>&& chunks);
   void Stop();
@@ -36,6 +39,8 @@ class PeerChannel {
   void Run(Worker* w);
   void ExecuteTcp(Worker* w, Chunk& c);
   void ExecuteMemcpy(Chunk& c);
+  // True when handled over shm; false: use TCP.
+  bool ExecuteShm(Chunk& c);
   void Finish(Chunk& c);
   void DropConnection(Worker* w);
 
@@ -49,6 +54,9 @@ class PeerChannel {
   std::deque<Chunk> queue_;
   bool stopping_ = false;
   std::vector<std::unique_ptr<Worker>> workers_;
+  std::mutex shm_mu_;
+  std::shared_ptr<ShmPeer> shm_;
+  bool shm_capable_ = false;  // the peer served a control socket once: reconnect after a hang-up
 };
 
 }  // namespace kvstore

@@ -20,14 +20,15 @@ export async function startRegionPeer(size: number, seed: number, engineOptions:
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const rl: Interface = createInterface({ input: proc.stdout! });
-  const waiting: Array<(v: Record<string, unknown>) => void> = [];
-  const exited = new Promise<void>((res) => proc.once('exit', () => res()));
-  rl.on('line', (line) => waiting.shift()?.(JSON.parse(line)));
-  const next = () =>
-    new Promise<Record<string, unknown>>((res, rej) => {
-      waiting.push(res);
-      proc.once('exit', (code, sig) => rej(new Error(`region peer exited (${code ?? sig})`)));
-    });
+  const waiting: Array<{ res: (v: Record<string, unknown>) => void; rej: (e: Error) => void }> = [];
+  const exited = new Promise<void>((res) =>
+    proc.once('exit', (code, sig) => {
+      for (const w of waiting.splice(0)) w.rej(new Error(`region peer exited (${code ?? sig})`));
+      res();
+    }),
+  );
+  rl.on('line', (line) => waiting.shift()?.res(JSON.parse(line)));
+  const next = () => new Promise<Record<string, unknown>>((res, rej) => waiting.push({ res, rej }));
   const ask = async (cmd: object) => {
     const p = next();
     proc.stdin!.write(JSON.stringify(cmd) + '\n');

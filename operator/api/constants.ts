@@ -31,7 +31,6 @@ export const Annotations = {
 } as const;
 
 export const MANAGER = 'store-operator';
-export const FINALIZER = `${GROUP}/finalizer`;
 export const DEFAULT_IMAGE = 'ghcr.io/kvcache-store/store:2.0.0';
 
 export const SIDECAR_CONTAINER = 'store-sidecar';

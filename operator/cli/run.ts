@@ -75,31 +75,29 @@ export async function run(o: RunOptions): Promise<void> {
     }
   };
   const own = (kind: string) => (obj: KubernetesObject) => leading && controller.enqueue(kind, obj.metadata?.namespace ?? '', obj.metadata?.name ?? '');
-  const clusters = new Informer(api, { kind: 'StoreCluster', namespace: o.watchNamespace, resyncMs: o.resyncMs, onChange: own('StoreCluster'), log });
+  const segments = new Informer(api, { kind: 'StoreSegment', namespace: o.watchNamespace, resyncMs: o.resyncMs, onChange: own('StoreSegment'), log });
+  // A cluster's change also wakes the segments that use it (they render its addresses).
+  const clusterChanged = (obj: KubernetesObject) => {
+    own('StoreCluster')(obj);
+    for (const s of segments.list() as { spec?: { cluster?: string }; metadata?: KubernetesObject['metadata'] }[]) {
+      if (s.spec?.cluster === obj.metadata?.name && s.metadata?.namespace === obj.metadata?.namespace) own('StoreSegment')(s as KubernetesObject);
+    }
+  };
+  const clusters = new Informer(api, { kind: 'StoreCluster', namespace: o.watchNamespace, resyncMs: o.resyncMs, onChange: clusterChanged, log });
   const informers = [
     clusters,
-    new Informer(api, { kind: 'StoreSegment', namespace: o.watchNamespace, resyncMs: o.resyncMs, onChange: (obj) => {
-      own('StoreSegment')(obj);
-    }, log }),
+    segments,
     new Informer(api, { kind: 'StatefulSet', namespace: o.watchNamespace, labelSelector: `${Labels.managedBy}=${MANAGER}`, resyncMs: o.resyncMs, onChange: enqueueOwner, log }),
     new Informer(api, { kind: 'Pod', namespace: o.watchNamespace, labelSelector: `${Labels.managedBy}=${MANAGER}`, resyncMs: o.resyncMs, onChange: enqueueOwner, log }),
   ];
-  // A new cluster also wakes the segments that were waiting for it.
-  const segmentInformer = informers[1];
-  const clusterChanged = (obj: KubernetesObject) => {
-    own('StoreCluster')(obj);
-    for (const s of segmentInformer.list()) {
-      if ((s as any).spec?.cluster === obj.metadata?.name && s.metadata?.namespace === obj.metadata?.namespace) own('StoreSegment')(s);
-    }
-  };
-  (clusters as any).opts.onChange = clusterChanged;
   for (const i of informers) i.start();
 
   const startReconciling = () => {
     leading = true;
     log(`leading (${o.identity}); reconciling`);
     controller.start();
-    for (const i of informers.slice(0, 2)) for (const obj of i.list()) own(obj.kind ?? (i === clusters ? 'StoreCluster' : 'StoreSegment'))(obj);
+    for (const obj of clusters.list()) own('StoreCluster')(obj);
+    for (const obj of segments.list()) own('StoreSegment')(obj);
   };
   let lock: LeaseLock | undefined;
   if (o.leaderElect) {

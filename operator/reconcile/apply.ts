@@ -5,7 +5,7 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ObjectRef } from '../render/render.js';
 import type { EventRecorder } from './events.js';
 import type { KubeApi } from './kube-client.js';
-import { isSubset, managedFields } from './object-diff.js';
+import { isSubset, managedFields, mergePatchFor } from './object-diff.js';
 
 export type ApplyOutcome = 'created' | 'updated' | 'unchanged';
 
@@ -21,7 +21,7 @@ export async function applyObject(api: KubeApi, desired: KubernetesObject, owner
   if (isSubset(want, existing)) return 'unchanged';
   const foreignOwner = existing.metadata?.ownerReferences?.find((r) => r.controller && r.uid !== owner.metadata?.uid);
   if (foreignOwner) throw new Error(`${ref.kind} ${ref.name} exists and is controlled by ${foreignOwner.kind} ${foreignOwner.name}; rename one of them`);
-  await api.mergePatch(ref, want);
+  await api.mergePatch(ref, mergePatchFor(want, existing));
   events.normal(owner, 'Updated', `updated ${ref.kind} ${ref.name}`);
   return 'updated';
 }

@@ -22,7 +22,14 @@ export type SegmentsFetcher = (baseUrl: string) => Promise<SegmentsDetail>;
 
 export const httpSegmentsFetcher: SegmentsFetcher = async (baseUrl) => {
   const url = `${baseUrl.replace(/\/$/, '')}/get_segments_detail`;
-  const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
+  let res: Response;
+  try {
+    res = await fetch(url, { signal: AbortSignal.timeout(5000) });
+  } catch (e) {
+    // fetch says only "fetch failed"; the cause holds ECONNREFUSED, ENOTFOUND, ...
+    const cause = (e as Error & { cause?: { code?: string; message?: string } }).cause;
+    throw new Error(`GET ${url}: ${cause?.code ?? cause?.message ?? (e as Error).message}`);
+  }
   if (!res.ok) throw new Error(`GET ${url}: HTTP ${res.status}`);
   const body = (await res.json()) as Partial<SegmentsDetail>;
   if (!Array.isArray(body.segments)) throw new Error(`GET ${url}: no "segments" array in the reply`);

@@ -1,0 +1,182 @@
+// Transfer-engine benchmark (`npm run bench:engine` after `npm run build`): two processes on
+// 127.0.0.1, READ and WRITE of 4 KiB .. 16 MiB with 1 and 8 in flight, against a raw C++ TCP
+// pump between the same two processes and against memcpy, measured in the same run. Prints
+// figures and ratios; asserts nothing.
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { addon } from '../native/addon.js';
+import { mapMemory, TransferEngine, type TransferOp } from '../native/index.js';
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+const SIZES = [4 * KiB, 64 * KiB, MiB, 4 * MiB, 16 * MiB];
+const INFLIGHT = [1, 8];
+const REGION = 8 * 16 * MiB + MiB; // 8 slots of the largest size
+const BUDGET_MS = Number(process.env.BENCH_MS ?? 250); // per round of a case
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const PORTS = { minPort: 20000, maxPort: 32000 };
+// BENCH_SOCKBUF=0 leaves kernel autotuning (default: the engine's 4 MiB).
+const TUNING = process.env.BENCH_SOCKBUF !== undefined ? { socketBufferSize: Number(process.env.BENCH_SOCKBUF) } : {};
+
+interface PeerInfo {
+  endpoint: string;
+  address: number;
+  pumpPort: number;
+}
+
+function runPeer(): void {
+  const region = mapMemory({ size: REGION });
+  new Uint8Array(region.buffer).fill(0x3c); // fault the pages in
+  const engine = new TransferEngine({ ...PORTS, ...TUNING });
+  const endpoint = engine.start();
+  engine.registerRegion(region.address, region.size);
+  const pumpPort = addon().rawPumpListen('127.0.0.1');
+  process.stdout.write(JSON.stringify({ endpoint, address: region.address, pumpPort } satisfies PeerInfo) + '\n');
+  process.stdin.on('data', () => {});
+  process.stdin.on('end', () => {
+    engine.close();
+    process.exit(0);
+  });
+}
+
+const nowNs = () => process.hrtime.bigint();
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
+const fmtSize = (n: number) => (n >= MiB ? `${n / MiB} MiB` : `${n / KiB} KiB`);
+const gbps = (bytes: number, seconds: number) => bytes / seconds / 1e9;
+
+interface CaseResult {
+  gbps: number;
+  opsPerSec: number;
+  p50us: number;
+  p99us: number;
+}
+
+async function runCase(
+  engine: TransferEngine,
+  makeOp: (slot: number) => TransferOp,
+  size: number,
+  inflight: number,
+): Promise<CaseResult> {
+  // Warm-up: connections and page faults.
+  await Promise.all(Array.from({ length: inflight }, (_, s) => engine.transfer([makeOp(s)])));
+  const lat: number[] = [];
+  let ops = 0;
+  void size;
+  const start = nowNs();
+  const deadline = start + BigInt(BUDGET_MS) * 1_000_000n;
+  const minOps = 20;
+  const lane = async (slot: number) => {
+    const op = makeOp(slot);
+    for (;;) {
+      const now = nowNs();
+      if (now > deadline && ops >= minOps) return;
+      await engine.transfer([op]);
+      lat.push(Number(nowNs() - now) / 1000);
+      ops++;
+    }
+  };
+  await Promise.all(Array.from({ length: inflight }, (_, s) => lane(s)));
+  const seconds = Number(nowNs() - start) / 1e9;
+  lat.sort((a, b) => a - b);
+  return { gbps: gbps(ops * size, seconds), opsPerSec: ops / seconds, p50us: pct(lat, 0.5), p99us: pct(lat, 0.99) };
+}
+
+async function pumpStream(endpoint: string, size: number): Promise<number> {
+  const count = Math.max(16, Math.floor((size <= 4 * KiB ? 64 * MiB : 256 * MiB) / size));
+  const s = await addon().rawPumpRun(endpoint, size, count, 'stream');
+  return gbps(size * count, s);
+}
+
+async function pumpPingPong(endpoint: string, size: number): Promise<number> {
+  const count = 1000;
+  const s = await addon().rawPumpRun(endpoint, size, count, 'pingpong');
+  return (s / count) * 1e6;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function memcpyGbps(size: number): Promise<number> {
+  const iters = Math.max(10, Math.floor((2048 * MiB) / size));
+  await addon().memcpyRun(size, 10);
+  const s = await addon().memcpyRun(size, iters);
+  return gbps(size * iters, s);
+}
+
+async function main(): Promise<void> {
+  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--peer'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const peer = await new Promise<PeerInfo>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', (l) => resolve(JSON.parse(l) as PeerInfo));
+    child.once('exit', (code) => reject(new Error(`bench peer exited with ${code}`)));
+  });
+  const local = mapMemory({ size: REGION });
+  new Uint8Array(local.buffer).fill(0x11);
+  const engine = new TransferEngine({ ...PORTS, ...TUNING });
+  const self = engine.start();
+  engine.registerRegion(local.address, local.size);
+  const pumpEp = `127.0.0.1:${peer.pumpPort}`;
+
+  console.log(`engine bench: peer ${peer.endpoint} (separate process), loopback TCP, ${ROUNDS} rounds x ${BUDGET_MS} ms per case`);
+  console.log('raw TCP pump: C++ send/recv, one connection between the same two processes, recv into a buffer;');
+  console.log('each case alternates pump and engine runs (the machine is shared) and reports medians.');
+  console.log('\n op    size      inflight    GB/s     ops/s    p50 us    p99 us | pump GB/s  ratio | pump rtt us');
+  for (const op of ['read', 'write'] as const) {
+    for (const size of SIZES) {
+      for (const inflight of INFLIGHT) {
+        const eng: CaseResult[] = [];
+        const pumps: number[] = [];
+        const rtts: number[] = [];
+        for (let round = 0; round < ROUNDS; round++) {
+          pumps.push(await pumpStream(pumpEp, size));
+          if (inflight === 1 && size <= 64 * KiB) rtts.push(await pumpPingPong(pumpEp, size));
+          eng.push(
+            await runCase(
+              engine,
+              (slot) => ({ op, endpoint: peer.endpoint, remoteAddress: peer.address + slot * size, localAddress: local.address + slot * size, length: size }),
+              size,
+              inflight,
+            ),
+          );
+        }
+        const g = median(eng.map((r) => r.gbps));
+        const p = median(pumps);
+        console.log(
+          ` ${op.padEnd(5)} ${fmtSize(size).padStart(8)} ${String(inflight).padStart(8)} ${g.toFixed(3).padStart(9)} ${median(eng.map((r) => r.opsPerSec)).toFixed(0).padStart(9)} ${median(eng.map((r) => r.p50us)).toFixed(1).padStart(9)} ${median(eng.map((r) => r.p99us)).toFixed(1).padStart(9)} | ${p.toFixed(3).padStart(9)} ${(g / p).toFixed(2).padStart(5)}x | ${rtts.length ? median(rtts).toFixed(1) : '-'}`,
+        );
+      }
+    }
+  }
+
+  // Local path: MC_STORE_MEMCPY=1 transfers to this engine's own endpoint, against memcpy.
+  const memEngine = new TransferEngine({ ...PORTS, memcpyLocal: true });
+  const memEp = memEngine.start();
+  memEngine.registerRegion(local.address, local.size);
+  const dst = mapMemory({ size: REGION });
+  new Uint8Array(dst.buffer).fill(0x22);
+  memEngine.registerRegion(dst.address, dst.size);
+  console.log('\n local memcpy path (memcpyLocal, 1 in flight) vs memcpy of the same size');
+  console.log(' size        engine GB/s   memcpy GB/s   ratio   p50 us');
+  for (const size of SIZES) {
+    const r = await runCase(
+      memEngine,
+      () => ({ op: 'write', endpoint: memEp, remoteAddress: dst.address, localAddress: local.address, length: size }),
+      size,
+      1,
+    );
+    const m = await memcpyGbps(size);
+    console.log(` ${fmtSize(size).padStart(8)} ${r.gbps.toFixed(3).padStart(13)} ${m.toFixed(3).padStart(13)} ${(r.gbps / m).toFixed(2).padStart(7)}x ${r.p50us.toFixed(1).padStart(8)}`);
+  }
+  memEngine.close();
+  engine.close();
+  void self;
+  child.stdin!.end();
+  local.release();
+  dst.release();
+}
+
+if (process.argv.includes('--peer')) runPeer();
+else
+  main().catch((e: unknown) => {
+    console.error(e);
+    process.exit(1);
+  });

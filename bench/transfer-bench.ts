@@ -1,0 +1,254 @@
+// Store transfer benchmark (`npm run bench:transfer` after `npm run build`); not a test, asserts
+// nothing. Three processes on 127.0.0.1: a store_master, one store_service holding the memory, and
+// this process as the client. Put and Get of 4 KiB .. 16 MiB, single ops with 1 and 8 in flight
+// and batches of 8, with GB/s, ops/s, p50/p99. In the same run, the peers: (a) the native raw TCP
+// pump between two processes, (b) memcpy of the same sizes, (c) redis-benchmark SET/GET against a
+// redis-server started here; then the ratios the targets are stated in.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { addon } from '../native/addon.js';
+import { Client } from '../client/client.js';
+import { LocalCluster } from '../sidecar/local-cluster.js';
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+const SIZES = [4 * KiB, 64 * KiB, MiB, 4 * MiB, 16 * MiB];
+const BATCH = 8;
+const BYTES_PER_ROW = Number(process.env.BENCH_BYTES ?? 96 * MiB);
+const run = promisify(execFile);
+
+const fmtSize = (n: number) => (n >= MiB ? `${n / MiB} MiB` : `${n / KiB} KiB`);
+const pct = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : NaN);
+const opsFor = (size: number) => Math.max(24, Math.min(3000, Math.floor(BYTES_PER_ROW / size)));
+
+interface Row {
+  gbps: number;
+  opsPerSec: number;
+  p50ms: number;
+  p99ms: number;
+}
+
+/** Runs ops 0..n-1 with `inflight` lanes; each call of `op` handles `per` objects. */
+async function measure(n: number, size: number, inflight: number, per: number, op: (first: number) => Promise<void>): Promise<Row> {
+  const lat: number[] = [];
+  let next = 0;
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: inflight }, async () => {
+      while (next < n) {
+        const first = next;
+        next += per;
+        const t = performance.now();
+        await op(first);
+        lat.push(performance.now() - t);
+      }
+    }),
+  );
+  const s = (performance.now() - start) / 1000;
+  lat.sort((a, b) => a - b);
+  return { gbps: (n * size) / s / 1e9, opsPerSec: n / s, p50ms: pct(lat, 0.5), p99ms: pct(lat, 0.99) };
+}
+
+async function freePort(): Promise<number> {
+  const s = createServer().listen(0, '127.0.0.1');
+  await once(s, 'listening');
+  const p = (s.address() as { port: number }).port;
+  s.close();
+  return p;
+}
+
+/** Pump peer: a separate process holding the raw C++ pump listener. */
+function runPumpPeer(): void {
+  const port = addon().rawPumpListen('127.0.0.1');
+  process.stdout.write(`${port}\n`);
+  process.stdin.on('data', () => {});
+  process.stdin.on('end', () => process.exit(0));
+}
+
+async function pumpGbps(endpoint: string, size: number): Promise<number> {
+  const count = Math.max(20, Math.floor((256 * MiB) / size));
+  await addon().rawPumpRun(endpoint, size, Math.min(count, 50), 'stream');
+  const s = await addon().rawPumpRun(endpoint, size, count, 'stream');
+  return (size * count) / s / 1e9;
+}
+
+async function memcpyGbps(size: number): Promise<number> {
+  const iters = Math.max(10, Math.floor((1024 * MiB) / size));
+  await addon().memcpyRun(size, 10);
+  const s = await addon().memcpyRun(size, iters);
+  return (size * iters) / s / 1e9;
+}
+
+/** redis-benchmark SET/GET ops/s for a value size and a client count, against our own redis-server. */
+async function redisOps(port: number, size: number, clients: number): Promise<{ set: number; get: number } | undefined> {
+  const n = Math.max(200, Math.min(20000, Math.floor((256 * MiB) / size)));
+  try {
+    const { stdout } = await run('redis-benchmark', ['-p', String(port), '-d', String(size), '-t', 'set,get', '-n', String(n), '-P', '1', '-c', String(clients), '-q'], {
+      maxBuffer: 16 * MiB,
+    });
+    const last = (name: string) => {
+      const all = [...stdout.matchAll(new RegExp(`${name}: ([0-9.]+) requests per second`, 'g'))];
+      return all.length ? Number(all[all.length - 1][1]) : NaN;
+    };
+    return { set: last('SET'), get: last('GET') };
+  } catch {
+    return undefined;
+  }
+}
+
+async function main(): Promise<void> {
+  const pumpPeer = spawn(process.execPath, [fileURLToPath(import.meta.url), '--pump-peer'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const pumpPort = await new Promise<number>((resolve, reject) => {
+    createInterface({ input: pumpPeer.stdout! }).once('line', (l) => resolve(Number(l)));
+    pumpPeer.once('exit', (c) => reject(new Error(`pump peer exited (${c})`)));
+  });
+  let redis: ChildProcess | undefined;
+  const redisPort = await freePort();
+  try {
+    redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    redis.on('error', () => (redis = undefined));
+    await new Promise<void>((resolve) => {
+      let out = '';
+      redis!.stdout!.on('data', (d) => {
+        out += d;
+        if (/Ready to accept connections/.test(out)) resolve();
+      });
+      redis!.once('exit', () => resolve());
+      redis!.once('error', () => resolve());
+    });
+    if (redis && redis.exitCode !== null) redis = undefined;
+  } catch {
+    redis = undefined;
+  }
+
+  const cluster = await LocalCluster.start({ storeServices: 1, segmentSize: '3GB' });
+  const client = await Client.setup(cluster.clientConfig({ local_buffer_size: 320 * MiB }), { bufferPool: { acquireTimeoutMs: 60_000 } });
+  const cleanup = async () => {
+    await client.close().catch(() => {});
+    await cluster.stop();
+    pumpPeer.stdin!.end();
+    redis?.kill('SIGTERM');
+  };
+  process.on('SIGINT', () => void cleanup().finally(() => process.exit(130)));
+
+  try {
+    console.log(`transfer bench: master ${cluster.master.rpc}, store_service ${cluster.services[0].endpoint} (separate processes), client = this process`);
+    console.log(`Put = PutStart + staging copy + engine WRITE + PutEnd; Get = GetReplicaList + engine READ + copy out; batch = ${BATCH} objects per call, 1 call in flight; zcopy = put from / getInto a registered allocBuffer lease`);
+    console.log(`p50/p99 are per call (a batch call moves ${BATCH} objects)\n`);
+    const results = new Map<string, Row>();
+    console.log(' op    size      mode        GB/s     ops/s    p50 ms    p99 ms');
+    for (const size of SIZES) {
+      const value = randomBytes(size);
+      const n = opsFor(size);
+      const lease = await client.allocBuffer(size);
+      value.copy(lease.buffer);
+      for (const mode of ['single x1', 'single x8', `batch ${BATCH}`, 'zcopy x1'] as const) {
+        const tag = `${size}-${mode.replace(' ', '')}`;
+        const key = (i: number) => `b-${tag}-${i}`;
+        const inflight = mode === 'single x8' ? 8 : 1;
+        const per = mode.startsWith('batch') ? BATCH : 1;
+        const zc = mode === 'zcopy x1';
+        const put = await measure(n, size, inflight, per, async (first) => {
+          if (per === 1) return client.put(key(first), zc ? lease.buffer : value);
+          const r = await client.putBatch(Array.from({ length: Math.min(per, n - first) }, (_, k) => ({ key: key(first + k), value })));
+          const bad = r.find((x) => x.error);
+          if (bad) throw bad.error;
+        });
+        const get = await measure(n, size, inflight, per, async (first) => {
+          if (per === 1) {
+            if (zc) await client.getInto(key(first), lease.buffer);
+            else await client.get(key(first));
+            return;
+          }
+          const r = await client.getBatch(Array.from({ length: Math.min(per, n - first) }, (_, k) => key(first + k)));
+          const bad = r.find((x) => x.error);
+          if (bad) throw bad.error;
+        });
+        for (const [op, r] of [['put', put], ['get', get]] as const) {
+                    results.set(`${op}-${size}-${mode}`, r);
+          console.log(
+            ` ${op.padEnd(5)} ${fmtSize(size).padStart(8)}  ${mode.padEnd(10)} ${r.gbps.toFixed(3).padStart(8)} ${r.opsPerSec.toFixed(0).padStart(9)} ${r.p50ms.toFixed(3).padStart(9)} ${r.p99ms.toFixed(3).padStart(9)}`,
+          );
+        }
+      }
+      lease.release();
+    }
+
+    // A client whose own segment holds the replica: the Get is a memcpy in this process.
+    const local = await Client.setup(cluster.clientConfig({ global_segment_size: 512 * MiB, local_buffer_size: 64 * MiB }));
+    const own = local.mountedSegments[0].name;
+    const localRows = new Map<number, Row>();
+    const localIntoRows = new Map<number, Row>();
+    for (const size of SIZES) {
+      const value = randomBytes(size);
+      const n = Math.min(opsFor(size), Math.floor((400 * MiB) / size));
+      for (let i = 0; i < n; i++) await local.put(`own-${size}-${i}`, value, { preferred_segment: own });
+      localRows.set(size, await measure(n, size, 1, 1, async (i) => void (await local.get(`own-${size}-${i}`))));
+      const target = await local.allocBuffer(size);
+      localIntoRows.set(size, await measure(n, size, 1, 1, async (i) => void (await local.getInto(`own-${size}-${i}`, target.buffer))));
+      target.release();
+    }
+    await local.close();
+
+    console.log('\npeers measured in this run:');
+    const pump = new Map<number, number>();
+    const mem = new Map<number, number>();
+    const red = new Map<number, { c1?: { set: number; get: number }; c8?: { set: number; get: number } }>();
+    for (const size of SIZES) {
+      pump.set(size, await pumpGbps(`127.0.0.1:${pumpPort}`, size));
+      mem.set(size, await memcpyGbps(size));
+      if (redis) red.set(size, { c1: await redisOps(redisPort, size, 1), c8: await redisOps(redisPort, size, 8) });
+    }
+    console.log(' size      pump GB/s  memcpy GB/s  redis SET c1/c8 GB/s   redis GET c1/c8 GB/s');
+    for (const size of SIZES) {
+      const r = red.get(size);
+      const g = (x?: number) => (x === undefined || Number.isNaN(x) ? '   -  ' : ((x * size) / 1e9).toFixed(3).padStart(6));
+      console.log(
+        ` ${fmtSize(size).padStart(8)} ${pump.get(size)!.toFixed(3).padStart(10)} ${mem.get(size)!.toFixed(3).padStart(12)}   ${g(r?.c1?.set)} / ${g(r?.c8?.set)}        ${g(r?.c1?.get)} / ${g(r?.c8?.get)}`,
+      );
+    }
+    if (!redis) console.log(' (redis-server not found: Redis columns skipped)');
+
+    console.log('\nratios (targets in brackets):');
+    const M4 = 4 * MiB;
+    for (const op of ['get', 'put'] as const) {
+      for (const mode of ['single x1', 'single x8', `batch ${BATCH}`, 'zcopy x1']) {
+        const r = results.get(`${op}-${M4}-${mode}`)!;
+        const rr = red.get(M4)?.[mode === 'single x8' ? 'c8' : 'c1'];
+        const redisGbps = rr ? ((op === 'get' ? rr.get : rr.set) * M4) / 1e9 : NaN;
+        console.log(
+          ` 4 MiB ${op} ${mode.padEnd(10)}: ${(r.gbps / pump.get(M4)!).toFixed(2)}x pump [>= 0.8x], ${Number.isNaN(redisGbps) ? '-' : (r.gbps / redisGbps).toFixed(2)}x redis ${op === 'get' ? 'GET' : 'SET'} (${mode === 'single x8' ? '8' : '1'} client${mode === 'single x8' ? 's' : ''}) [>= 1x]`,
+        );
+      }
+    }
+    const small = results.get(`get-${4 * KiB}-single x1`)!;
+    console.log(` 4 KiB get, 1 in flight: ${small.opsPerSec.toFixed(0)} ops/s [>= 8000], p99 ${small.p99ms.toFixed(3)} ms [< 1 ms]`);
+    const smallZc = results.get(`get-${4 * KiB}-zcopy x1`)!;
+    console.log(` 4 KiB getInto registered, 1 in flight: ${smallZc.opsPerSec.toFixed(0)} ops/s, p99 ${smallZc.p99ms.toFixed(3)} ms`);
+    for (const size of SIZES) {
+      const r = localRows.get(size)!;
+      const i = localIntoRows.get(size)!;
+      console.log(
+        ` own-segment ${fmtSize(size).padStart(8)}: getInto ${i.gbps.toFixed(3)} GB/s = ${(i.gbps / mem.get(size)!).toFixed(2)}x memcpy [>= 0.7x] (p50 ${i.p50ms.toFixed(3)} ms); ` +
+          `get() ${r.gbps.toFixed(3)} GB/s = ${(r.gbps / mem.get(size)!).toFixed(2)}x (fresh Buffer each call)`,
+      );
+    }
+  } finally {
+    await cleanup();
+  }
+}
+
+if (process.argv.includes('--pump-peer')) runPumpPeer();
+else
+  main().then(
+    () => process.exit(0),
+    (e) => {
+      process.stderr.write(`transfer-bench: ${(e as Error).stack ?? e}\n`);
+      process.exit(1);
+    },
+  );

@@ -1,0 +1,171 @@
+// The data path's decisions, driven without processes: which replica a Get falls back to, which
+// keys of a batch are ended or revoked when part of the transfer fails, and the pure-server rule.
+// The master is a scripted in-memory placement and the engine copies between plain Buffers keyed
+// by endpoint; the real master and engine are exercised by e2e/data.test.ts.
+import { DataPath, type MasterApi } from './data-path.js';
+import { BufferPool } from './buffer-pool.js';
+import { OffsetAllocator } from '../master/core/offset-allocator.js';
+import { ObjectNotFoundError, TransferError, UnavailableError } from './errors.js';
+import type { EngineTransferOp, TransferEnginePort } from './native-port.js';
+import { ReplicaStatus } from '../proto/gen/store/ReplicaStatus.js';
+import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
+
+const POOL_BASE = 0x10_0000;
+const SEG_SIZE = 1 << 20;
+
+/** Remote segments: endpoint -> memory; a dead endpoint refuses every op. */
+class MemoryEngine implements TransferEnginePort {
+  readonly endpoint = 'me:1';
+  readonly segments = new Map<string, Buffer>();
+  readonly dead = new Set<string>();
+  batches = 0;
+  constructor(private readonly local: Buffer) {}
+  start() {
+    return this.endpoint;
+  }
+  registerRegion() {}
+  unregisterRegion() {}
+  close() {}
+  async transfer(ops: EngineTransferOp[]): Promise<void> {
+    this.batches++;
+    for (const op of ops) {
+      if (this.dead.has(op.endpoint)) throw Object.assign(new Error(`connect ${op.endpoint} refused`), { code: 'CONNECTION_FAILED' });
+    }
+    for (const op of ops) {
+      const remote = this.segments.get(op.endpoint)!;
+      const l = op.localAddress - POOL_BASE;
+      if (op.op === 'write') this.local.copy(remote, op.remoteAddress, l, l + op.length);
+      else remote.copy(this.local, l, op.remoteAddress, op.remoteAddress + op.length);
+    }
+  }
+}
+
+/** Places each replica of an object on the next segments in turn; records ends and revokes. */
+function scriptedMaster(endpoints: string[]) {
+  const objects = new Map<string, { replicas: ReplicaInfo__Output[]; complete: boolean }>();
+  const next = new Map(endpoints.map((e) => [e, 0]));
+  let rr = 0;
+  const ended: string[] = [];
+  const revoked: string[] = [];
+  const start = (req: { key?: string; slice_lengths?: (number | string)[]; config?: { replica_num?: number } }) => {
+    const key = req.key!;
+    if (objects.has(key)) return { status_code: -201, replica_list: [] };
+    const replicas: ReplicaInfo__Output[] = [];
+    for (let r = 0; r < (req.config?.replica_num ?? 1); r++) {
+      const ep = endpoints[rr++ % endpoints.length];
+      const handles = (req.slice_lengths ?? []).map((len) => {
+        const at = next.get(ep)!;
+        next.set(ep, at + Number(len));
+        return { segment_name: ep, te_endpoint: ep, buffer: at, size: Number(len), status: 0, memory_type: 0 } as const;
+      });
+      replicas.push({ handles: [...handles], status: ReplicaStatus.COMPLETE } as ReplicaInfo__Output);
+    }
+    objects.set(key, { replicas, complete: false });
+    return { status_code: 0, replica_list: replicas };
+  };
+  const end = (key: string) => {
+    ended.push(key);
+    objects.get(key)!.complete = true;
+    return { status_code: 0 };
+  };
+  const revoke = (key: string) => {
+    revoked.push(key);
+    objects.delete(key);
+    return { status_code: 0 };
+  };
+  const list = (key: string) => {
+    const o = objects.get(key);
+    return o?.complete ? { status_code: 0, replica_list: o.replicas, lease_ttl_ms: 5000 } : { status_code: -200, replica_list: [], lease_ttl_ms: 0 };
+  };
+  const api = {
+    putStart: async (r) => start(r),
+    batchPutStart: async (r) => ({ status_code: 0, results: r.requests!.map(start) }),
+    putEnd: async (r) => end(r.key!),
+    batchPutEnd: async (r) => ({ status_code: 0, results: r.keys!.map((k) => ({ key: k, status_code: end(k).status_code })) }),
+    putRevoke: async (r) => revoke(r.key!),
+    batchPutRevoke: async (r) => ({ status_code: 0, results: r.keys!.map((k) => ({ key: k, status_code: revoke(k).status_code })) }),
+    getReplicaList: async (r) => list(r.key!),
+    batchGetReplicaList: async (r) => ({ status_code: 0, results: r.keys!.map(list) }),
+  } as Partial<MasterApi> as MasterApi;
+  return { api, ended, revoked, objects };
+}
+
+function setup(opts: { pool?: boolean } = {}) {
+  const local = Buffer.alloc(4 << 20);
+  const engine = new MemoryEngine(local);
+  for (const ep of ['a:1', 'b:1', 'c:1']) engine.segments.set(ep, Buffer.alloc(SEG_SIZE));
+  const master = scriptedMaster(['a:1', 'b:1', 'c:1']);
+  const pool =
+    opts.pool === false
+      ? undefined
+      : new BufferPool({ primary: { address: POOL_BASE, size: local.length, view: local, release: () => {} }, allocator: new OffsetAllocator('local', 0, local.length) });
+  const path = new DataPath({
+    master: master.api,
+    engine,
+    pool,
+    segments: new Map(),
+    addressOf: () => -1, // nothing the caller passes is registered: every value is staged
+    localMemcpy: true,
+    now: () => 0,
+    lookupEndpoint: async () => null,
+    rpc: (_what, call) => call(),
+  });
+  return { path, engine, master };
+}
+
+describe('data path', () => {
+  it('writes every replica in one transfer batch and reads the value back', async () => {
+    const { path, engine } = setup();
+    const value = Buffer.from('hello, replicas');
+    await path.put('k', value, { replica_num: 3 });
+    expect(engine.batches).toBe(1);
+    for (const ep of ['a:1', 'b:1', 'c:1']) expect(engine.segments.get(ep)!.subarray(0, value.length).toString()).toBe('hello, replicas');
+    expect((await path.get('k')).toString()).toBe('hello, replicas');
+  });
+
+  it('a Get skips a replica whose store is unreachable and fails only when all are', async () => {
+    const { path, engine } = setup();
+    await path.put('k', Buffer.from('survives'), { replica_num: 2 });
+    engine.dead.add('a:1');
+    expect((await path.get('k')).toString()).toBe('survives');
+    engine.dead.add('b:1');
+    const err = await path.get('k').catch((e) => e);
+    expect(err).toBeInstanceOf(TransferError);
+    expect(err.message).toMatch(/every replica failed \(2 tried\)/);
+  });
+
+  it('a failed Put is revoked, not ended', async () => {
+    const { path, engine, master } = setup();
+    engine.dead.add('a:1');
+    await expect(path.put('k', Buffer.from('x'))).rejects.toBeInstanceOf(TransferError);
+    expect(master.revoked).toEqual(['k']);
+    expect(master.ended).toEqual([]);
+    await expect(path.get('k')).rejects.toBeInstanceOf(ObjectNotFoundError);
+  });
+
+  it('a batch Put ends the objects that were written and revokes only those that failed', async () => {
+    const { path, engine, master } = setup();
+    engine.dead.add('b:1'); // the second object lands on b:1
+    const r = await path.putBatch(['k0', 'k1', 'k2'].map((key) => ({ key, value: Buffer.from(key) })));
+    expect(r.map((x) => x.error?.name)).toEqual([undefined, 'TransferError', undefined]);
+    expect(master.revoked).toEqual(['k1']);
+    expect(master.ended.sort()).toEqual(['k0', 'k2']);
+    const got = await path.getBatch(['k0', 'k1', 'k2']);
+    expect(got.map((g) => g.value?.toString() ?? g.error?.name)).toEqual(['k0', 'ObjectNotFoundError', 'k2']);
+  });
+
+  it('a batch Get falls back per object when the shared transfer fails', async () => {
+    const { path, engine } = setup();
+    await path.putBatch(['x', 'y'].map((key) => ({ key, value: Buffer.from(key.repeat(10)), config: { replica_num: 2 } })));
+    engine.dead.add('a:1');
+    const got = await path.getBatch(['x', 'y']);
+    expect(got.map((g) => g.value?.toString())).toEqual(['x'.repeat(10), 'y'.repeat(10)]);
+  });
+
+  it('a pure server refuses Get and Put before any master call', async () => {
+    const { path, master } = setup({ pool: false });
+    await expect(path.put('k', Buffer.from('x'))).rejects.toBeInstanceOf(UnavailableError);
+    await expect(path.get('k')).rejects.toThrow(/pure server/);
+    expect(master.objects.size).toBe(0);
+  });
+});

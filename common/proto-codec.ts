@@ -1,0 +1,569 @@
+// A compiled protobuf (proto3) codec for the master messages, used by the fast channel on both
+// ends. It is built from the protobufjs reflection of proto/store_master.proto and writes the
+// same wire bytes, but encodes in one pass into one buffer and decodes straight into plain
+// objects of the generated __Output shape (every field present, 64-bit integers as numbers),
+// several times faster than protobufjs' encode + decode + toObject on the batch replies.
+// Wrong-typed fields are refused with a TypeError naming the field, never silently zeroed.
+import protobuf from 'protobufjs';
+
+type ScalarKind = 'int32' | 'sint32' | 'uint32' | 'int64' | 'uint64' | 'bool' | 'string' | 'bytes' | 'enum' | 'double' | 'float';
+
+interface FieldPlan {
+  id: number;
+  name: string;
+  kind: ScalarKind | 'message' | 'map';
+  repeated: boolean;
+  /** message field or map value */
+  sub?: MessageCodec;
+  /** map key kind */
+  keyKind?: ScalarKind;
+  /** map value kind when scalar */
+  valueKind?: ScalarKind | 'message';
+  tagBytes: number[];
+}
+
+const WIRE_VARINT = 0;
+const WIRE_64 = 1;
+const WIRE_LEN = 2;
+const WIRE_32 = 5;
+
+function wireType(kind: string): number {
+  if (kind === 'double') return WIRE_64;
+  if (kind === 'float') return WIRE_32;
+  if (kind === 'string' || kind === 'bytes' || kind === 'message' || kind === 'map') return WIRE_LEN;
+  return WIRE_VARINT;
+}
+
+function varintBytes(v: number): number[] {
+  const out: number[] = [];
+  while (v >= 0x80) {
+    out.push((v & 0x7f) | 0x80);
+    v = Math.floor(v / 128);
+  }
+  out.push(v);
+  return out;
+}
+
+// --- writer: one growable scratch buffer, reused across encodes ---
+
+class Writer {
+  buf = Buffer.allocUnsafe(64 * 1024);
+  pos = 0;
+
+  ensure(n: number): void {
+    if (this.pos + n <= this.buf.length) return;
+    let size = this.buf.length * 2;
+    while (size < this.pos + n) size *= 2;
+    const next = Buffer.allocUnsafe(size);
+    this.buf.copy(next, 0, 0, this.pos);
+    this.buf = next;
+  }
+
+  tag(bytes: number[]): void {
+    this.ensure(bytes.length);
+    for (let i = 0; i < bytes.length; i++) this.buf[this.pos++] = bytes[i];
+  }
+
+  /** Non-negative integer up to 2^53. */
+  varint(v: number): void {
+    this.ensure(10);
+    const b = this.buf;
+    while (v >= 0x80) {
+      b[this.pos++] = (v & 0x7f) | 0x80;
+      v = v >= 0x80000000 ? Math.floor(v / 128) : v >>> 7;
+    }
+    b[this.pos++] = v;
+  }
+
+  /** A negative int32/int64 as its 10-byte two's-complement varint. */
+  negative(v: number): void {
+    if (v >= -0x80000000) {
+      // high word all ones: 4 groups of the low word, a mixed byte, then the ones
+      this.ensure(10);
+      const b = this.buf;
+      let lo = v >>> 0;
+      for (let i = 0; i < 4; i++) {
+        b[this.pos++] = (lo & 0x7f) | 0x80;
+        lo >>>= 7;
+      }
+      b[this.pos++] = lo | 0x70 | 0x80;
+      b[this.pos++] = 0xff;
+      b[this.pos++] = 0xff;
+      b[this.pos++] = 0xff;
+      b[this.pos++] = 0xff;
+      b[this.pos++] = 0x01;
+      return;
+    }
+    let big = BigInt.asUintN(64, BigInt(v));
+    this.ensure(10);
+    while (big >= 0x80n) {
+      this.buf[this.pos++] = Number(big & 0x7fn) | 0x80;
+      big >>= 7n;
+    }
+    this.buf[this.pos++] = Number(big);
+  }
+
+  string(s: string): void {
+    const n = s.length;
+    if (n < 43) {
+      // at most 126 UTF-8 bytes: a one-byte length prefix, ASCII copied by hand
+      this.ensure(1 + n * 3);
+      const b = this.buf;
+      const start = this.pos + 1;
+      let i = 0;
+      for (; i < n; i++) {
+        const c = s.charCodeAt(i);
+        if (c >= 0x80) break;
+        b[start + i] = c;
+      }
+      const len = i === n ? n : b.write(s, start, 'utf8');
+      b[this.pos] = len;
+      this.pos = start + len;
+      return;
+    }
+    const len = Buffer.byteLength(s);
+    this.varint(len);
+    this.ensure(len);
+    this.buf.write(s, this.pos, 'utf8');
+    this.pos += len;
+  }
+
+  bytes(v: Uint8Array): void {
+    this.varint(v.length);
+    this.ensure(v.length);
+    this.buf.set(v, this.pos);
+    this.pos += v.length;
+  }
+
+  /** Reserves a one-byte length prefix; returns the body start. */
+  beginLen(): number {
+    this.ensure(1);
+    return ++this.pos;
+  }
+
+  /** Writes the length of the body begun at `start`, moving it when the prefix needs more bytes. */
+  endLen(start: number): void {
+    const len = this.pos - start;
+    if (len < 0x80) {
+      this.buf[start - 1] = len;
+      return;
+    }
+    const prefix = varintBytes(len);
+    const extra = prefix.length - 1;
+    this.ensure(extra);
+    this.buf.copyWithin(start + extra, start, this.pos);
+    for (let i = 0; i < prefix.length; i++) this.buf[start - 1 + i] = prefix[i];
+    this.pos += extra;
+  }
+}
+
+// --- reader ---
+
+class Reader {
+  pos: number;
+  constructor(
+    readonly buf: Buffer,
+    start: number,
+    readonly end: number,
+  ) {
+    this.pos = start;
+  }
+
+  /** Varint as [low 32 bits, high 32 bits]; `hi` kept in this.hi to avoid allocating. */
+  hi = 0;
+  varint(): number {
+    const b = this.buf;
+    let lo = 0;
+    let hi = 0;
+    let shift = 0;
+    let byte: number;
+    // low 28 bits
+    for (; shift < 28; shift += 7) {
+      if (this.pos >= this.end) throw new RangeError('truncated varint');
+      byte = b[this.pos++];
+      lo |= (byte & 0x7f) << shift;
+      if (byte < 0x80) {
+        this.hi = 0;
+        return lo >>> 0;
+      }
+    }
+    if (this.pos >= this.end) throw new RangeError('truncated varint');
+    byte = b[this.pos++];
+    lo |= (byte & 0x0f) << 28;
+    hi = (byte & 0x7f) >> 4;
+    if (byte >= 0x80) {
+      for (shift = 3; shift < 32; shift += 7) {
+        if (this.pos >= this.end) throw new RangeError('truncated varint');
+        byte = b[this.pos++];
+        hi |= (byte & 0x7f) << shift;
+        if (byte < 0x80) break;
+      }
+      if (byte! >= 0x80) throw new RangeError('varint longer than 10 bytes');
+    }
+    this.hi = hi >>> 0;
+    return lo >>> 0;
+  }
+
+  len(): number {
+    const n = this.varint();
+    if (this.hi !== 0 || this.pos + n > this.end) throw new RangeError(`length ${n} runs past the end of the message`);
+    return n;
+  }
+
+  string(): string {
+    const n = this.len();
+    const b = this.buf;
+    const start = this.pos;
+    this.pos += n;
+    if (n < 48) {
+      let s = '';
+      for (let i = start; i < start + n; i++) {
+        const c = b[i];
+        if (c >= 0x80) return b.toString('utf8', start, start + n);
+        s += String.fromCharCode(c);
+      }
+      return s;
+    }
+    return b.toString('utf8', start, start + n);
+  }
+
+  skip(wire: number): void {
+    switch (wire) {
+      case WIRE_VARINT:
+        this.varint();
+        return;
+      case WIRE_64:
+        this.pos += 8;
+        break;
+      case WIRE_LEN:
+        this.pos += this.len();
+        return;
+      case WIRE_32:
+        this.pos += 4;
+        break;
+      default:
+        throw new RangeError(`unsupported wire type ${wire}`);
+    }
+    if (this.pos > this.end) throw new RangeError('truncated field');
+  }
+}
+
+function scalarDefault(kind: ScalarKind): unknown {
+  if (kind === 'string') return '';
+  if (kind === 'bool') return false;
+  if (kind === 'bytes') return Buffer.alloc(0);
+  return 0;
+}
+
+function toInteger(v: unknown, field: string, signed: boolean): number {
+  if (typeof v === 'number') {
+    if (Number.isInteger(v) && (signed || v >= 0)) return v;
+  } else if (typeof v === 'string' && /^-?\d+$/.test(v)) {
+    return toInteger(Number(v), field, signed);
+  } else if (typeof v === 'bigint') {
+    return toInteger(Number(v), field, signed);
+  } else if (v !== null && typeof v === 'object' && typeof (v as { low?: unknown }).low === 'number') {
+    const l = v as { low: number; high: number; unsigned?: boolean };
+    const n = (l.unsigned || !signed ? l.high >>> 0 : l.high) * 4294967296 + (l.low >>> 0);
+    return toInteger(n, field, signed);
+  }
+  throw new TypeError(`field ${field}: expected ${signed ? 'an integer' : 'a non-negative integer'}, got ${typeof v === 'string' ? JSON.stringify(v) : String(v)}`);
+}
+
+export class MessageCodec {
+  readonly fields: FieldPlan[] = [];
+  private byId: (FieldPlan | undefined)[] = [];
+  private template: Record<string, unknown> = {};
+
+  constructor(readonly type: protobuf.Type) {}
+
+  /** Fills the plan; called once every codec of the schema exists (messages refer to each other). */
+  init(codecFor: (t: protobuf.Type) => MessageCodec): void {
+    for (const f of this.type.fieldsArray) {
+      f.resolve();
+      let kind: FieldPlan['kind'];
+      let sub: MessageCodec | undefined;
+      let keyKind: ScalarKind | undefined;
+      let valueKind: ScalarKind | 'message' | undefined;
+      if (f instanceof protobuf.MapField) {
+        kind = 'map';
+        keyKind = f.keyType as ScalarKind;
+        if (f.resolvedType instanceof protobuf.Type) {
+          valueKind = 'message';
+          sub = codecFor(f.resolvedType);
+        } else valueKind = f.resolvedType instanceof protobuf.Enum ? 'enum' : (f.type as ScalarKind);
+      } else if (f.resolvedType instanceof protobuf.Type) {
+        kind = 'message';
+        sub = codecFor(f.resolvedType);
+      } else if (f.resolvedType instanceof protobuf.Enum) kind = 'enum';
+      else kind = f.type as ScalarKind;
+      const packed = f.repeated && wireType(kind) !== WIRE_LEN;
+      const tag = varintBytes(f.id * 8 + (packed ? WIRE_LEN : wireType(kind)));
+      const plan: FieldPlan = { id: f.id, name: f.name, kind, repeated: f.repeated, sub, keyKind, valueKind, tagBytes: tag };
+      this.fields.push(plan);
+      this.byId[f.id] = plan;
+      this.template[f.name] = kind === 'map' ? undefined : f.repeated ? undefined : kind === 'message' ? null : scalarDefault(kind as ScalarKind);
+    }
+    this.compileBlank();
+  }
+
+  /** A fresh object with every field at its default, fields in declaration order. */
+  private blank: () => Record<string, unknown> = () => ({});
+
+  /** Builds `blank` as one object literal, so every decoded object of a type shares one shape. */
+  private compileBlank(): void {
+    const parts = this.fields.map((f) => {
+      const d = f.kind === 'map' ? '{}' : f.repeated ? '[]' : f.kind === 'message' ? 'null' : f.kind === 'bytes' ? 'Buffer.alloc(0)' : JSON.stringify(this.template[f.name]);
+      return `${JSON.stringify(f.name)}: ${d}`;
+    });
+    // The source is built only from field names of the compiled schema, quoted by JSON.stringify.
+    this.blank = new Function('Buffer', `return () => ({ ${parts.join(', ')} });`)(Buffer) as () => Record<string, unknown>;
+  }
+
+  write(w: Writer, obj: Record<string, unknown>, path: string): void {
+    for (let i = 0; i < this.fields.length; i++) {
+      const f = this.fields[i];
+      const v = obj[f.name];
+      if (v === undefined || v === null) continue;
+      const name = path + f.name;
+      if (f.kind === 'map') {
+        if (typeof v !== 'object') throw new TypeError(`field ${name}: expected an object map`);
+        for (const key of Object.keys(v)) {
+          w.tag(f.tagBytes);
+          const start = w.beginLen();
+          writeScalarField(w, 1, f.keyKind!, key, `${name}.key`);
+          const val = (v as Record<string, unknown>)[key];
+          if (f.valueKind === 'message') {
+            w.tag([0x12]);
+            const s2 = w.beginLen();
+            f.sub!.write(w, val as Record<string, unknown>, `${name}[${key}].`);
+            w.endLen(s2);
+          } else writeScalarField(w, 2, f.valueKind as ScalarKind, val, `${name}[${key}]`);
+          w.endLen(start);
+        }
+      } else if (f.repeated) {
+        if (!Array.isArray(v)) throw new TypeError(`field ${name}: expected an array`);
+        if (v.length === 0) continue;
+        if (f.kind === 'message') {
+          for (let j = 0; j < v.length; j++) {
+            w.tag(f.tagBytes);
+            const start = w.beginLen();
+            f.sub!.write(w, v[j] as Record<string, unknown>, `${name}[${j}].`);
+            w.endLen(start);
+          }
+        } else if (f.kind === 'string' || f.kind === 'bytes') {
+          for (let j = 0; j < v.length; j++) {
+            w.tag(f.tagBytes);
+            writeScalar(w, f.kind, v[j], `${name}[${j}]`);
+          }
+        } else {
+          w.tag(f.tagBytes); // packed
+          const start = w.beginLen();
+          for (let j = 0; j < v.length; j++) writeScalar(w, f.kind as ScalarKind, v[j], `${name}[${j}]`);
+          w.endLen(start);
+        }
+      } else if (f.kind === 'message') {
+        if (typeof v !== 'object') throw new TypeError(`field ${name}: expected an object`);
+        w.tag(f.tagBytes);
+        const start = w.beginLen();
+        f.sub!.write(w, v as Record<string, unknown>, `${name}.`);
+        w.endLen(start);
+      } else {
+        // proto3: a scalar at its default value is not written
+        if (v === 0 || v === '' || v === false) continue;
+        w.tag(f.tagBytes);
+        writeScalar(w, f.kind as ScalarKind, v, name);
+      }
+    }
+  }
+
+  read(r: Reader, end: number): Record<string, unknown> {
+    const o = this.blank();
+    while (r.pos < end) {
+      const key = r.varint();
+      const id = key >>> 3;
+      const wire = key & 7;
+      const f = this.byId[id];
+      if (f === undefined) {
+        r.skip(wire);
+        continue;
+      }
+      if (f.kind === 'map') {
+        const n = r.len();
+        const stop = r.pos + n;
+        let k: unknown = scalarDefault(f.keyKind!);
+        let val: unknown = f.valueKind === 'message' ? null : scalarDefault(f.valueKind as ScalarKind);
+        while (r.pos < stop) {
+          const kk = r.varint();
+          if (kk >>> 3 === 1) k = readScalar(r, f.keyKind!);
+          else if (kk >>> 3 === 2) {
+            if (f.valueKind === 'message') {
+              const m = r.len();
+              val = f.sub!.read(r, r.pos + m);
+            } else val = readScalar(r, f.valueKind as ScalarKind);
+          } else r.skip(kk & 7);
+        }
+        (o[f.name] as Record<string, unknown>)[String(k)] = val ?? f.sub?.read(r, r.pos);
+      } else if (f.kind === 'message') {
+        const n = r.len();
+        const m = f.sub!.read(r, r.pos + n);
+        if (f.repeated) (o[f.name] as unknown[]).push(m);
+        else o[f.name] = m;
+      } else if (f.repeated) {
+        const arr = o[f.name] as unknown[];
+        if (wire === WIRE_LEN && f.kind !== 'string' && f.kind !== 'bytes') {
+          const n = r.len();
+          const stop = r.pos + n;
+          while (r.pos < stop) arr.push(readScalar(r, f.kind as ScalarKind));
+        } else arr.push(readScalar(r, f.kind as ScalarKind));
+      } else {
+        if (wire !== wireType(f.kind)) throw new RangeError(`field ${f.name}: wire type ${wire} where ${wireType(f.kind)} was expected`);
+        o[f.name] = readScalar(r, f.kind as ScalarKind);
+      }
+    }
+    if (r.pos !== end) throw new RangeError('message overruns its length');
+    return o;
+  }
+}
+
+function writeScalarField(w: Writer, id: number, kind: ScalarKind, v: unknown, name: string): void {
+  if (v === undefined || v === null || v === 0 || v === '' || v === false) return;
+  w.tag(varintBytes(id * 8 + wireType(kind)));
+  writeScalar(w, kind, v, name);
+}
+
+function writeScalar(w: Writer, kind: ScalarKind, v: unknown, name: string): void {
+  switch (kind) {
+    case 'string':
+      if (typeof v !== 'string') throw new TypeError(`field ${name}: expected a string, got ${typeof v}`);
+      w.string(v);
+      return;
+    case 'bool':
+      if (typeof v !== 'boolean') throw new TypeError(`field ${name}: expected a boolean, got ${typeof v}`);
+      w.varint(v ? 1 : 0);
+      return;
+    case 'uint32':
+    case 'uint64': {
+      const n = typeof v === 'number' && v >= 0 && Number.isInteger(v) ? v : toInteger(v, name, false);
+      if (kind === 'uint32' && n > 0xffffffff) throw new TypeError(`field ${name}: ${n} does not fit uint32`);
+      w.varint(n);
+      return;
+    }
+    case 'int32':
+    case 'enum':
+    case 'int64': {
+      const n = typeof v === 'number' && Number.isInteger(v) ? v : toInteger(v, name, true);
+      if (n < 0) w.negative(n);
+      else w.varint(n);
+      return;
+    }
+    case 'sint32': {
+      const n = toInteger(v, name, true);
+      w.varint(((n << 1) ^ (n >> 31)) >>> 0);
+      return;
+    }
+    case 'bytes':
+      if (!(v instanceof Uint8Array)) throw new TypeError(`field ${name}: expected bytes`);
+      w.bytes(v);
+      return;
+    case 'double': {
+      if (typeof v !== 'number') throw new TypeError(`field ${name}: expected a number`);
+      w.ensure(8);
+      w.buf.writeDoubleLE(v, w.pos);
+      w.pos += 8;
+      return;
+    }
+    case 'float': {
+      if (typeof v !== 'number') throw new TypeError(`field ${name}: expected a number`);
+      w.ensure(4);
+      w.buf.writeFloatLE(v, w.pos);
+      w.pos += 4;
+      return;
+    }
+  }
+}
+
+function readScalar(r: Reader, kind: ScalarKind): unknown {
+  switch (kind) {
+    case 'string':
+      return r.string();
+    case 'bool':
+      return r.varint() !== 0 || r.hi !== 0;
+    case 'int32':
+    case 'enum':
+      return r.varint() | 0;
+    case 'uint32':
+      return r.varint();
+    case 'uint64': {
+      const lo = r.varint();
+      return r.hi * 4294967296 + lo;
+    }
+    case 'int64': {
+      const lo = r.varint();
+      const hi = r.hi;
+      if (hi & 0x80000000) return Number(BigInt.asIntN(64, (BigInt(hi) << 32n) | BigInt(lo)));
+      return hi * 4294967296 + lo;
+    }
+    case 'sint32': {
+      const n = r.varint();
+      return (n >>> 1) ^ -(n & 1);
+    }
+    case 'bytes': {
+      const n = r.len();
+      const out = Buffer.from(r.buf.subarray(r.pos, r.pos + n));
+      r.pos += n;
+      return out;
+    }
+    case 'double': {
+      const v = r.buf.readDoubleLE(r.pos);
+      r.pos += 8;
+      return v;
+    }
+    case 'float': {
+      const v = r.buf.readFloatLE(r.pos);
+      r.pos += 4;
+      return v;
+    }
+  }
+}
+
+const writer = new Writer();
+
+/** Compiles codecs for every message type reachable from `types`. */
+export function compileCodecs(types: protobuf.Type[]): (type: protobuf.Type) => MessageCodec {
+  const codecs = new Map<protobuf.Type, MessageCodec>();
+  const pending: MessageCodec[] = [];
+  const codecFor = (t: protobuf.Type): MessageCodec => {
+    let c = codecs.get(t);
+    if (!c) {
+      c = new MessageCodec(t);
+      codecs.set(t, c);
+      pending.push(c);
+    }
+    return c;
+  };
+  for (const t of types) codecFor(t);
+  while (pending.length > 0) pending.pop()!.init(codecFor);
+  return codecFor;
+}
+
+/**
+ * Encodes `obj` after `reserve` bytes left for the caller (a frame header); returns a new
+ * buffer holding the reserved bytes then the message. Throws TypeError on a wrong-typed field.
+ */
+export function encodeWith(codec: MessageCodec, obj: object, reserve = 0): Buffer {
+  writer.pos = 0;
+  writer.ensure(reserve);
+  writer.pos = reserve;
+  codec.write(writer, obj as Record<string, unknown>, '');
+  const out = Buffer.allocUnsafe(writer.pos);
+  writer.buf.copy(out, 0, 0, writer.pos);
+  return out;
+}
+
+/** Decodes bytes into a plain object of the __Output shape. Throws RangeError on malformed input. */
+export function decodeWith<T>(codec: MessageCodec, bytes: Uint8Array): T {
+  const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const r = new Reader(buf, 0, buf.length);
+  return codec.read(r, buf.length) as T;
+}

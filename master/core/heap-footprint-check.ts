@@ -1,0 +1,49 @@
+// Prints the master core's heap cost per object and the cost of its hot calls (not a test:
+// figures only). Run after `npm run build`:
+//   node --expose-gc dist/master/core/heap-footprint-check.js [objects]
+import { defaultMasterCoreConfig, MasterCore, SeededRng } from './master-core.js';
+
+function gc(): void {
+  const g = (globalThis as { gc?: () => void }).gc;
+  if (g === undefined) throw new Error('run node with --expose-gc');
+  g();
+  g();
+}
+
+function main(): void {
+  const n = Number(process.argv[2] ?? 1_000_000);
+  const core = new MasterCore({ ...defaultMasterCoreConfig }, new SeededRng(1));
+  for (let i = 0; i < 4; i++) {
+    core.mountSegment(
+      { buffer: 2 ** 40 * (i + 1), size: 2 ** 40, segment_name: `seg-${i}`, client_id: 'c', segment_id: '', te_endpoint: `10.0.0.${i}:1`, protocol: 'tcp' },
+      0,
+    );
+  }
+  const config = { replica_num: 1, with_soft_pin: false, with_hard_pin: false, preferred_segment: '' };
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  let now = 1000.5;
+  let t0 = performance.now();
+  for (let i = 0; i < n; i++) {
+    const key = `key-${i}`;
+    core.putStart({ key, value_length: 4096, config, slice_lengths: [4096] }, now);
+    core.putEnd({ key, replica_type: 0 }, now);
+    now += 0.001;
+  }
+  const putMs = performance.now() - t0;
+  gc();
+  const perObject = (process.memoryUsage().heapUsed - before) / n;
+  console.log(`objects: ${n}, heap per object (key included): ${perObject.toFixed(1)} B, PutStart+PutEnd: ${((putMs * 1000) / n).toFixed(2)} us`);
+  const calls = Math.min(n, 500_000);
+  t0 = performance.now();
+  for (let i = 0; i < calls; i++) core.getReplicaList({ key: `key-${(i * 7919) % n}` }, now + i * 0.001);
+  console.log(`GetReplicaList: ${(((performance.now() - t0) * 1000) / calls).toFixed(2)} us/call (key string built per call)`);
+  t0 = performance.now();
+  core.stats(now + 10);
+  console.log(`stats: ${(performance.now() - t0).toFixed(2)} ms`);
+  t0 = performance.now();
+  const e = core.evict(now + 100_000);
+  console.log(`evict: ${e.evicted} objects in ${(performance.now() - t0).toFixed(1)} ms`);
+}
+
+main();

@@ -1,0 +1,89 @@
+// MasterCore's configuration (one field per master flag it obeys), its defaults and validation,
+// and the shapes of the core's read-only reports.
+
+export interface MasterCoreConfig {
+  defaultKvLeaseTtlMs: number; // --default_kv_lease_ttl (5000)
+  defaultKvSoftPinTtlMs: number; // --default_kv_soft_pin_ttl (1800000)
+  allowEvictSoftPinnedObjects: boolean; // true
+  evictionRatio: number; // 0.05
+  evictionHighWatermarkRatio: number; // 0.95
+  putStartDiscardTimeoutMs: number; // 30000
+  putStartReleaseTimeoutMs: number; // 300000
+  clientTtlMs: number; // 10000
+  allocationStrategy: 'random' | 'free_ratio_first' | 'cxl';
+  memoryAllocator: 'offset';
+  enableCxl: boolean;
+  viewVersion: number;
+}
+
+export const defaultMasterCoreConfig: MasterCoreConfig = {
+  defaultKvLeaseTtlMs: 5000,
+  defaultKvSoftPinTtlMs: 1_800_000,
+  allowEvictSoftPinnedObjects: true,
+  evictionRatio: 0.05,
+  evictionHighWatermarkRatio: 0.95,
+  putStartDiscardTimeoutMs: 30_000,
+  putStartReleaseTimeoutMs: 300_000,
+  clientTtlMs: 10_000,
+  allocationStrategy: 'random',
+  memoryAllocator: 'offset',
+  enableCxl: false,
+  viewVersion: 0,
+};
+
+export interface SweepReport {
+  droppedClients: string[];
+  unmountedSegments: string[];
+  evictedObjects: number;
+  releasedZombies: number;
+}
+
+export interface MasterStats {
+  segments: number;
+  capacityBytes: number;
+  usedBytes: number;
+  objects: number;
+  activeLeases: number;
+  softPinned: number;
+  hardPinned: number;
+  evictionsTotal: number;
+  clients: number;
+}
+
+export interface SegmentDetail {
+  segment_name: string;
+  segment_id: string;
+  client_id: string;
+  base_address: number;
+  size_bytes: number;
+  te_endpoint: string;
+  protocol: string;
+  status: 'MOUNTED' | 'UNMOUNTING';
+  allocator_used_bytes: number;
+  allocator_capacity_bytes: number;
+}
+
+/** Rejects a configuration the core cannot run with (thrown once, at construction). */
+export function validateMasterCoreConfig(c: MasterCoreConfig): void {
+  const problems: string[] = [];
+  const nonNegative = (name: keyof MasterCoreConfig): void => {
+    const v = c[name];
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) problems.push(`${name} must be a non-negative number, got ${String(v)}`);
+  };
+  nonNegative('defaultKvLeaseTtlMs');
+  nonNegative('defaultKvSoftPinTtlMs');
+  nonNegative('putStartDiscardTimeoutMs');
+  nonNegative('putStartReleaseTimeoutMs');
+  nonNegative('clientTtlMs');
+  nonNegative('viewVersion');
+  if (!(c.evictionRatio > 0 && c.evictionRatio <= 1)) problems.push(`evictionRatio must be in (0, 1], got ${c.evictionRatio}`);
+  if (!(c.evictionHighWatermarkRatio > 0 && c.evictionHighWatermarkRatio <= 1)) {
+    problems.push(`evictionHighWatermarkRatio must be in (0, 1], got ${c.evictionHighWatermarkRatio}`);
+  }
+  if (!['random', 'free_ratio_first', 'cxl'].includes(c.allocationStrategy)) {
+    problems.push(`allocationStrategy must be random, free_ratio_first or cxl, got ${String(c.allocationStrategy)}`);
+  }
+  if (c.allocationStrategy === 'cxl' && !c.enableCxl) problems.push('allocationStrategy cxl requires enableCxl');
+  if (c.memoryAllocator !== 'offset') problems.push(`memoryAllocator must be offset, got ${String(c.memoryAllocator)}`);
+  if (problems.length > 0) throw new Error(`invalid master configuration: ${problems.join('; ')}`);
+}

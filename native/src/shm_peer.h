@@ -1,0 +1,50 @@
+// Sending side of the same-host shm transport for one peer: asks the peer (control socket) for
+// the fd behind a registered range once, maps it, and from then on chunks are memcpy'd. The grant
+// covers the peer's registered region only and expires when the peer unregisters any region
+// (generation page); a hang-up of the control socket (peer gone) turns
+// every later chunk into TRANSFER_FAILED instead of writing into orphaned memory.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "unique_fd.h"
+
+namespace kvstore {
+
+class ShmPeer {
+ public:
+  // nullptr when the peer serves no control socket in this network namespace.
+  static std::unique_ptr<ShmPeer> Connect(const std::string& endpoint, int timeout_ms);
+  ~ShmPeer();
+  ShmPeer(const ShmPeer&) = delete;
+  ShmPeer& operator=(const ShmPeer&) = delete;
+
+  // Local pointer for the peer's [address, +length), or nullptr when that region is not
+  // fd-backed (use TCP). Throws NativeError ADDRESS_OUT_OF_RANGE / TRANSFER_FAILED / TIMEOUT.
+  char* Resolve(uint64_t address, uint64_t length);
+  bool Alive();
+  const std::string& endpoint() const { return endpoint_; }
+
+ private:
+  struct Grant {
+    uint64_t region_start, region_length;
+    char* local_region;   // nullptr: known not shareable
+    void* map_addr;
+    size_t map_len;
+    uint64_t generation;
+  };
+  void DropStaleGrants();
+  ShmPeer(std::string endpoint, UniqueFd ctrl) : endpoint_(std::move(endpoint)), ctrl_(std::move(ctrl)) {}
+
+  std::string endpoint_;
+  std::mutex mu_;
+  UniqueFd ctrl_;
+  std::vector<Grant> grants_;
+  const std::atomic<uint64_t>* peer_generation_ = nullptr;  // the peer's page, mapped read-only
+};
+
+}  // namespace kvstore

@@ -1,0 +1,119 @@
+#!/usr/bin/env node
+// store-operator: `run` (default) reconciles StoreClusters/StoreSegments and serves the sidecar
+// injection webhook; `render -f FILE` and `inject -f POD` show offline what it would create or
+// how it would mutate a pod. Bad input: a readable message and exit code 2.
+import { readFileSync } from 'node:fs';
+import { DEFAULT_IMAGE } from './api/constants.js';
+import { loadCrdSchemas } from './api/schema-check.js';
+import { CliError, injectCommand, renderCommand } from './cli/offline.js';
+
+const USAGE = `usage:
+  store-operator [run] [--namespace=NS] [--image=IMAGE] [--leader-elect=true|false]
+                 [--lease-name=NAME] [--lease-namespace=NS] [--identity=ID] [--health-port=8081]
+                 [--webhook-port=9443 | --webhook=false] [--cert-dir=DIR] [--webhook-service=NAME]
+                 [--webhook-secret=NAME] [--webhook-config=NAME] [--master-url-template=URL]
+                 [--segment-stats=true|false] [--resync=SECONDS]
+  store-operator render -f FILE [--image=IMAGE] [--namespace=NS]
+  store-operator inject -f POD_FILE [--cluster-file=FILE] [--image=IMAGE] [--namespace=NS]
+`;
+
+const KNOWN = new Set(['f', 'filename', 'namespace', 'image', 'leader-elect', 'lease-name', 'lease-namespace', 'identity', 'health-port', 'webhook', 'webhook-port', 'cert-dir',
+  'webhook-service', 'webhook-secret', 'webhook-config', 'master-url-template', 'segment-stats', 'resync', 'cluster-file', 'help', 'h']);
+
+function parseArgs(argv: string[]): { command: string; flags: Map<string, string> } {
+  const flags = new Map<string, string>();
+  let command = 'run';
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (!a.startsWith('-')) {
+      if (i === 0 && ['run', 'render', 'inject', 'help'].includes(a)) { command = a; continue; }
+      throw new CliError(`unexpected argument "${a}"`);
+    }
+    const m = /^--?([^=]+)(?:=(.*))?$/.exec(a)!;
+    const name = m[1];
+    if (!KNOWN.has(name)) throw new CliError(`unknown flag --${name}`);
+    let value = m[2];
+    if (value === undefined) {
+      if (['help', 'h'].includes(name)) value = 'true';
+      else if (i + 1 < argv.length && !argv[i + 1].startsWith('--')) value = argv[++i];
+      else throw new CliError(`flag --${name} needs a value`);
+    }
+    flags.set(name === 'filename' ? 'f' : name, value);
+  }
+  return { command, flags };
+}
+
+function bool(flags: Map<string, string>, name: string, dflt: boolean): boolean {
+  const v = flags.get(name);
+  if (v === undefined) return dflt;
+  if (v === 'true' || v === 'false') return v === 'true';
+  throw new CliError(`--${name} must be true or false, got "${v}"`);
+}
+
+function int(flags: Map<string, string>, name: string, dflt: number, min = 0, max = 65535): number {
+  const v = flags.get(name);
+  if (v === undefined) return dflt;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min || n > max) throw new CliError(`--${name} must be an integer from ${min} to ${max}, got "${v}"`);
+  return n;
+}
+
+function readInput(path: string | undefined, what: string): string {
+  if (!path) throw new CliError(`${what}: -f FILE is required`);
+  try {
+    return readFileSync(path === '-' ? 0 : path, 'utf8');
+  } catch (e) {
+    throw new CliError(`cannot read ${path}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
+  }
+}
+
+async function main(): Promise<void> {
+  const { command, flags } = parseArgs(process.argv.slice(2));
+  if (command === 'help' || flags.has('help') || flags.has('h')) {
+    process.stdout.write(USAGE);
+    return;
+  }
+  const defaults = { image: flags.get('image') ?? process.env.STORE_IMAGE ?? DEFAULT_IMAGE, namespace: flags.get('namespace') ?? 'default' };
+  if (command === 'render') {
+    const file = flags.get('f');
+    process.stdout.write(renderCommand(readInput(file, 'render'), file!, defaults, loadCrdSchemas()));
+    return;
+  }
+  if (command === 'inject') {
+    const file = flags.get('f');
+    const clusterFile = flags.get('cluster-file');
+    const clusterText = clusterFile ? readInput(clusterFile, 'inject --cluster-file') : undefined;
+    process.stdout.write(injectCommand(readInput(file, 'inject'), file!, clusterText, clusterFile ?? '', defaults, loadCrdSchemas()));
+    return;
+  }
+  const webhook = bool(flags, 'webhook', true);
+  // Loaded only here: the offline commands need no Kubernetes client.
+  const { defaultIdentity, run } = await import('./cli/run.js');
+  await run({
+    defaults,
+    watchNamespace: flags.get('namespace'),
+    leaderElect: bool(flags, 'leader-elect', true),
+    leaseName: flags.get('lease-name') ?? 'store-operator',
+    leaseNamespace: flags.get('lease-namespace') ?? process.env.POD_NAMESPACE ?? flags.get('namespace') ?? 'default',
+    identity: flags.get('identity') ?? defaultIdentity(),
+    healthPort: int(flags, 'health-port', 8081),
+    webhookPort: webhook ? int(flags, 'webhook-port', 9443) : undefined,
+    certDir: flags.get('cert-dir'),
+    webhookService: flags.get('webhook-service') ?? 'store-operator-webhook',
+    webhookSecret: flags.get('webhook-secret') ?? 'store-operator-webhook-tls',
+    webhookConfig: flags.get('webhook-config') ?? 'store-operator',
+    masterUrlTemplate: flags.get('master-url-template'),
+    segmentStats: bool(flags, 'segment-stats', true),
+    resyncMs: int(flags, 'resync', 300, 1, 86400) * 1000,
+  });
+}
+
+main().catch((e: Error) => {
+  if (e instanceof CliError) {
+    process.stderr.write(`store-operator: ${e.message}\n`);
+    if (/unknown flag|unexpected argument|needs a value/.test(e.message)) process.stderr.write(USAGE);
+    process.exit(2);
+  }
+  process.stderr.write(`store-operator: ${e.stack ?? e.message}\n`);
+  process.exit(1);
+});
