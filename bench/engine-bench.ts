@@ -97,7 +97,7 @@ async function pumpPingPong(endpoint: string, size: number): Promise<number> {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function memcpyGbps(size: number): Promise<number> {
-  const iters = Math.max(10, Math.floor((2048 * MiB) / size));
+  const iters = Math.max(10, Math.floor((512 * MiB) / size));
   await addon().memcpyRun(size, 10);
   const s = await addon().memcpyRun(size, iters);
   return gbps(size * iters, s);
@@ -111,12 +111,13 @@ async function main(): Promise<void> {
   });
   const local = mapMemory({ size: REGION });
   new Uint8Array(local.buffer).fill(0x11);
-  const engine = new TransferEngine({ ...PORTS, ...TUNING });
-  const self = engine.start();
+  const engine = new TransferEngine({ ...PORTS, ...TUNING, shmTransport: false });
+  engine.start();
   engine.registerRegion(local.address, local.size);
   const pumpEp = `127.0.0.1:${peer.pumpPort}`;
 
-  console.log(`engine bench: peer ${peer.endpoint} (separate process), loopback TCP, ${ROUNDS} rounds x ${BUDGET_MS} ms per case`);
+  console.log(`engine bench: peer ${peer.endpoint} (separate process), ${ROUNDS} rounds x ${BUDGET_MS} ms per case`);
+  console.log('\n== TCP transport (shmTransport off) vs raw TCP pump ==');
   console.log('raw TCP pump: C++ send/recv, one connection between the same two processes, recv into a buffer;');
   console.log('each case alternates pump and engine runs (the machine is shared) and reports medians.');
   console.log('\n op    size      inflight    GB/s     ops/s    p50 us    p99 us | pump GB/s  ratio | pump rtt us');
@@ -147,28 +148,67 @@ async function main(): Promise<void> {
     }
   }
 
+  // Same-host shm transport to the same peer process, against memcpy of the same size.
+  const shmEngine = new TransferEngine({ ...PORTS, shmTransport: true });
+  shmEngine.start();
+  shmEngine.registerRegion(local.address, local.size);
+  console.log('\n== same-host shm transport (peer memfd mapped here, memcpy on I/O threads) vs memcpy ==');
+  console.log(' op    size      inflight    GB/s     ops/s    p50 us    p99 us | memcpy GB/s  ratio');
+  for (const op of ['read', 'write'] as const) {
+    for (const size of SIZES) {
+      for (const inflight of INFLIGHT) {
+        const rs: CaseResult[] = [];
+        const mems: number[] = [];
+        for (let round = 0; round < ROUNDS; round++) {
+          mems.push(await memcpyGbps(size));
+          rs.push(
+            await runCase(
+              shmEngine,
+              (slot) => ({ op, endpoint: peer.endpoint, remoteAddress: peer.address + slot * size, localAddress: local.address + slot * size, length: size }),
+              size,
+              inflight,
+            ),
+          );
+        }
+        const g = median(rs.map((r) => r.gbps));
+        const m = median(mems);
+        console.log(
+          ` ${op.padEnd(5)} ${fmtSize(size).padStart(8)} ${String(inflight).padStart(8)} ${g.toFixed(3).padStart(9)} ${median(rs.map((r) => r.opsPerSec)).toFixed(0).padStart(9)} ${median(rs.map((r) => r.p50us)).toFixed(1).padStart(9)} ${median(rs.map((r) => r.p99us)).toFixed(1).padStart(9)} | ${m.toFixed(3).padStart(11)} ${(g / m).toFixed(2).padStart(5)}x`,
+        );
+      }
+    }
+  }
+  shmEngine.close();
+
   // Local path: MC_STORE_MEMCPY=1 transfers to this engine's own endpoint, against memcpy.
-  const memEngine = new TransferEngine({ ...PORTS, memcpyLocal: true });
+  const memEngine = new TransferEngine({ ...PORTS, memcpyLocal: true, shmTransport: false });
   const memEp = memEngine.start();
   memEngine.registerRegion(local.address, local.size);
   const dst = mapMemory({ size: REGION });
   new Uint8Array(dst.buffer).fill(0x22);
   memEngine.registerRegion(dst.address, dst.size);
-  console.log('\n local memcpy path (memcpyLocal, 1 in flight) vs memcpy of the same size');
+  console.log('\n== local memcpy path (memcpyLocal, own endpoint, 1 in flight) vs memcpy of the same size ==');
   console.log(' size        engine GB/s   memcpy GB/s   ratio   p50 us');
   for (const size of SIZES) {
-    const r = await runCase(
-      memEngine,
-      () => ({ op: 'write', endpoint: memEp, remoteAddress: dst.address, localAddress: local.address, length: size }),
-      size,
-      1,
-    );
-    const m = await memcpyGbps(size);
-    console.log(` ${fmtSize(size).padStart(8)} ${r.gbps.toFixed(3).padStart(13)} ${m.toFixed(3).padStart(13)} ${(r.gbps / m).toFixed(2).padStart(7)}x ${r.p50us.toFixed(1).padStart(8)}`);
+    const rs: CaseResult[] = [];
+    const mems: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      mems.push(await memcpyGbps(size));
+      rs.push(
+        await runCase(
+          memEngine,
+          () => ({ op: 'write', endpoint: memEp, remoteAddress: dst.address, localAddress: local.address, length: size }),
+          size,
+          1,
+        ),
+      );
+    }
+    const g = median(rs.map((r) => r.gbps));
+    const m = median(mems);
+    console.log(` ${fmtSize(size).padStart(8)} ${g.toFixed(3).padStart(13)} ${m.toFixed(3).padStart(13)} ${(g / m).toFixed(2).padStart(7)}x ${median(rs.map((r) => r.p50us)).toFixed(1).padStart(8)}`);
   }
   memEngine.close();
   engine.close();
-  void self;
   child.stdin!.end();
   local.release();
   dst.release();

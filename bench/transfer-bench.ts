@@ -7,6 +7,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { cpus, loadavg } from 'node:os';
 import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -139,7 +140,7 @@ async function main(): Promise<void> {
   try {
     console.log(`transfer bench: master ${cluster.master.rpc}, store_service ${cluster.services[0].endpoint} (separate processes), client = this process`);
     console.log(`Put = PutStart + staging copy + engine WRITE + PutEnd; Get = GetReplicaList + engine READ + copy out; batch = ${BATCH} objects per call, 1 call in flight; zcopy = put from / getInto a registered allocBuffer lease`);
-    console.log(`p50/p99 are per call (a batch call moves ${BATCH} objects)\n`);
+    console.log(`p50/p99 are per call (a batch call moves ${BATCH} objects); machine: ${cpus().length} cores, load average ${loadavg()[0].toFixed(1)}\n`);
     const results = new Map<string, Row>();
     console.log(' op    size      mode        GB/s     ops/s    p50 ms    p99 ms');
     for (const size of SIZES) {

@@ -9,6 +9,7 @@ import { ObjectNotFoundError, TransferError, UnavailableError } from './errors.j
 import type { EngineTransferOp, TransferEnginePort } from './native-port.js';
 import { ReplicaStatus } from '../proto/gen/store/ReplicaStatus.js';
 import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
+import type { PutStartRequest } from '../proto/gen/store/PutStartRequest.js';
 
 const POOL_BASE = 0x10_0000;
 const SEG_SIZE = 1 << 20;
@@ -47,7 +48,7 @@ function scriptedMaster(endpoints: string[]) {
   let rr = 0;
   const ended: string[] = [];
   const revoked: string[] = [];
-  const start = (req: { key?: string; slice_lengths?: (number | string)[]; config?: { replica_num?: number } }) => {
+  const start = (req: PutStartRequest) => {
     const key = req.key!;
     if (objects.has(key)) return { status_code: -201, replica_list: [] };
     const replicas: ReplicaInfo__Output[] = [];

@@ -47,7 +47,7 @@ export class MasterChannel {
       if (!this.failure) stream.write(data);
     });
     this.decoder = new FrameDecoder((kind, id, method, payload) => this.onFrame(kind, id, method, payload));
-    stream.write(CHANNEL_MAGIC);
+    this.writer.push(CHANNEL_MAGIC); // leaves together with the first requests
     stream.on('data', (chunk: Buffer) => {
       try {
         this.decoder.push(chunk);

@@ -558,6 +558,8 @@ export function encodeWith(codec: MessageCodec, obj: object, reserve = 0): Buffe
   codec.write(writer, obj as Record<string, unknown>, '');
   const out = Buffer.allocUnsafe(writer.pos);
   writer.buf.copy(out, 0, 0, writer.pos);
+  // one huge reply (a regex query over many keys) must not pin its scratch space forever
+  if (writer.buf.length > 4 * 1024 * 1024) writer.buf = Buffer.allocUnsafe(64 * 1024);
   return out;
 }
 

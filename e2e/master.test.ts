@@ -80,7 +80,7 @@ describe('store_master process', () => {
   let c: MasterClient;
 
   beforeAll(async () => {
-    m = await startMaster(['--enable_http_metadata_server', '--enable-ha', '--default_kv_lease_ttl=3s']);
+    m = await startMaster(['--enable_http_metadata_server', '--enable-offload', '--default_kv_lease_ttl=3s']);
     g = grpcClient(m.rpc);
     c = await MasterClient.connect(m.rpc, { requestTimeoutMs: 10_000 });
   });
@@ -91,7 +91,7 @@ describe('store_master process', () => {
   });
 
   it('says once that accepted-but-unbuilt flags are not implemented', () => {
-    expect(m.stderr()).toMatch(/--enable_ha: high availability \(etcd backend\) is not implemented yet; serving as a single master/);
+    expect(m.stderr().match(/SSD offload is not implemented yet; objects live in memory only/g)).toHaveLength(1);
   });
 
   it('serves a mount/put/get/remove flow over gRPC', async () => {
@@ -156,6 +156,16 @@ describe('store_master process', () => {
     const reply = await rawChannel(m.rpc, [encodeFrame(FrameKind.REQUEST, 9, masterMethodByName.get('PutStart')!.index, garbage)]);
     expect(reply[0]).toMatchObject({ kind: FrameKind.RESPONSE, id: 9 });
     expect(decodeMessage<{ status_code: number }>(masterMethodByName.get('PutStart')!.responseType, reply[0].payload).status_code).toBe(ErrorCode.INVALID_PARAMS);
+    expect((await get(`${m.metrics}/get_all_keys`)).body).toBe(before);
+    // bad mounts change no segment
+    const segsBefore = (await get(`${m.metrics}/get_all_segments`)).body;
+    for (const bad of [{ ...mount('seg-bad', 0x50000000), size: 0 }, { ...mount('', 0x50000000) }, { ...mount('seg-bad', 0x50000000), client_id: '' }, { ...mount('seg-bad', 0x50000000), segment_id: 'not-a-uuid' }]) {
+      expect((await c.mountSegment(bad)).status_code).toBe(ErrorCode.INVALID_PARAMS);
+    }
+    expect((await c.mountSegment(mount('seg-c', 0x60000000))).status_code).toBe(ErrorCode.SEGMENT_ALREADY_EXISTS);
+    expect((await get(`${m.metrics}/get_all_segments`)).body).toBe(segsBefore);
+    // a wrong-typed field is refused by the client before anything is sent
+    await expect(c.putStart({ key: 'typed', value_length: 'lots' as unknown as number })).rejects.toThrow(/value_length/);
     expect((await get(`${m.metrics}/get_all_keys`)).body).toBe(before);
   });
 

@@ -29,6 +29,7 @@ let server: KubeApiServer;
 let operator: ChildProcess;
 let operatorLog = '';
 let webhookPort = 0;
+let kubeconfigPath = '';
 
 type Obj = Record<string, any>;
 
@@ -92,9 +93,9 @@ beforeAll(async () => {
     }],
   });
   const dir = mkdtempSync(join(tmpdir(), 'operator-e2e-'));
-  const kubeconfig = writeKubeconfig(join(dir, 'kubeconfig'), server.url);
+  kubeconfigPath = writeKubeconfig(join(dir, 'kubeconfig'), server.url);
   operator = spawn(process.execPath, [operatorMain, 'run', '--leader-elect=true', '--identity=op-e2e', '--lease-namespace=default',
-    `--webhook-port=${webhookPort}`, '--segment-stats=false', '--health-port=0'], { env: { ...process.env, KUBECONFIG: kubeconfig }, stdio: ['ignore', 'pipe', 'pipe'] });
+    `--webhook-port=${webhookPort}`, '--segment-stats=false', '--health-port=0'], { env: { ...process.env, KUBECONFIG: kubeconfigPath }, stdio: ['ignore', 'pipe', 'pipe'] });
   const serving = new Promise<void>((resolve, reject) => {
     const onData = (d: Buffer) => {
       operatorLog += d.toString();
@@ -231,6 +232,18 @@ describe('StoreSegment', () => {
   });
 });
 
+describe('watch expiry', () => {
+  test('after its watches end and the history is compacted (410), the operator re-lists and still converges', async () => {
+    server.store.compact();
+    server.closeWatches();
+    await must('PATCH', `${STORE}/storeclusters/kvcache`, { spec: { master: { replicas: 2 } } }, 'application/merge-patch+json');
+    const sc = await waitForObject(server.url, `${STORE}/storeclusters`, (o) => o.metadata.name === 'kvcache' && o.status?.observedGeneration === 3 && o.status.readyMasters === 2);
+    expect(sc.spec.master.replicas).toBe(2);
+    const sts = await must('GET', '/apis/apps/v1/namespaces/default/statefulsets/kvcache-master');
+    expect(sts.spec.replicas).toBe(2);
+  });
+});
+
 describe('deletion', () => {
   test('deleting the StoreCluster garbage-collects everything it owned', async () => {
     const sc = await must('GET', `${STORE}/storeclusters/kvcache`);
@@ -248,5 +261,30 @@ describe('deletion', () => {
     expect(leftovers).toEqual([]);
     const masters = (await must('GET', `${NS}/pods`)).items.filter((p: Obj) => p.metadata.name.startsWith('kvcache-master-'));
     expect(masters).toEqual([]);
+  });
+});
+
+describe('operator failover', () => {
+  test('a standby replica takes the Lease when the leader stops, and reconciles', async () => {
+    const standby = spawn(process.execPath, [operatorMain, 'run', '--leader-elect=true', '--identity=op-standby', '--lease-namespace=default',
+      '--webhook=false', '--segment-stats=false', '--health-port=0'], { env: { ...process.env, KUBECONFIG: kubeconfigPath }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let standbyLog = '';
+    standby.stderr!.on('data', (d: Buffer) => (standbyLog += d.toString()));
+    try {
+      const exited = new Promise((r) => operator.once('exit', r));
+      operator.kill('SIGTERM');
+      await exited;
+      const lease = await waitForObject(server.url, '/apis/coordination.k8s.io/v1/namespaces/default/leases', (o) => o.metadata.name === 'store-operator' && o.spec?.holderIdentity === 'op-standby');
+      expect(lease.spec.holderIdentity).toBe('op-standby');
+      const sc = await must('POST', `${STORE}/storeclusters`, { ...example('storecluster.yaml'), metadata: { name: 'second', namespace: 'default' } });
+      const sts = await waitForObject(server.url, '/apis/apps/v1/namespaces/default/statefulsets', (o) => ownedBy(o, sc));
+      expect(sts.metadata.name).toBe('second-master');
+    } catch (e) {
+      throw new Error(`${(e as Error).message}\nstandby log:\n${standbyLog}`);
+    } finally {
+      const gone = new Promise((r) => standby.once('exit', r));
+      standby.kill('SIGTERM');
+      await gone;
+    }
   });
 });

@@ -9,6 +9,7 @@ import { masterMethods } from '../common/master-proto.js';
 import { MasterCore } from './core/master-core.js';
 import type { MasterCorePort } from './core-port.js';
 import { createGrpcServer } from './grpc-service.js';
+import { HaMaster } from './ha/ha-master.js';
 import { createAdminServer, summary, type AdminDeps } from './http-admin.js';
 import { MasterMetrics } from './master-metrics.js';
 import { parseMasterFlags, type MasterFlags } from './master-flags.js';
@@ -76,9 +77,18 @@ async function main(): Promise<void> {
     process.stderr.write(`store_master: ${(e as Error).message}\n`);
     process.exit(2);
   }
-  const port = core as unknown as MasterCorePort;
+  // HA: the transports reach the core through the leader gate; a fresh core per term.
+  let ha: HaMaster | undefined;
+  try {
+    if (flags.enable_ha) ha = new HaMaster({ flags, bindHost: host, env: process.env, methods: masterMethods, makeCore: (v) => new MasterCore(coreConfigFromFlags(flags, v)) as unknown as MasterCorePort, clock, log });
+  } catch (e) {
+    process.stderr.write(`store_master: ${(e as Error).message}\n`);
+    process.exit(2);
+  }
+  const port = ha ? ha.gate.port : (core as unknown as MasterCorePort);
   const metrics = new MasterMetrics(masterMethods, () => port.stats(clock()));
-  const dispatcher = new RpcDispatcher(core, masterMethods, clock, metrics, log);
+  ha?.registerMetrics(metrics.registry);
+  const dispatcher = new RpcDispatcher(ha ? ha.gate.rpcTarget : core, masterMethods, clock, metrics, log);
   const { injector } = createGrpcServer(dispatcher);
   const rpc = new RpcListener(
     { host, port: flags.rpc_port, noDelay: flags.rpc_enable_tcp_no_delay, idleTimeoutMs: flags.rpc_conn_timeout_seconds },
@@ -92,7 +102,7 @@ async function main(): Promise<void> {
     core: port,
     metrics,
     now: clock,
-    info: () => ({ uptime_seconds: Math.round((Date.now() - startedAt) / 1000), view_version: viewVersion, rpc_connections: rpc.connections }),
+    info: () => ({ uptime_seconds: Math.round((Date.now() - startedAt) / 1000), view_version: ha ? ha.gate.viewVersion : viewVersion, rpc_connections: rpc.connections, ...ha?.info() }),
   };
   const admin = createAdminServer(deps);
   let metadata: Server | undefined;
@@ -115,6 +125,7 @@ async function main(): Promise<void> {
 
   const sweeper = new Sweeper(port, clock, log, SWEEP_INTERVAL_MS);
   sweeper.start();
+  ha?.start(rpcPort);
   let reporter: NodeJS.Timeout | undefined;
   if (flags.enable_metric_reporting) {
     reporter = setInterval(() => {
@@ -133,6 +144,7 @@ async function main(): Promise<void> {
     sweeper.stop();
     if (reporter) clearInterval(reporter);
     const closing: Promise<unknown>[] = [rpc.close(SHUTDOWN_GRACE_MS), new Promise((r) => admin.close(r))];
+    if (ha) closing.push(ha.stop()); // step down and release the leader record for a fast takeover
     if (metadata) closing.push(new Promise((r) => metadata?.close(r)));
     admin.closeAllConnections();
     metadata?.closeAllConnections();

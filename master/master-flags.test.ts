@@ -114,10 +114,10 @@ describe('store_master flags', () => {
   });
 
   it('announces each accepted-but-unbuilt feature once', () => {
-    const { flags, parsed } = parseMasterFlags(['--enable_ha', '--enable_offload', '--max_retry_attempts=3', '--root_fs_dir=/mnt/fs']);
+    const { flags, parsed } = parseMasterFlags(['--enable_offload', '--max_retry_attempts=3', '--root_fs_dir=/mnt/fs']);
     const lines = unbuiltFeatureNotices(flags, parsed.explicit);
-    expect(lines).toHaveLength(4);
-    expect(lines[0]).toBe('--enable_ha: high availability (etcd backend) is not implemented yet; serving as a single master');
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toBe('--enable_offload/--offload_*: SSD offload is not implemented yet; objects live in memory only');
     expect(unbuiltFeatureNotices(parseMasterFlags([]).flags, new Set())).toEqual([]);
   });
 

@@ -53,7 +53,6 @@ export function resolveRpcAddress(f: Pick<MasterFlags, 'rpc_address' | 'rpc_inte
 /** One line per accepted flag whose behaviour is not built: said once at startup. */
 export function unbuiltFeatureNotices(f: MasterFlags, explicit: Set<string>): string[] {
   const out: string[] = [];
-  if (f.enable_ha) out.push(`--enable_ha: high availability (${f.ha_backend_type} backend) is not implemented yet; serving as a single master`);
   if (f.enable_snapshot) out.push(`--enable_snapshot: metadata snapshots (${f.snapshot_object_store_type} object store) are not implemented yet; no snapshot will be taken`);
   if (f.enable_snapshot_restore) out.push('--enable_snapshot_restore: snapshot restore is not implemented yet; starting with empty metadata');
   if (f.enable_offload || f.offload_on_evict || f.offload_force_evict) out.push('--enable_offload/--offload_*: SSD offload is not implemented yet; objects live in memory only');

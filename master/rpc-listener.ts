@@ -12,6 +12,8 @@ import type { RpcDispatcher } from './rpc-dispatcher.js';
 
 const HTTP2_PREFACE = Buffer.from('PRI ', 'latin1');
 const SNIFF_BYTES = 4;
+/** A connection that has not sent its first 4 bytes by then is closed. */
+const HANDSHAKE_TIMEOUT_MS = 10_000;
 
 export interface RpcListenerOptions {
   host: string;
@@ -83,9 +85,16 @@ export class RpcListener {
     let head: Buffer = Buffer.alloc(0);
     const onError = (e: Error): void => this.log.debug(`RPC connection ${socket.remoteAddress}: ${e.message}`);
     socket.on('error', onError);
+    const handshake = setTimeout(() => {
+      this.log.info(`RPC connection from ${socket.remoteAddress}:${socket.remotePort} sent no protocol preface in ${HANDSHAKE_TIMEOUT_MS} ms; closing`);
+      socket.destroy();
+    }, HANDSHAKE_TIMEOUT_MS);
+    handshake.unref();
+    socket.once('close', () => clearTimeout(handshake));
     const sniff = (chunk: Buffer): void => {
       head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
       if (head.length < SNIFF_BYTES) return;
+      clearTimeout(handshake);
       socket.removeListener('data', sniff);
       socket.pause();
       const magic = head.subarray(0, SNIFF_BYTES);

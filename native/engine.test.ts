@@ -16,7 +16,8 @@ let local: MemoryRegion;
 let engine: TransferEngine;
 const extraPeers: RegionPeer[] = [];
 
-const ports = { minPort: 20000, maxPort: 32000 };
+// TCP semantics are tested with the shm transport off; it has its own tests (engine-shm.test.ts).
+const ports = { minPort: 20000, maxPort: 32000, shmTransport: false };
 
 beforeAll(async () => {
   ensureAddon();
@@ -283,7 +284,7 @@ describe('listening port', () => {
     const first = new TransferEngine({ ...ports, env: {} });
     try {
       const port = Number(first.start().split(':')[1]);
-      const second = new TransferEngine({ minPort: port, maxPort: port, env: {} });
+      const second = new TransferEngine({ minPort: port, maxPort: port, shmTransport: false, env: {} });
       let err: unknown;
       try {
         second.start();

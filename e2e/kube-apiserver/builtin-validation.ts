@@ -55,11 +55,29 @@ function validateLabelMap(labels: unknown, field: string): StatusCause[] {
   return out;
 }
 
+const MAX_ANNOTATIONS_BYTES = 256 * 1024;
+
+/** Labels, annotations (strings, 256 KiB in total) and ownerReferences (complete, one controller). */
 export function validateMetadata(obj: Obj): StatusCause[] {
   const out = validateLabelMap(obj.metadata?.labels, 'metadata.labels');
   const ann = obj.metadata?.annotations;
   if (ann !== undefined && ann !== null && (!isPlainObject(ann) || Object.values(ann).some((v) => typeof v !== 'string'))) {
     out.push({ reason: 'FieldValueTypeInvalid', field: 'metadata.annotations', message: 'Invalid value: annotations must be a map of strings' });
+  } else if (isPlainObject(ann)) {
+    const size = Object.entries(ann).reduce((n, [k, v]) => n + Buffer.byteLength(k) + Buffer.byteLength(String(v)), 0);
+    if (size > MAX_ANNOTATIONS_BYTES) out.push({ reason: 'FieldValueTooLong', field: 'metadata.annotations', message: `Too long: may not be more than ${MAX_ANNOTATIONS_BYTES} bytes` });
+  }
+  const refs = obj.metadata?.ownerReferences;
+  if (Array.isArray(refs)) {
+    refs.forEach((r: Obj, i: number) => {
+      for (const f of ['apiVersion', 'kind', 'name', 'uid']) {
+        if (!r?.[f]) out.push({ reason: 'FieldValueRequired', field: `metadata.ownerReferences[${i}].${f}`, message: 'Required value' });
+      }
+    });
+    const controllers = refs.filter((r: Obj) => r?.controller === true);
+    if (controllers.length > 1) {
+      out.push({ reason: 'FieldValueInvalid', field: 'metadata.ownerReferences', message: `Invalid value: ${JSON.stringify(controllers)}: Only one reference can have Controller set to true` });
+    }
   }
   return out;
 }

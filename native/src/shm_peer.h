@@ -27,6 +27,8 @@ class ShmPeer {
   // fd-backed (use TCP). Throws NativeError ADDRESS_OUT_OF_RANGE / TRANSFER_FAILED / TIMEOUT.
   char* Resolve(uint64_t address, uint64_t length);
   bool Alive();
+  // Unblocks a Resolve() waiting on the peer (engine shutdown).
+  void Shutdown();
   const std::string& endpoint() const { return endpoint_; }
 
  private:

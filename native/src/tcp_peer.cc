@@ -42,6 +42,10 @@ void PeerChannel::Stop() {
     int fd = w->fd.load();
     if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
   }
+  {
+    std::lock_guard<std::mutex> lk(shm_mu_);
+    if (shm_) shm_->Shutdown();
+  }
   for (auto& w : workers_) if (w->thread.joinable()) w->thread.join();
 }
 

@@ -12,6 +12,7 @@ export interface RegionPeer {
   proc: ChildProcess;
   sha256(offset: number, length: number): Promise<string>;
   fill(offset: number, length: number, byte: number): Promise<void>;
+  command(cmd: 'unregister' | 'register'): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -46,6 +47,9 @@ export async function startRegionPeer(size: number, seed: number, engineOptions:
     },
     async fill(offset, length, byte) {
       await ask({ cmd: 'fill', offset, length, byte });
+    },
+    async command(cmd) {
+      await ask({ cmd });
     },
     async stop() {
       if (proc.exitCode === null && proc.signalCode === null) {

@@ -2,7 +2,8 @@
 // serves it with a TransferEngine, and answers JSON-line commands on stdin:
 //   {"cmd":"sha256","offset":n,"length":n} -> {"sha256":hex}
 //   {"cmd":"fill","offset":n,"length":n,"byte":b} -> {"ok":true}
-// Usage: node region-server.mjs <size> <seed> [engineOptionsJson]
+//   {"cmd":"unregister"} / {"cmd":"register"} -> {"ok":true}
+// Usage: node region-server.mjs <size> <seed> [engineOptionsJson (+ "regionKind": memfd|anonymous)]
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { createInterface } from 'node:readline';
@@ -16,7 +17,7 @@ const native = createRequire(import.meta.url)(
 
 const size = Number(process.argv[2]);
 const seed = Number(process.argv[3]) >>> 0;
-const engineOptions = JSON.parse(process.argv[4] ?? '{}');
+const { regionKind = 'memfd', ...engineOptions } = JSON.parse(process.argv[4] ?? '{}');
 
 export function fillPattern(bytes, seedValue) {
   // xorshift32 words: cheap, deterministic, and differs at every offset.
@@ -32,7 +33,7 @@ export function fillPattern(bytes, seedValue) {
 }
 
 const region = native.mapMemory({
-  kind: 'memfd', size, create: false, offset: 0, hugepage: false, hugepageSize: 2 << 20, arenaEnabled: false, arenaPoolSize: 0,
+  kind: regionKind, size, create: false, offset: 0, hugepage: false, hugepageSize: 2 << 20, arenaEnabled: false, arenaPoolSize: 0,
 });
 const bytes = new Uint8Array(region.buffer);
 fillPattern(bytes, seed);
@@ -50,6 +51,12 @@ rl.on('line', (line) => {
     reply({ sha256: createHash('sha256').update(bytes.subarray(c.offset, c.offset + c.length)).digest('hex') });
   } else if (c.cmd === 'fill') {
     bytes.fill(c.byte, c.offset, c.offset + c.length);
+    reply({ ok: true });
+  } else if (c.cmd === 'unregister') {
+    engine.unregisterRegion(region.address);
+    reply({ ok: true });
+  } else if (c.cmd === 'register') {
+    engine.registerRegion(region.address, region.size);
     reply({ ok: true });
   } else if (c.cmd === 'exit') {
     engine.close();

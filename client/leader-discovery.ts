@@ -1,0 +1,144 @@
+// Finds the HA master leader for a client. master_server_address is either a plain `host:port`
+// (returned as is), `etcd://h:p;h:p[/cluster]` or `redis://h:p[/cluster]`: the leader key
+// /<cluster>/master/leader written by the elected master (master/ha/) is read and its
+// `host:port` returned. The cluster id comes from the path, else MC_STORE_CLUSTER_ID, else
+// 'store_cluster' (the master's --cluster_id default). watchLeader polls and reports changes.
+import { Etcd3 } from 'etcd3';
+import { Redis } from 'ioredis';
+import { ErrorCode } from '../common/error-code.js';
+import { leaderKey } from '../master/ha/election-backend.js';
+import { parseRedisLeaderValue } from '../master/ha/redis-backend.js';
+import { StoreError } from './errors.js';
+
+export const DEFAULT_CLUSTER_ID = 'store_cluster';
+const CALL_TIMEOUT_MS = 2000;
+const DEFAULT_POLL_MS = 500;
+
+type Env = Record<string, string | undefined>;
+
+export type MasterAddress =
+  | { kind: 'direct'; address: string }
+  | { kind: 'etcd'; endpoints: string[]; clusterId: string }
+  | { kind: 'redis'; host: string; port: number; clusterId: string };
+
+function invalid(addr: string, why: string): StoreError {
+  return new StoreError(ErrorCode.INVALID_PARAMS, `master_server_address "${addr}": ${why}`);
+}
+
+function hostPortOk(hp: string): boolean {
+  return /^(\[[0-9a-fA-F:.]+\]|[^\s:/;[\]]+):\d{1,5}$/.test(hp);
+}
+
+/** Parses master_server_address; throws StoreError(INVALID_PARAMS) with the reason. */
+export function parseMasterAddress(addr: string, env: Env = process.env): MasterAddress {
+  const a = addr.trim();
+  const envCluster = env.MC_STORE_CLUSTER_ID || DEFAULT_CLUSTER_ID;
+  const m = /^(etcd|redis):\/\/([^/]*)(?:\/(.*))?$/.exec(a);
+  if (!m) {
+    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(a)) throw invalid(addr, 'unknown scheme (expected host:port, etcd://h:p;h:p or redis://h:p)');
+    if (!hostPortOk(a)) throw invalid(addr, 'expected host:port');
+    return { kind: 'direct', address: a };
+  }
+  const clusterId = m[3] ? decodeURIComponent(m[3]) : envCluster;
+  const hosts = m[2].split(/[;,]/).map((h) => h.trim()).filter((h) => h !== '');
+  if (hosts.length === 0) throw invalid(addr, `no ${m[1]} endpoint`);
+  for (const h of hosts) if (!hostPortOk(h)) throw invalid(addr, `endpoint "${h}" is not host:port`);
+  if (m[1] === 'etcd') return { kind: 'etcd', endpoints: hosts.map((h) => `http://${h}`), clusterId };
+  if (hosts.length > 1) throw invalid(addr, 'redis:// takes one host:port');
+  const i = hosts[0].lastIndexOf(':');
+  return { kind: 'redis', host: hosts[0].slice(0, i).replace(/^\[|\]$/g, ''), port: Number(hosts[0].slice(i + 1)), clusterId };
+}
+
+/** A reusable reader of the leader key. */
+interface LeaderReader {
+  read(): Promise<string | undefined>;
+  close(): void;
+}
+
+function openReader(a: Exclude<MasterAddress, { kind: 'direct' }>): LeaderReader {
+  const key = leaderKey(a.clusterId);
+  if (a.kind === 'etcd') {
+    const etcd = new Etcd3({ hosts: a.endpoints, dialTimeout: CALL_TIMEOUT_MS, defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + CALL_TIMEOUT_MS }) });
+    return {
+      read: async () => (await etcd.get(key).string()) ?? undefined,
+      close: () => etcd.close(),
+    };
+  }
+  const redis = new Redis({ host: a.host, port: a.port, connectTimeout: CALL_TIMEOUT_MS, commandTimeout: CALL_TIMEOUT_MS, maxRetriesPerRequest: 1, retryStrategy: (n) => Math.min(n * 100, 1000) });
+  redis.on('error', () => undefined); // surfaced by the failing command
+  return {
+    read: async () => {
+      const v = await redis.get(key);
+      return v === null ? undefined : parseRedisLeaderValue(v)?.address;
+    },
+    close: () => redis.disconnect(),
+  };
+}
+
+function describe(a: Exclude<MasterAddress, { kind: 'direct' }>): string {
+  return a.kind === 'etcd' ? `etcd ${a.endpoints.join(',')} key ${leaderKey(a.clusterId)}` : `redis ${a.host}:${a.port} key ${leaderKey(a.clusterId)}`;
+}
+
+/**
+ * The leader's `host:port` for master_server_address. Plain `host:port` returns itself. Throws
+ * StoreError UNAVAILABLE_IN_CURRENT_STATUS when no leader is elected or the backend is unreachable.
+ */
+export async function resolveMasterAddress(addr: string, env: Env = process.env): Promise<string> {
+  const a = parseMasterAddress(addr, env);
+  if (a.kind === 'direct') return a.address;
+  const reader = openReader(a);
+  try {
+    const leader = await reader.read();
+    if (!leader) throw new StoreError(ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS, `no master leader elected yet (${describe(a)} is empty)`);
+    return leader;
+  } catch (e) {
+    if (e instanceof StoreError) throw e;
+    throw new StoreError(ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS, `cannot read the master leader from ${describe(a)}: ${(e as Error).message}`, { cause: e });
+  } finally {
+    reader.close();
+  }
+}
+
+export interface WatchOptions {
+  env?: Env;
+  /** Poll period in ms (default 500). */
+  intervalMs?: number;
+  /** Read failures (the previous leader stays reported meanwhile). */
+  onError?: (e: Error) => void;
+}
+
+/**
+ * Calls onChange with the leader's `host:port` now and whenever it changes (undefined while no
+ * leader is elected). Returns stop(). A plain host:port reports itself once.
+ */
+export function watchLeader(addr: string, onChange: (leader: string | undefined) => void, opts: WatchOptions = {}): () => void {
+  const a = parseMasterAddress(addr, opts.env ?? process.env);
+  if (a.kind === 'direct') {
+    queueMicrotask(() => onChange(a.address));
+    return () => undefined;
+  }
+  const reader = openReader(a);
+  let stopped = false;
+  let first = true;
+  let last: string | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const poll = async (): Promise<void> => {
+    try {
+      const leader = await reader.read();
+      if (!stopped && (first || leader !== last)) {
+        first = false;
+        last = leader;
+        onChange(leader);
+      }
+    } catch (e) {
+      if (!stopped) opts.onError?.(e as Error);
+    }
+    if (!stopped) timer = setTimeout(() => void poll(), opts.intervalMs ?? DEFAULT_POLL_MS);
+  };
+  void poll();
+  return () => {
+    stopped = true;
+    if (timer) clearTimeout(timer);
+    reader.close();
+  };
+}

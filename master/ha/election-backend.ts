@@ -1,0 +1,35 @@
+// The contract between the election shell and a coordination backend (etcd, Redis, Kubernetes
+// Lease). A backend holds one leader record per cluster whose value is the leader's advertised
+// RPC address `host:port`; it never decides on its own when to renew: the shell does.
+
+export interface AcquireResult {
+  acquired: boolean;
+  /** The current holder's advertised address when not acquired (if the backend knows it). */
+  leader?: string;
+}
+
+export interface ElectionBackend {
+  /** Human-readable description for logs, e.g. "etcd 127.0.0.1:2379 key /c/master/leader". */
+  readonly description: string;
+  /**
+   * Takes the leader record if nobody holds it (or it expired), writing `address` with a TTL of
+   * `ttlMs`. Resolves {acquired:false} when someone else holds it; rejects on transport errors.
+   */
+  tryAcquire(address: string, ttlMs: number): Promise<AcquireResult>;
+  /** Extends our hold by `ttlMs`. true = still ours; false = definitely lost; rejects = unknown. */
+  renew(address: string, ttlMs: number): Promise<boolean>;
+  /** Gives the record up if it is still ours (best effort, on shutdown or after deposition). */
+  release(address: string): Promise<void>;
+  /** The current leader's advertised address, or undefined when there is none. */
+  readLeader(): Promise<string | undefined>;
+  /** Side effects of gaining / losing leadership (k8s: the pod's leader label). Best effort. */
+  onElected?(): Promise<void>;
+  onDeposed?(): Promise<void>;
+  /** Closes connections. */
+  close(): Promise<void>;
+}
+
+/** The leader key used by the etcd and Redis backends and by client-side discovery. */
+export function leaderKey(clusterId: string): string {
+  return `/${clusterId}/master/leader`;
+}

@@ -1,0 +1,153 @@
+// The leader-election state machine of an HA master: follower / candidate / leader, with the
+// lease duration, renew deadline and retry period of the classic lease-based election. Pure: the
+// shell (leader-elector.ts) asks next(now) what to do, runs the backend call, and reports the
+// outcome with the time it was *started*; no I/O, no timers, no wall clock here.
+//
+// Safety argument: the backend's lease starts counting no earlier than the moment our acquire or
+// renew request was sent, and lasts leaseDurationMs. We serve only until sentAt + renewDeadlineMs
+// (< leaseDurationMs), so we stop serving before anyone else could obtain the lease.
+
+export interface ElectionTimings {
+  /** TTL written to the backend: how long others wait after our last successful renewal. */
+  leaseDurationMs: number;
+  /** A leader that has not renewed within this long after a renewal was sent stops serving. */
+  renewDeadlineMs: number;
+  /** Pause between acquire attempts (followers) and between renewals (leader). */
+  retryPeriodMs: number;
+}
+
+/** 5 s lease, stop serving 1.5 s before it could expire, renew (or retry) every second. */
+export const DEFAULT_TIMINGS: ElectionTimings = { leaseDurationMs: 5000, renewDeadlineMs: 3500, retryPeriodMs: 1000 };
+
+export type Role = 'follower' | 'candidate' | 'leader';
+
+export type Step = { do: 'acquire' } | { do: 'renew' } | { do: 'wait'; untilMs: number };
+
+/** What changed as a result of an event: the shell starts or stops serving on these. */
+export type Transition = 'elected' | 'deposed' | undefined;
+
+/** Outcome of a renewal: still ours, definitely lost (someone else holds it / lease gone), or unknown (error). */
+export type RenewOutcome = 'renewed' | 'lost' | 'error';
+
+export function validateTimings(t: ElectionTimings): void {
+  if (!(t.retryPeriodMs > 0)) throw new Error(`retry period must be > 0 ms (got ${t.retryPeriodMs})`);
+  if (!(t.renewDeadlineMs > t.retryPeriodMs)) throw new Error(`renew deadline (${t.renewDeadlineMs} ms) must exceed the retry period (${t.retryPeriodMs} ms)`);
+  if (!(t.leaseDurationMs > t.renewDeadlineMs)) throw new Error(`lease duration (${t.leaseDurationMs} ms) must exceed the renew deadline (${t.renewDeadlineMs} ms)`);
+}
+
+export class Election {
+  private role_: Role = 'follower';
+  private inFlight = false;
+  /** Follower: earliest next acquire attempt. Leader: next renewal. */
+  private nextAttemptAt = 0;
+  /** Leader only: serving is allowed strictly before this instant. */
+  private servingUntil = 0;
+  private leader_: string | undefined;
+  private term_ = 0;
+
+  constructor(readonly timings: ElectionTimings = DEFAULT_TIMINGS) {
+    validateTimings(timings);
+  }
+
+  get role(): Role {
+    return this.role_;
+  }
+
+  /** Number of times this process became leader (1 for its first term). */
+  get term(): number {
+    return this.term_;
+  }
+
+  /** The last leader address seen (ours while leading), if known. */
+  get knownLeader(): string | undefined {
+    return this.leader_;
+  }
+
+  /** True while this process may serve: leader and the renew deadline not reached. */
+  isServing(now: number): boolean {
+    return this.role_ === 'leader' && now < this.servingUntil;
+  }
+
+  /** The monotonic instant up to which serving is allowed (0 when not leader). */
+  get servingDeadline(): number {
+    return this.role_ === 'leader' ? this.servingUntil : 0;
+  }
+
+  /** Deposes a leader whose renew deadline has passed. Call before next() and on every timer. */
+  check(now: number): Transition {
+    if (this.role_ === 'leader' && now >= this.servingUntil) return this.depose(now);
+    return undefined;
+  }
+
+  /** What the shell should do now. While a call is in flight it only waits (for the deadline). */
+  next(now: number): Step {
+    if (this.inFlight) return { do: 'wait', untilMs: this.role_ === 'leader' ? this.servingUntil : Number.POSITIVE_INFINITY };
+    if (now < this.nextAttemptAt) {
+      return { do: 'wait', untilMs: this.role_ === 'leader' ? Math.min(this.nextAttemptAt, this.servingUntil) : this.nextAttemptAt };
+    }
+    return this.role_ === 'leader' ? { do: 'renew' } : { do: 'acquire' };
+  }
+
+  /** The shell sent an acquire request at `now`. */
+  acquireStarted(now: number): void {
+    if (this.inFlight || this.role_ === 'leader') throw new Error(`acquire cannot start as ${this.role_}${this.inFlight ? ' with a call in flight' : ''}`);
+    void now;
+    this.inFlight = true;
+    this.role_ = 'candidate';
+  }
+
+  /**
+   * Result of the acquire sent at `sentAt`. `leader` is who holds it when we did not get it.
+   * A success that arrives after its own renew deadline is not trusted: we stay follower.
+   */
+  acquireDone(sentAt: number, now: number, acquired: boolean, leader?: string, self?: string): Transition {
+    this.inFlight = false;
+    if (acquired && now < sentAt + this.timings.renewDeadlineMs) {
+      this.role_ = 'leader';
+      this.term_++;
+      this.leader_ = self;
+      this.servingUntil = sentAt + this.timings.renewDeadlineMs;
+      this.nextAttemptAt = now + this.timings.retryPeriodMs;
+      return 'elected';
+    }
+    this.role_ = 'follower';
+    if (!acquired) this.leader_ = leader;
+    this.nextAttemptAt = now + this.timings.retryPeriodMs;
+    return undefined;
+  }
+
+  /** The shell sent a renewal at `now`. */
+  renewStarted(now: number): void {
+    if (this.inFlight || this.role_ !== 'leader') throw new Error(`renew cannot start as ${this.role_}${this.inFlight ? ' with a call in flight' : ''}`);
+    void now;
+    this.inFlight = true;
+  }
+
+  /** Result of the renewal sent at `sentAt`. Ignored when we were deposed meanwhile. */
+  renewDone(sentAt: number, now: number, outcome: RenewOutcome): Transition {
+    this.inFlight = false;
+    if (this.role_ !== 'leader') {
+      this.nextAttemptAt = Math.max(this.nextAttemptAt, now);
+      return undefined;
+    }
+    if (outcome === 'lost') return this.depose(now);
+    if (outcome === 'renewed') this.servingUntil = Math.max(this.servingUntil, sentAt + this.timings.renewDeadlineMs);
+    // After an error, retry sooner than a full period so a transient failure does not cost the term.
+    const pause = outcome === 'renewed' ? this.timings.retryPeriodMs : Math.min(this.timings.retryPeriodMs, 200);
+    this.nextAttemptAt = now + pause;
+    return this.check(now);
+  }
+
+  /** Voluntary step-down (shutdown): stop serving now. */
+  resign(now: number): Transition {
+    return this.role_ === 'leader' ? this.depose(now) : undefined;
+  }
+
+  private depose(now: number): Transition {
+    this.role_ = 'follower';
+    this.servingUntil = 0;
+    this.leader_ = undefined;
+    this.nextAttemptAt = now + this.timings.retryPeriodMs;
+    return 'deposed';
+  }
+}

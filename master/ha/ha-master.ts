@@ -1,0 +1,146 @@
+// HA mode of store_master (--enable_ha): picks the backend from the flags, works out the address
+// clients must reach (--rpc_address / --rpc_interface, or POD_IP when bound to a wildcard),
+// and ties the election to the LeaderGate: elected -> fresh core with a new view_version,
+// deposed -> stop serving at once. Also the `store_master_is_leader` gauge and summary lines.
+import { hostname } from 'node:os';
+import client from 'prom-client';
+import { FlagError } from '../../common/flags.js';
+import type { MethodInfo } from '../../common/master-proto.js';
+import type { MasterFlags } from '../master-flags.js';
+import { DEFAULT_TIMINGS, type ElectionTimings } from './election.js';
+import type { ElectionBackend } from './election-backend.js';
+import { EtcdBackend, parseEtcdEndpoints } from './etcd-backend.js';
+import { K8sBackend, parseLeaseRef } from './k8s-backend.js';
+import { LeaderElector, type ElectorLog } from './leader-elector.js';
+import { LeaderGate, type ServingCore } from './leader-gate.js';
+import { RedisBackend } from './redis-backend.js';
+
+type HaFlags = Pick<MasterFlags, 'ha_backend_type' | 'ha_backend_connstring' | 'etcd_endpoints' | 'cluster_id'>;
+type Env = Record<string, string | undefined>;
+
+const WILDCARDS = new Set(['0.0.0.0', '::', '[::]', '']);
+
+/** The host clients are told to reach: the bind host, or POD_IP when bound to a wildcard. */
+export function advertisedHost(bindHost: string, env: Env): string {
+  if (!WILDCARDS.has(bindHost)) return bindHost;
+  if (env.POD_IP) return env.POD_IP;
+  throw new FlagError(
+    '--rpc_address',
+    `--rpc_address=${bindHost || '(empty)'} cannot be advertised in HA mode: clients must reach the leader; give --rpc_address=<reachable IP> or --rpc_interface=<nic> (or set POD_IP)`,
+  );
+}
+
+export function hostPort(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/** holderIdentity for the k8s backend: the pod name, else hostname plus pid (unique per host). */
+export function haIdentity(env: Env): string {
+  return env.POD_NAME || `${hostname()}_${process.pid}`;
+}
+
+/** Builds the backend the flags ask for, with a clear error for a missing or malformed connection. */
+export function createBackend(f: HaFlags, env: Env, monoNow: () => number, log: (l: string) => void): ElectionBackend {
+  switch (f.ha_backend_type) {
+    case 'etcd': {
+      const list = f.etcd_endpoints !== '' ? f.etcd_endpoints : f.ha_backend_connstring.replace(/^etcd:\/\//, '');
+      if (list === '') throw new FlagError('--etcd_endpoints', 'flag --etcd_endpoints (host:port;host:port) is required with --enable_ha and --ha_backend_type=etcd');
+      return new EtcdBackend(parseEtcdEndpoints(list), f.cluster_id);
+    }
+    case 'redis':
+      if (f.ha_backend_connstring === '') throw new FlagError('--ha_backend_connstring', 'flag --ha_backend_connstring (redis://<host>:<port>) is required with --ha_backend_type=redis');
+      try {
+        return new RedisBackend(f.ha_backend_connstring, f.cluster_id);
+      } catch (e) {
+        throw new FlagError('--ha_backend_connstring', (e as Error).message);
+      }
+    case 'k8s': {
+      if (f.ha_backend_connstring === '') throw new FlagError('--ha_backend_connstring', 'flag --ha_backend_connstring (<namespace>/<lease-name>) is required with --ha_backend_type=k8s');
+      let ref: { namespace: string; leaseName: string };
+      try {
+        ref = parseLeaseRef(f.ha_backend_connstring);
+      } catch (e) {
+        throw new FlagError('--ha_backend_connstring', (e as Error).message);
+      }
+      const pod = env.POD_NAME ? { name: env.POD_NAME, namespace: env.POD_NAMESPACE || ref.namespace } : undefined;
+      if (!pod) log('HA: POD_NAME is not set: the leader label store.kvcache.io/leader will not be put on any pod');
+      return new K8sBackend({ ...ref, identity: haIdentity(env), pod, monoNow, wallNow: () => Date.now(), log });
+    }
+  }
+}
+
+export interface HaMasterOptions {
+  flags: HaFlags;
+  bindHost: string;
+  env: Env;
+  methods: readonly MethodInfo[];
+  makeCore: (viewVersion: number) => ServingCore;
+  clock: () => number;
+  log: ElectorLog;
+  timings?: ElectionTimings;
+  /** For tests: a backend instead of the one the flags describe. */
+  backend?: ElectionBackend;
+}
+
+export class HaMaster {
+  readonly gate: LeaderGate;
+  private readonly backend: ElectionBackend;
+  private readonly host: string;
+  private elector: LeaderElector | undefined;
+  private address = '';
+
+  constructor(private readonly o: HaMasterOptions) {
+    this.host = advertisedHost(o.bindHost, o.env);
+    this.backend = o.backend ?? createBackend(o.flags, o.env, o.clock, (l) => o.log.warn(l));
+    this.gate = new LeaderGate(o.methods, o.makeCore, (now) => this.elector?.isServing(now) ?? false);
+  }
+
+  get role(): 'leader' | 'follower' {
+    return this.gate.leading ? 'leader' : 'follower';
+  }
+
+  /** Starts campaigning once the RPC port is known. */
+  start(rpcPort: number): void {
+    this.address = hostPort(this.host, rpcPort);
+    // A restarted container may still carry the label from a previous life.
+    this.backend.onDeposed?.().catch((e: Error) => this.o.log.warn(`HA: clearing a stale leader label failed: ${e.message}`));
+    this.elector = new LeaderElector(this.backend, this.address, this.o.timings ?? DEFAULT_TIMINGS, this.o.clock, this.o.log, {
+      elected: (term) => {
+        const v = this.gate.lead(Date.now());
+        this.o.log.info(`HA: elected leader (term ${term} of this process) at ${this.address}; serving with view_version=${v}`);
+      },
+      deposed: (reason) => {
+        this.gate.follow();
+        this.o.log.warn(`HA: no longer leader (${reason}); every RPC now answers UNAVAILABLE_IN_CURRENT_STATUS`);
+      },
+    });
+    this.elector.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.elector?.stop();
+  }
+
+  /** `store_master_is_leader` (1 leader, 0 follower) in the master's registry. */
+  registerMetrics(registry: client.Registry): void {
+    const self = this;
+    new client.Gauge({
+      name: 'store_master_is_leader',
+      help: '1 while this master is the HA leader and serves RPCs, 0 while it follows',
+      registers: [registry],
+      collect() {
+        this.set(self.gate.leading ? 1 : 0);
+      },
+    });
+  }
+
+  /** Lines for /metrics/summary. */
+  info(): Record<string, string | number> {
+    return {
+      ha_backend: this.backend.description,
+      ha_role: this.role,
+      ha_advertised_address: this.address,
+      ha_leader: this.elector?.election.knownLeader ?? '(unknown)',
+    };
+  }
+}

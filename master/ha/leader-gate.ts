@@ -1,0 +1,73 @@
+// Stands between the transports and the MasterCore in HA mode. While this process leads (and its
+// renew deadline has not passed, checked on every call) RPCs reach the current core; otherwise
+// every RPC answers UNAVAILABLE_IN_CURRENT_STATUS so clients retry against the leader, and the
+// management view (stats, keys, segments) is empty. Each term gets a fresh core with a new
+// view_version: it knows no client, so every client's next Ping says need_remount=true.
+import { ErrorCode } from '../../common/error-code.js';
+import type { MethodInfo } from '../../common/master-proto.js';
+import type { CoreStats, MasterCorePort, SegmentDetail, SweepResult } from '../core-port.js';
+
+type CoreMethod = (req: object, now: number) => unknown;
+
+export type ServingCore = MasterCorePort & object;
+
+const EMPTY_STATS: CoreStats = { segments: 0, capacityBytes: 0, usedBytes: 0, objects: 0, activeLeases: 0, softPinned: 0, hardPinned: 0, evictionsTotal: 0, clients: 0 };
+const EMPTY_SWEEP: SweepResult = { droppedClients: [], unmountedSegments: [], evictedObjects: 0, releasedZombies: 0 };
+
+export class LeaderGate {
+  private core: ServingCore | undefined;
+  private viewVersion_ = 0;
+  /** Object with one method per RPC (named like MasterCore's), for RpcDispatcher. */
+  readonly rpcTarget: Record<string, CoreMethod>;
+  /** The MasterCorePort of whichever core serves now (empty while following). */
+  readonly port: MasterCorePort;
+
+  constructor(
+    methods: readonly MethodInfo[],
+    private readonly makeCore: (viewVersion: number) => ServingCore,
+    /** True while the election allows serving at monotonic time `now`. */
+    private readonly canServe: (now: number) => boolean,
+  ) {
+    this.rpcTarget = {};
+    for (const m of methods) {
+      this.rpcTarget[m.call] = (req, now) => {
+        const core = this.core;
+        if (!core || !this.canServe(now)) return { status_code: ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS };
+        const fn = (core as unknown as Record<string, unknown>)[m.call];
+        if (typeof fn !== 'function') return { status_code: ErrorCode.NOT_IMPLEMENTED };
+        return (fn as CoreMethod).call(core, req, now);
+      };
+    }
+    const gate = this;
+    this.port = {
+      sweep: (now) => (gate.core && gate.canServe(now) ? gate.core.sweep(now) : EMPTY_SWEEP),
+      stats: (now) => (gate.core ? gate.core.stats(now) : EMPTY_STATS),
+      segmentsDetail: (): SegmentDetail[] => gate.core?.segmentsDetail() ?? [],
+      allKeys: () => gate.core?.allKeys() ?? [],
+      queryKey: (key) => gate.core?.queryKey(key),
+      segmentNames: () => gate.core?.segmentNames() ?? [],
+      querySegment: (name) => gate.core?.querySegment(name),
+    };
+  }
+
+  get leading(): boolean {
+    return this.core !== undefined;
+  }
+
+  /** view_version of the current term (0 before the first term). */
+  get viewVersion(): number {
+    return this.viewVersion_;
+  }
+
+  /** Starts a term: a fresh core whose view_version is strictly above any earlier one here. */
+  lead(wallNowMs: number): number {
+    this.viewVersion_ = Math.max(wallNowMs, this.viewVersion_ + 1);
+    this.core = this.makeCore(this.viewVersion_);
+    return this.viewVersion_;
+  }
+
+  /** Ends the term at once: the core (and all it knew) is dropped. */
+  follow(): void {
+    this.core = undefined;
+  }
+}
