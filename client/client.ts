@@ -220,6 +220,7 @@ export class Client {
         if (this.segments.size === 0) return; // a pure client has nothing the master must know
         this.log('warn', `master ${s.masterAddress} asked for a remount; remounting ${this.segments.size} segment(s)`);
         for (const seg of this.segments.values()) await this.mount(seg, true);
+        this.log('info', `remounted ${this.segments.size} segment(s) with master ${s.masterAddress}`);
       },
       onError: (e) => this.log('warn', `heartbeat to master ${s.masterAddress} failed: ${(e as Error).message}`),
     });

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { Etcd3 } from 'etcd3';
 import { resolveMasterAddress, watchLeader } from '../client/leader-discovery.js';
 import { ErrorCode } from '../common/error-code.js';
 import { masterProtoPath } from '../common/master-proto.js';
@@ -199,6 +200,24 @@ describeIf(have('etcd') && existsSync(MAIN), 'etcd binary or dist/master/main.js
     await kill(leader, 'SIGTERM');
     const next = await soleLeader(alive.filter((m) => m !== leader));
     expect(await resolveMasterAddress(`etcd://${endpoint}`, { MC_STORE_CLUSTER_ID: 'ha_etcd' })).toBe(next.rpc);
+  }, 30_000);
+
+  it('a leader whose key is deleted behind its back steps down and a new term begins', async () => {
+    const alive = masters.filter((m) => m.proc.exitCode === null && m.proc.signalCode === null);
+    const leader = await soleLeader(alive);
+    const before = await ping(leader.rpc);
+    const etcd = new Etcd3({ hosts: `http://${endpoint}` });
+    try {
+      await etcd.delete().key('/ha_etcd/master/leader');
+    } finally {
+      etcd.close();
+    }
+    // The next renewal notices; the (only) candidate is elected again under a new view.
+    const after = await until('a new term', async () => {
+      const r = await ping(leader.rpc);
+      return r.status_code === ErrorCode.OK && r.view_version !== before.view_version ? r : undefined;
+    });
+    expect(after.need_remount).toBe(true);
   }, 30_000);
 });
 

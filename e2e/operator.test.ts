@@ -63,6 +63,21 @@ function example(file: string): Obj {
   return yaml.load(readFileSync(join(root, 'crds', 'examples', file), 'utf8')) as Obj;
 }
 
+/** Resolves once no object of the collection matches `pred`, following DELETED events. */
+async function untilNoneLeft(path: string, query: string, pred: (o: Obj) => boolean): Promise<void> {
+  for (;;) {
+    const list = await must('GET', `${path}?${query}`);
+    const left = new Set(list.items.filter(pred).map((o: Obj) => o.metadata.name));
+    if (left.size === 0) return;
+    const w = new WatchStream(server.url, `${path}?${query}&resourceVersion=${list.metadata.resourceVersion}`);
+    try {
+      await w.next((e) => e.type === 'DELETED' && left.has(e.object.metadata.name));
+    } finally {
+      w.close();
+    }
+  }
+}
+
 function ownedBy(o: Obj, owner: Obj): boolean {
   return (o.metadata.ownerReferences ?? []).some((r: Obj) => r.uid === owner.metadata.uid && r.controller === true);
 }
@@ -252,15 +267,16 @@ describe('deletion', () => {
     await w.next((e) => e.type === 'DELETED' && e.object.metadata.uid === sc.metadata.uid);
     w.close();
     expect((await call('GET', `${STORE}/storeclusters/kvcache`)).status).toBe(404);
-    const sel = `?labelSelector=${encodeURIComponent(`${CLUSTER_LABEL}=kvcache`)}`;
-    const leftovers: string[] = [];
-    for (const path of [`${NS}/services`, `${NS}/configmaps`, `${NS}/serviceaccounts`, `/apis/apps/v1/namespaces/default/statefulsets`,
-      `/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles`, `/apis/policy/v1/namespaces/default/poddisruptionbudgets`]) {
-      for (const o of (await must('GET', `${path}${sel}`)).items) if (ownedBy(o, sc)) leftovers.push(`${path}/${o.metadata.name}`);
+    // Garbage collection runs in the background (and also catches dependents an in-flight
+    // reconcile pass created after the owner was gone): await each collection emptying.
+    const sel = `labelSelector=${encodeURIComponent(`${CLUSTER_LABEL}=kvcache`)}`;
+    for (const path of [`${NS}/services`, `${NS}/configmaps`, `${NS}/serviceaccounts`, '/apis/apps/v1/namespaces/default/statefulsets',
+      '/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles', '/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings',
+      '/apis/policy/v1/namespaces/default/poddisruptionbudgets']) {
+      await untilNoneLeft(path, sel, (o) => ownedBy(o, sc));
     }
-    expect(leftovers).toEqual([]);
-    const masters = (await must('GET', `${NS}/pods`)).items.filter((p: Obj) => p.metadata.name.startsWith('kvcache-master-'));
-    expect(masters).toEqual([]);
+    await untilNoneLeft(`${NS}/pods`, sel, (p) => p.metadata.name.startsWith('kvcache-master-'));
+    expect((await must('GET', `${STORE}/storeclusters`)).items.map((o: Obj) => o.metadata.name)).toEqual([]);
   });
 });
 

@@ -84,34 +84,44 @@ export interface LocalClusterOptions {
   /** Echo every process line (e.g. to a log file). */
   echo?: (line: string) => void;
   env?: NodeJS.ProcessEnv;
+  /** Fixed master RPC / metadata ports (default: any free port). */
+  rpcPort?: number;
+  metadataPort?: number;
 }
+
+function spawnMaster(opts: LocalClusterOptions, rpcPort: number, metadataPort: number): ProcessHandle {
+  const proc = spawn(
+    process.execPath,
+    [
+      join(distRoot(), 'master/main.js'),
+      `--rpc_port=${rpcPort}`,
+      '--metrics_port=0',
+      '--rpc_address=127.0.0.1',
+      '--enable_http_metadata_server=true',
+      '--http_metadata_server_host=127.0.0.1',
+      `--http_metadata_server_port=${metadataPort}`,
+      '--enable_metric_reporting=false',
+      ...(opts.masterArgs ?? []),
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'], env: opts.env ?? process.env },
+  );
+  return track('master', proc, opts.echo);
+}
+
+const MASTER_READY = /store_master listening: rpc=(\S+) metrics=(\S+) metadata=(\S+)/;
 
 export class LocalCluster {
   readonly services: StoreServiceProcess[] = [];
   private readonly all: ProcessHandle[] = [];
 
-  private constructor(readonly master: MasterProcess, private readonly opts: LocalClusterOptions) {}
+  private constructor(public master: MasterProcess, private readonly opts: LocalClusterOptions) {}
 
   static async start(opts: LocalClusterOptions = {}): Promise<LocalCluster> {
-    const proc = spawn(
-      process.execPath,
-      [
-        join(distRoot(), 'master/main.js'),
-        '--rpc_port=0',
-        '--metrics_port=0',
-        '--rpc_address=127.0.0.1',
-        '--enable_http_metadata_server=true',
-        '--http_metadata_server_host=127.0.0.1',
-        '--http_metadata_server_port=0',
-        '--enable_metric_reporting=false',
-        ...(opts.masterArgs ?? []),
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'], env: opts.env ?? process.env },
-    );
-    const h = track('master', proc, opts.echo);
+    const h = spawnMaster(opts, opts.rpcPort ?? 0, opts.metadataPort ?? 0);
+    const proc = h.proc;
     let cluster: LocalCluster | undefined;
     try {
-      const m = await h.waitFor(/store_master listening: rpc=(\S+) metrics=(\S+) metadata=(\S+)/);
+      const m = await h.waitFor(MASTER_READY);
       cluster = new LocalCluster({ ...h, rpc: m[1], metrics: m[2], metadata: m[3] }, opts);
       cluster.all.push(h);
       for (let i = 0; i < (opts.storeServices ?? 0); i++) await cluster.addService();
@@ -121,6 +131,20 @@ export class LocalCluster {
       else if (proc.exitCode === null) proc.kill('SIGKILL');
       throw e;
     }
+  }
+
+  /** Kills the master (SIGKILL: no goodbye) and starts a fresh one on the same RPC and metadata ports. */
+  async restartMaster(): Promise<MasterProcess> {
+    const old = this.master;
+    old.proc.kill('SIGKILL');
+    await old.exited;
+    const rpcPort = Number(old.rpc.split(':').pop());
+    const metadataPort = Number(new URL(old.metadata).port);
+    const h = spawnMaster(this.opts, rpcPort, metadataPort);
+    this.all[0] = h;
+    const m = await h.waitFor(MASTER_READY);
+    this.master = { ...h, rpc: m[1], metrics: m[2], metadata: m[3] };
+    return this.master;
   }
 
   /** Starts one more store service and waits until it has mounted its segment. */

@@ -388,19 +388,23 @@ function compile(rule: string): Node | null {
   return cache.get(rule)!;
 }
 
-/** Evaluates a validation rule: true, false (rule violated or evaluation error), or 'skip'. */
-export function evalRule(rule: string, self: unknown, oldSelf: unknown): boolean | 'skip' {
-  const ast = compile(rule);
+/** Evaluates a boolean expression over named variables: true, false, 'error' (runtime), or 'skip'. */
+export function evalExpression(expr: string, env: Record<string, unknown>): boolean | 'error' | 'skip' {
+  const ast = compile(expr);
   if (!ast) return 'skip';
   try {
-    const env: Record<string, Value> = { self };
-    if (oldSelf !== undefined) env.oldSelf = oldSelf;
-    const v = evaluate(ast, env);
-    return v === true;
+    return evaluate(ast, env) === true;
   } catch (e) {
-    if (e instanceof Unsupported) return 'skip';
-    return false;
+    return e instanceof Unsupported ? 'skip' : 'error';
   }
+}
+
+/** Evaluates a validation rule: true, false (rule violated or evaluation error), or 'skip'. */
+export function evalRule(rule: string, self: unknown, oldSelf: unknown): boolean | 'skip' {
+  const env: Record<string, Value> = { self };
+  if (oldSelf !== undefined) env.oldSelf = oldSelf;
+  const r = evalExpression(rule, env);
+  return r === 'error' ? false : r;
 }
 
 /** Whether a rule falls in the supported subset (for documentation and tests). */

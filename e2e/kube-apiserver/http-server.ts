@@ -103,6 +103,12 @@ export class KubeApiServer {
       this.handle(req, res).catch((e) => this.fail(res, e));
     });
     this.server.keepAliveTimeout = 5_000;
+    // Background garbage collection of objects written with owners that no longer exist.
+    this.store.subscribe((ev) => {
+      if (ev.type === 'DELETED' || !(ev.object.metadata.ownerReferences ?? []).length) return;
+      const { namespace, name } = ev.object.metadata;
+      setImmediate(() => this.store.collectIfOrphaned(ev.resource, namespace ?? '', name));
+    });
     if (opts.statefulSetController) {
       this.stsController = new StatefulSetController(this.store);
       this.stsController.start();

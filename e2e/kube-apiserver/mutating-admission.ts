@@ -1,7 +1,8 @@
 // Mutating admission webhooks, called the way the real API server calls them: for each
-// MutatingWebhookConfiguration webhook whose rules, namespaceSelector and objectSelector match the
-// request, an AdmissionReview v1 is POSTed over HTTPS (trusting only the caBundle), a denial
-// fails the request, and a returned JSONPatch is applied before the next webhook. Service
+// MutatingWebhookConfiguration webhook whose rules, namespaceSelector and objectSelector match
+// the request and whose matchConditions (a CEL subset) hold, an AdmissionReview v1 is POSTed over
+// HTTPS (trusting only the caBundle), a denial fails the request, and a returned JSONPatch is
+// applied before the next webhook. Service
 // references are mapped to a local address by a resolver the test provides. Runs on create and
 // update (PUT); failurePolicy Fail (default) or Ignore decides what a call error does.
 
@@ -9,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import https from 'node:https';
 import tls from 'node:tls';
 import { ApiError } from './api-error.js';
+import { evalExpression } from './cel.js';
 import { isPlainObject, jsonPatch } from './json-patch.js';
 import type { ObjectStore, Obj } from './object-store.js';
 import type { ResourceType } from './resource-registry.js';
@@ -101,6 +103,9 @@ export async function admitMutating(
       if (t.namespaced && !matchesExpressions(nsLabels, wh.namespaceSelector)) continue;
       if (!matchesExpressions(current.metadata?.labels ?? {}, wh.objectSelector)) continue;
       const ignore = wh.failurePolicy === 'Ignore';
+      const cond = matchConditions(wh, current, old, t, namespace, op);
+      if (cond === 'error' && !ignore) throw new ApiError(500, 'InternalError', `Internal error occurred: failed calling webhook "${wh.name}": matchConditions could not be evaluated`);
+      if (cond !== true) continue;
       try {
         current = await callWebhook(wh, t, namespace, current, old, op, resolve, dryRun);
       } catch (e) {
@@ -110,6 +115,24 @@ export async function admitMutating(
     }
   }
   return current;
+}
+
+/**
+ * The webhook's matchConditions (CEL over `object`, `oldObject`, `request`): true when all hold.
+ * Conditions outside the evaluated CEL subset count as holding (the webhook is called).
+ */
+function matchConditions(wh: Obj, obj: Obj, old: Obj | undefined, t: ResourceType, namespace: string, op: Operation): boolean | 'error' {
+  const env = {
+    object: obj,
+    oldObject: old ?? null,
+    request: { operation: op, namespace, name: obj.metadata?.name ?? '', kind: { group: t.group, version: t.version, kind: t.kind }, resource: { group: t.group, version: t.version, resource: t.plural } },
+  };
+  for (const c of (wh.matchConditions ?? []) as Obj[]) {
+    const r = evalExpression(String(c.expression), env);
+    if (r === 'error') return 'error';
+    if (r === false) return false;
+  }
+  return true;
 }
 
 async function callWebhook(wh: Obj, t: ResourceType, namespace: string, obj: Obj, old: Obj | undefined, op: Operation, resolve: ServiceResolver | undefined, dryRun: boolean): Promise<Obj> {

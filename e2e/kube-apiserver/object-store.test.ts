@@ -141,6 +141,9 @@ describe('deletion', () => {
     store.create(cms, 'default', { metadata: { name: 'a', finalizers: ['x/one', 'x/two'] } });
     const marked = store.delete(cms, 'default', 'a');
     expect(marked.metadata.deletionTimestamp).toBe('2026-01-02T03:04:05Z');
+    expect(marked.metadata.deletionGracePeriodSeconds).toBe(0);
+    const dep = store.create(t('apps', 'v1', 'deployments'), 'default', { ...deployment('held'), metadata: { name: 'held', finalizers: ['x/f'] } });
+    expect(store.delete(t('apps', 'v1', 'deployments'), 'default', 'held').metadata.generation).toBe(dep.metadata.generation + 1);
     expect(store.get(cms, 'default', 'a').metadata.deletionTimestamp).toBeDefined();
     const e = err(() => store.patch(cms, 'default', 'a', 'json', [{ op: 'add', path: '/metadata/finalizers/-', value: 'x/three' }]));
     expect(e.code).toBe(422);
@@ -324,5 +327,20 @@ describe('metadata validation', () => {
     const big = err(() => store.create(cms, 'default', { metadata: { name: 'a', annotations: { k: 'x'.repeat(300_000) } } }));
     expect([big.code, big.details?.causes?.[0].field]).toEqual([422, 'metadata.annotations']);
     expect(err(() => store.create(cms, 'default', { metadata: { name: 'a', labels: { 'bad key!': 'v' } } })).code).toBe(422);
+  });
+});
+
+describe('garbage collection of late dependents', () => {
+  test('an object written with an owner that no longer exists is collected', () => {
+    const { store, t } = newStore();
+    const cms = t('', 'v1', 'configmaps');
+    const live = store.create(cms, 'default', { metadata: { name: 'live' } });
+    const ref = (name: string, uid: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', name, uid });
+    store.create(cms, 'default', { metadata: { name: 'late', ownerReferences: [ref('gone', 'no-such-uid')] } });
+    store.create(cms, 'default', { metadata: { name: 'mixed', ownerReferences: [ref('gone', 'no-such-uid'), ref('live', live.metadata.uid)] } });
+    store.collectIfOrphaned('/configmaps', 'default', 'late');
+    store.collectIfOrphaned('/configmaps', 'default', 'mixed');
+    expect(err(() => store.get(cms, 'default', 'late')).code).toBe(404);
+    expect(store.get(cms, 'default', 'mixed').metadata.ownerReferences.map((r: Obj) => r.name)).toEqual(['live']);
   });
 });

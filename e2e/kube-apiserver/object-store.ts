@@ -468,6 +468,8 @@ export class ObjectStore {
       const obj = deepClone(old);
       obj.metadata.deletionTimestamp = timestamp(this.opts.now());
       obj.metadata.deletionGracePeriodSeconds = 0;
+      // Marking for deletion bumps the generation, as the real server's markAsDeleting does.
+      if (obj.metadata.generation !== undefined) obj.metadata.generation += 1;
       obj.metadata.resourceVersion = String(++this.rv);
       this.table(t).set(objKey(ns, name), obj);
       this.emit('MODIFIED', t, obj, deepClone(old));
@@ -511,6 +513,23 @@ export class ObjectStore {
       if (live.length === 0) this.delete(t, ns, o.metadata.name);
       else this.update(t, ns, o.metadata.name, { ...this.present(t, o), metadata: { ...o.metadata, ownerReferences: live } });
     }
+  }
+
+  /**
+   * The garbage collector's check of one object: ownerReferences to owners that no longer exist
+   * (an owner deleted while a client was still creating its dependents) are dropped, and the
+   * object is deleted when no live owner remains. The HTTP shell runs it after every write that
+   * carries ownerReferences, in the background as the real collector does.
+   */
+  collectIfOrphaned(resource: string, ns: string, name: string): void {
+    const t = this.registry.all().find((x) => `${x.group}/${x.plural}` === resource && x.version === x.versions[0]);
+    const o = t && this.table(t).get(objKey(ns, name));
+    if (!t || !o) return;
+    const refs: Obj[] = o.metadata.ownerReferences ?? [];
+    const live = refs.filter((r) => this.uidExists(r.uid));
+    if (live.length === refs.length) return;
+    if (live.length === 0) this.delete(t, ns, name);
+    else this.update(t, ns, name, { ...this.present(t, o), metadata: { ...o.metadata, ownerReferences: live } });
   }
 
   private orphanDependents(ownerUid: string): void {

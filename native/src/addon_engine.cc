@@ -147,6 +147,8 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
       deferred.Reject(CodedError(env, e.code(), e.what()).Value());
     } catch (const std::exception& e) {
       deferred.Reject(CodedError(env, "INTERNAL", e.what()).Value());
+    } catch (...) {
+      deferred.Reject(CodedError(env, "INTERNAL", "unknown native error").Value());
     }
     return deferred.Promise();
   }

@@ -1,6 +1,7 @@
 // Raw TCP pump and memcpy baselines (see raw_pump.h).
 #include "raw_pump.h"
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -59,8 +60,9 @@ int RawPumpListen(const std::string& host) {
   struct sockaddr_in addr {};
   addr.sin_family = AF_INET;
   addr.sin_port = 0;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  (void)host;
+  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
+    throw NativeError("INVALID_ARGUMENT", "raw pump: listen host must be an IPv4 address, got '" + host + "'");
+  }
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd.get(), 16) != 0) {
     throw NativeError("CONNECTION_FAILED", ErrnoMessage("raw pump listen", errno));
   }

@@ -9,7 +9,7 @@ namespace kvstore {
 
 enum class PumpMode : uint64_t { kStream = 0, kPingPong = 1 };
 
-// Starts a background listener (for the life of the process); returns its port.
+// Starts a background listener on an IPv4 host (for the life of the process); returns its port.
 int RawPumpListen(const std::string& host);
 // Stream: sends `count` messages of `size` bytes, waits for the receiver's ack.
 // Ping-pong: `count` round trips of a 48-byte request answered with `size` bytes.

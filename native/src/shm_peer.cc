@@ -56,6 +56,17 @@ bool ShmPeer::Alive() {
   return !(n > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)));
 }
 
+char* ShmPeer::ResolveCached(uint64_t address, uint64_t length) {
+  std::lock_guard<std::mutex> lk(mu_);
+  DropStaleGrants();
+  for (const auto& g : grants_) {
+    if (address >= g.region_start && address + length <= g.region_start + g.region_length) {
+      return g.local_region ? g.local_region + (address - g.region_start) : nullptr;
+    }
+  }
+  return nullptr;
+}
+
 char* ShmPeer::Resolve(uint64_t address, uint64_t length) {
   std::lock_guard<std::mutex> lk(mu_);
   DropStaleGrants();

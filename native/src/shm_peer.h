@@ -26,6 +26,8 @@ class ShmPeer {
   // Local pointer for the peer's [address, +length), or nullptr when that region is not
   // fd-backed (use TCP). Throws NativeError ADDRESS_OUT_OF_RANGE / TRANSFER_FAILED / TIMEOUT.
   char* Resolve(uint64_t address, uint64_t length);
+  // Like Resolve() but never asks the peer: nullptr unless a live grant is cached.
+  char* ResolveCached(uint64_t address, uint64_t length);
   bool Alive();
   // Unblocks a Resolve() waiting on the peer (engine shutdown).
   void Shutdown();

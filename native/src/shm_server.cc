@@ -5,6 +5,7 @@
 #include <sys/un.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "shareable_registry.h"
@@ -48,7 +49,10 @@ void ShmControlServer::AcceptLoop() {
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (stopping_.load()) break;
-      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) continue;
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));  // out of fds: back off, do not spin
+        continue;
+      }
       break;
     }
     auto conn = std::make_unique<Conn>();
@@ -65,7 +69,14 @@ void ShmControlServer::AcceptLoop() {
     }
     if (stopping_.load()) break;
     conns_.push_back(std::move(conn));
-    raw->thread = std::thread([this, raw] { Serve(raw); });
+    raw->thread = std::thread([this, raw] {
+      try {
+        Serve(raw);
+      } catch (...) {  // never let an exception end the process from an I/O thread
+        ::shutdown(raw->fd.get(), SHUT_RDWR);
+        raw->done.store(true);
+      }
+    });
   }
 }
 

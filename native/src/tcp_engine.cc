@@ -71,6 +71,30 @@ bool TcpEngine::Submit(const std::vector<TransferOpSpec>& ops, std::shared_ptr<B
       return true;
     }
   }
+  if (opts_.shm_transport && !ops.empty()) {
+    uint64_t bytes = 0;
+    bool one_peer = true;
+    for (const auto& op : ops) {
+      bytes += op.length;
+      one_peer = one_peer && op.endpoint == ops[0].endpoint;
+    }
+    const bool local = opts_.memcpy_local && ops[0].endpoint == endpoint_;
+    if (one_peer && !local && bytes > 0 && bytes <= kInlineMemcpyMax) {
+      std::vector<Chunk> whole;  // one chunk per op (no striping at this size)
+      for (const auto& op : ops) {
+        if (op.length == 0) continue;
+        Chunk c;
+        c.op = op.op;
+        c.local = reinterpret_cast<char*>(static_cast<uintptr_t>(op.local));
+        c.remote = op.remote;
+        c.length = op.length;
+        c.range_start = op.remote;
+        c.range_length = op.length;
+        whole.push_back(c);
+      }
+      if (Peer(ops[0].endpoint)->TryMemcpyInline(whole)) return true;
+    }
+  }
   std::map<PeerChannel*, std::vector<Chunk>> plan;
   size_t total = 0;
   for (const auto& op : ops) {

@@ -48,8 +48,8 @@ class TcpEngine {
   // caller reads batch->error_code, no callback); otherwise `batch` completes through the
   // callback (possibly before returning).
   bool Submit(const std::vector<TransferOpSpec>& ops, std::shared_ptr<Batch> batch);
-  // memcpyLocal batches up to this many bytes run on the calling thread: a thread hand-off
-  // costs more than copying them.
+  // memcpyLocal batches, and same-host shm batches whose grants are cached, up to this many
+  // bytes run on the calling thread: a thread hand-off costs more than copying them.
   static constexpr uint64_t kInlineMemcpyMax = 64 * 1024;
   void Stop();
 

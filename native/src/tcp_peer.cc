@@ -18,7 +18,7 @@ PeerChannel::PeerChannel(std::string endpoint, int connections, SocketTuning tun
   for (int i = 0; i < connections; ++i) workers_.push_back(std::make_unique<Worker>());
   for (auto& w : workers_) {
     Worker* raw = w.get();
-    raw->thread = std::thread([this, raw] { Run(raw); });
+    raw->thread = std::thread([this, raw] { Run(raw); });  // Run() catches per chunk
   }
 }
 
@@ -29,6 +29,27 @@ void PeerChannel::Submit(std::vector<Chunk>&& chunks) {
   }
   if (chunks.size() == 1) cv_.notify_one();
   else cv_.notify_all();
+}
+
+bool PeerChannel::TryMemcpyInline(const std::vector<Chunk>& ops) {
+  if (!shm_capable_) return false;
+  std::shared_ptr<ShmPeer> shm;
+  {
+    std::lock_guard<std::mutex> lk(shm_mu_);
+    shm = shm_;
+  }
+  if (!shm || !shm->Alive()) return false;
+  std::vector<char*> remote(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    char* region = shm->ResolveCached(ops[i].range_start, ops[i].range_length);
+    if (!region) return false;
+    remote[i] = region + (ops[i].remote - ops[i].range_start);
+  }
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].op == static_cast<uint16_t>(WireOp::kRead)) std::memcpy(ops[i].local, remote[i], ops[i].length);
+    else std::memcpy(remote[i], ops[i].local, ops[i].length);
+  }
+  return true;
 }
 
 void PeerChannel::Stop() {
@@ -76,6 +97,8 @@ void PeerChannel::Run(Worker* w) {
         c.batch->Fail(e.code(), e.what());
       } catch (const std::exception& e) {
         c.batch->Fail("TRANSFER_FAILED", e.what());
+      } catch (...) {
+        c.batch->Fail("TRANSFER_FAILED", "unknown error");
       }
     }
     Finish(c);

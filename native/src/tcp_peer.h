@@ -27,6 +27,9 @@ class PeerChannel {
               std::shared_ptr<ShmPeer> shm = nullptr);
   ~PeerChannel() { Stop(); }
   void Submit(std::vector<Chunk>&& chunks);
+  // Small same-host batches: memcpy on the calling thread when every op's grant is already
+  // cached and the peer is alive. False (nothing copied) otherwise.
+  bool TryMemcpyInline(const std::vector<Chunk>& ops);
   void Stop();
 
  private:

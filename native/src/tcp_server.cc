@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -84,7 +85,10 @@ void TcpServer::AcceptLoop() {
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (stopping_.load()) break;
-      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) continue;
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));  // out of fds: back off, do not spin
+        continue;
+      }
       break;
     }
     TuneSocket(fd, tuning_);
@@ -95,7 +99,14 @@ void TcpServer::AcceptLoop() {
     std::lock_guard<std::mutex> lk(mu_);
     if (stopping_.load()) break;  // conn (and its fd) dropped here
     conns_.push_back(std::move(conn));
-    raw->thread = std::thread([this, raw] { Serve(raw); });
+    raw->thread = std::thread([this, raw] {
+      try {
+        Serve(raw);
+      } catch (...) {  // never let an exception end the process from an I/O thread
+        ::shutdown(raw->fd.get(), SHUT_RDWR);
+        raw->done.store(true);
+      }
+    });
   }
 }
 

@@ -1,0 +1,63 @@
+import { ErrorCode } from '../common/error-code.js';
+import { Logger } from '../common/logger.js';
+import { masterMethodByName, masterMethods } from '../common/master-proto.js';
+import type { CoreStats } from './core-port.js';
+import { MasterMetrics } from './master-metrics.js';
+import { RpcDispatcher } from './rpc-dispatcher.js';
+
+const stats: CoreStats = { segments: 0, capacityBytes: 0, usedBytes: 0, objects: 0, activeLeases: 0, softPinned: 0, hardPinned: 0, evictionsTotal: 0, clients: 0 };
+const idx = (name: string): number => masterMethodByName.get(name)!.index;
+
+function setup(core: object): { d: RpcDispatcher; metrics: MasterMetrics; logs: string[]; seen: number[] } {
+  const logs: string[] = [];
+  const seen: number[] = [];
+  let t = 100;
+  const metrics = new MasterMetrics(masterMethods, () => stats);
+  const d = new RpcDispatcher(core, masterMethods, () => (seen.push(t), t++), metrics, new Logger({ program: 't', stderr: (l) => logs.push(l) }));
+  return { d, metrics, logs, seen };
+}
+
+describe('RpcDispatcher', () => {
+  it('calls the core method named after the RPC with the clock reading as now', () => {
+    const calls: Array<[object, number]> = [];
+    const { d, seen } = setup({
+      getReplicaList(req: object, now: number) {
+        calls.push([req, now]);
+        return { status_code: ErrorCode.OBJECT_NOT_FOUND, replica_list: [], lease_ttl_ms: 0 };
+      },
+    });
+    const res = d.invoke(idx('GetReplicaList'), { key: 'k' }, 'channel');
+    expect(res.status_code).toBe(ErrorCode.OBJECT_NOT_FOUND);
+    expect(calls).toEqual([[{ key: 'k' }, seen[0]]]);
+  });
+
+  it('turns an exception into INTERNAL_ERROR, logs it and keeps serving', async () => {
+    let fail = true;
+    const { d, metrics, logs } = setup({
+      ping() {
+        if (fail) throw new Error('boom');
+        return { status_code: 0, view_version: 1, need_remount: false };
+      },
+    });
+    expect(d.invoke(idx('Ping'), { client_id: 'c' }, 'grpc').status_code).toBe(ErrorCode.INTERNAL_ERROR);
+    expect(logs.join('')).toMatch(/Ping failed inside the master: Error: boom/);
+    fail = false;
+    expect(d.invoke(idx('Ping'), { client_id: 'c' }, 'grpc').status_code).toBe(ErrorCode.OK);
+    const text = await metrics.metrics();
+    expect(text).toMatch(/store_master_rpc_requests_total\{method="Ping",transport="grpc"\} 2/);
+    expect(text).toMatch(/store_master_rpc_errors_total\{method="Ping",code="INTERNAL_ERROR"\} 1/);
+  });
+
+  it('answers NOT_IMPLEMENTED for an RPC the core lacks, and fills a missing status_code with OK', () => {
+    const { d, logs } = setup({ remove: () => ({}) });
+    expect(d.invoke(idx('RemoveAll'), {}, 'channel').status_code).toBe(ErrorCode.NOT_IMPLEMENTED);
+    expect(logs.join('')).toMatch(/MasterCore has no method removeAll/);
+    expect(d.invoke(idx('Remove'), { key: 'k' }, 'channel').status_code).toBe(ErrorCode.OK);
+  });
+
+  it('counts an undecodable request as INVALID_PARAMS', async () => {
+    const { d, metrics } = setup({});
+    expect(d.invalid(idx('PutStart'), 'channel', 'index out of range').status_code).toBe(ErrorCode.INVALID_PARAMS);
+    expect(await metrics.metrics()).toMatch(/store_master_rpc_errors_total\{method="PutStart",code="INVALID_PARAMS"\} 1/);
+  });
+});

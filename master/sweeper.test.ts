@@ -1,0 +1,40 @@
+import { Logger } from '../common/logger.js';
+import type { SweepResult } from './core-port.js';
+import { Sweeper } from './sweeper.js';
+
+function setup(sweep: (now: number) => SweepResult): { s: Sweeper; logs: string[] } {
+  const logs: string[] = [];
+  const s = new Sweeper({ sweep }, () => 42, new Logger({ program: 't', stderr: (l) => logs.push(l) }), 200);
+  return { s, logs };
+}
+
+describe('Sweeper', () => {
+  it('passes the clock to core.sweep and logs what happened', () => {
+    const nows: number[] = [];
+    const { s, logs } = setup((now) => {
+      nows.push(now);
+      return { droppedClients: ['c1'], unmountedSegments: ['seg-a', 'seg-b'], evictedObjects: 3, releasedZombies: 1 };
+    });
+    s.tick();
+    expect(nows).toEqual([42]);
+    const text = logs.join('');
+    expect(text).toMatch(/W.*clients silent past --client_ttl, dropped: c1/);
+    expect(text).toMatch(/segments unmounted: seg-a, seg-b/);
+    expect(text).toMatch(/evicted 3 objects/);
+    expect(text).toMatch(/released 1 uncompleted puts/);
+  });
+
+  it('says nothing when nothing happened', () => {
+    const { s, logs } = setup(() => ({ droppedClients: [], unmountedSegments: [], evictedObjects: 0, releasedZombies: 0 }));
+    s.tick();
+    expect(logs).toEqual([]);
+  });
+
+  it('logs a failing sweep and survives it', () => {
+    const { s, logs } = setup(() => {
+      throw new Error('bad state');
+    });
+    expect(() => s.tick()).not.toThrow();
+    expect(logs.join('')).toMatch(/E.*sweep failed: Error: bad state/);
+  });
+});
