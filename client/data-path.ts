@@ -339,7 +339,7 @@ export class DataPath {
     const failed = new Set<number>();
     try {
       await this.writeReplicas(granted, what);
-    } catch (batchErr) {
+    } catch {
       // Find which objects failed: retry each on its own (their space is still reserved).
       for (const g of granted) {
         try {
@@ -349,7 +349,6 @@ export class DataPath {
           results[g.i].error = e instanceof StoreError ? e : transferFailure(e, `${rpcs.verb} ${JSON.stringify(g.req.key)}`);
         }
       }
-      void batchErr;
     }
     const done = granted.filter((g) => !failed.has(g.i));
     const revoke = granted.filter((g) => failed.has(g.i));

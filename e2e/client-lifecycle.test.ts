@@ -49,7 +49,8 @@ describe('client registration and liveness', () => {
     const sink = logSink();
     const firstFailure = sink.next(/registration attempt 1 failed/);
     const setup = Client.setup(config(`127.0.0.1:${port}`), { log: sink.log });
-    await firstFailure; // the master is not there yet
+    // The master is not there yet: the first attempt fails (a setup that settles first is a failure).
+    await Promise.race([firstFailure, setup.then(() => Promise.reject(new Error('setup succeeded without a master')))]);
     const cluster = await LocalCluster.start({ rpcPort: port });
     try {
       const client = await setup;

@@ -16,6 +16,7 @@ import yaml from 'js-yaml';
 import { KubeApiServer, startKubeApiServer } from './kube-apiserver/http-server.js';
 import { jsonPatch } from './kube-apiserver/json-patch.js';
 import { writeKubeconfig } from './kube-apiserver/kubeconfig.js';
+import { helmPath, run } from './kube-apiserver/kube-tools.js';
 import { waitForObject, WatchStream } from './kube-apiserver/watch-client.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -24,6 +25,8 @@ const NS = '/api/v1/namespaces/default';
 const STORE = '/apis/store.kvcache.io/v1alpha1/namespaces/default';
 const CLUSTER_LABEL = 'store.kvcache.io/cluster';
 const WEBHOOK_SERVICE = 'store-operator-webhook';
+/** Where the operator runs (its Lease, webhook Service and TLS Secret); clusters live in default. */
+const OPERATOR_NS = 'store-system';
 
 let server: KubeApiServer;
 let operator: ChildProcess;
@@ -87,29 +90,23 @@ beforeAll(async () => {
   webhookPort = await freePort();
   server = await startKubeApiServer({
     statefulSetController: true,
-    resolveService: (ns, name) => (ns === 'default' && name === WEBHOOK_SERVICE ? `127.0.0.1:${webhookPort}` : undefined),
+    resolveService: (ns, name) => (ns === OPERATOR_NS && name === WEBHOOK_SERVICE ? `127.0.0.1:${webhookPort}` : undefined),
   });
   for (const f of readdirSync(join(root, 'crds')).filter((n) => n.endsWith('.yaml'))) {
     await must('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', yaml.load(readFileSync(join(root, 'crds', f), 'utf8')));
   }
-  // What the chart installs: the webhook registration, its caBundle left for the operator to fill.
-  await must('POST', '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations', {
-    apiVersion: 'admissionregistration.k8s.io/v1',
-    kind: 'MutatingWebhookConfiguration',
-    metadata: { name: 'store-operator' },
-    webhooks: [{
-      name: 'inject.store.kvcache.io',
-      admissionReviewVersions: ['v1'],
-      sideEffects: 'None',
-      failurePolicy: 'Fail',
-      clientConfig: { service: { namespace: 'default', name: WEBHOOK_SERVICE, path: '/mutate-pods', port: 443 } },
-      rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
-      objectSelector: { matchExpressions: [{ key: 'app.kubernetes.io/managed-by', operator: 'NotIn', values: ['store-operator'] }] },
-    }],
-  });
+  // The chart's own webhook registration (its caBundle left for the operator to fill), rendered
+  // for a release in OPERATOR_NS: checks that chart and operator agree on service, path and names.
+  await must('POST', '/api/v1/namespaces', { metadata: { name: OPERATOR_NS } });
+  const helm = await helmPath();
+  const rendered = await run(helm, ['template', 'store', join(root, 'charts', 'store'), '--namespace', OPERATOR_NS, '--show-only', 'templates/webhook.yaml'], { HOME: tmpdir() });
+  if (rendered.code !== 0) throw new Error(`helm template failed: ${rendered.stderr}`);
+  const mwc = (yaml.loadAll(rendered.stdout) as Obj[]).find((d) => d?.kind === 'MutatingWebhookConfiguration');
+  if (!mwc) throw new Error('charts/store renders no MutatingWebhookConfiguration');
+  await must('POST', '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations', mwc);
   const dir = mkdtempSync(join(tmpdir(), 'operator-e2e-'));
   kubeconfigPath = writeKubeconfig(join(dir, 'kubeconfig'), server.url);
-  operator = spawn(process.execPath, [operatorMain, 'run', '--leader-elect=true', '--identity=op-e2e', '--lease-namespace=default',
+  operator = spawn(process.execPath, [operatorMain, 'run', '--leader-elect=true', '--identity=op-e2e', `--lease-namespace=${OPERATOR_NS}`,
     `--webhook-port=${webhookPort}`, '--segment-stats=false', '--health-port=0'], { env: { ...process.env, KUBECONFIG: kubeconfigPath }, stdio: ['ignore', 'pipe', 'pipe'] });
   const serving = new Promise<void>((resolve, reject) => {
     const onData = (d: Buffer) => {
@@ -157,7 +154,7 @@ describe('StoreCluster', () => {
     const role = lists.roles[0];
     expect(role.rules.some((r: Obj) => (r.apiGroups ?? []).includes('coordination.k8s.io') && (r.resources ?? []).includes('leases'))).toBe(true);
     // Leader election of the operator itself runs on a Lease in this API server.
-    const lease = await must('GET', '/apis/coordination.k8s.io/v1/namespaces/default/leases/store-operator');
+    const lease = await must('GET', `/apis/coordination.k8s.io/v1/namespaces/${OPERATOR_NS}/leases/store-operator`);
     expect(lease.spec.holderIdentity).toBe('op-e2e');
   });
 
@@ -198,7 +195,7 @@ describe('sidecar injection webhook', () => {
   });
 
   test('an AdmissionReview posted directly returns a JSONPatch that yields the same pod', async () => {
-    const secret = await must('GET', `${NS}/secrets/store-operator-webhook-tls`);
+    const secret = await must('GET', `/api/v1/namespaces/${OPERATOR_NS}/secrets/store-operator-webhook-tls`);
     const ca = Buffer.from(secret.data['ca.crt'], 'base64').toString('utf8');
     const pod = { ...example('inference-pod.yaml'), metadata: { ...example('inference-pod.yaml').metadata, name: 'llm-server-2' } };
     const reviewBody = JSON.stringify({
@@ -210,7 +207,7 @@ describe('sidecar injection webhook', () => {
       const req = https.request({
         host: '127.0.0.1', port: webhookPort, path: '/mutate-pods', method: 'POST', ca,
         headers: { 'Content-Type': 'application/json' },
-        checkServerIdentity: (_h, cert) => tls.checkServerIdentity(`${WEBHOOK_SERVICE}.default.svc`, cert),
+        checkServerIdentity: (_h, cert) => tls.checkServerIdentity(`${WEBHOOK_SERVICE}.${OPERATOR_NS}.svc`, cert),
       }, (res) => {
         let text = '';
         res.on('data', (c) => (text += c));
@@ -282,7 +279,7 @@ describe('deletion', () => {
 
 describe('operator failover', () => {
   test('a standby replica takes the Lease when the leader stops, and reconciles', async () => {
-    const standby = spawn(process.execPath, [operatorMain, 'run', '--leader-elect=true', '--identity=op-standby', '--lease-namespace=default',
+    const standby = spawn(process.execPath, [operatorMain, 'run', '--leader-elect=true', '--identity=op-standby', `--lease-namespace=${OPERATOR_NS}`,
       '--webhook=false', '--segment-stats=false', '--health-port=0'], { env: { ...process.env, KUBECONFIG: kubeconfigPath }, stdio: ['ignore', 'pipe', 'pipe'] });
     let standbyLog = '';
     standby.stderr!.on('data', (d: Buffer) => (standbyLog += d.toString()));
@@ -290,7 +287,7 @@ describe('operator failover', () => {
       const exited = new Promise((r) => operator.once('exit', r));
       operator.kill('SIGTERM');
       await exited;
-      const lease = await waitForObject(server.url, '/apis/coordination.k8s.io/v1/namespaces/default/leases', (o) => o.metadata.name === 'store-operator' && o.spec?.holderIdentity === 'op-standby');
+      const lease = await waitForObject(server.url, `/apis/coordination.k8s.io/v1/namespaces/${OPERATOR_NS}/leases`, (o) => o.metadata.name === 'store-operator' && o.spec?.holderIdentity === 'op-standby');
       expect(lease.spec.holderIdentity).toBe('op-standby');
       const sc = await must('POST', `${STORE}/storeclusters`, { ...example('storecluster.yaml'), metadata: { name: 'second', namespace: 'default' } });
       const sts = await waitForObject(server.url, '/apis/apps/v1/namespaces/default/statefulsets', (o) => ownedBy(o, sc));

@@ -2,7 +2,7 @@
 // range checks (nothing moves), dead and frozen peers (batches fail, never hang, others fine),
 // local memcpy, close(), and the listening port range.
 import { createHash, randomFillSync } from 'node:crypto';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { mapMemory, TransferEngine, TransferError, type MemoryRegion, type TransferOp } from './index.js';
 import { ensureAddon } from './test-fixtures/ensure-addon.js';
 import { startRegionPeer, type RegionPeer } from './test-fixtures/region-peer.js';
@@ -156,6 +156,46 @@ test('bad ops are clear errors', async () => {
     engine.transfer([{ op: 'read', endpoint: peer.endpoint, remoteAddress: -1, localAddress: local.address, length: 1 }]),
     ['INVALID_ARGUMENT'],
   );
+});
+
+test('unregistering on the serving side refuses later transfers; registering again restores them', async () => {
+  await peer.command('unregister');
+  try {
+    await expectTransferError(
+      engine.transfer([{ op: 'read', endpoint: peer.endpoint, remoteAddress: peer.address, localAddress: local.address, length: 4096 }]),
+      ['ADDRESS_OUT_OF_RANGE'],
+    );
+  } finally {
+    await peer.command('register');
+  }
+  await engine.transfer([{ op: 'read', endpoint: peer.endpoint, remoteAddress: peer.address, localAddress: local.address, length: 4096 }]);
+  expect(sha(localBytes(0, 4096))).toBe(await peer.sha256(0, 4096));
+});
+
+test('garbage and oversized requests on the wire only drop that connection', async () => {
+  const before = await peer.sha256(0, 4 * MiB);
+  const [host, port] = [peer.endpoint.split(':')[0], Number(peer.endpoint.split(':')[1])];
+  const sendAndAwaitClose = (payload: Buffer) =>
+    new Promise<void>((resolve, reject) => {
+      const sock = connect(port, host, () => sock.write(payload));
+      sock.on('data', () => {});
+      sock.on('error', reject);
+      sock.on('close', () => resolve());
+    });
+  await sendAndAwaitClose(Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(4)));
+  // A well-formed WRITE header asking for 2 GiB: refused before reading any payload.
+  const header = Buffer.alloc(48);
+  header.writeUInt32LE(0x4b565251, 0);
+  header.writeUInt16LE(2, 4);
+  header.writeBigUInt64LE(1n, 8);
+  header.writeBigUInt64LE(BigInt(peer.address), 16);
+  header.writeBigUInt64LE(2n ** 31n, 24);
+  header.writeBigUInt64LE(BigInt(peer.address), 32);
+  header.writeBigUInt64LE(2n ** 31n, 40);
+  await sendAndAwaitClose(header);
+  expect(await peer.sha256(0, 4 * MiB)).toBe(before);
+  await engine.transfer([{ op: 'read', endpoint: peer.endpoint, remoteAddress: peer.address, localAddress: local.address, length: 4 * MiB }]);
+  expect(sha(localBytes(0, 4 * MiB))).toBe(before);
 });
 
 test('a peer that is not listening fails with CONNECTION_FAILED', async () => {

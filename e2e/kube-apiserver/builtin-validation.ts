@@ -82,19 +82,42 @@ export function validateMetadata(obj: Obj): StatusCause[] {
   return out;
 }
 
+const PORT_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
+
+/**
+ * Pod specs (also inside workload templates): containers present with name and image, names
+ * unique across init and app containers, volumeMounts naming a declared volume, port names of
+ * at most 15 characters, restartPolicy only on init containers (native sidecars).
+ */
 function validatePodSpec(spec: Obj | undefined, field: string): StatusCause[] {
   const out: StatusCause[] = [];
   if (!spec || !Array.isArray(spec.containers) || spec.containers.length === 0) {
     return [{ reason: 'FieldValueRequired', field: `${field}.containers`, message: 'Required value' }];
   }
+  const volumes = new Set(((spec.volumes ?? []) as Obj[]).map((v) => v?.name));
   const seen = new Set<string>();
-  spec.containers.forEach((c: Obj, i: number) => {
-    const f = `${field}.containers[${i}]`;
+  const check = (c: Obj, f: string, init: boolean) => {
     if (!c?.name) out.push({ reason: 'FieldValueRequired', field: `${f}.name`, message: 'Required value' });
     else if (seen.has(c.name)) out.push({ reason: 'FieldValueDuplicate', field: `${f}.name`, message: `Duplicate value: "${c.name}"` });
     else seen.add(c.name);
     if (!c?.image) out.push({ reason: 'FieldValueRequired', field: `${f}.image`, message: 'Required value' });
-  });
+    ((c?.volumeMounts ?? []) as Obj[]).forEach((m, j) => {
+      if (!volumes.has(m?.name)) out.push({ reason: 'FieldValueNotFound', field: `${f}.volumeMounts[${j}].name`, message: `Not found: "${m?.name}"` });
+    });
+    ((c?.ports ?? []) as Obj[]).forEach((pt, j) => {
+      if (pt?.name !== undefined && (String(pt.name).length > 15 || !PORT_NAME.test(String(pt.name)))) {
+        out.push({ reason: 'FieldValueInvalid', field: `${f}.ports[${j}].name`, message: `Invalid value: ${JSON.stringify(pt.name)}: must be no more than 15 characters of lower case alphanumerics or '-'` });
+      }
+      if (!Number.isInteger(pt?.containerPort) || pt.containerPort < 1 || pt.containerPort > 65535) {
+        out.push({ reason: 'FieldValueInvalid', field: `${f}.ports[${j}].containerPort`, message: `Invalid value: ${JSON.stringify(pt?.containerPort)}: must be between 1 and 65535, inclusive` });
+      }
+    });
+    if (c?.restartPolicy !== undefined && (!init || c.restartPolicy !== 'Always')) {
+      out.push({ reason: 'FieldValueForbidden', field: `${f}.restartPolicy`, message: init ? `Unsupported value: ${JSON.stringify(c.restartPolicy)}: supported values: "Always"` : 'Forbidden: may not be set for non-init containers' });
+    }
+  };
+  ((spec.initContainers ?? []) as Obj[]).forEach((c, i) => check(c, `${field}.initContainers[${i}]`, true));
+  (spec.containers as Obj[]).forEach((c, i) => check(c, `${field}.containers[${i}]`, false));
   return out;
 }
 

@@ -149,6 +149,23 @@ describe('mutating admission', () => {
     expect((await call('POST', '/api/v1/namespaces/default/configmaps', cm('hooked', 'yes'))).status).toBe(201);
     await call('DELETE', `${MWC}/unreachable`);
   });
+
+  test('matchConditions decide whether the webhook is called at all', async () => {
+    const MWC = '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations';
+    await call('POST', MWC, {
+      metadata: { name: 'conditional' },
+      webhooks: [{
+        name: 'cond.example.com', admissionReviewVersions: ['v1'], sideEffects: 'None', failurePolicy: 'Fail',
+        clientConfig: { service: { namespace: 'default', name: 'nowhere' } },
+        rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+        matchConditions: [{ name: 'annotated', expression: "has(object.metadata.annotations) && 'hook/me' in object.metadata.annotations" }],
+      }],
+    });
+    expect((await call('POST', '/api/v1/namespaces/default/configmaps', { metadata: { name: 'plain' } })).status).toBe(201);
+    const hooked = await call('POST', '/api/v1/namespaces/default/configmaps', { metadata: { name: 'annotated', annotations: { 'hook/me': 'yes' } } });
+    expect(hooked.status).toBe(500);
+    await call('DELETE', `${MWC}/conditional`);
+  });
 });
 
 describe('watch', () => {

@@ -370,7 +370,7 @@ export class KubeApiServer {
     };
     if (timeout > 0) timers.push(setTimeout(end, timeout * 1000));
     this.watches.add(end);
-    req.on('close', end);
+    // The response's 'close' fires when the client goes away (the request's may fire on body end).
     res.on('close', end);
   }
 }

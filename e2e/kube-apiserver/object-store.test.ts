@@ -344,3 +344,23 @@ describe('garbage collection of late dependents', () => {
     expect(store.get(cms, 'default', 'mixed').metadata.ownerReferences.map((r: Obj) => r.name)).toEqual(['live']);
   });
 });
+
+describe('pod validation', () => {
+  test('mounts must name a volume, port names are short, restartPolicy only on init containers', () => {
+    const { store, t } = newStore();
+    const e = err(() => store.create(t('', 'v1', 'pods'), 'default', {
+      metadata: { name: 'p' },
+      spec: {
+        initContainers: [{ name: 'side', image: 's', restartPolicy: 'Always', volumeMounts: [{ name: 'shm', mountPath: '/shm' }] }],
+        containers: [{ name: 'side', image: 'a', restartPolicy: 'Always', ports: [{ name: 'a-very-long-port-name', containerPort: 80 }], volumeMounts: [{ name: 'missing', mountPath: '/m' }] }],
+        volumes: [{ name: 'shm', emptyDir: {} }],
+      },
+    }));
+    expect(e.details?.causes?.map((c) => `${c.field} ${c.reason}`)).toEqual([
+      'spec.containers[0].name FieldValueDuplicate',
+      'spec.containers[0].volumeMounts[0].name FieldValueNotFound',
+      'spec.containers[0].ports[0].name FieldValueInvalid',
+      'spec.containers[0].restartPolicy FieldValueForbidden',
+    ]);
+  });
+});

@@ -1,5 +1,6 @@
 // MasterCore leases, pins, removal and eviction, with the clock advanced by hand.
 import { ErrorCode } from '../../common/error-code.js';
+import { EVICTION_MIN_SCAN } from './eviction.js';
 import { defaultMasterCoreConfig, PUT_EVICTION_CAP, SWEEP_EVICTION_BATCH } from './master-core.js';
 import type { MasterCore, MasterCoreConfig } from './master-core.js';
 import { makeCore, MEMORY, mountReq, putObject, putReq, usage } from './master-core-fixture.js';
@@ -147,6 +148,15 @@ describe('eviction', () => {
     // least recently used first: the last of the old objects went last; 'new' is still being written
     expect(core.stats(n + 5).objects).toBe(1);
     expect(exists(core, 'new')).toBe(true);
+  });
+
+  it('finds candidates behind any number of hard-pinned objects (they are not on the eviction lists)', () => {
+    const pinned = EVICTION_MIN_SCAN + 10;
+    const core = coreWithSlots(pinned + 1, { evictionRatio: 0.0001 });
+    for (let i = 0; i < pinned; i++) putObject(core, `pinned-${i}`, 1024, 0, { with_hard_pin: true });
+    putObject(core, 'plain', 1024, 1);
+    expect(core.putStart(putReq('new', 1024), 2).status_code).toBe(ErrorCode.OK);
+    expect([exists(core, 'plain'), core.stats(2).hardPinned]).toEqual([false, pinned]);
   });
 
   it('caps what one PutStart may evict', () => {

@@ -547,6 +547,11 @@ export class MasterCore {
     return meta.complete ? this.view(meta) : [];
   }
 
+  /** Keys on the eviction lists, least recently used first (diagnostics and scripts; O(objects)). */
+  evictionOrder(): { plain: string[]; softPinned: string[] } {
+    return { plain: [...this.order.plain].map((m) => m.key), softPinned: [...this.order.soft].map((m) => m.key) };
+  }
+
   segmentNames(): string[] {
     return [...this.segments.all()].map((s) => s.name);
   }

@@ -10,5 +10,6 @@ export const addonPath = resolve(nativeDir, 'build/Release/kvstore_native.node')
 
 export function ensureAddon(): void {
   if (existsSync(addonPath)) return;
-  execFileSync('npx', ['node-gyp', 'rebuild', `--directory=${nativeDir}`], { stdio: 'inherit' });
+  // npm puts its bundled node-gyp on the PATH of scripts; no download.
+  execFileSync('npm', ['run', 'build:native'], { cwd: resolve(nativeDir, '..'), stdio: 'inherit' });
 }
