@@ -12,6 +12,7 @@ import { DataPath, type BatchGetResult, type BatchWriteResult, type OwnSegment, 
 import { InvalidParamsError, ObjectNotFoundError, StoreError, UnavailableError } from './errors.js';
 import { Heartbeat } from './heartbeat.js';
 import { MasterClient } from './master-client.js';
+import { parseMasterAddress, resolveMasterAddress, watchLeader } from './leader-discovery.js';
 import { openMetadataStore } from './metadata/open-metadata-store.js';
 import type { MetadataStore } from './metadata/metadata-store.js';
 import { loadNative, type MappedRegion, type NativePort, type TransferEnginePort } from './native-port.js';
@@ -47,7 +48,8 @@ function defaultLog(level: 'info' | 'warn' | 'error', message: string): void {
 
 /** Errors worth another registration attempt: anything but bad parameters. */
 function retryable(e: unknown): boolean {
-  return !(e instanceof InvalidParamsError) && !(e instanceof StoreError && e.code === ErrorCode.NOT_IMPLEMENTED);
+  if (!(e instanceof StoreError)) return true;
+  return e.code !== ErrorCode.INVALID_PARAMS && e.code !== ErrorCode.INVALID_KEY && e.code !== ErrorCode.NOT_IMPLEMENTED;
 }
 
 export class Client {
@@ -57,6 +59,9 @@ export class Client {
   private pool: BufferPool | undefined;
   private localRegion: MappedRegion | undefined;
   private heartbeat: Heartbeat | undefined;
+  private stopLeaderWatch: (() => void) | undefined;
+  /** host:port of the master in use (the elected leader in HA mode). */
+  private masterEndpoint = '';
   private data!: DataPath;
   private closing = false;
   private readonly log: NonNullable<ClientOptions['log']>;
@@ -82,6 +87,11 @@ export class Client {
   static async setup(config: ClientSetupConfig, options: ClientOptions = {}): Promise<Client> {
     const env = options.env ?? process.env;
     const settings = resolveSettings(config, env);
+    try {
+      parseMasterAddress(settings.masterAddress, env); // host:port, or etcd://... / redis://... for HA
+    } catch (e) {
+      throw new InvalidParamsError(`setup: ${(e as Error).message}`, { cause: e });
+    }
     const native = await loadNative();
     const range = settings.enginePort !== undefined ? { min: settings.enginePort, max: settings.enginePort } : native.clientPortRange(env);
     const engine = new native.TransferEngine({
@@ -200,7 +210,10 @@ export class Client {
 
     for (let attempt = 1; ; attempt++) {
       try {
-        this.master ??= await MasterClient.connect(s.masterAddress, { requestTimeoutMs: this.options.requestTimeoutMs });
+        if (!this.master) {
+          this.masterEndpoint = await resolveMasterAddress(s.masterAddress, this.options.env ?? process.env);
+          this.master = await MasterClient.connect(this.masterEndpoint, { requestTimeoutMs: this.options.requestTimeoutMs });
+        }
         for (const seg of this.segments.values()) await this.mount(seg, false);
         break;
       } catch (e) {
@@ -225,6 +238,32 @@ export class Client {
       onError: (e) => this.log('warn', `heartbeat to master ${s.masterAddress} failed: ${(e as Error).message}`),
     });
     this.heartbeat.start();
+    if (parseMasterAddress(s.masterAddress, this.options.env ?? process.env).kind !== 'direct') this.followLeader();
+  }
+
+  /** HA mode: when another master is elected, switch to it and remount there. */
+  private followLeader(): void {
+    let switching = Promise.resolve();
+    this.stopLeaderWatch = watchLeader(
+      this.settings.masterAddress,
+      (leader) => {
+        if (!leader || leader === this.masterEndpoint || this.closing) return;
+        switching = switching.then(async () => {
+          try {
+            const next = await MasterClient.connect(leader, { requestTimeoutMs: this.options.requestTimeoutMs });
+            const old = this.master;
+            this.master = next;
+            this.masterEndpoint = leader;
+            old?.close();
+            this.log('warn', `master leader is now ${leader}; remounting ${this.segments.size} segment(s)`);
+            for (const seg of this.segments.values()) await this.mount(seg, true);
+          } catch (e) {
+            this.log('warn', `switch to master leader ${leader} failed: ${(e as Error).message}`);
+          }
+        });
+      },
+      { env: this.options.env ?? process.env, onError: (e) => this.log('warn', `leader lookup failed: ${e.message}`) },
+    );
   }
 
   private m(): MasterClient {
@@ -256,7 +295,7 @@ export class Client {
       return await call();
     } catch (e) {
       if (e instanceof StoreError) throw e;
-      throw new UnavailableError(`${what}: master ${this.settings.masterAddress} unreachable: ${(e as Error).message}`, { cause: e });
+      throw new UnavailableError(`${what}: master ${this.masterEndpoint || this.settings.masterAddress} unreachable: ${(e as Error).message}`, { cause: e });
     }
   }
 
@@ -376,6 +415,7 @@ export class Client {
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
+    this.stopLeaderWatch?.();
     await this.heartbeat?.stop();
     for (const seg of this.segments.values()) {
       if (this.master) {
@@ -396,6 +436,7 @@ export class Client {
   /** Frees local resources (no master calls). */
   private async release(): Promise<void> {
     this.closing = true;
+    this.stopLeaderWatch?.();
     await this.heartbeat?.stop();
     this.pool?.close();
     this.master?.close();
