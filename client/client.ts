@@ -21,8 +21,18 @@ import { resolveSettings, setupBackoffMs, type ClientSetupConfig, type ClientSet
 export interface ClientOptions {
   /** Heartbeat period (default 1000 ms; the master's --client_ttl defaults to 10 s). */
   heartbeatIntervalMs?: number;
-  /** Staging pool caps: most leases / bytes outstanding, acquire wait, overflow regions allowed. */
-  bufferPool?: { maxRegions?: number; maxBytes?: number; acquireTimeoutMs?: number; overflow?: boolean };
+  /**
+   * Staging pool caps: most leases / bytes outstanding (also spelled max_regions / max_bytes as in
+   * the spec's buffer pool), acquire wait, overflow regions allowed (default true).
+   */
+  bufferPool?: {
+    maxRegions?: number;
+    maxBytes?: number;
+    max_regions?: number;
+    max_bytes?: number;
+    acquireTimeoutMs?: number;
+    overflow?: boolean;
+  };
   /** Per-request timeout of master RPCs (default 10000 ms). */
   requestTimeoutMs?: number;
   /** Transfer engine knobs (defaults are the engine's). */
@@ -166,8 +176,8 @@ export class Client {
                 const r = this.mapRegion(size, `store-overflow-${this.clientId}`);
                 return { address: r.address, size: r.size, view: Buffer.from(r.buffer, 0, size), release: () => this.unmapRegion(r) };
               },
-        maxRegions: po.maxRegions,
-        maxBytes: po.maxBytes,
+        maxRegions: po.maxRegions ?? po.max_regions,
+        maxBytes: po.maxBytes ?? po.max_bytes,
         acquireTimeoutMs: po.acquireTimeoutMs,
       });
     }
@@ -235,7 +245,11 @@ export class Client {
         for (const seg of this.segments.values()) await this.mount(seg, true);
         this.log('info', `remounted ${this.segments.size} segment(s) with master ${s.masterAddress}`);
       },
-      onError: (e) => this.log('warn', `heartbeat to master ${s.masterAddress} failed: ${(e as Error).message}`),
+      onError: (e) => {
+        // First failure, then every 30th: a long outage should not flood the log.
+        const n = this.heartbeat?.failures ?? 1;
+        if (n === 1 || n % 30 === 0) this.log('warn', `heartbeat to master ${this.masterEndpoint} failed (${n}x): ${(e as Error).message}`);
+      },
     });
     this.heartbeat.start();
     if (parseMasterAddress(s.masterAddress, this.options.env ?? process.env).kind !== 'direct') this.followLeader();
@@ -257,6 +271,7 @@ export class Client {
             old?.close();
             this.log('warn', `master leader is now ${leader}; remounting ${this.segments.size} segment(s)`);
             for (const seg of this.segments.values()) await this.mount(seg, true);
+            this.log('info', `remounted ${this.segments.size} segment(s) on master leader ${leader}`);
           } catch (e) {
             this.log('warn', `switch to master leader ${leader} failed: ${(e as Error).message}`);
           }

@@ -119,15 +119,20 @@ async function main(): Promise<number> {
   const cluster = await LocalCluster.start({ storeServices: 2, segmentSize: String(segment) });
   let client: Client | undefined;
   let stopping: Promise<void> | undefined;
+  let interrupted = false;
   const stopAll = () => (stopping ??= (async () => {
     await client?.close().catch(() => {});
     await cluster.stop();
   })());
   process.on('SIGINT', () => {
+    interrupted = true;
     process.stderr.write('\ninterrupted: stopping the cluster\n');
     void stopAll().finally(() => process.exit(130));
   });
-  process.on('SIGTERM', () => void stopAll().finally(() => process.exit(143)));
+  process.on('SIGTERM', () => {
+    interrupted = true;
+    void stopAll().finally(() => process.exit(143));
+  });
   process.on('exit', () => cluster.killAllNow());
 
   try {
@@ -183,6 +188,7 @@ async function main(): Promise<number> {
     process.stdout.write(`\nchecksums: ${checked - mismatches}/${checked} objects verified (CRC-32)${mismatches ? `, ${mismatches} MISMATCHED` : ''}\n`);
     return mismatches === 0 ? 0 : 1;
   } catch (e) {
+    if (interrupted) return 130; // operations cut short by Ctrl-C: not a failure to report
     process.stderr.write(`\nrun failed: ${(e as Error).stack ?? e}\n`);
     process.stderr.write(`master output (tail):\n${cluster.master.output().slice(-2000)}\n`);
     return 1;

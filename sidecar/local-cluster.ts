@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import type { ClientSetupConfig } from '../client/setup-config.js';
 
 /** dist/ of the compiled binaries: this file lives in dist/sidecar/ (or sidecar/ under jest). */
-function distRoot(): string {
+export function distRoot(): string {
   const here = dirname(fileURLToPath(import.meta.url));
   const root = resolve(here, '..');
   return root.endsWith('/dist') ? root : join(root, 'dist');
@@ -24,7 +24,7 @@ export interface ProcessHandle {
   readonly exited: Promise<number | null>;
 }
 
-function track(name: string, proc: ChildProcess, echo?: (line: string) => void): ProcessHandle {
+export function track(name: string, proc: ChildProcess, echo?: (line: string) => void): ProcessHandle {
   let out = '';
   const waiters: { pattern: RegExp; resolve: (m: RegExpMatchArray) => void; reject: (e: Error) => void }[] = [];
   const check = () => {

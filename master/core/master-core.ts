@@ -57,7 +57,9 @@ import type { MasterCoreConfig, MasterStats, SegmentDetail, SweepReport } from '
 import { validateMasterCoreConfig } from './master-core-config.js';
 import { ClientRegistry } from './client-registry.js';
 import { CxlStrategy } from './cxl-strategy.js';
-import { EvictionOrder, evictionTarget, PUT_EVICTION_CAP, scanLimitFor, selectZombies, SWEEP_EVICTION_BATCH } from './eviction.js';
+import { EvictionOrder, SWEEP_EVICTION_BATCH } from './eviction.js';
+import type { EvictionResult } from './eviction-round.js';
+import { EvictionRound } from './eviction-round.js';
 import { FreeRatioFirstStrategy } from './free-ratio-first-strategy.js';
 import { LeaseTracker } from './lease-tracker.js';
 import { FLAG_CXL, FLAG_HARD_PIN, FLAG_LISTED, FLAG_REUSED, FLAG_SOFT_PIN, FLAG_UPSERT, HANDLE_FIELDS, ObjectMeta } from './object-meta.js';
@@ -74,13 +76,7 @@ import { validateKey, validateWrite } from './write-validation.js';
 export type { Rng } from './rng.js';
 export { SeededRng } from './rng.js';
 export { PUT_EVICTION_CAP, SWEEP_EVICTION_BATCH } from './eviction.js';
-
-/** What one bounded eviction step did; `pending` objects are still owed (paid by later sweeps). */
-export interface EvictionResult {
-  evicted: number;
-  released: number;
-  pending: number;
-}
+export type { EvictionResult } from './eviction-round.js';
 export type { MasterCoreConfig, MasterStats, SegmentDetail, SweepReport } from './master-core-config.js';
 export { defaultMasterCoreConfig, validateMasterCoreConfig } from './master-core-config.js';
 
@@ -111,13 +107,6 @@ function hostOf(endpoint: string): string {
   return colon > 0 && endpoint.indexOf(':') === colon ? endpoint.slice(0, colon) : endpoint;
 }
 
-/** Bytes held by a handle array. */
-function bytesOf(h: readonly number[]): number {
-  let n = 0;
-  for (let i = 2; i < h.length; i += HANDLE_FIELDS) n += h[i]!;
-  return n;
-}
-
 function compileRegex(source: string): RegExp | null {
   if (typeof source !== 'string' || source.length === 0) return null;
   try {
@@ -137,21 +126,30 @@ export class MasterCore {
   private readonly order = new EvictionOrder();
   /** Segment id -> objects with a buffer there (current or previous placement). */
   private readonly index = new SegmentIndex();
-  /** Objects an eviction round still has to remove (the rest of its eviction_ratio target). */
-  private evictionDebt = 0;
+  /** The eviction round in progress and its debt. */
+  private readonly eviction: EvictionRound;
   /** Objects whose write (PutStart/UpsertStart) has not ended, in start order. */
   private readonly inFlight = new Map<string, ObjectMeta>();
   private readonly previous = new Map<string, PreviousPlacement>();
   private readonly segments = new SegmentRegistry();
   private readonly clients = new ClientRegistry();
   private readonly leases = new LeaseTracker();
-  private evictionsTotal = 0;
   private softPinnedCount = 0;
   private hardPinnedCount = 0;
 
   constructor(config: MasterCoreConfig, rng: Rng = new SeededRng(0x5eed)) {
     validateMasterCoreConfig(config);
     this.config = { ...config };
+    this.eviction = new EvictionRound(
+      {
+        inFlight: this.inFlight,
+        order: this.order,
+        objectCount: () => this.objects.size,
+        release: (meta) => this.abortWrite(meta.key, meta),
+        evict: (meta) => this.deleteObject(meta.key, meta),
+      },
+      this.config,
+    );
     this.rng = rng;
     this.strategy = makeStrategy(config.allocationStrategy);
   }
@@ -252,12 +250,20 @@ export class MasterCore {
     const v = validateWrite(req as WriteRequest);
     if (!v.ok) return { status_code: v.code, replica_list: [] };
     const existing = this.objects.get(req.key);
+    let placed: ReturnType<typeof placeReplicas> | undefined;
     if (existing !== undefined) {
       if (existing.complete || !this.preemptible(existing, now)) return { status_code: ErrorCode.OBJECT_ALREADY_EXISTS, replica_list: [] };
-      this.abortWrite(req.key, existing);
-      if (this.objects.has(req.key)) return { status_code: ErrorCode.OBJECT_ALREADY_EXISTS, replica_list: [] };
+      // The zombie writer may still write into its buffers: place first so the new space is not
+      // the old space (spec: "the old space is not reused"), unless nothing else is left.
+      placed = this.place(v, now);
+      if (this.objects.get(req.key) === existing && !existing.complete) this.abortWrite(req.key, existing); // eviction may have released it
+      if (this.objects.has(req.key)) {
+        if (placed.ok) freeHandles(this.segments, placed.h);
+        return { status_code: ErrorCode.OBJECT_ALREADY_EXISTS, replica_list: [] };
+      }
+      if (!placed.ok && placed.code === ErrorCode.NO_AVAILABLE_HANDLE) placed = undefined;
     }
-    const placed = this.place(v, now);
+    placed ??= this.place(v, now);
     if (!placed.ok) return { status_code: placed.code, replica_list: [] };
     const meta = this.insertWrite(req.key, v, placed.h, placed.cxl, ReplicaStatus.INITIALIZED, 0, now);
     return { status_code: ErrorCode.OK, replica_list: this.view(meta) };
@@ -472,7 +478,7 @@ export class MasterCore {
       }
     }
     this.leases.active(now); // lets expired lease entries go
-    if (this.evictionDebt > 0 || this.usageRatio() >= this.config.evictionHighWatermarkRatio) {
+    if (this.eviction.debt > 0 || this.usageRatio() >= this.config.evictionHighWatermarkRatio) {
       const e = this.evict(now, SWEEP_EVICTION_BATCH);
       report.evictedObjects = e.evicted;
       report.releasedZombies = e.released;
@@ -488,10 +494,7 @@ export class MasterCore {
    * ends early when no candidate is left.
    */
   evict(now: number, budget: number = SWEEP_EVICTION_BATCH): EvictionResult {
-    if (this.evictionDebt <= 0) this.evictionDebt = evictionTarget(this.objects.size, this.config.evictionRatio);
-    const step = this.evictUpTo(now, budget, this.evictionDebt, Infinity);
-    this.evictionDebt = step.exhausted ? 0 : Math.max(0, this.evictionDebt - step.evicted - step.released);
-    return { evicted: step.evicted, released: step.released, pending: this.evictionDebt };
+    return this.eviction.step(now, budget);
   }
 
   // --- Read-only views (no lease granted) ---
@@ -515,7 +518,7 @@ export class MasterCore {
       activeLeases: this.leases.active(now),
       softPinned: this.softPinnedCount,
       hardPinned: this.hardPinnedCount,
-      evictionsTotal: this.evictionsTotal,
+      evictionsTotal: this.eviction.evictionsTotal,
       clients: this.clients.size,
     };
   }
@@ -616,64 +619,19 @@ export class MasterCore {
   }
 
   /**
-   * Places an object. When nothing fits, an eviction round begins: this call evicts only what the
-   * allocation needs (first its size in bytes, then twice as much more each time the retry still
-   * fails), at most PUT_EVICTION_CAP objects; the rest of the round's target is left to sweep().
+   * Places an object. When nothing fits, the eviction round makes room for it (bounded, see
+   * eviction-round.ts) and placement is retried.
    */
   private place(v: ValidWrite, now: number): ReturnType<typeof placeReplicas> {
     const preferred = this.preferredFor(v);
     let placed = placeReplicas(this.strategy, this.segments, v.sliceLengths, v.replicaNum, preferred, this.rng);
     if (placed.ok || placed.code !== ErrorCode.NO_AVAILABLE_HANDLE) return placed;
-    const target = evictionTarget(this.objects.size, this.config.evictionRatio);
-    let goal = v.sliceLengths.reduce((a, b) => a + b, 0) * v.replicaNum;
-    let spent = 0;
-    let exhausted = false;
-    while (!placed.ok && !exhausted && spent < PUT_EVICTION_CAP) {
-      const step = this.evictUpTo(now, PUT_EVICTION_CAP - spent, PUT_EVICTION_CAP, goal);
-      spent += step.evicted + step.released;
-      exhausted = step.exhausted;
-      if (step.evicted + step.released === 0) break;
+    const bytes = v.sliceLengths.reduce((a, b) => a + b, 0) * v.replicaNum;
+    this.eviction.makeRoom(now, bytes, () => {
       placed = placeReplicas(this.strategy, this.segments, v.sliceLengths, v.replicaNum, preferred, this.rng);
-      goal *= 2;
-    }
-    this.evictionDebt = exhausted ? 0 : Math.max(this.evictionDebt, target - spent);
+      return placed.ok;
+    });
     return placed;
-  }
-
-  /**
-   * Releases zombie writes, then evicts candidates in spec order, until `maxObjects` are gone, or
-   * `maxVictims` objects were evicted, or at least `bytesGoal` bytes were freed. `exhausted`: no
-   * candidate was left (as opposed to a limit being reached).
-   */
-  private evictUpTo(now: number, maxObjects: number, maxVictims: number, bytesGoal: number): { evicted: number; released: number; exhausted: boolean } {
-    let released = 0;
-    let freed = 0;
-    for (const meta of selectZombies(this.inFlight, now, this.config.putStartReleaseTimeoutMs, maxObjects)) {
-      freed += bytesOf(meta.h);
-      this.abortWrite(meta.key, meta);
-      released++;
-      if (freed >= bytesGoal) return { evicted: 0, released, exhausted: false };
-    }
-    const limit = Math.min(maxObjects, maxVictims) - released;
-    let evicted = 0;
-    let exhausted = released < maxObjects;
-    if (limit > 0) {
-      const policy = { allowEvictSoftPinned: this.config.allowEvictSoftPinnedObjects, softPinTtlMs: this.config.defaultKvSoftPinTtlMs };
-      const cursor = this.order.cursor(now, policy, scanLimitFor(limit));
-      exhausted = false;
-      while (evicted < limit && freed < bytesGoal) {
-        const meta = cursor.next();
-        if (meta === null) {
-          exhausted = !cursor.capped;
-          break;
-        }
-        freed += bytesOf(meta.h);
-        this.deleteObject(meta.key, meta);
-        evicted++;
-      }
-    }
-    this.evictionsTotal += evicted;
-    return { evicted, released, exhausted };
   }
 
   private insertWrite(key: string, v: ValidWrite, h: number[], cxl: boolean, status: number, extra: number, now: number): ObjectMeta {
