@@ -159,6 +159,11 @@ class Writer {
 
 // --- reader ---
 
+/** Short ASCII strings decoded recently, by a hash of their bytes (see Reader.string). */
+const INTERN_MAX_BYTES = 64;
+const INTERN_MASK = 1023;
+const internTable: string[] = new Array<string>(INTERN_MASK + 1).fill('');
+
 class Reader {
   pos: number;
   constructor(
@@ -214,17 +219,28 @@ class Reader {
     const n = this.len();
     const b = this.buf;
     const start = this.pos;
-    this.pos += n;
-    if (n < 48) {
-      let s = '';
-      for (let i = start; i < start + n; i++) {
-        const c = b[i];
-        if (c >= 0x80) return b.toString('utf8', start, start + n);
-        s += String.fromCharCode(c);
-      }
-      return s;
+    const stop = start + n;
+    this.pos = stop;
+    if (n === 0) return '';
+    if (n > INTERN_MAX_BYTES) return b.toString('utf8', start, stop);
+    // Short ASCII strings: segment names, endpoints and keys repeat across a reply, so one
+    // string object is shared per distinct value (no per-handle allocation).
+    let h = n;
+    for (let i = start; i < stop; i++) {
+      const c = b[i];
+      if (c >= 0x80) return b.toString('utf8', start, stop);
+      h = (Math.imul(h, 31) + c) | 0;
     }
-    return b.toString('utf8', start, start + n);
+    const slot = h & INTERN_MASK;
+    const cached = internTable[slot];
+    if (cached.length === n) {
+      let j = 0;
+      while (j < n && cached.charCodeAt(j) === b[start + j]) j++;
+      if (j === n) return cached;
+    }
+    const s = (b as unknown as { latin1Slice(start: number, end: number): string }).latin1Slice(start, stop);
+    internTable[slot] = s;
+    return s;
   }
 
   skip(wire: number): void {
@@ -320,109 +336,186 @@ export class MessageCodec {
     this.blank = new Function('Buffer', `return () => ({ ${parts.join(', ')} });`)(Buffer) as () => Record<string, unknown>;
   }
 
+  /** The reference encoder: field by field through the plan, naming the exact path in errors. */
   write(w: Writer, obj: Record<string, unknown>, path: string): void {
     for (let i = 0; i < this.fields.length; i++) {
       const f = this.fields[i];
       const v = obj[f.name];
       if (v === undefined || v === null) continue;
-      const name = path + f.name;
-      if (f.kind === 'map') {
-        if (typeof v !== 'object') throw new TypeError(`field ${name}: expected an object map`);
-        for (const key of Object.keys(v)) {
-          w.tag(f.tagBytes);
-          const start = w.beginLen();
-          writeScalarField(w, 1, f.keyKind!, key, `${name}.key`);
-          const val = (v as Record<string, unknown>)[key];
-          if (f.valueKind === 'message') {
-            w.tag([0x12]);
-            const s2 = w.beginLen();
-            f.sub!.write(w, val as Record<string, unknown>, `${name}[${key}].`);
-            w.endLen(s2);
-          } else writeScalarField(w, 2, f.valueKind as ScalarKind, val, `${name}[${key}]`);
-          w.endLen(start);
-        }
-      } else if (f.repeated) {
-        if (!Array.isArray(v)) throw new TypeError(`field ${name}: expected an array`);
-        if (v.length === 0) continue;
-        if (f.kind === 'message') {
-          for (let j = 0; j < v.length; j++) {
-            w.tag(f.tagBytes);
-            const start = w.beginLen();
-            f.sub!.write(w, v[j] as Record<string, unknown>, `${name}[${j}].`);
-            w.endLen(start);
-          }
-        } else if (f.kind === 'string' || f.kind === 'bytes') {
-          for (let j = 0; j < v.length; j++) {
-            w.tag(f.tagBytes);
-            writeScalar(w, f.kind, v[j], `${name}[${j}]`);
-          }
-        } else {
-          w.tag(f.tagBytes); // packed
-          const start = w.beginLen();
-          for (let j = 0; j < v.length; j++) writeScalar(w, f.kind as ScalarKind, v[j], `${name}[${j}]`);
-          w.endLen(start);
-        }
-      } else if (f.kind === 'message') {
-        if (typeof v !== 'object') throw new TypeError(`field ${name}: expected an object`);
-        w.tag(f.tagBytes);
-        const start = w.beginLen();
-        f.sub!.write(w, v as Record<string, unknown>, `${name}.`);
-        w.endLen(start);
-      } else {
-        // proto3: a scalar at its default value is not written
-        if (v === 0 || v === '' || v === false) continue;
-        w.tag(f.tagBytes);
-        writeScalar(w, f.kind as ScalarKind, v, name);
-      }
+      this.writeField(w, f, v, path + f.name);
     }
   }
 
+  /** One present field (v neither undefined nor null). */
+  writeField(w: Writer, f: FieldPlan, v: unknown, name: string): void {
+    if (f.kind === 'map') {
+      if (typeof v !== 'object') throw new TypeError(`field ${name}: expected an object map`);
+      for (const key of Object.keys(v as object)) {
+        w.tag(f.tagBytes);
+        const start = w.beginLen();
+        writeScalarField(w, 1, f.keyKind!, key, `${name}.key`);
+        const val = (v as Record<string, unknown>)[key];
+        if (f.valueKind === 'message') {
+          w.tag([0x12]);
+          const s2 = w.beginLen();
+          f.sub!.write(w, val as Record<string, unknown>, `${name}[${key}].`);
+          w.endLen(s2);
+        } else writeScalarField(w, 2, f.valueKind as ScalarKind, val, `${name}[${key}]`);
+        w.endLen(start);
+      }
+    } else if (f.repeated) {
+      if (!Array.isArray(v)) throw new TypeError(`field ${name}: expected an array`);
+      if (v.length === 0) return;
+      if (f.kind === 'message') {
+        for (let j = 0; j < v.length; j++) {
+          w.tag(f.tagBytes);
+          const start = w.beginLen();
+          f.sub!.write(w, v[j] as Record<string, unknown>, `${name}[${j}].`);
+          w.endLen(start);
+        }
+      } else if (f.kind === 'string' || f.kind === 'bytes') {
+        for (let j = 0; j < v.length; j++) {
+          w.tag(f.tagBytes);
+          writeScalar(w, f.kind, v[j], `${name}[${j}]`);
+        }
+      } else {
+        w.tag(f.tagBytes); // packed
+        const start = w.beginLen();
+        for (let j = 0; j < v.length; j++) writeScalar(w, f.kind as ScalarKind, v[j], `${name}[${j}]`);
+        w.endLen(start);
+      }
+    } else if (f.kind === 'message') {
+      if (typeof v !== 'object') throw new TypeError(`field ${name}: expected an object`);
+      w.tag(f.tagBytes);
+      const start = w.beginLen();
+      f.sub!.write(w, v as Record<string, unknown>, `${name}.`);
+      w.endLen(start);
+    } else {
+      // proto3: a scalar at its default value is not written
+      if (v === 0 || v === '' || v === false) return;
+      w.tag(f.tagBytes);
+      writeScalar(w, f.kind as ScalarKind, v, name);
+    }
+  }
+
+  /** The reference decoder (the compiled one falls back to readField for anything unusual). */
   read(r: Reader, end: number): Record<string, unknown> {
     const o = this.blank();
-    while (r.pos < end) {
-      const key = r.varint();
-      const id = key >>> 3;
-      const wire = key & 7;
-      const f = this.byId[id];
-      if (f === undefined) {
-        r.skip(wire);
-        continue;
-      }
-      if (f.kind === 'map') {
-        const n = r.len();
-        const stop = r.pos + n;
-        let k: unknown = scalarDefault(f.keyKind!);
-        let val: unknown = f.valueKind === 'message' ? null : scalarDefault(f.valueKind as ScalarKind);
-        while (r.pos < stop) {
-          const kk = r.varint();
-          if (kk >>> 3 === 1) k = readScalar(r, f.keyKind!);
-          else if (kk >>> 3 === 2) {
-            if (f.valueKind === 'message') {
-              const m = r.len();
-              val = f.sub!.read(r, r.pos + m);
-            } else val = readScalar(r, f.valueKind as ScalarKind);
-          } else r.skip(kk & 7);
-        }
-        (o[f.name] as Record<string, unknown>)[String(k)] = val ?? f.sub?.read(r, r.pos);
-      } else if (f.kind === 'message') {
-        const n = r.len();
-        const m = f.sub!.read(r, r.pos + n);
-        if (f.repeated) (o[f.name] as unknown[]).push(m);
-        else o[f.name] = m;
-      } else if (f.repeated) {
-        const arr = o[f.name] as unknown[];
-        if (wire === WIRE_LEN && f.kind !== 'string' && f.kind !== 'bytes') {
-          const n = r.len();
-          const stop = r.pos + n;
-          while (r.pos < stop) arr.push(readScalar(r, f.kind as ScalarKind));
-        } else arr.push(readScalar(r, f.kind as ScalarKind));
-      } else {
-        if (wire !== wireType(f.kind)) throw new RangeError(`field ${f.name}: wire type ${wire} where ${wireType(f.kind)} was expected`);
-        o[f.name] = readScalar(r, f.kind as ScalarKind);
-      }
-    }
+    while (r.pos < end) this.readField(r, o, r.varint());
     if (r.pos !== end) throw new RangeError('message overruns its length');
     return o;
+  }
+
+  /** Reads the field whose key (tag) was just read into `o`; unknown fields are skipped. */
+  readField(r: Reader, o: Record<string, unknown>, key: number): void {
+    const id = key >>> 3;
+    const wire = key & 7;
+    const f = this.byId[id];
+    if (f === undefined) {
+      r.skip(wire);
+      return;
+    }
+    if (f.kind === 'map') {
+      const n = r.len();
+      const stop = r.pos + n;
+      let k: unknown = scalarDefault(f.keyKind!);
+      let val: unknown = f.valueKind === 'message' ? null : scalarDefault(f.valueKind as ScalarKind);
+      while (r.pos < stop) {
+        const kk = r.varint();
+        if (kk >>> 3 === 1) k = readScalar(r, f.keyKind!);
+        else if (kk >>> 3 === 2) {
+          if (f.valueKind === 'message') {
+            const m = r.len();
+            val = f.sub!.read(r, r.pos + m);
+          } else val = readScalar(r, f.valueKind as ScalarKind);
+        } else r.skip(kk & 7);
+      }
+      (o[f.name] as Record<string, unknown>)[String(k)] = val ?? f.sub?.read(r, r.pos);
+    } else if (f.kind === 'message') {
+      const n = r.len();
+      const m = f.sub!.read(r, r.pos + n);
+      if (f.repeated) (o[f.name] as unknown[]).push(m);
+      else o[f.name] = m;
+    } else if (f.repeated) {
+      const arr = o[f.name] as unknown[];
+      if (wire === WIRE_LEN && f.kind !== 'string' && f.kind !== 'bytes') {
+        const n = r.len();
+        const stop = r.pos + n;
+        while (r.pos < stop) arr.push(readScalar(r, f.kind as ScalarKind));
+      } else arr.push(readScalar(r, f.kind as ScalarKind));
+    } else {
+      if (wire !== wireType(f.kind)) throw new RangeError(`field ${f.name}: wire type ${wire} where ${wireType(f.kind)} was expected`);
+      o[f.name] = readScalar(r, f.kind as ScalarKind);
+    }
+  }
+
+  /**
+   * Generated encoder: the same bytes as `write`, with direct property reads (one hidden class
+   * per message, not a keyed lookup per field) and no path strings. Anything it cannot take on
+   * its fast paths goes through writeScalar/writeField, which throw on bad input; encodeWith then
+   * re-runs `write` to report the exact field path.
+   */
+  fastWrite: (w: Writer, o: Record<string, unknown>) => void = (w, o) => this.write(w, o, '');
+
+  /** Generated decoder: the common tags inline, everything else through readField. */
+  fastRead: (r: Reader, end: number) => Record<string, unknown> = (r, end) => this.read(r, end);
+
+  /** Builds fastWrite/fastRead; called once every codec of the schema is initialised. */
+  compile(): void {
+    const q = (x: string): string => JSON.stringify(x);
+    const wr: string[] = ['let v, s, b;'];
+    const cases: string[] = [];
+    this.fields.forEach((f, i) => {
+      const prop = `o[${q(f.name)}]`;
+      const F = `F[${i}]`;
+      const tag = f.tagBytes.length === 1 ? `w.ensure(1); w.buf[w.pos++] = ${f.tagBytes[0]};` : `w.tag(${F}.tagBytes);`;
+      wr.push(`v = ${prop};`);
+      if (f.kind === 'map' || (f.repeated && f.kind !== 'message' && f.kind !== 'string')) {
+        wr.push(`if (v !== undefined && v !== null) C.writeField(w, ${F}, v, ${q(f.name)});`);
+      } else if (f.repeated) {
+        const one = f.kind === 'message' ? `${tag} s = w.beginLen(); ${F}.sub.fastWrite(w, v[j]); w.endLen(s);` : `${tag} if (typeof v[j] === 'string') w.string(v[j]); else writeScalar(w, 'string', v[j], '');`;
+        wr.push(`if (v !== undefined && v !== null) { if (!Array.isArray(v)) C.writeField(w, ${F}, v, ''); for (let j = 0; j < v.length; j++) { ${one} } }`);
+      } else if (f.kind === 'message') {
+        wr.push(`if (v !== undefined && v !== null) { if (typeof v !== 'object') C.writeField(w, ${F}, v, ''); ${tag} s = w.beginLen(); ${F}.sub.fastWrite(w, v); w.endLen(s); }`);
+      } else {
+        let fast = `writeScalar(w, ${q(f.kind)}, v, '');`;
+        if (f.kind === 'string') fast = `if (typeof v === 'string') w.string(v); else ${fast}`;
+        else if (f.kind === 'bool') fast = `if (v === true) w.buf[w.pos++] = 1; else ${fast}`;
+        else if (f.kind === 'uint32') fast = `if (typeof v === 'number' && (v >>> 0) === v) w.varint(v); else ${fast}`;
+        else if (f.kind === 'int32' || f.kind === 'enum' || f.kind === 'int64' || f.kind === 'uint64') {
+          fast = `if (typeof v === 'number' && v > 0 && v <= 9007199254740991 && Math.floor(v) === v) w.varint(v); else ${fast}`;
+        }
+        wr.push(`if (v !== undefined && v !== null && v !== 0 && v !== '' && v !== false) { ${tag} w.ensure(1); ${fast} }`);
+      }
+      // decoding: the tag of the expected wire type inline
+      const expected = f.id * 8 + (f.repeated && wireType(f.kind) !== WIRE_LEN && f.kind !== 'map' ? WIRE_LEN : wireType(f.kind));
+      if (f.kind === 'message') {
+        const store = f.repeated ? `${prop}.push(m)` : `${prop} = m`;
+        cases.push(`case ${expected}: { const n = r.len(); const m = ${F}.sub.fastRead(r, r.pos + n); ${store}; break; }`);
+      } else if (f.kind === 'string') {
+        cases.push(`case ${expected}: ${f.repeated ? `${prop}.push(r.string())` : `${prop} = r.string()`}; break;`);
+      } else if (!f.repeated && f.kind !== 'map') {
+        let expr = `readScalar(r, ${q(f.kind)})`;
+        if (f.kind === 'int32' || f.kind === 'enum') expr = 'r.varint() | 0';
+        else if (f.kind === 'uint32') expr = 'r.varint()';
+        else if (f.kind === 'bool') expr = '(r.varint() !== 0 || r.hi !== 0)';
+        else if (f.kind === 'uint64') expr = '(lo = r.varint(), r.hi * 4294967296 + lo)';
+        cases.push(`case ${expected}: ${prop} = ${expr}; break;`);
+      }
+    });
+    const blank = this.fields.map((f) => {
+      const d = f.kind === 'map' ? '{}' : f.repeated ? '[]' : f.kind === 'message' ? 'null' : f.kind === 'bytes' ? 'Buffer.alloc(0)' : JSON.stringify(this.template[f.name]);
+      return `${q(f.name)}: ${d}`;
+    });
+    const rd = `let lo; const o = { ${blank.join(', ')} };
+      while (r.pos < end) { const key = r.varint(); switch (key) { ${cases.join('\n')} default: C.readField(r, o, key); } }
+      if (r.pos !== end) throw new RangeError('message overruns its length');
+      return o;`;
+    // The sources are built only from field names and numbers of the compiled schema (quoted by JSON.stringify).
+    const make = new Function('C', 'F', 'writeScalar', 'readScalar', 'Buffer', `return [function (w, o) { ${wr.join('\n')} }, function (r, end) { ${rd} }];`);
+    const [fw, fr] = make(this, this.fields, writeScalar, readScalar, Buffer) as [MessageCodec['fastWrite'], MessageCodec['fastRead']];
+    this.fastWrite = fw;
+    this.fastRead = fr;
   }
 }
 
@@ -543,7 +636,13 @@ export function compileCodecs(types: protobuf.Type[]): (type: protobuf.Type) => 
     return c;
   };
   for (const t of types) codecFor(t);
-  while (pending.length > 0) pending.pop()!.init(codecFor);
+  const all: MessageCodec[] = [];
+  while (pending.length > 0) {
+    const c = pending.pop()!;
+    c.init(codecFor);
+    all.push(c);
+  }
+  for (const c of all) c.compile();
   return codecFor;
 }
 
@@ -555,7 +654,14 @@ export function encodeWith(codec: MessageCodec, obj: object, reserve = 0): Buffe
   writer.pos = 0;
   writer.ensure(reserve);
   writer.pos = reserve;
-  codec.write(writer, obj as Record<string, unknown>, '');
+  try {
+    codec.fastWrite(writer, obj as Record<string, unknown>);
+  } catch (e) {
+    // the reference encoder names the offending field path
+    writer.pos = reserve;
+    codec.write(writer, obj as Record<string, unknown>, '');
+    throw e;
+  }
   const out = Buffer.allocUnsafe(writer.pos);
   writer.buf.copy(out, 0, 0, writer.pos);
   // one huge reply (a regex query over many keys) must not pin its scratch space forever
@@ -567,5 +673,5 @@ export function encodeWith(codec: MessageCodec, obj: object, reserve = 0): Buffe
 export function decodeWith<T>(codec: MessageCodec, bytes: Uint8Array): T {
   const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const r = new Reader(buf, 0, buf.length);
-  return codec.read(r, buf.length) as T;
+  return codec.fastRead(r, buf.length) as T;
 }

@@ -139,7 +139,13 @@ describe('round trips over several replicas', () => {
   it('a leased object cannot be removed; queries and cluster calls answer', async () => {
     await client.put('leased', Buffer.from('v'));
     await client.get('leased'); // grants a lease
-    await expect(client.remove('leased')).rejects.toThrow(StoreError);
+    await expect(client.remove('leased')).rejects.toBeInstanceOf(ObjectLeasedError);
+    await client.put('gone', Buffer.from('v'));
+    await client.remove('gone');
+    await expect(client.get('gone')).rejects.toBeInstanceOf(ObjectNotFoundError);
+    await client.putBatch(['rx-1', 'rx-2', 'rx-3'].map((key) => ({ key, value: Buffer.from(key) })));
+    expect(await client.removeByRegex('^rx-[12]$')).toBe(2);
+    expect([...(await client.queryByRegex('^rx-')).keys()]).toEqual(['rx-3']);
     const ips = await client.batchQueryIp(cluster.services.map((s) => s.clientId));
     expect([...ips.values()].flat()).toContain('127.0.0.1');
   });
