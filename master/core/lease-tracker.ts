@@ -22,6 +22,16 @@ export class LeaseTracker {
   /** Extends meta's lease to `until` (never shortens it). */
   grant(meta: ObjectMeta, until: number, now: number): void {
     this.expire(now);
+    this.extend(meta, until);
+  }
+
+  /** Moves the horizon to `now` (batches call this once, then `extend` per object). */
+  advance(now: number): void {
+    this.expire(now);
+  }
+
+  /** grant() without moving the horizon: the caller called advance(now) for this instant. */
+  extend(meta: ObjectMeta, until: number): void {
     if (until <= meta.leaseUntil) return;
     if (!(meta.leaseUntil > this.horizon)) this.count++;
     meta.leaseUntil = until;

@@ -26,7 +26,6 @@ import type { GetReplicaListResponse__Output } from '../../proto/gen/store/GetRe
 import type { IPAddressList__Output } from '../../proto/gen/store/IPAddressList.js';
 import type { MountSegmentRequest__Output } from '../../proto/gen/store/MountSegmentRequest.js';
 import type { MountSegmentResponse__Output } from '../../proto/gen/store/MountSegmentResponse.js';
-import type { ObjectReplicaList__Output } from '../../proto/gen/store/ObjectReplicaList.js';
 import type { PingRequest__Output } from '../../proto/gen/store/PingRequest.js';
 import type { PingResponse__Output } from '../../proto/gen/store/PingResponse.js';
 import type { PutEndRequest__Output } from '../../proto/gen/store/PutEndRequest.js';
@@ -64,7 +63,8 @@ import { FreeRatioFirstStrategy } from './free-ratio-first-strategy.js';
 import { LeaseTracker } from './lease-tracker.js';
 import { FLAG_CXL, FLAG_HARD_PIN, FLAG_LISTED, FLAG_REUSED, FLAG_SOFT_PIN, FLAG_UPSERT, HANDLE_FIELDS, ObjectMeta } from './object-meta.js';
 import { RandomStrategy } from './random-strategy.js';
-import { dropReplicasOn, freeHandles, placeReplicas, replicaInfos } from './replica-placement.js';
+import { dropReplicasOn, freeHandles, placeReplicas } from './replica-placement.js';
+import { compileRegex, ReadPath, viewOf } from './read-path.js';
 import type { Rng } from './rng.js';
 import { isUuid, randomUuid, SeededRng } from './rng.js';
 import { SegmentIndex, segmentIdsOf } from './segment-index.js';
@@ -107,15 +107,6 @@ function hostOf(endpoint: string): string {
   return colon > 0 && endpoint.indexOf(':') === colon ? endpoint.slice(0, colon) : endpoint;
 }
 
-function compileRegex(source: string): RegExp | null {
-  if (typeof source !== 'string' || source.length === 0) return null;
-  try {
-    return new RegExp(source);
-  } catch {
-    return null;
-  }
-}
-
 export class MasterCore {
   readonly config: Readonly<MasterCoreConfig>;
   private readonly rng: Rng;
@@ -134,6 +125,7 @@ export class MasterCore {
   private readonly segments = new SegmentRegistry();
   private readonly clients = new ClientRegistry();
   private readonly leases = new LeaseTracker();
+  private readonly reads: ReadPath;
   private softPinnedCount = 0;
   private hardPinnedCount = 0;
 
@@ -152,6 +144,7 @@ export class MasterCore {
     );
     this.rng = rng;
     this.strategy = makeStrategy(config.allocationStrategy);
+    this.reads = new ReadPath(this.objects, this.segments, this.leases, this.order, this.config.defaultKvLeaseTtlMs);
   }
 
   // --- Liveness and segments ---
@@ -205,43 +198,24 @@ export class MasterCore {
   // --- Reads ---
 
   existKey(req: ExistKeyRequest__Output, now: number): ExistKeyResponse__Output {
-    const code = validateKey(req.key);
-    if (code !== ErrorCode.OK) return { status_code: code, exists: false, lease_ttl_ms: 0 };
-    const meta = this.objects.get(req.key);
-    if (meta === undefined || !meta.complete) return { status_code: ErrorCode.OK, exists: false, lease_ttl_ms: 0 };
-    this.grantLease(meta, now);
-    return { status_code: ErrorCode.OK, exists: true, lease_ttl_ms: this.config.defaultKvLeaseTtlMs };
+    return this.reads.existKey(req.key, now);
   }
 
   batchExistKey(req: BatchExistKeyRequest__Output, now: number): BatchExistKeyResponse__Output {
-    if (!Array.isArray(req.keys)) return { status_code: ErrorCode.INVALID_PARAMS, results: [] };
-    return { status_code: ErrorCode.OK, results: req.keys.map((key) => this.existKey({ key }, now)) };
+    return this.reads.batchExistKey(req, now);
   }
 
   getReplicaList(req: GetReplicaListRequest__Output, now: number): GetReplicaListResponse__Output {
-    const code = validateKey(req.key);
-    if (code !== ErrorCode.OK) return { status_code: code, replica_list: [], lease_ttl_ms: 0 };
-    const meta = this.objects.get(req.key);
-    if (meta === undefined) return { status_code: ErrorCode.OBJECT_NOT_FOUND, replica_list: [], lease_ttl_ms: 0 };
-    if (!meta.complete) return { status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: [], lease_ttl_ms: 0 };
-    this.grantLease(meta, now);
-    return { status_code: ErrorCode.OK, replica_list: this.view(meta), lease_ttl_ms: this.config.defaultKvLeaseTtlMs };
+    return this.reads.getReplicaList(req.key, now);
   }
 
   batchGetReplicaList(req: BatchGetReplicaListRequest__Output, now: number): BatchGetReplicaListResponse__Output {
-    if (!Array.isArray(req.keys)) return { status_code: ErrorCode.INVALID_PARAMS, results: [] };
-    return { status_code: ErrorCode.OK, results: req.keys.map((key) => this.getReplicaList({ key }, now)) };
+    return this.reads.batchGetReplicaList(req, now);
   }
 
   /** Complete objects whose key matches; a query only, so no lease is granted. */
   getReplicaListByRegex(req: GetReplicaListByRegexRequest__Output, _now: number): GetReplicaListByRegexResponse__Output {
-    const re = compileRegex(req.key_regex);
-    if (re === null) return { status_code: ErrorCode.INVALID_PARAMS, object_map: {} };
-    const object_map: { [key: string]: ObjectReplicaList__Output } = Object.create(null) as { [key: string]: ObjectReplicaList__Output };
-    for (const [key, meta] of this.objects) {
-      if (meta.complete && re.test(key)) object_map[key] = { replica_list: this.view(meta) };
-    }
-    return { status_code: ErrorCode.OK, object_map };
+    return this.reads.getReplicaListByRegex(req);
   }
 
   // --- Writes ---
@@ -567,13 +541,7 @@ export class MasterCore {
   // --- Internals ---
 
   private view(meta: ObjectMeta): ReplicaInfo__Output[] {
-    return replicaInfos(this.segments, meta.h, meta.slices, meta.status, (meta.flags & FLAG_CXL) !== 0);
-  }
-
-  private grantLease(meta: ObjectMeta, now: number): void {
-    this.leases.grant(meta, now + this.config.defaultKvLeaseTtlMs, now);
-    meta.lastAccess = now;
-    this.order.touch(meta);
+    return viewOf(this.segments, meta);
   }
 
   /** Segments an object has buffers on: its placement and any previous one it may fall back to. */

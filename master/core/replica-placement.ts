@@ -5,6 +5,7 @@
 import { ErrorCode } from '../../common/error-code.js';
 import { BufStatus } from '../../proto/gen/store/BufStatus.js';
 import { MemoryType } from '../../proto/gen/store/MemoryType.js';
+import type { BufHandle__Output } from '../../proto/gen/store/BufHandle.js';
 import type { ReplicaInfo__Output } from '../../proto/gen/store/ReplicaInfo.js';
 import { ReplicaStatus } from '../../proto/gen/store/ReplicaStatus.js';
 import type { AllocatedBuffer, AllocationStrategy } from './allocation-strategy.js';
@@ -78,22 +79,23 @@ export function replicaInfos(
 ): ReplicaInfo__Output[] {
   const bufStatus = status === ReplicaStatus.COMPLETE ? BufStatus.COMPLETE : BufStatus.INIT;
   const memoryType = cxl ? MemoryType.CXL : MemoryType.DRAM;
-  const out: ReplicaInfo__Output[] = [];
   const stride = slices * HANDLE_FIELDS;
+  const out: ReplicaInfo__Output[] = new Array<ReplicaInfo__Output>(stride === 0 ? 0 : h.length / stride);
+  let n = 0;
   for (let r = 0; r < h.length; r += stride) {
-    const handles = [];
-    for (let i = r; i < r + stride; i += HANDLE_FIELDS) {
+    const handles: BufHandle__Output[] = new Array<BufHandle__Output>(slices);
+    for (let i = r, j = 0; i < r + stride; i += HANDLE_FIELDS, j++) {
       const seg = segments.byId(h[i]!)!;
-      handles.push({
+      handles[j] = {
         segment_name: seg.name,
         size: h[i + 2]!,
         buffer: seg.allocator.addressOf(h[i + 1]!),
         status: bufStatus,
         te_endpoint: seg.teEndpoint,
         memory_type: memoryType,
-      });
+      };
     }
-    out.push({ handles, status });
+    out[n++] = { handles, status };
   }
   return out;
 }

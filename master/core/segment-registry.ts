@@ -41,7 +41,8 @@ export interface SegmentPool {
 
 export class SegmentRegistry implements SegmentPool {
   private readonly byNameMap = new Map<string, Segment>();
-  private readonly byIdMap = new Map<number, Segment>();
+  /** Indexed by segment id (small, never reused): the hottest lookup, once per handle read. */
+  private readonly byIdArr: (Segment | undefined)[] = [undefined];
   private readonly bySegmentId = new Map<string, Segment>();
   private nextId = 1;
   private openCache: Segment[] | null = null;
@@ -53,7 +54,7 @@ export class SegmentRegistry implements SegmentPool {
   add(name: string, segmentId: string, clientId: string, base: number, size: number, teEndpoint: string, protocol: string): Segment {
     const seg = new Segment(this.nextId++, name, segmentId, clientId, base, size, teEndpoint, protocol);
     this.byNameMap.set(name, seg);
-    this.byIdMap.set(seg.id, seg);
+    this.byIdArr[seg.id] = seg;
     this.bySegmentId.set(segmentId, seg);
     this.openCache = null;
     return seg;
@@ -61,7 +62,7 @@ export class SegmentRegistry implements SegmentPool {
 
   delete(seg: Segment): void {
     this.byNameMap.delete(seg.name);
-    this.byIdMap.delete(seg.id);
+    this.byIdArr[seg.id] = undefined;
     this.bySegmentId.delete(seg.segmentId);
     this.openCache = null;
   }
@@ -78,7 +79,7 @@ export class SegmentRegistry implements SegmentPool {
   }
 
   byId(id: number): Segment | undefined {
-    return this.byIdMap.get(id);
+    return id > 0 && id < this.byIdArr.length ? this.byIdArr[id] : undefined;
   }
 
   hasSegmentId(segmentId: string): boolean {

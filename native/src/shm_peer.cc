@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <algorithm>
@@ -33,6 +34,33 @@ std::unique_ptr<ShmPeer> ShmPeer::Connect(const std::string& endpoint, int timeo
 ShmPeer::~ShmPeer() {
   for (auto& g : grants_) if (g.map_addr) ::munmap(g.map_addr, g.map_len);
   if (peer_generation_) ::munmap(const_cast<std::atomic<uint64_t>*>(peer_generation_), 4096);
+}
+
+// Maps page-table entries, in one pass, for the pages the peer already holds (its segment is
+// prefaulted by default): a first write through a fresh shared mapping otherwise takes one fault
+// per 4 KiB page (~1.5 ms per 4 MiB here, three times a bulk populate). Pages the peer never
+// touched are left alone so that no memory is allocated on its behalf; mappings above
+// kPopulateMaxBytes stay lazy (their page tables would cost 2 MiB per GiB in this process).
+void ShmPeer::PopulateResident(void* map, size_t length) {
+  constexpr size_t kPopulateMaxBytes = size_t{32} << 30;
+  constexpr int kMadvPopulateRead = 22;  // MADV_POPULATE_READ, Linux 5.14+; older kernels: EINVAL, ignored
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  if (length == 0 || length > kPopulateMaxBytes || page == 0) return;
+  const size_t pages = (length + page - 1) / page;
+  std::vector<unsigned char> resident(pages);
+  if (::mincore(map, length, resident.data()) != 0) return;
+  char* base = static_cast<char*>(map);
+  for (size_t i = 0; i < pages;) {
+    if (!(resident[i] & 1)) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < pages && (resident[j] & 1)) ++j;
+    const size_t end = std::min(j * page, length);
+    if (::madvise(base + i * page, end - i * page, kMadvPopulateRead) != 0 && errno == EINVAL) return;
+    i = j;
+  }
 }
 
 void ShmPeer::DropStaleGrants() {
@@ -126,6 +154,7 @@ char* ShmPeer::Resolve(uint64_t address, uint64_t length) {
       g.map_addr = p;
       g.map_len = resp.map_length;
       g.local_region = static_cast<char*>(p) + (resp.region_start - resp.map_base);
+      PopulateResident(p, resp.map_length);
     }
   }
   grants_.push_back(g);

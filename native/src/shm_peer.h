@@ -42,6 +42,7 @@ class ShmPeer {
     uint64_t generation;
   };
   void DropStaleGrants();
+  static void PopulateResident(void* map, size_t length);
   ShmPeer(std::string endpoint, UniqueFd ctrl) : endpoint_(std::move(endpoint)), ctrl_(std::move(ctrl)) {}
 
   std::string endpoint_;

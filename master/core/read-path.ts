@@ -1,0 +1,148 @@
+// The read RPCs of the core: ExistKey, GetReplicaList, their batch forms and the regex query.
+// A read looks the key up, grants the object a lease and moves it to the recently-used end of its
+// eviction list. The batch forms are loops of their own (not a call per key): the lease horizon
+// moves once per batch, the TTL is read once, and keys with the same answer share one reply
+// object (replies are read-only data on their way to the encoder), so a key costs its lookup,
+// its lease and LRU bookkeeping, and, for GetReplicaList, its replica view.
+import { ErrorCode } from '../../common/error-code.js';
+import type { BatchExistKeyRequest__Output } from '../../proto/gen/store/BatchExistKeyRequest.js';
+import type { BatchExistKeyResponse__Output } from '../../proto/gen/store/BatchExistKeyResponse.js';
+import type { BatchGetReplicaListRequest__Output } from '../../proto/gen/store/BatchGetReplicaListRequest.js';
+import type { BatchGetReplicaListResponse__Output } from '../../proto/gen/store/BatchGetReplicaListResponse.js';
+import type { ExistKeyResponse__Output } from '../../proto/gen/store/ExistKeyResponse.js';
+import type { GetReplicaListByRegexRequest__Output } from '../../proto/gen/store/GetReplicaListByRegexRequest.js';
+import type { GetReplicaListByRegexResponse__Output } from '../../proto/gen/store/GetReplicaListByRegexResponse.js';
+import type { GetReplicaListResponse__Output } from '../../proto/gen/store/GetReplicaListResponse.js';
+import type { ObjectReplicaList__Output } from '../../proto/gen/store/ObjectReplicaList.js';
+import type { ReplicaInfo__Output } from '../../proto/gen/store/ReplicaInfo.js';
+import type { EvictionOrder } from './eviction.js';
+import type { LeaseTracker } from './lease-tracker.js';
+import { FLAG_CXL, type ObjectMeta } from './object-meta.js';
+import { replicaInfos } from './replica-placement.js';
+import type { SegmentRegistry } from './segment-registry.js';
+import { validateKey } from './write-validation.js';
+
+/** The wire view of an object's replicas (all in the object's status). */
+export function viewOf(segments: SegmentRegistry, meta: ObjectMeta): ReplicaInfo__Output[] {
+  return replicaInfos(segments, meta.h, meta.slices, meta.status, (meta.flags & FLAG_CXL) !== 0);
+}
+
+/** A user-supplied regular expression, or null when it is empty or does not compile. */
+export function compileRegex(source: string): RegExp | null {
+  if (typeof source !== 'string' || source.length === 0) return null;
+  try {
+    return new RegExp(source);
+  } catch {
+    return null;
+  }
+}
+
+/** The replica list of a shared not-found / not-ready reply. */
+const NO_REPLICAS = Object.freeze([]) as unknown as ReplicaInfo__Output[];
+
+export class ReadPath {
+  constructor(
+    private readonly objects: ReadonlyMap<string, ObjectMeta>,
+    private readonly segments: SegmentRegistry,
+    private readonly leases: LeaseTracker,
+    private readonly order: EvictionOrder,
+    private readonly leaseTtlMs: number,
+  ) {}
+
+  existKey(key: string, now: number): ExistKeyResponse__Output {
+    const code = validateKey(key);
+    if (code !== ErrorCode.OK) return { status_code: code, exists: false, lease_ttl_ms: 0 };
+    const meta = this.objects.get(key);
+    if (meta === undefined || !meta.complete) return { status_code: ErrorCode.OK, exists: false, lease_ttl_ms: 0 };
+    this.leases.advance(now);
+    this.access(meta, now + this.leaseTtlMs, now);
+    return { status_code: ErrorCode.OK, exists: true, lease_ttl_ms: this.leaseTtlMs };
+  }
+
+  batchExistKey(req: BatchExistKeyRequest__Output, now: number): BatchExistKeyResponse__Output {
+    const keys = req.keys;
+    if (!Array.isArray(keys)) return { status_code: ErrorCode.INVALID_PARAMS, results: [] };
+    const ttl = this.leaseTtlMs;
+    const until = now + ttl;
+    let advanced = false;
+    const yes: ExistKeyResponse__Output = Object.freeze({ status_code: ErrorCode.OK, exists: true, lease_ttl_ms: ttl });
+    const no: ExistKeyResponse__Output = Object.freeze({ status_code: ErrorCode.OK, exists: false, lease_ttl_ms: 0 });
+    const results = new Array<ExistKeyResponse__Output>(keys.length);
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i]!;
+      const code = validateKey(key);
+      if (code !== ErrorCode.OK) {
+        results[i] = { status_code: code, exists: false, lease_ttl_ms: 0 };
+        continue;
+      }
+      const meta = this.objects.get(key);
+      if (meta === undefined || !meta.complete) {
+        results[i] = no;
+        continue;
+      }
+      if (!advanced) this.leases.advance(now);
+      advanced = true;
+      this.access(meta, until, now);
+      results[i] = yes;
+    }
+    return { status_code: ErrorCode.OK, results };
+  }
+
+  getReplicaList(key: string, now: number): GetReplicaListResponse__Output {
+    const code = validateKey(key);
+    if (code !== ErrorCode.OK) return { status_code: code, replica_list: [], lease_ttl_ms: 0 };
+    const meta = this.objects.get(key);
+    if (meta === undefined) return { status_code: ErrorCode.OBJECT_NOT_FOUND, replica_list: [], lease_ttl_ms: 0 };
+    if (!meta.complete) return { status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: [], lease_ttl_ms: 0 };
+    this.leases.advance(now);
+    this.access(meta, now + this.leaseTtlMs, now);
+    return { status_code: ErrorCode.OK, replica_list: viewOf(this.segments, meta), lease_ttl_ms: this.leaseTtlMs };
+  }
+
+  batchGetReplicaList(req: BatchGetReplicaListRequest__Output, now: number): BatchGetReplicaListResponse__Output {
+    const keys = req.keys;
+    if (!Array.isArray(keys)) return { status_code: ErrorCode.INVALID_PARAMS, results: [] };
+    const ttl = this.leaseTtlMs;
+    const until = now + ttl;
+    let advanced = false;
+    let notFound: GetReplicaListResponse__Output | undefined;
+    let notReady: GetReplicaListResponse__Output | undefined;
+    const results = new Array<GetReplicaListResponse__Output>(keys.length);
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i]!;
+      const code = validateKey(key);
+      const meta = code === ErrorCode.OK ? this.objects.get(key) : undefined;
+      if (meta !== undefined && meta.complete) {
+        if (!advanced) this.leases.advance(now);
+        advanced = true;
+        this.access(meta, until, now);
+        results[i] = { status_code: ErrorCode.OK, replica_list: viewOf(this.segments, meta), lease_ttl_ms: ttl };
+      } else if (code !== ErrorCode.OK) {
+        results[i] = { status_code: code, replica_list: [], lease_ttl_ms: 0 };
+      } else if (meta === undefined) {
+        results[i] = notFound ??= Object.freeze({ status_code: ErrorCode.OBJECT_NOT_FOUND, replica_list: NO_REPLICAS, lease_ttl_ms: 0 });
+      } else {
+        results[i] = notReady ??= Object.freeze({ status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: NO_REPLICAS, lease_ttl_ms: 0 });
+      }
+    }
+    return { status_code: ErrorCode.OK, results };
+  }
+
+  /** Complete objects whose key matches; a query only, so no lease is granted. */
+  getReplicaListByRegex(req: GetReplicaListByRegexRequest__Output): GetReplicaListByRegexResponse__Output {
+    const re = compileRegex(req.key_regex);
+    if (re === null) return { status_code: ErrorCode.INVALID_PARAMS, object_map: {} };
+    const object_map: { [key: string]: ObjectReplicaList__Output } = Object.create(null) as { [key: string]: ObjectReplicaList__Output };
+    for (const [key, meta] of this.objects) {
+      if (meta.complete && re.test(key)) object_map[key] = { replica_list: viewOf(this.segments, meta) };
+    }
+    return { status_code: ErrorCode.OK, object_map };
+  }
+
+  /** A read of meta: its lease runs until `until` (horizon already advanced to now), LRU touched. */
+  private access(meta: ObjectMeta, until: number, now: number): void {
+    this.leases.extend(meta, until);
+    meta.lastAccess = now;
+    this.order.touch(meta);
+  }
+}
