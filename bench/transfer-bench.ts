@@ -3,7 +3,11 @@
 // this process as the client. Put and Get of 4 KiB .. 16 MiB, single ops with 1 and 8 in flight
 // and batches of 8, with GB/s, ops/s, p50/p99. In the same run, the peers: (a) the native raw TCP
 // pump between two processes, (b) memcpy of the same sizes, (c) redis-benchmark SET/GET against a
-// redis-server started here; then the ratios the targets are stated in.
+// redis-server started here; then the ratios the targets are stated in. memcpy is given twice:
+// cache-hot (one pair of buffers, fits the LLC) and cold (cycling over 256 MiB, above the LLC, as a
+// Get of a value last touched long ago); the ratios use the cold figure. Every figure is bytes
+// (or ops) over the elapsed wall time of its row. A warm-up (JIT, connections, shm grants) runs
+// first and is not measured; objects are removed between sizes so every row has room.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
@@ -20,7 +24,12 @@ const KiB = 1024;
 const MiB = 1024 * KiB;
 const SIZES = [4 * KiB, 64 * KiB, MiB, 4 * MiB, 16 * MiB];
 const BATCH = 8;
-const BYTES_PER_ROW = Number(process.env.BENCH_BYTES ?? 96 * MiB);
+const BYTES_PER_ROW = Number(process.env.BENCH_BYTES ?? 192 * MiB);
+/** memcpy 'cold': the span it cycles over, well above this machine's LLC (32 MiB here). */
+const COLD_SPAN = 256 * MiB;
+/** Read-lease TTL of the bench's master: objects read are removable (to make room) this long after. */
+const LEASE_TTL_MS = 2000;
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const run = promisify(execFile);
 
 const fmtSize = (n: number) => (n >= MiB ? `${n / MiB} MiB` : `${n / KiB} KiB`);
@@ -78,11 +87,35 @@ async function pumpGbps(endpoint: string, size: number): Promise<number> {
   return (size * count) / s / 1e9;
 }
 
-async function memcpyGbps(size: number): Promise<number> {
+/** memcpy GB/s: hot = the same two buffers every time; cold = cycling over COLD_SPAN bytes of buffers. */
+async function memcpyGbps(size: number, span = 0): Promise<number> {
   const iters = Math.max(10, Math.floor((1024 * MiB) / size));
-  await addon().memcpyRun(size, 10);
-  const s = await addon().memcpyRun(size, iters);
+  await addon().memcpyRun(size, 10, span);
+  const s = await addon().memcpyRun(size, iters, span);
   return (size * iters) / s / 1e9;
+}
+
+/** Unmeasured warm-up: JIT of client and master, the engine's connections and shm grants. */
+async function warmUp(client: Client): Promise<number> {
+  let ops = 0;
+  for (const [size, n] of [
+    [4 * KiB, 600],
+    [64 * KiB, 100],
+    [4 * MiB, 16],
+  ] as const) {
+    const v = randomBytes(size);
+    const lease = await client.allocBuffer(size);
+    for (let i = 0; i < n; i++) {
+      await client.put(`warm-${size}-${i}`, v);
+      await client.get(`warm-${size}-${i}`);
+      await client.getInto(`warm-${size}-${i}`, lease.buffer);
+      await client.isExist(`warm-${size}-${i}`);
+      ops += 4;
+    }
+    lease.release();
+    await client.removeByRegex(`^warm-${size}-`);
+  }
+  return ops;
 }
 
 /** redis-benchmark SET/GET ops/s for a value size and a client count, against our own redis-server. */
@@ -127,7 +160,7 @@ async function main(): Promise<void> {
     redis = undefined;
   }
 
-  const cluster = await LocalCluster.start({ storeServices: 1, segmentSize: '3GB' });
+  const cluster = await LocalCluster.start({ storeServices: 1, segmentSize: '3GB', masterArgs: [`--default_kv_lease_ttl=${LEASE_TTL_MS}ms`] });
   const client = await Client.setup(cluster.clientConfig({ local_buffer_size: 320 * MiB }), { bufferPool: { acquireTimeoutMs: 60_000 } });
   const cleanup = async () => {
     await client.close().catch(() => {});
@@ -140,7 +173,8 @@ async function main(): Promise<void> {
   try {
     console.log(`transfer bench: master ${cluster.master.rpc}, store_service ${cluster.services[0].endpoint} (separate processes), client = this process`);
     console.log(`Put = PutStart + staging copy + engine WRITE + PutEnd; Get = GetReplicaList + engine READ + copy out; batch = ${BATCH} objects per call, 1 call in flight; zcopy = put from / getInto a registered allocBuffer lease`);
-    console.log(`p50/p99 are per call (a batch call moves ${BATCH} objects); machine: ${cpus().length} cores, load average ${loadavg()[0].toFixed(1)}\n`);
+    console.log(`p50/p99 are per call (a batch call moves ${BATCH} objects); machine: ${cpus().length} cores, load average ${loadavg()[0].toFixed(1)}`);
+    console.log(`warm-up: ${await warmUp(client)} ops, not measured\n`);
     const results = new Map<string, Row>();
     console.log(' op    size      mode        GB/s     ops/s    p50 ms    p99 ms');
     for (const size of SIZES) {
@@ -178,44 +212,51 @@ async function main(): Promise<void> {
         }
       }
       lease.release();
+      // Room for the next size: the objects just read are removable once their leases ran out.
+      await sleep(LEASE_TTL_MS + 100);
+      await client.removeByRegex('^b-');
     }
 
     // A client whose own segment holds the replica: the Get is a memcpy in this process.
-    const local = await Client.setup(cluster.clientConfig({ global_segment_size: 512 * MiB, local_buffer_size: 64 * MiB }));
+    const local = await Client.setup(cluster.clientConfig({ global_segment_size: 1024 * MiB, local_buffer_size: 64 * MiB }));
     const own = local.mountedSegments[0].name;
     const localRows = new Map<number, Row>();
     const localIntoRows = new Map<number, Row>();
     for (const size of SIZES) {
       const value = randomBytes(size);
-      const n = Math.min(opsFor(size), Math.floor((400 * MiB) / size));
+      const n = Math.min(opsFor(size), Math.floor((160 * MiB) / size));
       for (let i = 0; i < n; i++) await local.put(`own-${size}-${i}`, value, { preferred_segment: own });
       localRows.set(size, await measure(n, size, 1, 1, async (i) => void (await local.get(`own-${size}-${i}`))));
       const target = await local.allocBuffer(size);
       localIntoRows.set(size, await measure(n, size, 1, 1, async (i) => void (await local.getInto(`own-${size}-${i}`, target.buffer))));
       target.release();
+      await sleep(LEASE_TTL_MS + 100); // the leases of the reads just made must run out first
+      await local.removeByRegex('^own-');
     }
     await local.close();
 
     console.log('\npeers measured in this run:');
     const pump = new Map<number, number>();
     const mem = new Map<number, number>();
+    const memHot = new Map<number, number>();
     const red = new Map<number, { c1?: { set: number; get: number }; c8?: { set: number; get: number } }>();
     for (const size of SIZES) {
       pump.set(size, await pumpGbps(`127.0.0.1:${pumpPort}`, size));
-      mem.set(size, await memcpyGbps(size));
+      memHot.set(size, await memcpyGbps(size));
+      mem.set(size, await memcpyGbps(size, COLD_SPAN));
       if (redis) red.set(size, { c1: await redisOps(redisPort, size, 1), c8: await redisOps(redisPort, size, 8) });
     }
-    console.log(' size      pump GB/s  memcpy GB/s  redis SET c1/c8 GB/s   redis GET c1/c8 GB/s');
+    console.log(' size      pump GB/s  memcpy hot/cold GB/s  redis SET c1/c8 GB/s   redis GET c1/c8 GB/s');
     for (const size of SIZES) {
       const r = red.get(size);
       const g = (x?: number) => (x === undefined || Number.isNaN(x) ? '   -  ' : ((x * size) / 1e9).toFixed(3).padStart(6));
       console.log(
-        ` ${fmtSize(size).padStart(8)} ${pump.get(size)!.toFixed(3).padStart(10)} ${mem.get(size)!.toFixed(3).padStart(12)}   ${g(r?.c1?.set)} / ${g(r?.c8?.set)}        ${g(r?.c1?.get)} / ${g(r?.c8?.get)}`,
+        ` ${fmtSize(size).padStart(8)} ${pump.get(size)!.toFixed(3).padStart(10)} ${memHot.get(size)!.toFixed(3).padStart(10)} / ${mem.get(size)!.toFixed(3).padStart(7)}   ${g(r?.c1?.set)} / ${g(r?.c8?.set)}        ${g(r?.c1?.get)} / ${g(r?.c8?.get)}`,
       );
     }
     if (!redis) console.log(' (redis-server not found: Redis columns skipped)');
 
-    console.log('\nratios (targets in brackets):');
+    console.log(`\nratios (targets in brackets; memcpy = cold; load average now ${loadavg()[0].toFixed(1)}):`);
     const M4 = 4 * MiB;
     for (const op of ['get', 'put'] as const) {
       for (const mode of ['single x1', 'single x8', `batch ${BATCH}`, 'zcopy x1']) {
@@ -225,6 +266,12 @@ async function main(): Promise<void> {
         console.log(
           ` 4 MiB ${op} ${mode.padEnd(10)}: ${(r.gbps / pump.get(M4)!).toFixed(2)}x pump [>= 0.8x], ${Number.isNaN(redisGbps) ? '-' : (r.gbps / redisGbps).toFixed(2)}x redis ${op === 'get' ? 'GET' : 'SET'} (${mode === 'single x8' ? '8' : '1'} client${mode === 'single x8' ? 's' : ''}) [>= 1x]`,
         );
+      }
+    }
+    for (const op of ['get', 'put'] as const) {
+      for (const mode of ['single x1', 'zcopy x1']) {
+        const r = results.get(`${op}-${M4}-${mode}`)!;
+        console.log(` same host, 4 MiB ${op} ${mode.padEnd(10)}: ${(r.gbps / mem.get(M4)!).toFixed(2)}x memcpy [>= 0.5x]`);
       }
     }
     const small = results.get(`get-${4 * KiB}-single x1`)!;

@@ -212,6 +212,7 @@ export class Client {
       pool: this.pool,
       segments: this.segments,
       addressOf: (v) => this.native.addressOf(v),
+      allocLarge: (size) => this.native.allocHugeBuffer(size),
       localMemcpy: s.localMemcpy,
       now: this.now,
       lookupEndpoint: async (name) => (await this.metadata.lookup(name))?.te_endpoint ?? null,
@@ -303,15 +304,26 @@ export class Client {
     if (res.segment_id) seg.id = res.segment_id;
   }
 
-  /** Runs a master call; transport failures become UnavailableError with the cause kept. */
-  private async rpc<T>(what: string, call: () => Promise<T>): Promise<T> {
-    if (this.closing) throw new UnavailableError(`${what}: the client is closed`);
+  /**
+   * Runs a master call; transport failures become UnavailableError with the cause kept. Not an
+   * async function: one promise hop fewer on every data-path operation.
+   */
+  private rpc<T>(what: string, call: () => Promise<T>): Promise<T> {
+    if (this.closing) return Promise.reject(new UnavailableError(`${what}: the client is closed`));
+    let p: Promise<T>;
     try {
-      return await call();
+      p = call();
     } catch (e) {
-      if (e instanceof StoreError) throw e;
-      throw new UnavailableError(`${what}: master ${this.masterEndpoint || this.settings.masterAddress} unreachable: ${(e as Error).message}`, { cause: e });
+      return Promise.reject(this.rpcFailure(what, e));
     }
+    return p.catch((e: unknown) => {
+      throw this.rpcFailure(what, e);
+    });
+  }
+
+  private rpcFailure(what: string, e: unknown): Error {
+    if (e instanceof StoreError) return e;
+    return new UnavailableError(`${what}: master ${this.masterEndpoint || this.settings.masterAddress} unreachable: ${(e as Error).message}`, { cause: e });
   }
 
   private status(code: number, what: string): void {

@@ -2,7 +2,8 @@
 // keys of a batch are ended or revoked when part of the transfer fails, and the pure-server rule.
 // The master is a scripted in-memory placement and the engine copies between plain Buffers keyed
 // by endpoint; the real master and engine are exercised by e2e/data.test.ts.
-import { DataPath, type MasterApi } from './data-path.js';
+import { randomBytes } from 'node:crypto';
+import { DataPath, LARGE_VALUE_BYTES, type MasterApi } from './data-path.js';
 import { BufferPool } from './buffer-pool.js';
 import { OffsetAllocator } from '../master/core/offset-allocator.js';
 import { ObjectNotFoundError, TransferError, UnavailableError } from './errors.js';
@@ -12,20 +13,37 @@ import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
 import type { PutStartRequest } from '../proto/gen/store/PutStartRequest.js';
 
 const POOL_BASE = 0x10_0000;
-const SEG_SIZE = 1 << 20;
+const SEG_SIZE = 4 << 20;
 
 /** Remote segments: endpoint -> memory; a dead endpoint refuses every op. */
 class MemoryEngine implements TransferEnginePort {
   readonly endpoint = 'me:1';
   readonly segments = new Map<string, Buffer>();
   readonly dead = new Set<string>();
+  /** Memory outside the pool the caller may register (large Get results), by address. */
+  readonly extra = new Map<number, Buffer>();
+  readonly registered = new Set<number>();
+  /** Local address of every WRITE op, in order. */
+  readonly writesFrom: number[] = [];
   batches = 0;
   constructor(private readonly local: Buffer) {}
   start() {
     return this.endpoint;
   }
-  registerRegion() {}
-  unregisterRegion() {}
+  registerRegion(address: number) {
+    this.registered.add(address);
+  }
+  unregisterRegion(address: number) {
+    this.registered.delete(address);
+  }
+  /** The buffer and offset behind a local address: a registered extra region, else the pool. */
+  private localAt(address: number): [Buffer, number] {
+    for (const a of this.registered) if (address >= a && address < a + this.extra.get(a)!.length) return [this.extra.get(a)!, address - a];
+    if (address < POOL_BASE || address >= POOL_BASE + this.local.length) {
+      throw Object.assign(new Error(`local address ${address} is not registered`), { code: 'ADDRESS_OUT_OF_RANGE' });
+    }
+    return [this.local, address - POOL_BASE];
+  }
   close() {}
   async transfer(ops: EngineTransferOp[]): Promise<void> {
     this.batches++;
@@ -34,9 +52,10 @@ class MemoryEngine implements TransferEnginePort {
     }
     for (const op of ops) {
       const remote = this.segments.get(op.endpoint)!;
-      const l = op.localAddress - POOL_BASE;
-      if (op.op === 'write') this.local.copy(remote, op.remoteAddress, l, l + op.length);
-      else remote.copy(this.local, l, op.remoteAddress, op.remoteAddress + op.length);
+      const [local, l] = this.localAt(op.localAddress);
+      if (op.op === 'write') this.writesFrom.push(op.localAddress);
+      if (op.op === 'write') local.copy(remote, op.remoteAddress, l, l + op.length);
+      else remote.copy(local, l, op.remoteAddress, op.remoteAddress + op.length);
     }
   }
 }
@@ -91,7 +110,7 @@ function scriptedMaster(endpoints: string[]) {
   return { api, ended, revoked, objects };
 }
 
-function setup(opts: { pool?: boolean } = {}) {
+function setup(opts: { pool?: boolean; allocLarge?: (size: number) => Buffer } = {}) {
   const local = Buffer.alloc(4 << 20);
   const engine = new MemoryEngine(local);
   for (const ep of ['a:1', 'b:1', 'c:1']) engine.segments.set(ep, Buffer.alloc(SEG_SIZE));
@@ -105,7 +124,22 @@ function setup(opts: { pool?: boolean } = {}) {
     engine,
     pool,
     segments: new Map(),
-    addressOf: () => -1, // nothing the caller passes is registered: every value is staged
+    // Small caller buffers sit outside registered memory (staged); large ones and large results
+    // get a fake address the engine can resolve once they are registered.
+    addressOf: (v) => {
+      const known = [...engine.extra].find(([, b]) => b === v)?.[0];
+      if (known !== undefined || v.byteLength < LARGE_VALUE_BYTES) return known ?? -1;
+      const a = 0x4000_0000 * (engine.extra.size + 1);
+      engine.extra.set(a, v as Buffer);
+      return a;
+    },
+    allocLarge:
+      opts.allocLarge &&
+      ((n) => {
+        const b = opts.allocLarge!(n);
+        engine.extra.set(0x4000_0000 * (engine.extra.size + 1), b);
+        return b;
+      }),
     localMemcpy: true,
     now: () => 0,
     lookupEndpoint: async () => null,
@@ -161,6 +195,35 @@ describe('data path', () => {
     engine.dead.add('a:1');
     const got = await path.getBatch(['x', 'y']);
     expect(got.map((g) => g.value?.toString())).toEqual(['x'.repeat(10), 'y'.repeat(10)]);
+  });
+
+  it('large Get results come from allocLarge (huge pages), small ones from the Node allocator', async () => {
+    const sizes: number[] = [];
+    const { path, engine } = setup({ allocLarge: (n) => (sizes.push(n), Buffer.alloc(n)) });
+    const big = randomBytes(LARGE_VALUE_BYTES + 5);
+    await path.put('big', big);
+    await path.put('small', Buffer.from('small'));
+    expect((await path.get('big')).equals(big)).toBe(true);
+    expect((await path.get('small')).toString()).toBe('small');
+    const got = await path.getBatch(['big', 'small']);
+    expect(got[0].value!.equals(big)).toBe(true);
+    expect(got[1].value!.toString()).toBe('small');
+    expect(sizes).toEqual([big.length, big.length]);
+    expect(engine.registered.size).toBe(0);
+  });
+
+  it('a large Put is written from the caller buffer in place, also by overlapping Puts of it', async () => {
+    const { path, engine } = setup();
+    const big = randomBytes(LARGE_VALUE_BYTES);
+    await Promise.all([path.put('p1', big), path.put('p2', big, { replica_num: 2 })]);
+    expect(engine.writesFrom.length).toBe(3);
+    expect(engine.writesFrom.every((a) => a !== -1 && engine.extra.get(a) === big)).toBe(true); // no staging lease
+    expect(engine.registered.size).toBe(0); // registered for the writes only
+    expect((await path.get('p1')).equals(big)).toBe(true);
+    expect((await path.get('p2')).equals(big)).toBe(true);
+    await path.put('small', Buffer.from('staged'));
+    expect(engine.writesFrom[3]).toBeGreaterThanOrEqual(POOL_BASE);
+    expect(engine.writesFrom[3]).toBeLessThan(POOL_BASE + (4 << 20));
   });
 
   it('a pure server refuses Get and Put before any master call', async () => {

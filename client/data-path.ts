@@ -25,7 +25,6 @@ import {
   orderReplicas,
   replicaPieces,
   replicaSize,
-  transferOps,
   withinLease,
   type Piece,
   type TransferOp,
@@ -76,6 +75,8 @@ export interface DataPathDeps {
   pool: BufferPool | undefined;
   segments: ReadonlyMap<string, OwnSegment>;
   addressOf: (view: ArrayBufferView) => number;
+  /** A fresh Buffer for a large Get result, huge-page backed (default Buffer.allocUnsafe). */
+  allocLarge?: (size: number) => Buffer;
   /** Own-segment pieces by memcpy (else through the engine's loopback). */
   localMemcpy: boolean;
   /** Monotonic clock, ms. */
@@ -127,12 +128,20 @@ export function transferFailure(e: unknown, what: string): TransferError {
   return new TransferError(`${what}: ${(e as Error)?.message ?? String(e)}`, { cause: e, code });
 }
 
+/**
+ * Get results from this size up get their own huge-page-backed mapping: a fresh multi-MiB Buffer
+ * from malloc costs one first-touch fault per 4 KiB page, and those dominate such a Get.
+ */
+export const LARGE_VALUE_BYTES = 2 * 1024 * 1024;
+
 function check(status: number, what: string): void {
   if (status !== ErrorCode.OK) throw StoreError.fromCode(status, what);
 }
 
 export class DataPath {
   private readonly endpoints = new Map<string, string>();
+  /** Large caller buffers registered while writes from them are in flight: address -> size, users. */
+  private readonly borrowed = new Map<number, { size: number; users: number }>();
 
   constructor(private readonly d: DataPathDeps) {}
 
@@ -163,6 +172,11 @@ export class DataPath {
     return this.d.pool;
   }
 
+  /** A Buffer for a Get's result: huge-page backed when large, else from Node's allocator. */
+  private allocOut(size: number): Buffer {
+    return size >= LARGE_VALUE_BYTES && this.d.allocLarge ? this.d.allocLarge(size) : Buffer.allocUnsafe(size);
+  }
+
   private isOwn = (segmentName: string): boolean => this.d.localMemcpy && this.d.segments.has(segmentName);
 
   /** Address of `view` when it lies inside memory registered with the engine (zero-copy), else undefined. */
@@ -190,6 +204,42 @@ export class DataPath {
     return Buffer.from(s.region.buffer, off, length);
   }
 
+  /**
+   * Registers a large caller buffer with the engine for the writes from it, so a Put reads it in
+   * place instead of copying it into staging first; undefined when that is refused (staged then).
+   * Concurrent Puts of one buffer share the registration; the last one drops it.
+   */
+  private borrow(src: Uint8Array): number | undefined {
+    const a = this.d.addressOf(src);
+    const b = this.borrowed.get(a);
+    if (b) {
+      if (b.size !== src.byteLength) return undefined;
+      b.users++;
+      return a;
+    }
+    try {
+      this.d.engine.registerRegion(a, src.byteLength);
+    } catch {
+      return undefined;
+    }
+    this.borrowed.set(a, { size: src.byteLength, users: 1 });
+    return a;
+  }
+
+  /** Ends one use of a borrowed buffer; the last unregisters it (waiting for chunks still on it). */
+  private giveBack(address: number): void {
+    const b = this.borrowed.get(address);
+    if (!b || --b.users > 0) return;
+    this.borrowed.delete(address);
+    this.d.engine.unregisterRegion(address);
+  }
+
+  /** Whether some remote piece's handle carries no endpoint we know (a metadata lookup is due). */
+  private needsLookup(pieces: readonly Piece[]): boolean {
+    for (const p of pieces) if (!p.local && !p.handle.te_endpoint && !this.endpoints.has(p.handle.segment_name)) return true;
+    return false;
+  }
+
   /** Fills in endpoints for handles that carry none, from the metadata service. */
   private async resolveEndpoints(pieces: readonly Piece[]): Promise<void> {
     for (const p of pieces) {
@@ -201,15 +251,6 @@ export class DataPath {
   }
 
   private endpointOf = (h: BufHandle__Output): string => h.te_endpoint || this.endpoints.get(h.segment_name)!;
-
-  private async transfer(ops: TransferOp[], what: string): Promise<void> {
-    if (ops.length === 0) return;
-    try {
-      await this.d.engine.transfer(ops);
-    } catch (e) {
-      throw transferFailure(e, what);
-    }
-  }
 
   // ---------------------------------------------------------------- writes
 
@@ -256,28 +297,37 @@ export class DataPath {
    * one engine batch from registered memory (the caller's, when it is registered, else one lease).
    */
   private async writeReplicas(objects: { replicas: ReplicaInfo__Output[]; slices: Uint8Array[] }[], what: string): Promise<void> {
-    const plans = objects.map((o) => {
-      const lengths = o.slices.map((s) => s.byteLength);
-      const pieces = o.replicas.flatMap((r) => replicaPieces(r, this.isOwn, lengths).map((p, i) => ({ p, slice: i })));
+    const plans: { slices: Uint8Array[]; pieces: { p: Piece; slice: number }[] }[] = [];
+    for (const o of objects) {
       if (o.replicas.length === 0) throw new StoreError(ErrorCode.INTERNAL_ERROR, `${what}: the master granted no replica`);
-      return { ...o, pieces };
-    });
-    // Stage the slices that remote pieces read from and that are not registered already.
-    const sources = new Map<Uint8Array, number>();
-    let stageBytes = 0;
-    for (const o of plans) {
-      for (const { p, slice } of o.pieces) {
-        if (p.local || sources.has(o.slices[slice])) continue;
-        const src = o.slices[slice];
-        const reg = this.registeredAddress(src);
-        sources.set(src, reg ?? -1 - stageBytes);
-        if (reg === undefined) stageBytes += src.byteLength;
-      }
+      const lengths = o.slices.map((x) => x.byteLength);
+      const pieces: { p: Piece; slice: number }[] = [];
+      for (const r of o.replicas) replicaPieces(r, this.isOwn, lengths).forEach((p, i) => pieces.push({ p, slice: i }));
+      plans.push({ slices: o.slices, pieces });
     }
+    // Stage the slices that remote pieces read from and that are not registered already (large
+    // ones are registered in place for this write instead: a multi-MiB staging copy costs more).
+    const sources = new Map<Uint8Array, number>();
+    const borrowed: number[] = [];
+    let stageBytes = 0;
     let lease: BufferLease | undefined;
     try {
+      for (const o of plans) {
+        for (const { p, slice } of o.pieces) {
+          if (p.local || sources.has(o.slices[slice])) continue;
+          const src = o.slices[slice];
+          let reg = this.registeredAddress(src);
+          if (reg === undefined && src.byteLength >= LARGE_VALUE_BYTES) {
+            reg = this.borrow(src);
+            if (reg !== undefined) borrowed.push(reg);
+          }
+          sources.set(src, reg ?? -1 - stageBytes);
+          if (reg === undefined) stageBytes += src.byteLength;
+        }
+      }
       if (stageBytes > 0) {
-        lease = await this.pool(what).acquire(stageBytes);
+        const pool = this.pool(what);
+        lease = pool.tryAcquire(stageBytes) ?? (await pool.acquire(stageBytes));
         const base = lease.address;
         const buf = lease.buffer;
         for (const [src, a] of sources) {
@@ -289,15 +339,22 @@ export class DataPath {
       }
       const ops: TransferOp[] = [];
       for (const o of plans) {
-        await this.resolveEndpoints(o.pieces.map((x) => x.p));
+        if (this.needsLookup(o.pieces.map((x) => x.p))) await this.resolveEndpoints(o.pieces.map((x) => x.p));
         for (const { p, slice } of o.pieces) {
           if (p.local) asBuffer(o.slices[slice]).copy(this.segmentView(p.handle, p.length));
-          else ops.push(...transferOps('write', [p], () => sources.get(o.slices[slice])!, this.endpointOf));
+          else if (p.length > 0) ops.push(this.op('write', p, sources.get(o.slices[slice])!));
         }
       }
-      await this.transfer(ops, `${what}: write`);
+      if (ops.length > 0) {
+        try {
+          await this.d.engine.transfer(ops);
+        } catch (e) {
+          throw transferFailure(e, `${what}: write`);
+        }
+      }
     } finally {
       lease?.release();
+      for (const a of borrowed) this.giveBack(a);
     }
   }
 
@@ -372,7 +429,9 @@ export class DataPath {
     this.pool(what);
     checkKey(key, what);
     const { replicas, deadline } = await this.replicas(key, what);
-    const out = Buffer.allocUnsafe(replicaSize(replicas[0]));
+    // Staged, then copied on this thread: measured faster than registering the fresh result for
+    // the READ (its first-touch faults then land on several I/O threads at once).
+    const out = this.allocOut(replicaSize(replicas[0]));
     await this.readFrom(replicas, out, deadline, what);
     return out;
   }
@@ -420,39 +479,53 @@ export class DataPath {
     throw new TransferError(`${what}: every replica failed (${replicas.length} tried): ${(errors[errors.length - 1] as Error)?.message}`, { cause });
   }
 
-  /** Reads objects' pieces into their outputs: own pieces by memcpy, the rest in one engine batch. */
+  /**
+   * Reads objects' pieces into their outputs: own pieces by memcpy, the rest in one engine batch,
+   * straight into the output when it is registered memory, else through one staging lease. Awaits
+   * only what must be waited for (a metadata lookup, a full pool, the engine): at 1 in flight every
+   * extra promise hop is latency.
+   */
   private async readReplicas(objects: { pieces: Piece[]; out: Buffer }[], what: string): Promise<void> {
     const ops: TransferOp[] = [];
-    const staged: { out: Buffer; p: Piece; at: number }[] = [];
+    let staged: { out: Buffer; p: Piece; at: number }[] | undefined;
     let stageBytes = 0;
-    const targets = objects.map((o) => {
-      const remote = o.pieces.some((p) => !p.local);
-      return remote ? this.registeredAddress(o.out) : undefined;
-    });
-    for (const [k, o] of objects.entries()) {
-      await this.resolveEndpoints(o.pieces);
-      for (const p of o.pieces) {
-        if (p.local) continue;
-        if (targets[k] === undefined) {
-          staged.push({ out: o.out, p, at: stageBytes });
-          stageBytes += p.length;
-        }
+    const targets: (number | undefined)[] = [];
+    for (const o of objects) {
+      let remote = false;
+      for (const p of o.pieces) if (!p.local) remote = true;
+      targets.push(remote ? this.registeredAddress(o.out) : undefined);
+      if (this.needsLookup(o.pieces)) await this.resolveEndpoints(o.pieces);
+    }
+    for (let k = 0; k < objects.length; k++) {
+      if (targets[k] !== undefined) continue;
+      for (const p of objects[k].pieces) {
+        if (p.local || p.length === 0) continue;
+        (staged ??= []).push({ out: objects[k].out, p, at: stageBytes });
+        stageBytes += p.length;
       }
     }
     let lease: BufferLease | undefined;
     try {
-      if (stageBytes > 0) lease = await this.pool(what).acquire(stageBytes);
-      const stagedAt = new Map(staged.map((s) => [s.p, s.at]));
-      for (const [k, o] of objects.entries()) {
-        const direct = targets[k];
-        ops.push(
-          ...transferOps('read', o.pieces, (p) => (direct !== undefined ? direct + p.offset : lease!.address + stagedAt.get(p)!), this.endpointOf),
-        );
+      if (stageBytes > 0) {
+        const pool = this.pool(what);
+        lease = pool.tryAcquire(stageBytes) ?? (await pool.acquire(stageBytes));
+        for (const s of staged!) ops.push(this.op('read', s.p, lease.address + s.at));
       }
-      await this.transfer(ops, `${what}: read`);
+      for (let k = 0; k < objects.length; k++) {
+        const direct = targets[k];
+        if (direct === undefined) continue;
+        for (const p of objects[k].pieces) if (!p.local && p.length > 0) ops.push(this.op('read', p, direct + p.offset));
+      }
+      if (ops.length > 0) {
+        try {
+          await this.d.engine.transfer(ops);
+        } catch (e) {
+          throw transferFailure(e, `${what}: read`);
+        }
+      }
       if (lease) {
         const buf = lease.buffer;
-        for (const s of staged) buf.copy(s.out, s.p.offset, s.at, s.at + s.p.length);
+        for (const s of staged!) buf.copy(s.out, s.p.offset, s.at, s.at + s.p.length);
       }
       for (const o of objects) {
         for (const p of o.pieces) if (p.local) this.segmentView(p.handle, p.length).copy(o.out, p.offset);
@@ -460,6 +533,10 @@ export class DataPath {
     } finally {
       lease?.release();
     }
+  }
+
+  private op(op: 'read' | 'write', p: Piece, localAddress: number): TransferOp {
+    return { op, endpoint: this.endpointOf(p.handle), remoteAddress: Number(p.handle.buffer), localAddress, length: p.length };
   }
 
   /** Many objects: one BatchGetReplicaList, one transfer batch; a failed object retries alone. */
@@ -481,7 +558,7 @@ export class DataPath {
         check(r.status_code, w);
         const replicas = orderReplicas(r.replica_list, this.isOwn);
         if (replicas.length === 0) throw new ObjectNotFoundError(`${w}: no complete replica`);
-        wanted.push({ i, replicas, deadline: leaseDeadline(start, Number(r.lease_ttl_ms)), out: Buffer.allocUnsafe(replicaSize(replicas[0])), what: w });
+        wanted.push({ i, replicas, deadline: leaseDeadline(start, Number(r.lease_ttl_ms)), out: this.allocOut(replicaSize(replicas[0])), what: w });
       } catch (e) {
         results[i].error = e as StoreError;
       }

@@ -51,6 +51,8 @@ export interface TransferEngineOptions {
 export interface NativePort {
   mapMemory(opts: MapMemoryOptions): MappedRegion;
   addressOf(view: ArrayBufferView): number;
+  /** A fresh Buffer backed by huge pages where possible (large Get results). */
+  allocHugeBuffer(size: number): Buffer;
   TransferEngine: new (opts?: TransferEngineOptions) => TransferEnginePort;
   clientPortRange(env?: Record<string, string | undefined>): { min: number; max: number };
 }

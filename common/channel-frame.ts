@@ -119,6 +119,15 @@ export class FrameWriter {
 
   constructor(private readonly write: (data: Buffer) => void) {}
 
+  /** Frames and bytes queued for the next write. */
+  get queuedFrames(): number {
+    return this.queue.length;
+  }
+
+  get queued(): number {
+    return this.queuedBytes;
+  }
+
   push(frame: Buffer): void {
     this.queue.push(frame);
     this.queuedBytes += frame.length;

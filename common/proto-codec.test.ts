@@ -81,6 +81,25 @@ describe('compiled proto codec', () => {
     expect(encodeWith(codec, { key: 'k', value_length: '4096' })).toEqual(encodeWith(codec, { key: 'k', value_length: 4096 }));
   });
 
+  it('decodes repeated and distinct short strings exactly (shared string cache)', () => {
+    const codec = codecOf('BatchExistKeyRequest');
+    // many distinct keys (so cache slots collide), near-duplicates, repeats, non-ASCII and long ones
+    const keys: string[] = [];
+    for (let i = 0; i < 5000; i++) keys.push(`obj-${i}`, `obj-${i}`.replace(/.$/, 'x'));
+    keys.push('seg-0', 'seg-0', 'seg-1', 'ségment', 'ségment', 'k'.repeat(64), 'k'.repeat(65), '', 'a', 'b');
+    const bytes = encodeWith(codec, { keys });
+    expect(decodeWith(codec, bytes)).toEqual({ keys });
+    expect(decodeWith(codec, bytes)).toEqual({ keys }); // second pass: answers from the cache
+  });
+
+  it('names the path of a wrong-typed field inside repeated messages', () => {
+    const codec = codecOf('BatchPutStartRequest');
+    expect(() => encodeWith(codec, { requests: [{ key: 'a', value_length: 1 }, { key: 'b', slice_lengths: [1, 'x'] }] })).toThrow(/field requests\[1\]\.slice_lengths\[1\]/);
+    expect(() => encodeWith(codec, { requests: [{ key: 'a', config: 'fast' }] })).toThrow(/field requests\[0\]\.config: expected an object/);
+    // the writer is usable again after a refused message
+    expect(decodeWith(codec, encodeWith(codec, { requests: [{ key: 'a', value_length: 1 }] }))).toMatchObject({ requests: [{ key: 'a', value_length: 1 }] });
+  });
+
   it('rejects truncated or overrunning input with a RangeError', () => {
     const codec = codecOf('PutStartRequest');
     const good = encodeWith(codec, { key: 'abcdef', value_length: 10, slice_lengths: [10] });

@@ -490,10 +490,11 @@ export class MessageCodec {
       // decoding: the tag of the expected wire type inline
       const expected = f.id * 8 + (f.repeated && wireType(f.kind) !== WIRE_LEN && f.kind !== 'map' ? WIRE_LEN : wireType(f.kind));
       if (f.kind === 'message') {
-        const store = f.repeated ? `${prop}.push(m)` : `${prop} = m`;
+        // a first element goes in as a one-element literal: push() on [] reserves room for 17
+        const store = f.repeated ? `if (${prop}.length === 0) ${prop} = [m]; else ${prop}.push(m)` : `${prop} = m`;
         cases.push(`case ${expected}: { const n = r.len(); const m = ${F}.sub.fastRead(r, r.pos + n); ${store}; break; }`);
       } else if (f.kind === 'string') {
-        cases.push(`case ${expected}: ${f.repeated ? `${prop}.push(r.string())` : `${prop} = r.string()`}; break;`);
+        cases.push(`case ${expected}: ${f.repeated ? `{ const x = r.string(); if (${prop}.length === 0) ${prop} = [x]; else ${prop}.push(x); }` : `${prop} = r.string()`}; break;`);
       } else if (!f.repeated && f.kind !== 'map') {
         let expr = `readScalar(r, ${q(f.kind)})`;
         if (f.kind === 'int32' || f.kind === 'enum') expr = 'r.varint() | 0';

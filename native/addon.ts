@@ -39,11 +39,13 @@ export interface RawEngine {
 export interface RawAddon {
   mapMemory(req: RawMapRequest): RawRegion;
   addressOf(view: ArrayBufferView | ArrayBuffer): number;
+  allocHugeBuffer(size: number): ArrayBuffer;
   arenaStats(): { decided: boolean; enabled: boolean; poolSize: number; used: number; fallbacks: number };
   TransferEngine: new (opts: object) => RawEngine;
   rawPumpListen(host?: string): number;
   rawPumpRun(endpoint: string, size: number, count: number, mode: 'stream' | 'pingpong'): Promise<number>;
-  memcpyRun(size: number, iterations: number): Promise<number>;
+  /** Seconds for `iterations` memcpys of `size` bytes, cycling over `span` bytes of buffers (default: one pair). */
+  memcpyRun(size: number, iterations: number, span?: number): Promise<number>;
   rdmaAvailable: boolean;
 }
 

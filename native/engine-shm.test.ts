@@ -97,6 +97,28 @@ test('unregistering on the peer revokes the grant: later transfers are refused',
   expect(sha(localBytes(0, MiB))).toBe(await p.sha256(0, MiB));
 });
 
+test('a peer dropping memory that is not fd-backed (a Get result) keeps the grants it gave', async () => {
+  const p = await peer(17);
+  const e = new TransferEngine({ ...ports, env: {}, timeoutMs: 2000 });
+  try {
+    e.start();
+    e.registerRegion(local.address, local.size);
+    await e.transfer([{ op: 'read', endpoint: p.endpoint, remoteAddress: p.address, localAddress: local.address, length: 4096 }]);
+    await p.command('scratch');
+    // Frozen, the peer cannot answer a new grant request: the write succeeds only if the grant held.
+    process.kill(p.pid, 'SIGSTOP');
+    try {
+      randomFillSync(localBytes(0, MiB));
+      await e.transfer([{ op: 'write', endpoint: p.endpoint, remoteAddress: p.address, localAddress: local.address, length: MiB }]);
+    } finally {
+      process.kill(p.pid, 'SIGCONT');
+    }
+    expect(await p.sha256(0, MiB)).toBe(sha(localBytes(0, MiB)));
+  } finally {
+    e.close();
+  }
+});
+
 test('a dead peer fails the next batch (no write into orphaned memory, no hang)', async () => {
   const p = await peer(15);
   await engine.transfer([{ op: 'read', endpoint: p.endpoint, remoteAddress: p.address, localAddress: local.address, length: 4096 }]);

@@ -50,7 +50,8 @@ export function invalidRequest(req: AllocationRequest): boolean {
 /** Working state of one strategy call. */
 export class Placement {
   readonly buffers: AllocatedBuffer[] = [];
-  readonly used = new Set<number>();
+  /** Ids of the segments tried for this slice (a handful: an array beats a Set here). */
+  readonly used: number[] = [];
   attempts = 0;
 
   constructor(
@@ -72,12 +73,12 @@ export class Placement {
   }
 
   eligible(seg: Segment): boolean {
-    return seg.status === 'MOUNTED' && !this.used.has(seg.id) && !this.req.excluded.has(seg.id);
+    return seg.status === 'MOUNTED' && !this.used.includes(seg.id) && (this.req.excluded.size === 0 || !this.req.excluded.has(seg.id));
   }
 
   /** Tries one segment; records it as used for this slice either way. */
   tryOn(seg: Segment): boolean {
-    this.used.add(seg.id);
+    this.used.push(seg.id);
     this.attempts++;
     const handle = seg.allocator.allocate(this.req.sliceLength);
     if (handle === null) return false;

@@ -62,6 +62,7 @@ import { EvictionRound } from './eviction-round.js';
 import { FreeRatioFirstStrategy } from './free-ratio-first-strategy.js';
 import { LeaseTracker } from './lease-tracker.js';
 import { FLAG_CXL, FLAG_HARD_PIN, FLAG_LISTED, FLAG_REUSED, FLAG_SOFT_PIN, FLAG_UPSERT, HANDLE_FIELDS, ObjectMeta } from './object-meta.js';
+import { ObjectTable } from './object-table.js';
 import { RandomStrategy } from './random-strategy.js';
 import { dropReplicasOn, freeHandles, placeReplicas } from './replica-placement.js';
 import { compileRegex, ReadPath, viewOf } from './read-path.js';
@@ -97,6 +98,8 @@ class PreviousPlacement {
 
 type KeyCall = { key: string; replica_type: number };
 
+const NO_PREFERENCE: readonly string[] = Object.freeze([]);
+
 /** Host part of `host:port` (IPv6 in brackets allowed). */
 function hostOf(endpoint: string): string {
   if (endpoint.startsWith('[')) {
@@ -112,7 +115,7 @@ export class MasterCore {
   private readonly rng: Rng;
   private readonly strategy: AllocationStrategy;
   /** Every object, by key. */
-  private readonly objects = new Map<string, ObjectMeta>();
+  private readonly objects = new ObjectTable();
   /** Complete, not hard-pinned objects in eviction (LRU) order. */
   private readonly order = new EvictionOrder();
   /** Segment id -> objects with a buffer there (current or previous placement). */
@@ -574,7 +577,7 @@ export class MasterCore {
     return cap === 0 ? 0 : used / cap;
   }
 
-  private preferredFor(v: ValidWrite): string[] {
+  private preferredFor(v: ValidWrite): readonly string[] {
     if (v.preferredSegment) return [v.preferredSegment];
     if (this.config.allocationStrategy === 'cxl') {
       // Without an explicit preference, the cxl strategy uses the segments mounted with protocol cxl.
@@ -583,7 +586,7 @@ export class MasterCore {
         .filter((s) => s.protocol === 'cxl')
         .map((s) => s.name);
     }
-    return [];
+    return NO_PREFERENCE;
   }
 
   /**

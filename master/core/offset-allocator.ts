@@ -34,11 +34,14 @@ function ctz(x: number): number {
   return 31 - Math.clz32(x & -x);
 }
 
+/** 2^i for i in 0..63: exact doubles, a table lookup instead of a pow per call. */
+const POW2 = Float64Array.from({ length: 64 }, (_, i) => 2 ** i);
+
 /** The bin holding a free block of size s (rounded down). */
 export function binFloor(s: number): number {
   if (s < LINEAR) return s;
   const e = log2floor(s);
-  const m = Math.floor(s / 2 ** (e - MANTISSA_BITS)) - MANTISSA;
+  const m = Math.floor(s / POW2[e - MANTISSA_BITS]!) - MANTISSA;
   return (e - MANTISSA_BITS + 1) * MANTISSA + m;
 }
 
@@ -46,7 +49,7 @@ export function binFloor(s: number): number {
 export function binLowerBound(b: number): number {
   if (b < LINEAR) return b;
   const e = (b >> MANTISSA_BITS) + MANTISSA_BITS - 1;
-  return (MANTISSA + (b & (MANTISSA - 1))) * 2 ** (e - MANTISSA_BITS);
+  return (MANTISSA + (b & (MANTISSA - 1))) * POW2[e - MANTISSA_BITS]!;
 }
 
 /** The first bin whose every block is >= s. */

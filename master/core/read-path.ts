@@ -18,6 +18,7 @@ import type { ReplicaInfo__Output } from '../../proto/gen/store/ReplicaInfo.js';
 import type { EvictionOrder } from './eviction.js';
 import type { LeaseTracker } from './lease-tracker.js';
 import { FLAG_CXL, type ObjectMeta } from './object-meta.js';
+import type { ObjectTable } from './object-table.js';
 import { replicaInfos } from './replica-placement.js';
 import type { SegmentRegistry } from './segment-registry.js';
 import { validateKey } from './write-validation.js';
@@ -42,7 +43,7 @@ const NO_REPLICAS = Object.freeze([]) as unknown as ReplicaInfo__Output[];
 
 export class ReadPath {
   constructor(
-    private readonly objects: ReadonlyMap<string, ObjectMeta>,
+    private readonly objects: ObjectTable,
     private readonly segments: SegmentRegistry,
     private readonly leases: LeaseTracker,
     private readonly order: EvictionOrder,

@@ -18,6 +18,10 @@ export type PlacementResult = { ok: true; h: number[]; cxl: boolean } | { ok: fa
 
 const NO_EXCLUSIONS: ReadonlySet<number> = new Set();
 
+function releaseAll(perSlice: readonly AllocatedBuffer[][]): void {
+  for (const bufs of perSlice) for (const b of bufs) b.segment.allocator.free(b.handle);
+}
+
 export function placeReplicas(
   strategy: AllocationStrategy,
   segments: SegmentRegistry,
@@ -27,24 +31,21 @@ export function placeReplicas(
   rng: Rng,
 ): PlacementResult {
   const perSlice: AllocatedBuffer[][] = [];
-  const release = (): void => {
-    for (const bufs of perSlice) for (const b of bufs) b.segment.allocator.free(b.handle);
-  };
   let count = replicaNum;
   for (const sliceLength of sliceLengths) {
     const r = strategy.allocate(segments, { sliceLength, replicaNum, preferred, excluded: NO_EXCLUSIONS }, rng);
     if (!r.ok) {
-      release();
+      releaseAll(perSlice);
       return { ok: false, code: r.code };
     }
     perSlice.push(r.buffers);
     count = Math.min(count, r.buffers.length);
   }
   if (count === 0) {
-    release();
+    releaseAll(perSlice);
     return { ok: false, code: ErrorCode.NO_AVAILABLE_HANDLE };
   }
-  for (const bufs of perSlice) for (const b of bufs.splice(count)) b.segment.allocator.free(b.handle);
+  for (const bufs of perSlice) if (bufs.length > count) for (const b of bufs.splice(count)) b.segment.allocator.free(b.handle);
   // Sized up front: a pushed-to array would carry spare capacity in every object's metadata.
   const h: number[] = new Array<number>(count * perSlice.length * HANDLE_FIELDS);
   let cxl = false;

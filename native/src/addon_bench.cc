@@ -51,7 +51,8 @@ Napi::Value MemcpyRunJs(const Napi::CallbackInfo& info) {
   return Guarded(info.Env(), [&]() -> Napi::Value {
     size_t size = ToU64(info[0], "size");
     uint64_t iters = ToU64(info[1], "iterations");
-    auto* w = new TimedWorker(info.Env(), [=] { return MemcpyRun(size, iters); });
+    size_t span = info.Length() > 2 && info[2].IsNumber() ? ToU64(info[2], "span") : 0;
+    auto* w = new TimedWorker(info.Env(), [=] { return MemcpyRun(size, iters, span); });
     Napi::Promise p = w->Promise();
     w->Queue();
     return p;

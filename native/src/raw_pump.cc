@@ -108,11 +108,16 @@ double RawPumpRun(const std::string& endpoint, size_t size, uint64_t count, Pump
   return std::chrono::duration<double>(t1 - t0).count();
 }
 
-double MemcpyRun(size_t size, uint64_t iterations) {
-  PumpBuffer a(size), b(size);
+double MemcpyRun(size_t size, uint64_t iterations, size_t span) {
+  // span > size: copy slot i % slots of two rings of `span` bytes each, so that (with a span above
+  // the last-level cache) every copy reads and writes memory that is not cache-hot, as a Get of
+  // a value last touched long ago does. span <= size: the same two buffers every time.
+  const size_t slots = span > size && size > 0 ? (span + size - 1) / size : 1;
+  PumpBuffer a(size * slots), b(size * slots);
   auto t0 = std::chrono::steady_clock::now();
   for (uint64_t i = 0; i < iterations; ++i) {
-    std::memcpy(b.data, a.data, size);
+    const size_t off = (i % slots) * size;
+    std::memcpy(b.data + off, a.data + off, size);
     asm volatile("" ::: "memory");
   }
   auto t1 = std::chrono::steady_clock::now();

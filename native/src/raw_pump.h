@@ -15,6 +15,8 @@ int RawPumpListen(const std::string& host);
 // Ping-pong: `count` round trips of a 48-byte request answered with `size` bytes.
 // Returns elapsed seconds. Throws NativeError.
 double RawPumpRun(const std::string& endpoint, size_t size, uint64_t count, PumpMode mode);
-double MemcpyRun(size_t size, uint64_t iterations);
+// memcpy of `size` bytes, `iterations` times, cycling over `span` bytes of distinct buffers
+// (0: one pair, cache-hot once it fits the cache). Returns elapsed seconds.
+double MemcpyRun(size_t size, uint64_t iterations, size_t span = 0);
 
 }  // namespace kvstore

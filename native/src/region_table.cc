@@ -6,6 +6,8 @@
 
 #include <new>
 
+#include "shareable_registry.h"
+
 namespace kvstore {
 
 namespace {
@@ -42,14 +44,21 @@ RegionTable::~RegionTable() {
 }
 
 void RegionTable::Register(uint64_t address, uint64_t size) {
+  ShareableMapping m;
+  const bool shareable = LookupShareable(address, size, &m);
   WriteLock lk(&lock_);
   regions_[address] = size;
+  if (shareable) unshared_.erase(address);
+  else unshared_.insert(address);
 }
 
 bool RegionTable::Unregister(uint64_t address) {
   WriteLock lk(&lock_);
   const bool erased = regions_.erase(address) > 0;
-  if (erased) gen_->fetch_add(1, std::memory_order_acq_rel);
+  // Only fd-backed memory is ever granted to a peer: dropping anything else (a Get's result
+  // buffer registered for one read) must not revoke every peer's grants.
+  const bool was_unshared = unshared_.erase(address) > 0;
+  if (erased && !was_unshared) gen_->fetch_add(1, std::memory_order_acq_rel);
   return erased;
 }
 

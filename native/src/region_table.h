@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <set>
 
 #include "unique_fd.h"
 
@@ -39,7 +40,8 @@ class RegionTable {
   bool FindLocked(uint64_t address, uint64_t length, uint64_t* start, uint64_t* size) const;
   SharedLock Lock() const { return SharedLock(&lock_); }
 
-  // A shared page holding a counter bumped by every Unregister: same-host peers that were handed
+  // A shared page holding a counter bumped by every Unregister of an fd-backed region (the only
+  // kind ever granted): same-host peers that were handed
   // fds map it and drop their grants when it moves (revocation). fd -1 if it could not be made.
   int generation_fd() const { return gen_fd_.get(); }
   uint64_t generation() const { return gen_->load(std::memory_order_acquire); }
@@ -50,6 +52,7 @@ class RegionTable {
   std::atomic<uint64_t> gen_fallback_{0};
   mutable pthread_rwlock_t lock_;
   std::map<uint64_t, uint64_t> regions_;  // start -> size
+  std::set<uint64_t> unshared_;            // starts of regions that were not fd-backed when registered
 };
 
 }  // namespace kvstore

@@ -96,7 +96,7 @@ char* ShmPeer::ResolveCached(uint64_t address, uint64_t length) {
 }
 
 char* ShmPeer::Resolve(uint64_t address, uint64_t length) {
-  std::lock_guard<std::mutex> lk(mu_);
+  std::unique_lock<std::mutex> lk(mu_);
   DropStaleGrants();
   for (const auto& g : grants_) {
     if (address >= g.region_start && address + length <= g.region_start + g.region_length) {
@@ -154,11 +154,15 @@ char* ShmPeer::Resolve(uint64_t address, uint64_t length) {
       g.map_addr = p;
       g.map_len = resp.map_length;
       g.local_region = static_cast<char*>(p) + (resp.region_start - resp.map_base);
-      PopulateResident(p, resp.map_length);
     }
   }
   grants_.push_back(g);
-  return g.local_region ? g.local_region + (address - g.region_start) : nullptr;
+  char* out = g.local_region ? g.local_region + (address - g.region_start) : nullptr;
+  // Outside the lock: inline transfers (ResolveCached on the JS thread) must not wait for it. A
+  // concurrent revocation unmapping it meanwhile only makes madvise fail.
+  lk.unlock();
+  if (g.map_addr) PopulateResident(g.map_addr, g.map_len);
+  return out;
 }
 
 }  // namespace kvstore

@@ -12,7 +12,7 @@ export interface RegionPeer {
   proc: ChildProcess;
   sha256(offset: number, length: number): Promise<string>;
   fill(offset: number, length: number, byte: number): Promise<void>;
-  command(cmd: 'unregister' | 'register'): Promise<void>;
+  command(cmd: 'unregister' | 'register' | 'scratch'): Promise<void>;
   stop(): Promise<void>;
 }
 

@@ -3,6 +3,7 @@
 //   {"cmd":"sha256","offset":n,"length":n} -> {"sha256":hex}
 //   {"cmd":"fill","offset":n,"length":n,"byte":b} -> {"ok":true}
 //   {"cmd":"unregister"} / {"cmd":"register"} -> {"ok":true}
+//   {"cmd":"scratch"} -> {"ok":true}: registers and unregisters a plain (anonymous) Buffer
 // Usage: node region-server.mjs <size> <seed> [engineOptionsJson (+ "regionKind": memfd|anonymous)]
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
@@ -54,6 +55,11 @@ rl.on('line', (line) => {
     reply({ ok: true });
   } else if (c.cmd === 'unregister') {
     engine.unregisterRegion(region.address);
+    reply({ ok: true });
+  } else if (c.cmd === 'scratch') {
+    const b = Buffer.alloc(1 << 20);
+    engine.registerRegion(native.addressOf(b), b.length);
+    engine.unregisterRegion(native.addressOf(b));
     reply({ ok: true });
   } else if (c.cmd === 'register') {
     engine.registerRegion(region.address, region.size);
