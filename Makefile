@@ -15,20 +15,24 @@ build: install
 	npm run build
 
 # Unit tests (pure cores, no sockets) and e2e tests (real processes on 127.0.0.1).
+# --forceExit is a safety net: a test that fails half-way may leave a child process behind,
+# and CI must then report the failure instead of waiting forever for jest to exit.
+JEST := npm run jest -- --ci --forceExit
+
 test: build
-	npm run jest -- --ci
+	$(JEST)
 
 unit: build
-	npm run jest -- --ci --testPathIgnorePatterns=/e2e/ /node_modules/ /dist/
+	$(JEST) --testPathIgnorePatterns='/e2e/|/node_modules/|/dist/'
 
 e2e: build
-	npm run jest -- --ci e2e/
+	$(JEST) e2e/
 
 run: build
 	node dist/scripts/run.js
 
 bench: build
-	npm run bench:master
+	npm run bench
 
 clean:
 	rm -rf dist proto/gen native/build

@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { join } from 'node:path';
-import { LocalCluster } from '../sidecar/local-cluster.js';
+import { LocalCluster, track } from '../sidecar/local-cluster.js';
 import { Client } from '../client/client.js';
 import { StoreError } from '../client/errors.js';
 
@@ -58,6 +58,27 @@ describe('store_service process', () => {
     expect((await cluster.admin('/get_all_segments')).split('\n')).not.toContain(svc.segment);
     const meta = await fetch(`${cluster.master.metadata}?key=${encodeURIComponent(`store/segments/${svc.segment}`)}`);
     expect(meta.status).toBe(404);
+  });
+
+  it('a SIGTERM during setup (before the ready line) still exits 0 and leaves nothing mounted', async () => {
+    const before = (await cluster.admin('/get_all_segments')).split('\n').filter(Boolean).sort();
+    const proc = spawn(
+      process.execPath,
+      [sidecar, '--host=127.0.0.1', '--port=0', '--local_hostname=127.0.0.1', `--master_server=${cluster.master.rpc}`,
+        `--metadata_server=${cluster.master.metadata}`, '--global_segment_size=16MB'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const h = track('early-sigterm', proc);
+    try {
+      // The first log line comes before the client connects to the master.
+      await h.waitFor(/--rpc_port=/);
+      proc.kill('SIGTERM');
+      expect(await h.exited).toBe(0);
+      expect(h.output()).not.toMatch(/store_service ready/);
+      expect((await cluster.admin('/get_all_segments')).split('\n').filter(Boolean).sort()).toEqual(before);
+    } finally {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+    }
   });
 });
 

@@ -1,6 +1,7 @@
 // Master end of the fast channel (docs/master-channel.md): decodes request frames of one
 // connection, runs each through the dispatcher and queues the reply frame; replies produced in
-// one turn of the event loop leave in one socket write.
+// one turn of the event loop leave together, in writes of up to FLUSH_FRAMES frames or
+// FLUSH_BYTES bytes.
 import type { Socket } from 'node:net';
 import { FrameDecoder, FrameKind, FrameWriter, HEADER_BYTES, encodeFrame, writeFrameHeader } from '../common/channel-frame.js';
 import { ErrorCode } from '../common/error-code.js';

@@ -35,6 +35,19 @@ async function main(): Promise<void> {
     }
     throw e;
   }
+  // Handlers go in before anything announces readiness: a parent that reads the ready line (on
+  // stdout, or the same line logged to stderr) may send SIGTERM at once, and with no handler yet
+  // the default action would kill us with the segment still mounted. A signal during setup is
+  // remembered and acted on as soon as there is something to unmount.
+  let onSignal: ((signal: string) => void) | undefined;
+  let earlySignal: string | undefined;
+  const signalled = (signal: string): void => {
+    if (onSignal) onSignal(signal);
+    else earlySignal ??= signal;
+  };
+  process.on('SIGTERM', () => signalled('SIGTERM'));
+  process.on('SIGINT', () => signalled('SIGINT'));
+
   const log = new Logger(loggerOptionsFromFlags('store_service', cfg.values));
   log.info(`--rpc_port=${cfg.rpcPort}: reserved for the dummy-client RPC (ClientService), which this build does not serve`);
 
@@ -74,11 +87,6 @@ async function main(): Promise<void> {
     process.exit(1);
   }
 
-  const segs = client.mountedSegments.map((s) => `${s.name}(${s.size}B)`).join(',') || 'none';
-  const line = `store_service ready: http=${cfg.host}:${httpPort} te_endpoint=${client.endpoint} segments=${segs} client_id=${client.clientId}`;
-  log.info(line);
-  process.stdout.write(line + '\n');
-
   const stop = (signal: string): void => {
     if (stopping) return;
     stopping = true;
@@ -95,8 +103,16 @@ async function main(): Promise<void> {
         });
       });
   };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  onSignal = stop;
+  if (earlySignal) {
+    stop(earlySignal);
+    return;
+  }
+
+  const segs = client.mountedSegments.map((s) => `${s.name}(${s.size}B)`).join(',') || 'none';
+  const line = `store_service ready: http=${cfg.host}:${httpPort} te_endpoint=${client.endpoint} segments=${segs} client_id=${client.clientId}`;
+  log.info(line);
+  process.stdout.write(line + '\n');
 }
 
 main().catch((e: Error) => {
