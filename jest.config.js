@@ -1,10 +1,11 @@
-// Jest runs the TypeScript sources directly (ESM, transformed by SWC); the e2e tests spawn the
-// compiled binaries in dist/, so `make test` builds first.
+// Jest runs the TypeScript sources directly (ESM, transpiled per file by ts-jest without type
+// checking: `npm run build` type-checks everything with tsc). The e2e tests spawn the compiled
+// binaries in dist/, so `make test` builds first.
 export default {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
   transform: {
-    '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'es6' } }],
+    '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: { isolatedModules: true, module: 'ESNext', target: 'ES2022', moduleResolution: 'Bundler', verbatimModuleSyntax: false, sourceMap: true } }],
   },
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   testMatch: ['<rootDir>/**/*.test.ts'],

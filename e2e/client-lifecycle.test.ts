@@ -75,22 +75,25 @@ describe('client registration and liveness', () => {
 
   it('remounts its segment on a restarted master that asks for it', async () => {
     const cluster = await LocalCluster.start({ rpcPort: await freePort(), metadataPort: await freePort() });
-    const sink = logSink();
-    const client = await Client.setup(config(cluster.master.rpc, { metadata_server: cluster.master.metadata }), {
-      heartbeatIntervalMs: 100,
-      log: sink.log,
-    });
     try {
-      const seg = client.mountedSegments[0].name;
-      const remounted = sink.next(/remounted 1 segment/);
-      await cluster.restartMaster(); // a new master knows nothing
-      await remounted;
-      expect((await cluster.admin('/get_all_segments')).split('\n')).toContain(seg);
-      await client.put('after-restart', Buffer.from('still here'), { preferred_segment: seg });
-      expect((await client.get('after-restart')).toString()).toBe('still here');
+      const sink = logSink();
+      const client = await Client.setup(config(cluster.master.rpc, { metadata_server: cluster.master.metadata }), {
+        heartbeatIntervalMs: 100,
+        log: sink.log,
+      });
+      try {
+        const seg = client.mountedSegments[0].name;
+        const remounted = sink.next(/remounted 1 segment/);
+        await cluster.restartMaster(); // a new master knows nothing
+        await remounted;
+        expect((await cluster.admin('/get_all_segments')).split('\n')).toContain(seg);
+        await client.put('after-restart', Buffer.from('still here'), { preferred_segment: seg });
+        expect((await client.get('after-restart')).toString()).toBe('still here');
+      } finally {
+        await client.close();
+      }
     } finally {
-      await client.close();
-      await cluster.stop();
+      await cluster.stop(); // even when setup fails, the master it started must not outlive the test
     }
   });
 });

@@ -210,9 +210,11 @@ test('a peer that is not listening fails with CONNECTION_FAILED', async () => {
 });
 
 test('a peer killed mid-transfer fails that batch (no hang) while a batch to another peer succeeds', async () => {
+  // Each peer is handed to afterAll as soon as it exists, so a failure starting the second still stops the first.
   const victim = await startRegionPeer(PEER_SIZE, 99);
+  extraPeers.push(victim);
   const other = await startRegionPeer(16 * MiB, 7);
-  extraPeers.push(victim, other);
+  extraPeers.push(other);
   const e = new TransferEngine({ ...ports, timeoutMs: 60_000, env: {} });
   try {
     e.registerRegion(local.address, local.size);
