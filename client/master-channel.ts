@@ -129,7 +129,8 @@ export class MasterChannel {
     } else {
       p.reject(new MasterProtocolError(`${p.method.name}: unexpected frame kind ${kind} method ${methodIndex} from master ${this.address}`, this.address, p.method.name));
     }
-    if (this.pending.size === 0) this.stopTimer();
+    // The deadline timer is left running here; it stops itself once a whole period passes with
+    // nothing pending, so a busy caller does not pay a setInterval/clearInterval per call.
   }
 
   private startTimer(): void {

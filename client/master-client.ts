@@ -108,6 +108,25 @@ export class MasterClient {
     return this.channel.inFlight;
   }
 
+  /** True while the current connection is open (an idle timeout or a master restart closes it;
+   *  the next call then reconnects). */
+  get connected(): boolean {
+    return !this.channel.closed;
+  }
+
+  /** Resolves once the current connection has closed (at once if it already has). */
+  disconnected(): Promise<void> {
+    if (this.channel.closed) return Promise.resolve();
+    const ch = this.channel;
+    return new Promise((resolve) => {
+      const previous = ch.onClose;
+      ch.onClose = (err) => {
+        previous?.(err);
+        resolve();
+      };
+    });
+  }
+
   /** Generic call by RPC name (e.g. "GetReplicaList"); the typed methods below are preferred. */
   callByName<Res>(name: string, req: object): Promise<Res> {
     return this.call<Res>(method(name), req);
