@@ -31,8 +31,14 @@ export class TransferError extends Error {
   static from(e: unknown): TransferError {
     if (e instanceof TransferError) return e;
     const code = codeOf(e, TransferErrorCode.TRANSFER_FAILED) as TransferErrorCode;
-    return new TransferError(code, e instanceof Error ? e.message : String(e), { cause: e });
+    return new TransferError(code, messageOf(e), { cause: e });
   }
+}
+
+/** The message of an Error from any realm (the addon's errors fail `instanceof Error` inside a vm context). */
+function messageOf(e: unknown): string {
+  const m = (e as { message?: unknown } | null)?.message;
+  return typeof m === 'string' ? m : String(e);
 }
 
 export class MemoryError extends Error {
@@ -43,6 +49,6 @@ export class MemoryError extends Error {
   static from(e: unknown): MemoryError {
     if (e instanceof MemoryError) return e;
     const code = codeOf(e, MemoryErrorCode.MAP_FAILED) as MemoryErrorCode;
-    return new MemoryError(code, e instanceof Error ? e.message : String(e), { cause: e });
+    return new MemoryError(code, messageOf(e), { cause: e });
   }
 }
