@@ -124,7 +124,8 @@ function line(label: string, inFlight: number, r: Result, unit: string, perOp = 
 
 interface Rates {
   grl: number[];
-  batchKeys: number;
+  /** Best keys/s of each batch form (over 1 and 64 in flight). */
+  batchKeys: Record<string, number>;
 }
 
 async function throughput(address: string): Promise<Rates> {
@@ -137,7 +138,10 @@ async function throughput(address: string): Promise<Rates> {
   const pinger = setInterval(() => void c.ping({ client_id: CLIENT }).catch(() => undefined), 1000);
   const put = (key: string) => ({ key, value_length: VALUE, slice_lengths: [VALUE], config: { replica_num: 1 } });
   const grlRates: number[] = [];
-  let batchKeys = 0;
+  const batchKeys: Record<string, number> = {};
+  const best = (form: string, keysPerSec: number) => {
+    batchKeys[form] = Math.max(batchKeys[form] ?? 0, keysPerSec);
+  };
   let run = 0;
   for (const inFlight of [1, 64]) {
     const tag = `r${run++}-`;
@@ -160,16 +164,17 @@ async function throughput(address: string): Promise<Rates> {
     const keysAt = (i: number): string[] => Array.from({ length: 128 }, (_, j) => `${tag}obj-${(i * 128 + j) % stored}`);
     const bg = await phase(inFlight, (i) => c.batchGetReplicaList({ keys: keysAt(i) }));
     console.log(line('BatchGetReplicaList (128 keys)', inFlight, bg, 'keys/s', 128));
-    batchKeys = Math.max(batchKeys, (bg.ops * 128) / bg.seconds);
+    best('BatchGetReplicaList', (bg.ops * 128) / bg.seconds);
     const be = await phase(inFlight, (i) => c.batchExistKey({ keys: keysAt(i) }));
     console.log(line('BatchExistKey (128 keys)', inFlight, be, 'keys/s', 128));
-    batchKeys = Math.max(batchKeys, (be.ops * 128) / be.seconds);
+    best('BatchExistKey', (be.ops * 128) / be.seconds);
     const bp = await phase(inFlight, async (i) => {
       const keys = Array.from({ length: 128 }, (_, j) => `${tag}batch-${i}-${j}`);
       await c.batchPutStart({ requests: keys.map(put) });
       await c.batchPutEnd({ keys, replica_type: 0 });
     });
     console.log(line('BatchPutStart+BatchPutEnd (128)', inFlight, bp, 'keys/s', 128));
+    best('BatchPutStart+BatchPutEnd', (bp.ops * 128) / bp.seconds);
   }
   clearInterval(pinger);
   c.close();
@@ -226,7 +231,7 @@ async function main(): Promise<void> {
     const grl = rates.grl;
     const ech = await echoRates(echo.address);
     console.log(`GetReplicaList vs echo: ${((100 * grl[0]) / ech[0]).toFixed(0)}% of echo at 1 in flight, ${((100 * grl[1]) / ech[1]).toFixed(0)}% at 64 in flight`);
-    console.log(`targets: GetReplicaList >= 7,000/s (1 in flight): ${grl[0] >= 7000 ? 'met' : 'MISSED'}; >= 30,000/s (64): ${grl[1] >= 30000 ? 'met' : 'MISSED'}; batch >= 1,000,000 keys/s: ${rates.batchKeys >= 1e6 ? 'met' : `MISSED (best ${fmt(rates.batchKeys)})`}`);
+    console.log(`targets: GetReplicaList >= 7,000/s (1 in flight): ${grl[0] >= 7000 ? 'met' : 'MISSED'}; >= 30,000/s (64): ${grl[1] >= 30000 ? 'met' : 'MISSED'}; batch >= 1,000,000 keys/s: ${Object.entries(rates.batchKeys).map(([form, k]) => `${form} ${k >= 1e6 ? 'met' : 'MISSED'} (${fmt(k)})`).join(', ')}`);
   } finally {
     master.proc?.kill('SIGTERM');
     echo.proc.kill('SIGTERM');
