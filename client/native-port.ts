@@ -1,33 +1,10 @@
 // The parts of the native addon (native/index.ts) the client uses: mapped memory and the transfer
-// engine. Declared here so the client's logic is typed against exactly what it needs.
-
-export interface MappedRegion {
-  readonly buffer: ArrayBuffer;
-  readonly address: number;
-  readonly size: number;
-  readonly kind: string;
-  readonly fd: number;
-  release(): void;
-}
-
-export interface MapMemoryOptions {
-  size: number;
-  kind?: 'memfd' | 'shm' | 'hugetlbfs' | 'file';
-  name?: string;
-  path?: string;
-  create?: boolean;
-  offset?: number;
-  hugepage?: boolean;
-  hugepageSize?: '2MB' | '1GB';
-}
-
-export interface EngineTransferOp {
-  op: 'read' | 'write';
-  endpoint: string;
-  remoteAddress: number;
-  localAddress: number;
-  length: number;
-}
+// engine. Data types are the addon's own; the port interfaces below are the seam the client's
+// logic is written against (its tests drive it with an in-memory engine).
+export type { MemoryRegion as MappedRegion, MapOptions as MapMemoryOptions } from '../native/memory.js';
+export type { TransferOp as EngineTransferOp, TransferEngineOptions } from '../native/transfer-engine.js';
+import type { MemoryRegion as MappedRegion, MapOptions as MapMemoryOptions } from '../native/memory.js';
+import type { TransferOp as EngineTransferOp, TransferEngineOptions } from '../native/transfer-engine.js';
 
 export interface TransferEnginePort {
   readonly endpoint: string;
@@ -36,16 +13,6 @@ export interface TransferEnginePort {
   unregisterRegion(address: number): void;
   transfer(ops: EngineTransferOp[]): Promise<void>;
   close(): void;
-}
-
-export interface TransferEngineOptions {
-  host?: string;
-  minPort?: number;
-  maxPort?: number;
-  connectionsPerPeer?: number;
-  chunkSize?: number;
-  timeoutMs?: number;
-  memcpyLocal?: boolean;
 }
 
 export interface NativePort {
