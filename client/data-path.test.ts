@@ -212,6 +212,17 @@ describe('data path', () => {
     expect(engine.registered.size).toBe(0);
   });
 
+  it('small Get results never share bytes with one another', async () => {
+    const { path } = setup();
+    const values = Array.from({ length: 40 }, (_, i) => randomBytes(4096 + i));
+    for (const [i, v] of values.entries()) await path.put(`s${i}`, v);
+    const got: Buffer[] = [];
+    for (let i = 0; i < values.length; i++) got.push(await path.get(`s${i}`));
+    got.forEach((g, i) => expect(g.equals(values[i])).toBe(true));
+    got[0].fill(0);
+    got.slice(1).forEach((g, i) => expect(g.equals(values[i + 1])).toBe(true));
+  });
+
   it('a large Put is written from the caller buffer in place, also by overlapping Puts of it', async () => {
     const { path, engine } = setup();
     const big = randomBytes(LARGE_VALUE_BYTES);

@@ -20,6 +20,7 @@ import {
   UnavailableError,
 } from './errors.js';
 import type { MappedRegion, TransferEnginePort } from './native-port.js';
+import { ResultSlab } from './result-slab.js';
 import {
   leaseDeadline,
   orderReplicas,
@@ -142,6 +143,7 @@ export class DataPath {
   private readonly endpoints = new Map<string, string>();
   /** Large caller buffers registered while writes from them are in flight: address -> size, users. */
   private readonly borrowed = new Map<number, { size: number; users: number }>();
+  private readonly results = new ResultSlab();
 
   constructor(private readonly d: DataPathDeps) {}
 
@@ -172,9 +174,12 @@ export class DataPath {
     return this.d.pool;
   }
 
-  /** A Buffer for a Get's result: huge-page backed when large, else from Node's allocator. */
+  /**
+   * A Buffer for a Get's result: huge-page backed when large, a slice of a shared slab when small,
+   * else from Node's allocator. Never registered memory, so reads into it are always staged.
+   */
   private allocOut(size: number): Buffer {
-    return size >= LARGE_VALUE_BYTES && this.d.allocLarge ? this.d.allocLarge(size) : Buffer.allocUnsafe(size);
+    return size >= LARGE_VALUE_BYTES && this.d.allocLarge ? this.d.allocLarge(size) : this.results.alloc(size);
   }
 
   private isOwn = (segmentName: string): boolean => this.d.localMemcpy && this.d.segments.has(segmentName);
@@ -432,7 +437,7 @@ export class DataPath {
     // Staged, then copied on this thread: measured faster than registering the fresh result for
     // the READ (its first-touch faults then land on several I/O threads at once).
     const out = this.allocOut(replicaSize(replicas[0]));
-    await this.readFrom(replicas, out, deadline, what);
+    await this.readFrom(replicas, out, deadline, what, true);
     return out;
   }
 
@@ -459,7 +464,7 @@ export class DataPath {
   }
 
   /** Tries the replicas in order until one reads completely inside the lease. */
-  private async readFrom(replicas: ReplicaInfo__Output[], out: Buffer, deadline: number, what: string): Promise<void> {
+  private async readFrom(replicas: ReplicaInfo__Output[], out: Buffer, deadline: number, what: string, fresh = false): Promise<void> {
     const errors: unknown[] = [];
     for (const r of replicas) {
       if (replicaSize(r) !== out.length) {
@@ -467,7 +472,7 @@ export class DataPath {
         continue;
       }
       try {
-        await this.readReplicas([{ pieces: replicaPieces(r, this.isOwn), out }], what);
+        await this.readReplicas([{ pieces: replicaPieces(r, this.isOwn), out, fresh }], what);
       } catch (e) {
         errors.push(e);
         continue;
@@ -485,7 +490,7 @@ export class DataPath {
    * only what must be waited for (a metadata lookup, a full pool, the engine): at 1 in flight every
    * extra promise hop is latency.
    */
-  private async readReplicas(objects: { pieces: Piece[]; out: Buffer }[], what: string): Promise<void> {
+  private async readReplicas(objects: { pieces: Piece[]; out: Buffer; fresh?: boolean }[], what: string): Promise<void> {
     const ops: TransferOp[] = [];
     let staged: { out: Buffer; p: Piece; at: number }[] | undefined;
     let stageBytes = 0;
@@ -493,7 +498,8 @@ export class DataPath {
     for (const o of objects) {
       let remote = false;
       for (const p of o.pieces) if (!p.local) remote = true;
-      targets.push(remote ? this.registeredAddress(o.out) : undefined);
+      // A fresh result buffer (allocOut) is never registered: skip the native address lookup.
+      targets.push(remote && !o.fresh ? this.registeredAddress(o.out) : undefined);
       if (this.needsLookup(o.pieces)) await this.resolveEndpoints(o.pieces);
     }
     for (let k = 0; k < objects.length; k++) {
@@ -565,13 +571,13 @@ export class DataPath {
     });
     let batchOk = true;
     try {
-      await this.readReplicas(wanted.map((w) => ({ pieces: replicaPieces(w.replicas[0], this.isOwn), out: w.out })), what);
+      await this.readReplicas(wanted.map((w) => ({ pieces: replicaPieces(w.replicas[0], this.isOwn), out: w.out, fresh: true })), what);
     } catch {
       batchOk = false;
     }
     for (const w of wanted) {
       try {
-        if (!batchOk) await this.readFrom(w.replicas, w.out, w.deadline, w.what);
+        if (!batchOk) await this.readFrom(w.replicas, w.out, w.deadline, w.what, true);
         else if (!withinLease(this.d.now(), w.deadline)) throw new LeaseExpiredError(`${w.what}: the lease expired before the read finished; no data returned`);
         results[w.i].value = w.out;
       } catch (e) {

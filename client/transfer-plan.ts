@@ -38,6 +38,11 @@ export function replicaSize(replica: ReplicaInfo__Output): number {
  * segments first (a memcpy), then those partly local, then the rest in the master's order.
  */
 export function orderReplicas(replicas: readonly ReplicaInfo__Output[], isOwn: (segment: string) => boolean): ReplicaInfo__Output[] {
+  if (replicas.length === 1) {
+    // The common case (replica_num 1): nothing to sort.
+    const r = replicas[0];
+    return r.status === ReplicaStatus.COMPLETE && r.handles.length > 0 ? [r] : [];
+  }
   const score = (r: ReplicaInfo__Output) => {
     const local = r.handles.filter((h) => isOwn(h.segment_name)).length;
     return local === r.handles.length ? 0 : local > 0 ? 1 : 2;

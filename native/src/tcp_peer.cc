@@ -60,8 +60,8 @@ void PeerChannel::Stop() {
   }
   cv_.notify_all();
   for (auto& w : workers_) {
-    int fd = w->fd.load();
-    if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
+    std::lock_guard<std::mutex> lk(w->fd_mu);
+    if (w->fd >= 0) ::shutdown(w->fd, SHUT_RDWR);
   }
   {
     std::lock_guard<std::mutex> lk(shm_mu_);
@@ -107,7 +107,8 @@ void PeerChannel::Run(Worker* w) {
 }
 
 void PeerChannel::DropConnection(Worker* w) {
-  w->fd.store(-1);
+  std::lock_guard<std::mutex> lk(w->fd_mu);
+  w->fd = -1;
   w->conn.reset();
 }
 
@@ -150,8 +151,10 @@ void PeerChannel::ExecuteTcp(Worker* w, Chunk& c) {
       std::lock_guard<std::mutex> lk(mu_);
       if (stopping_) throw NativeError("TRANSFER_FAILED", "transfer engine closed");
     }
-    w->conn = ConnectEndpoint(endpoint_, tuning_);
-    w->fd.store(w->conn.get());
+    UniqueFd connected = ConnectEndpoint(endpoint_, tuning_);
+    std::lock_guard<std::mutex> lk(w->fd_mu);
+    w->conn = std::move(connected);
+    w->fd = w->conn.get();
   }
   const int fd = w->conn.get();
   RequestHeader req{kRequestMagic, c.op, 0, w->next_request_id++, c.remote, c.length, c.range_start, c.range_length};

@@ -36,7 +36,10 @@ class PeerChannel {
   struct Worker {
     std::thread thread;
     UniqueFd conn;
-    std::atomic<int> fd{-1};  // mirror of conn for Stop() to shut down
+    // Mirror of conn for Stop() to shut down. fd_mu orders that shutdown against the worker closing
+    // or replacing conn, so Stop() can never shut down a reused descriptor number.
+    std::mutex fd_mu;
+    int fd = -1;
     uint64_t next_request_id = 1;
   };
   void Run(Worker* w);
