@@ -197,7 +197,7 @@ describe('data path', () => {
     expect(got.map((g) => g.value?.toString())).toEqual(['x'.repeat(10), 'y'.repeat(10)]);
   });
 
-  it('large Get results come from allocLarge (huge pages), small ones from the Node allocator', async () => {
+  it('large Get results come from allocLarge (huge pages), small ones from Node memory (result slab)', async () => {
     const sizes: number[] = [];
     const { path, engine } = setup({ allocLarge: (n) => (sizes.push(n), Buffer.alloc(n)) });
     const big = randomBytes(LARGE_VALUE_BYTES + 5);
