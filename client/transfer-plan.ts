@@ -7,13 +7,9 @@ import { ReplicaStatus } from '../proto/gen/store/ReplicaStatus.js';
 import { StoreError } from './errors.js';
 import { ErrorCode } from '../common/error-code.js';
 
-export interface TransferOp {
-  op: 'read' | 'write';
-  endpoint: string;
-  remoteAddress: number;
-  localAddress: number;
-  length: number;
-}
+/** One engine operation: the addon's own type. */
+export type { EngineTransferOp as TransferOp } from './native-port.js';
+import type { EngineTransferOp as TransferOp } from './native-port.js';
 
 /** One piece of an object: `offset` into the value, `length` bytes, stored at `handle`. */
 export interface Piece {
