@@ -14,6 +14,7 @@
         "src/memory_file.cc",
         "src/mmap_arena.cc",
         "src/region_table.cc",
+        "src/connection_listener.cc",
         "src/tcp_server.cc",
         "src/tcp_peer.cc",
         "src/tcp_engine.cc",

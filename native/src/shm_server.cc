@@ -24,64 +24,13 @@ bool ShmControlServer::Start(const std::string& endpoint) {
   std::memcpy(addr.sun_path, name.data(), name.size());
   socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd.get(), 64) != 0) return false;
-  listen_fd_ = std::move(fd);
-  accept_thread_ = std::thread([this] { AcceptLoop(); });
+  listener_.Start(std::move(fd));
   return true;
 }
 
-void ShmControlServer::Stop() {
-  if (stopping_.exchange(true)) return;
-  if (listen_fd_.valid()) ::shutdown(listen_fd_.get(), SHUT_RDWR);
-  if (accept_thread_.joinable()) accept_thread_.join();
-  std::list<std::unique_ptr<Conn>> conns;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    conns.swap(conns_);
-  }
-  for (auto& c : conns) ::shutdown(c->fd.get(), SHUT_RDWR);
-  for (auto& c : conns) if (c->thread.joinable()) c->thread.join();
-  listen_fd_.reset();
-}
+void ShmControlServer::Stop() { listener_.Stop(); }
 
-void ShmControlServer::AcceptLoop() {
-  while (!stopping_.load()) {
-    int fd = ::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (stopping_.load()) break;
-      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));  // out of fds: back off, do not spin
-        continue;
-      }
-      break;
-    }
-    auto conn = std::make_unique<Conn>();
-    conn->fd.reset(fd);
-    Conn* raw = conn.get();
-    std::lock_guard<std::mutex> lk(mu_);
-    for (auto it = conns_.begin(); it != conns_.end();) {
-      if ((*it)->done.load()) {
-        (*it)->thread.join();
-        it = conns_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    if (stopping_.load()) break;
-    conns_.push_back(std::move(conn));
-    raw->thread = std::thread([this, raw] {
-      try {
-        Serve(raw);
-      } catch (...) {  // never let an exception end the process from an I/O thread
-        ::shutdown(raw->fd.get(), SHUT_RDWR);
-        raw->done.store(true);
-      }
-    });
-  }
-}
-
-void ShmControlServer::Serve(Conn* c) {
-  const int fd = c->fd.get();
+void ShmControlServer::Serve(int fd) {
   int err = 0;
   for (;;) {
     ShmRequest req;
@@ -124,8 +73,6 @@ void ShmControlServer::Serve(Conn* c) {
     do n = ::sendmsg(fd, &msg, MSG_NOSIGNAL); while (n < 0 && errno == EINTR);
     if (n != static_cast<ssize_t>(sizeof resp)) break;
   }
-  ::shutdown(fd, SHUT_RDWR);
-  c->done.store(true);
 }
 
 }  // namespace kvstore

@@ -43,8 +43,7 @@ int TcpServer::Start(const std::string& host, int min_port, int max_port, int st
     if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), res->ai_addrlen) != 0) { last_err = errno; continue; }
     if (::listen(fd.get(), 512) != 0) { last_err = errno; continue; }
     ::freeaddrinfo(res);
-    listen_fd_ = std::move(fd);
-    accept_thread_ = std::thread([this] { AcceptLoop(); });
+    listener_.Start(std::move(fd));
     return port;
   }
   ::freeaddrinfo(res);
@@ -53,65 +52,9 @@ int TcpServer::Start(const std::string& host, int min_port, int max_port, int st
                                                           " (MC_STORE_CLIENT_MIN_PORT/MC_STORE_CLIENT_MAX_PORT)", last_err));
 }
 
-void TcpServer::Stop() {
-  if (stopping_.exchange(true)) return;
-  if (listen_fd_.valid()) ::shutdown(listen_fd_.get(), SHUT_RDWR);
-  if (accept_thread_.joinable()) accept_thread_.join();
-  std::list<std::unique_ptr<Conn>> conns;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    conns.swap(conns_);
-  }
-  for (auto& c : conns) ::shutdown(c->fd.get(), SHUT_RDWR);
-  for (auto& c : conns) if (c->thread.joinable()) c->thread.join();
-  listen_fd_.reset();
-}
+void TcpServer::Stop() { listener_.Stop(); }
 
-void TcpServer::ReapFinished() {
-  std::lock_guard<std::mutex> lk(mu_);
-  for (auto it = conns_.begin(); it != conns_.end();) {
-    if ((*it)->done.load()) {
-      if ((*it)->thread.joinable()) (*it)->thread.join();
-      it = conns_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-}
-
-void TcpServer::AcceptLoop() {
-  while (!stopping_.load()) {
-    int fd = ::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (stopping_.load()) break;
-      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));  // out of fds: back off, do not spin
-        continue;
-      }
-      break;
-    }
-    TuneSocket(fd, tuning_);
-    ReapFinished();
-    auto conn = std::make_unique<Conn>();
-    conn->fd.reset(fd);
-    Conn* raw = conn.get();
-    std::lock_guard<std::mutex> lk(mu_);
-    if (stopping_.load()) break;  // conn (and its fd) dropped here
-    conns_.push_back(std::move(conn));
-    raw->thread = std::thread([this, raw] {
-      try {
-        Serve(raw);
-      } catch (...) {  // never let an exception end the process from an I/O thread
-        ::shutdown(raw->fd.get(), SHUT_RDWR);
-        raw->done.store(true);
-      }
-    });
-  }
-}
-
-void TcpServer::Serve(Conn* conn) {
-  const int fd = conn->fd.get();
+void TcpServer::Serve(int fd) {
   std::vector<char> scratch;
   int err = 0;
   for (;;) {
@@ -153,8 +96,6 @@ void TcpServer::Serve(Conn* conn) {
     }
     if (!ok) break;
   }
-  ::shutdown(fd, SHUT_RDWR);
-  conn->done.store(true);
 }
 
 }  // namespace kvstore
