@@ -439,7 +439,12 @@ export class MessageCodec {
           } else val = readScalar(r, f.valueKind as ScalarKind);
         } else r.skip(kk & 7);
       }
-      (o[f.name] as Record<string, unknown>)[String(k)] = val ?? f.sub?.read(r, r.pos);
+      const map = o[f.name] as Record<string, unknown>;
+      const mapKey = String(k);
+      const mapVal = val ?? f.sub?.read(r, r.pos);
+      // A plain assignment of "__proto__" would replace the map's prototype instead of adding a key.
+      if (mapKey === '__proto__') Object.defineProperty(map, mapKey, { value: mapVal, enumerable: true, writable: true, configurable: true });
+      else map[mapKey] = mapVal;
     } else if (f.kind === 'message') {
       const n = r.len();
       const m = f.sub!.read(r, r.pos + n);
