@@ -3,10 +3,10 @@
 // killed it follows the newly elected one, remounts its segment there and keeps working.
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { distRoot, track, type ProcessHandle } from '../sidecar/local-cluster.js';
 import { Client } from '../client/client.js';
+import { freePort } from './free-port.js';
 
 const hasRedis = (() => {
   try {
@@ -17,14 +17,6 @@ const hasRedis = (() => {
   }
 })();
 
-async function freePort(): Promise<number> {
-  const s = createServer().listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const port = (s.address() as { port: number }).port;
-  s.close();
-  await once(s, 'close');
-  return port;
-}
 
 const haIt = hasRedis ? it : it.skip;
 

@@ -1,22 +1,13 @@
 // End to end, the client's life with the master: registration retried until a late master comes
 // up, a clear failure when the retries run out, and segments remounted on a restarted master (which
 // answers the heartbeat with need_remount). Real processes from dist/; run `npm run build` first.
-import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { LocalCluster } from '../sidecar/local-cluster.js';
 import { Client } from '../client/client.js';
 import { UnavailableError } from '../client/errors.js';
+import { freePort } from './free-port.js';
 
 const MiB = 1024 * 1024;
 
-async function freePort(): Promise<number> {
-  const s = createServer().listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const port = (s.address() as { port: number }).port;
-  s.close();
-  await once(s, 'close');
-  return port;
-}
 
 /** A log sink whose lines can be awaited. */
 function logSink() {

@@ -5,7 +5,6 @@
 // leader asks known clients to remount. Run `npm run build` first.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -16,23 +15,13 @@ import { ErrorCode } from '../common/error-code.js';
 import { masterProtoPath } from '../common/master-proto.js';
 import { startKubeApiServer, type KubeApiServer } from './kube-apiserver/http-server.js';
 import { writeKubeconfig } from './kube-apiserver/kubeconfig.js';
+import { freePort } from './free-port.js';
 
 const MAIN = join(process.cwd(), 'dist', 'master', 'main.js');
 const CLIENT = '0b7e4c1d-2a3f-4e5d-9c8b-7a6f5e4d3c2b';
 const have = (bin: string): boolean => spawnSync('sh', ['-c', `command -v ${bin}`]).status === 0;
 const describeIf = (ok: boolean, why: string) => (ok ? describe : (name: string, fn: () => void) => describe.skip(`${name} (skipped: ${why})`, fn));
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      const port = typeof a === 'object' && a ? a.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 interface Proc {
   proc: ChildProcess;

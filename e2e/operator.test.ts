@@ -7,7 +7,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import https from 'node:https';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import tls from 'node:tls';
@@ -18,6 +17,7 @@ import { jsonPatch } from './kube-apiserver/json-patch.js';
 import { writeKubeconfig } from './kube-apiserver/kubeconfig.js';
 import { helmPath, run } from './kube-apiserver/kube-tools.js';
 import { waitForObject, WatchStream } from './kube-apiserver/watch-client.js';
+import { freePort } from './free-port.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const operatorMain = join(root, 'dist', 'operator', 'main.js');
@@ -51,16 +51,6 @@ async function must(method: string, path: string, body?: unknown, contentType?: 
   return r.body;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
 
 function example(file: string): Obj {
   return yaml.load(readFileSync(join(root, 'crds', 'examples', file), 'utf8')) as Obj;

@@ -5,23 +5,14 @@ import { createServer, type Server } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer as createNetServer } from 'node:net';
 import { once } from 'node:events';
 import { openMetadataStore } from './open-metadata-store.js';
 import type { MetadataStore, SegmentDescriptor } from './metadata-store.js';
 import { parseEtcdAddress } from './etcd-metadata.js';
+import { freePort } from '../../e2e/free-port.js';
 
 const desc: SegmentDescriptor = { te_endpoint: '127.0.0.1:12345', protocol: 'tcp', buffer: 140000000000, size: 1 << 30 };
 
-async function freePort(): Promise<number> {
-  const s = createNetServer();
-  s.listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const port = (s.address() as { port: number }).port;
-  s.close();
-  await once(s, 'close');
-  return port;
-}
 
 function hasBinary(name: string): boolean {
   try {
