@@ -172,7 +172,7 @@ async function main(): Promise<void> {
 
   try {
     console.log(`transfer bench: master ${cluster.master.rpc}, store_service ${cluster.services[0].endpoint} (separate processes), client = this process`);
-    console.log(`Put = PutStart + staging copy + engine WRITE + PutEnd; Get = GetReplicaList + engine READ + copy out; batch = ${BATCH} objects per call, 1 call in flight; zcopy = put from / getInto a registered allocBuffer lease`);
+    console.log(`Put = PutStart + staging copy + engine WRITE + PutEnd; Get = GetReplicaList + engine READ (into a result-arena Buffer from 32 KiB, else staging + copy out); batch = ${BATCH} objects per call, 1 call in flight; zcopy = put from / getInto a registered allocBuffer lease`);
     console.log(`p50/p99 are per call (a batch call moves ${BATCH} objects); machine: ${cpus().length} cores, load average ${loadavg()[0].toFixed(1)}`);
     console.log(`warm-up: ${await warmUp(client)} ops, not measured\n`);
     const results = new Map<string, Row>();
@@ -283,7 +283,7 @@ async function main(): Promise<void> {
       const i = localIntoRows.get(size)!;
       console.log(
         ` own-segment ${fmtSize(size).padStart(8)}: getInto ${i.gbps.toFixed(3)} GB/s = ${(i.gbps / mem.get(size)!).toFixed(2)}x memcpy [>= 0.7x] (p50 ${i.p50ms.toFixed(3)} ms); ` +
-          `get() ${r.gbps.toFixed(3)} GB/s = ${(r.gbps / mem.get(size)!).toFixed(2)}x (fresh Buffer each call)`,
+          `get() ${r.gbps.toFixed(3)} GB/s = ${(r.gbps / mem.get(size)!).toFixed(2)}x (new result Buffer each call)`,
       );
     }
   } finally {

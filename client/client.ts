@@ -15,7 +15,7 @@ import { MasterClient } from './master-client.js';
 import { parseMasterAddress, resolveMasterAddress, watchLeader } from './leader-discovery.js';
 import { openMetadataStore } from './metadata/open-metadata-store.js';
 import type { MetadataStore } from './metadata/metadata-store.js';
-import { loadNative, type MappedRegion, type NativePort, type TransferEnginePort } from './native-port.js';
+import { loadNative, type MappedRegion, type NativePort, type ResultArenaPort, type TransferEnginePort } from './native-port.js';
 import { resolveSettings, setupBackoffMs, type ClientSetupConfig, type ClientSettings } from './setup-config.js';
 
 export interface ClientOptions {
@@ -48,6 +48,12 @@ export interface ClientOptions {
    * page faults and a machine without the memory fails at startup rather than mid-run (default false).
    */
   prefaultSegment?: boolean;
+  /**
+   * Bytes of the result arena large Get results are read into directly (default
+   * MC_STORE_RESULT_ARENA_SIZE, else local_buffer_size; resident); 0: every Get result is a fresh
+   * Buffer filled through a staging lease.
+   */
+  resultArenaBytes?: number;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -68,6 +74,7 @@ export class Client {
   private master: MasterClient | undefined;
   private pool: BufferPool | undefined;
   private localRegion: MappedRegion | undefined;
+  private resultArena: ResultArenaPort | undefined;
   private heartbeat: Heartbeat | undefined;
   private stopLeaderWatch: (() => void) | undefined;
   /** host:port of the master in use (the elected leader in HA mode). */
@@ -181,6 +188,15 @@ export class Client {
         acquireTimeoutMs: po.acquireTimeoutMs,
       });
     }
+    const arenaBytes = this.options.resultArenaBytes ?? s.resultArenaBytes;
+    if (!Number.isSafeInteger(arenaBytes) || arenaBytes < 0) throw new InvalidParamsError(`setup: resultArenaBytes must be a non-negative integer, got ${arenaBytes}`);
+    if (this.pool && arenaBytes > 0) {
+      const arena = new this.native.ResultArena(arenaBytes);
+      // Registered for the engine's life. Each result Buffer holds the mapping by itself, so one
+      // kept past close() stays valid.
+      this.engine.registerRegion(arena.address, arena.size);
+      this.resultArena = arena;
+    }
     if (s.globalSegmentSize > 0) {
       const region = this.mapRegion(s.globalSegmentSize, `store-segment-${this.clientId}`);
       if (this.options.prefaultSegment) {
@@ -212,7 +228,7 @@ export class Client {
       pool: this.pool,
       segments: this.segments,
       addressOf: (v) => this.native.addressOf(v),
-      allocLarge: (size) => this.native.allocHugeBuffer(size),
+      resultArena: this.resultArena,
       localMemcpy: s.localMemcpy,
       now: this.now,
       lookupEndpoint: async (name) => (await this.metadata.lookup(name))?.te_endpoint ?? null,
@@ -472,6 +488,8 @@ export class Client {
     this.segments.clear();
     this.localRegion?.release();
     this.localRegion = undefined;
+    this.resultArena?.close(); // results the caller still holds stay valid
+    this.resultArena = undefined;
     await this.metadata.close().catch(() => {});
   }
 }

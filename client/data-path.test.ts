@@ -3,17 +3,36 @@
 // The master is a scripted in-memory placement and the engine copies between plain Buffers keyed
 // by endpoint; the real master and engine are exercised by e2e/data.test.ts.
 import { randomBytes } from 'node:crypto';
-import { DataPath, LARGE_VALUE_BYTES, type MasterApi } from './data-path.js';
+import { ARENA_RESULT_BYTES, DataPath, LARGE_VALUE_BYTES, type MasterApi } from './data-path.js';
 import { BufferPool } from './buffer-pool.js';
 import { OffsetAllocator } from '../master/core/offset-allocator.js';
 import { ObjectNotFoundError, TransferError, UnavailableError } from './errors.js';
-import type { EngineTransferOp, TransferEnginePort } from './native-port.js';
+import type { EngineTransferOp, ResultArenaPort, TransferEnginePort } from './native-port.js';
 import { ReplicaStatus } from '../proto/gen/store/ReplicaStatus.js';
 import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
 import type { PutStartRequest } from '../proto/gen/store/PutStartRequest.js';
 
 const POOL_BASE = 0x10_0000;
 const SEG_SIZE = 4 << 20;
+const ARENA_BASE = 0x8000_0000;
+
+/** A result arena over one Buffer: bump allocation, `capacity` bytes, no reuse (enough for a test). */
+function fakeArena(capacity: number): ResultArenaPort & { memory: Buffer; taken: number } {
+  const memory = Buffer.alloc(capacity);
+  return {
+    close() {},
+    address: ARENA_BASE,
+    size: capacity,
+    memory,
+    taken: 0,
+    take(length: number) {
+      if (this.taken + length > capacity) return undefined;
+      const b = memory.subarray(this.taken, this.taken + length);
+      this.taken += length;
+      return b;
+    },
+  };
+}
 
 /** Remote segments: endpoint -> memory; a dead endpoint refuses every op. */
 class MemoryEngine implements TransferEnginePort {
@@ -25,6 +44,8 @@ class MemoryEngine implements TransferEnginePort {
   readonly registered = new Set<number>();
   /** Local address of every WRITE op, in order. */
   readonly writesFrom: number[] = [];
+  /** Local address of every READ op, in order. */
+  readonly readsInto: number[] = [];
   batches = 0;
   constructor(private readonly local: Buffer) {}
   start() {
@@ -54,6 +75,7 @@ class MemoryEngine implements TransferEnginePort {
       const remote = this.segments.get(op.endpoint)!;
       const [local, l] = this.localAt(op.localAddress);
       if (op.op === 'write') this.writesFrom.push(op.localAddress);
+      else this.readsInto.push(op.localAddress);
       if (op.op === 'write') local.copy(remote, op.remoteAddress, l, l + op.length);
       else remote.copy(local, l, op.remoteAddress, op.remoteAddress + op.length);
     }
@@ -110,10 +132,15 @@ function scriptedMaster(endpoints: string[]) {
   return { api, ended, revoked, objects };
 }
 
-function setup(opts: { pool?: boolean; allocLarge?: (size: number) => Buffer } = {}) {
+function setup(opts: { pool?: boolean; arena?: ReturnType<typeof fakeArena> } = {}) {
   const local = Buffer.alloc(4 << 20);
   const engine = new MemoryEngine(local);
   for (const ep of ['a:1', 'b:1', 'c:1']) engine.segments.set(ep, Buffer.alloc(SEG_SIZE));
+  const arena = opts.arena;
+  if (arena) {
+    engine.extra.set(ARENA_BASE, arena.memory);
+    engine.registerRegion(ARENA_BASE); // as the client does at setup
+  }
   const master = scriptedMaster(['a:1', 'b:1', 'c:1']);
   const pool =
     opts.pool === false
@@ -127,19 +154,14 @@ function setup(opts: { pool?: boolean; allocLarge?: (size: number) => Buffer } =
     // Small caller buffers sit outside registered memory (staged); large ones and large results
     // get a fake address the engine can resolve once they are registered.
     addressOf: (v) => {
+      if (arena && v.buffer === arena.memory.buffer) return ARENA_BASE + v.byteOffset - arena.memory.byteOffset;
       const known = [...engine.extra].find(([, b]) => b === v)?.[0];
       if (known !== undefined || v.byteLength < LARGE_VALUE_BYTES) return known ?? -1;
       const a = 0x4000_0000 * (engine.extra.size + 1);
       engine.extra.set(a, v as Buffer);
       return a;
     },
-    allocLarge:
-      opts.allocLarge &&
-      ((n) => {
-        const b = opts.allocLarge!(n);
-        engine.extra.set(0x4000_0000 * (engine.extra.size + 1), b);
-        return b;
-      }),
+    resultArena: arena,
     localMemcpy: true,
     now: () => 0,
     lookupEndpoint: async () => null,
@@ -197,19 +219,46 @@ describe('data path', () => {
     expect(got.map((g) => g.value?.toString())).toEqual(['x'.repeat(10), 'y'.repeat(10)]);
   });
 
-  it('large Get results come from allocLarge (huge pages), small ones from Node memory (result slab)', async () => {
-    const sizes: number[] = [];
-    const { path, engine } = setup({ allocLarge: (n) => (sizes.push(n), Buffer.alloc(n)) });
-    const big = randomBytes(LARGE_VALUE_BYTES + 5);
+  it('large Get results are read straight into the result arena; small ones, and all once it is full, through staging', async () => {
+    const big = randomBytes(ARENA_RESULT_BYTES + 5);
+    const arena = fakeArena(2 * big.length + 100);
+    const { path, engine } = setup({ arena });
     await path.put('big', big);
     await path.put('small', Buffer.from('small'));
-    expect((await path.get('big')).equals(big)).toBe(true);
+    const inArena = (a: number) => a >= ARENA_BASE && a < ARENA_BASE + arena.size;
+    const one = await path.get('big');
+    expect(one.equals(big)).toBe(true);
+    expect(inArena(engine.readsInto.at(-1)!)).toBe(true); // no staging lease, no copy
     expect((await path.get('small')).toString()).toBe('small');
+    expect(inArena(engine.readsInto.at(-1)!)).toBe(false);
     const got = await path.getBatch(['big', 'small']);
     expect(got[0].value!.equals(big)).toBe(true);
     expect(got[1].value!.toString()).toBe('small');
-    expect(sizes).toEqual([big.length, big.length]);
-    expect(engine.registered.size).toBe(0);
+    expect(got[0].value!.buffer).toBe(arena.memory.buffer);
+    expect(arena.taken).toBe(2 * big.length);
+    // Full: the result is a Buffer of its own, filled through the staging lease.
+    const third = await path.get('big');
+    expect(third.equals(big)).toBe(true);
+    expect(third.buffer).not.toBe(arena.memory.buffer);
+    expect(inArena(engine.readsInto.at(-1)!)).toBe(false);
+    // Results never share bytes: the first one is still intact.
+    expect(one.equals(big)).toBe(true);
+    // A result passed back is registered memory: put from it without a staging copy.
+    await path.put('again', one);
+    expect(inArena(engine.writesFrom.at(-1)!)).toBe(true);
+    expect((await path.get('again')).equals(big)).toBe(true);
+  });
+
+  it('a Get that fails on one replica reads the next into the same arena result', async () => {
+    const arena = fakeArena(4 * ARENA_RESULT_BYTES);
+    const { path, engine } = setup({ arena });
+    const v = randomBytes(ARENA_RESULT_BYTES);
+    await path.put('k', v, { replica_num: 2 });
+    engine.dead.add('a:1');
+    expect((await path.get('k')).equals(v)).toBe(true);
+    expect(arena.taken).toBe(v.length);
+    engine.dead.add('b:1');
+    await expect(path.get('k')).rejects.toBeInstanceOf(TransferError);
   });
 
   it('small Get results never share bytes with one another', async () => {

@@ -1,8 +1,9 @@
 // The client's data path: Put/Upsert (start -> stage -> one transfer batch of WRITEs to every
 // replica -> end, revoke on failure) and Get (replica list -> own segment by memcpy first, else a
-// transfer READ -> lease check -> copy out), single and batched. Batches are one master round trip
-// per phase and one transfer batch. Bulk bytes never pass through JS loops: Buffer copies are
-// memcpy, remote bytes move in the native engine.
+// transfer READ -> lease check), single and batched. A large Get's result is a range of the result
+// arena that the engine reads into directly; smaller ones are read through a staging lease and
+// copied out. Batches are one master round trip per phase and one transfer batch. Bulk bytes never
+// pass through JS loops: Buffer copies are memcpy, remote bytes move in the native engine.
 import type { BufHandle__Output } from '../proto/gen/store/BufHandle.js';
 import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
 import type { ReplicateConfig } from '../proto/gen/store/ReplicateConfig.js';
@@ -19,7 +20,7 @@ import {
   TransferError,
   UnavailableError,
 } from './errors.js';
-import type { MappedRegion, TransferEnginePort } from './native-port.js';
+import type { MappedRegion, ResultArenaPort, TransferEnginePort } from './native-port.js';
 import { ResultSlab } from './result-slab.js';
 import {
   leaseDeadline,
@@ -76,8 +77,11 @@ export interface DataPathDeps {
   pool: BufferPool | undefined;
   segments: ReadonlyMap<string, OwnSegment>;
   addressOf: (view: ArrayBufferView) => number;
-  /** A fresh Buffer for a large Get result, huge-page backed (default Buffer.allocUnsafe). */
-  allocLarge?: (size: number) => Buffer;
+  /**
+   * Where large Get results live, registered with the engine by the owner (absent: every result
+   * is a fresh Buffer read through staging).
+   */
+  resultArena?: ResultArenaPort;
   /** Own-segment pieces by memcpy (else through the engine's loopback). */
   localMemcpy: boolean;
   /** Monotonic clock, ms. */
@@ -129,11 +133,20 @@ export function transferFailure(e: unknown, what: string): TransferError {
   return new TransferError(`${what}: ${(e as Error)?.message ?? String(e)}`, { cause: e, code });
 }
 
-/**
- * Get results from this size up get their own huge-page-backed mapping: a fresh multi-MiB Buffer
- * from malloc costs one first-touch fault per 4 KiB page, and those dominate such a Get.
- */
+/** Puts of caller buffers from this size up register them in place instead of staging a copy. */
 export const LARGE_VALUE_BYTES = 2 * 1024 * 1024;
+
+/**
+ * Get results from this size up come from the result arena (read into directly, no staging copy);
+ * below it the copy costs less than the arena's range bookkeeping and 4 KiB rounding.
+ */
+export const ARENA_RESULT_BYTES = 32 * 1024;
+
+/** A Get's output buffer and, when it lies in registered memory, its address (read into directly). */
+interface ResultBuffer {
+  out: Buffer;
+  address: number | undefined;
+}
 
 function check(status: number, what: string): void {
   if (status !== ErrorCode.OK) throw StoreError.fromCode(status, what);
@@ -175,11 +188,17 @@ export class DataPath {
   }
 
   /**
-   * A Buffer for a Get's result: huge-page backed when large, a slice of a shared slab when small,
-   * else from Node's allocator. Never registered memory, so reads into it are always staged.
+   * A Buffer for a Get's result: a range of the result arena when large (registered: the engine
+   * reads into it directly), else a slice of a shared slab (small) or Node's allocator, read
+   * through staging. A full arena falls back to Node's allocator.
    */
-  private allocOut(size: number): Buffer {
-    return size >= LARGE_VALUE_BYTES && this.d.allocLarge ? this.d.allocLarge(size) : this.results.alloc(size);
+  private allocOut(size: number): ResultBuffer {
+    const arena = this.d.resultArena;
+    if (arena && size >= ARENA_RESULT_BYTES) {
+      const out = arena.take(size);
+      if (out) return { out, address: this.d.addressOf(out) };
+    }
+    return { out: this.results.alloc(size), address: undefined };
   }
 
   private isOwn = (segmentName: string): boolean => this.d.localMemcpy && this.d.segments.has(segmentName);
@@ -187,10 +206,13 @@ export class DataPath {
   /** Address of `view` when it lies inside memory registered with the engine (zero-copy), else undefined. */
   registeredAddress(view: Uint8Array): number | undefined {
     const pool = this.d.pool;
-    if (!pool && this.d.segments.size === 0) return undefined;
+    const arena = this.d.resultArena;
+    if (!pool && !arena && this.d.segments.size === 0) return undefined;
     const a = this.d.addressOf(view);
     const end = a + view.byteLength;
     if (pool && a >= pool.primary.address && end <= pool.primary.address + pool.primary.size) return a;
+    // A Get result the caller passes back (to put it elsewhere, or as a getInto target).
+    if (arena && a >= arena.address && end <= arena.address + arena.size) return a;
     for (const s of this.d.segments.values()) {
       if (a >= s.region.address && end <= s.region.address + s.region.size) return a;
     }
@@ -434,11 +456,9 @@ export class DataPath {
     this.pool(what);
     checkKey(key, what);
     const { replicas, deadline } = await this.replicas(key, what);
-    // Staged, then copied on this thread: measured faster than registering the fresh result for
-    // the READ (its first-touch faults then land on several I/O threads at once).
-    const out = this.allocOut(replicaSize(replicas[0]));
-    await this.readFrom(replicas, out, deadline, what, true);
-    return out;
+    const result = this.allocOut(replicaSize(replicas[0]));
+    await this.readFrom(replicas, result.out, deadline, what, result);
+    return result.out;
   }
 
   /** Reads the object into `target` (registered memory is written directly); returns its size. */
@@ -463,8 +483,11 @@ export class DataPath {
     return { replicas, deadline: leaseDeadline(start, Number(res.lease_ttl_ms)) };
   }
 
-  /** Tries the replicas in order until one reads completely inside the lease. */
-  private async readFrom(replicas: ReplicaInfo__Output[], out: Buffer, deadline: number, what: string, fresh = false): Promise<void> {
+  /**
+   * Tries the replicas in order until one reads completely inside the lease. `result`: `out` is a
+   * fresh result from allocOut (its registration is known).
+   */
+  private async readFrom(replicas: ReplicaInfo__Output[], out: Buffer, deadline: number, what: string, result?: ResultBuffer): Promise<void> {
     const errors: unknown[] = [];
     for (const r of replicas) {
       if (replicaSize(r) !== out.length) {
@@ -472,7 +495,7 @@ export class DataPath {
         continue;
       }
       try {
-        await this.readReplicas([{ pieces: replicaPieces(r, this.isOwn), out, fresh }], what);
+        await this.readReplicas([{ pieces: replicaPieces(r, this.isOwn), out, result }], what);
       } catch (e) {
         errors.push(e);
         continue;
@@ -490,7 +513,7 @@ export class DataPath {
    * only what must be waited for (a metadata lookup, a full pool, the engine): at 1 in flight every
    * extra promise hop is latency.
    */
-  private async readReplicas(objects: { pieces: Piece[]; out: Buffer; fresh?: boolean }[], what: string): Promise<void> {
+  private async readReplicas(objects: { pieces: Piece[]; out: Buffer; result?: ResultBuffer }[], what: string): Promise<void> {
     const ops: TransferOp[] = [];
     let staged: { out: Buffer; p: Piece; at: number }[] | undefined;
     let stageBytes = 0;
@@ -498,8 +521,8 @@ export class DataPath {
     for (const o of objects) {
       let remote = false;
       for (const p of o.pieces) if (!p.local) remote = true;
-      // A fresh result buffer (allocOut) is never registered: skip the native address lookup.
-      targets.push(remote && !o.fresh ? this.registeredAddress(o.out) : undefined);
+      // A fresh result buffer (allocOut) knows whether it is registered: skip the native lookup.
+      targets.push(!remote ? undefined : o.result ? o.result.address : this.registeredAddress(o.out));
       if (this.needsLookup(o.pieces)) await this.resolveEndpoints(o.pieces);
     }
     for (let k = 0; k < objects.length; k++) {
@@ -555,7 +578,7 @@ export class DataPath {
     const res = await this.d.rpc('BatchGetReplicaList', () => this.d.master.batchGetReplicaList({ keys: [...keys] }));
     check(res.status_code, what);
     const results: BatchGetResult[] = keys.map((key) => ({ key }));
-    const wanted: { i: number; replicas: ReplicaInfo__Output[]; deadline: number; out: Buffer; what: string }[] = [];
+    const wanted: { i: number; replicas: ReplicaInfo__Output[]; deadline: number; result: ResultBuffer; what: string }[] = [];
     keys.forEach((key, i) => {
       const w = `get ${JSON.stringify(key)}`;
       const r = res.results[i];
@@ -564,22 +587,22 @@ export class DataPath {
         check(r.status_code, w);
         const replicas = orderReplicas(r.replica_list, this.isOwn);
         if (replicas.length === 0) throw new ObjectNotFoundError(`${w}: no complete replica`);
-        wanted.push({ i, replicas, deadline: leaseDeadline(start, Number(r.lease_ttl_ms)), out: this.allocOut(replicaSize(replicas[0])), what: w });
+        wanted.push({ i, replicas, deadline: leaseDeadline(start, Number(r.lease_ttl_ms)), result: this.allocOut(replicaSize(replicas[0])), what: w });
       } catch (e) {
         results[i].error = e as StoreError;
       }
     });
     let batchOk = true;
     try {
-      await this.readReplicas(wanted.map((w) => ({ pieces: replicaPieces(w.replicas[0], this.isOwn), out: w.out, fresh: true })), what);
+      await this.readReplicas(wanted.map((w) => ({ pieces: replicaPieces(w.replicas[0], this.isOwn), out: w.result.out, result: w.result })), what);
     } catch {
       batchOk = false;
     }
     for (const w of wanted) {
       try {
-        if (!batchOk) await this.readFrom(w.replicas, w.out, w.deadline, w.what, true);
+        if (!batchOk) await this.readFrom(w.replicas, w.result.out, w.deadline, w.what, w.result);
         else if (!withinLease(this.d.now(), w.deadline)) throw new LeaseExpiredError(`${w.what}: the lease expired before the read finished; no data returned`);
-        results[w.i].value = w.out;
+        results[w.i].value = w.result.out;
       } catch (e) {
         results[w.i].error = e as StoreError;
       }

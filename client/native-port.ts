@@ -15,11 +15,20 @@ export interface TransferEnginePort {
   close(): void;
 }
 
+/** Memory large Get results are read into directly (native/result-arena.ts). */
+export interface ResultArenaPort {
+  readonly address: number;
+  readonly size: number;
+  /** A Buffer over a range no other live result shares, returned when it is collected; undefined when full. */
+  take(length: number): Buffer | undefined;
+  /** No more takes; memory goes back to the kernel as results are collected. */
+  close(): void;
+}
+
 export interface NativePort {
   mapMemory(opts: MapMemoryOptions): MappedRegion;
   addressOf(view: ArrayBufferView): number;
-  /** A fresh Buffer backed by huge pages where possible (large Get results). */
-  allocHugeBuffer(size: number): Buffer;
+  ResultArena: new (size: number) => ResultArenaPort;
   TransferEngine: new (opts?: TransferEngineOptions) => TransferEnginePort;
   clientPortRange(env?: Record<string, string | undefined>): { min: number; max: number };
 }

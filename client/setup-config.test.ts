@@ -23,6 +23,14 @@ describe('client setup settings', () => {
     expect(() => resolveSettings(base, { MC_STORE_CLIENT_SETUP_RETRIES: 'many' })).toThrow(/MC_STORE_CLIENT_SETUP_RETRIES/);
   });
 
+  it('sizes the result arena from MC_STORE_RESULT_ARENA_SIZE (local_buffer_size by default, 0 = none) and rejects garbage', () => {
+    expect(resolveSettings(base, {}).resultArenaBytes).toBe(16 << 20);
+    expect(resolveSettings({ ...base, local_buffer_size: 0 }, {}).resultArenaBytes).toBe(0);
+    expect(resolveSettings(base, { MC_STORE_RESULT_ARENA_SIZE: '64MB' }).resultArenaBytes).toBe(64 << 20);
+    expect(resolveSettings(base, { MC_STORE_RESULT_ARENA_SIZE: '0' }).resultArenaBytes).toBe(0);
+    expect(() => resolveSettings(base, { MC_STORE_RESULT_ARENA_SIZE: 'lots' })).toThrow(/MC_STORE_RESULT_ARENA_SIZE/);
+  });
+
   it('allows pure client and pure server but not neither', () => {
     expect(resolveSettings({ ...base, global_segment_size: 0 }, {}).globalSegmentSize).toBe(0);
     expect(resolveSettings({ ...base, local_buffer_size: 0 }, {}).localBufferSize).toBe(0);

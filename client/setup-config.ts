@@ -37,6 +37,8 @@ export interface ClientSettings {
   localMemcpy: boolean;
   hugepage: boolean;
   hugepageSize: '2MB' | '1GB';
+  /** Result arena for large Get results (MC_STORE_RESULT_ARENA_SIZE, default local_buffer_size); 0: none. */
+  resultArenaBytes: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -97,6 +99,9 @@ export function resolveSettings(cfg: ClientSetupConfig, env: Env = process.env):
   }
   const hugepageSize = (env.MC_STORE_HUGEPAGE_SIZE || '2MB').toUpperCase();
   if (hugepageSize !== '2MB' && hugepageSize !== '1GB') throw new InvalidParamsError(`MC_STORE_HUGEPAGE_SIZE must be 2MB or 1GB, got "${env.MC_STORE_HUGEPAGE_SIZE}"`);
+  const arenaText = env.MC_STORE_RESULT_ARENA_SIZE;
+  // By default as large as the local buffer: the user's budget for reads, now resident twice.
+  const resultArenaBytes = arenaText === undefined || arenaText.trim() === '' ? localBufferSize : bytes('MC_STORE_RESULT_ARENA_SIZE', arenaText.trim());
   return {
     host,
     enginePort,
@@ -110,6 +115,7 @@ export function resolveSettings(cfg: ClientSetupConfig, env: Env = process.env):
     localMemcpy: envBool(env.MC_STORE_MEMCPY) ?? true,
     hugepage: envBool(env.MC_STORE_USE_HUGEPAGE) ?? false,
     hugepageSize,
+    resultArenaBytes,
   };
 }
 

@@ -36,12 +36,22 @@ export interface RawEngine {
   pendingBatches(): number;
 }
 
+export interface RawResultArena {
+  /** An ArrayBuffer over a fresh range (returned when it is collected); undefined when full. */
+  take(length: number): ArrayBuffer | undefined;
+  stats(): { size: number; used: number; ranges: number; largestFree: number; refusals: number };
+  address(): number;
+  size(): number;
+  close(): void;
+}
+
 export interface RawAddon {
   mapMemory(req: RawMapRequest): RawRegion;
   addressOf(view: ArrayBufferView | ArrayBuffer): number;
   allocHugeBuffer(size: number): ArrayBuffer;
   arenaStats(): { decided: boolean; enabled: boolean; poolSize: number; used: number; fallbacks: number };
   TransferEngine: new (opts: object) => RawEngine;
+  ResultArena: new (size: number) => RawResultArena;
   rawPumpListen(host?: string): number;
   rawPumpRun(endpoint: string, size: number, count: number, mode: 'stream' | 'pingpong'): Promise<number>;
   /** Seconds for `iterations` memcpys of `size` bytes, cycling over `span` bytes of buffers (default: one pair). */

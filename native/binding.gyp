@@ -13,6 +13,8 @@
         "src/memory_shm.cc",
         "src/memory_file.cc",
         "src/mmap_arena.cc",
+        "src/result_arena.cc",
+        "src/addon_result_arena.cc",
         "src/region_table.cc",
         "src/connection_listener.cc",
         "src/tcp_server.cc",

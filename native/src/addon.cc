@@ -1,4 +1,4 @@
-// Module entry of the native addon: registers the memory, engine and benchmark exports.
+// Module entry of the native addon: registers the memory, result arena, engine and benchmark exports.
 #include <cmath>
 
 #include "addon_util.h"
@@ -31,6 +31,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   kvstore::InitMemory(env, exports);
   kvstore::InitEngine(env, exports);
   kvstore::InitBench(env, exports);
+  kvstore::InitResultArena(env, exports);
   exports.Set("rdmaAvailable", Napi::Boolean::New(env, false));
   return exports;
 }

@@ -40,5 +40,6 @@ std::string ToStr(const Napi::Value& v, const char* what);
 Napi::Object InitMemory(Napi::Env env, Napi::Object exports);
 Napi::Object InitEngine(Napi::Env env, Napi::Object exports);
 Napi::Object InitBench(Napi::Env env, Napi::Object exports);
+Napi::Object InitResultArena(Napi::Env env, Napi::Object exports);
 
 }  // namespace kvstore
