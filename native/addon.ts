@@ -48,7 +48,6 @@ export interface RawResultArena {
 export interface RawAddon {
   mapMemory(req: RawMapRequest): RawRegion;
   addressOf(view: ArrayBufferView | ArrayBuffer): number;
-  allocHugeBuffer(size: number): ArrayBuffer;
   arenaStats(): { decided: boolean; enabled: boolean; poolSize: number; used: number; fallbacks: number };
   TransferEngine: new (opts: object) => RawEngine;
   ResultArena: new (size: number) => RawResultArena;

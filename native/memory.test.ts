@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { addressOf, allocHugeBuffer, arenaConfig, mapMemory, MemoryError, type MemoryRegion } from './index.js';
+import { addressOf, arenaConfig, mapMemory, MemoryError, type MemoryRegion } from './index.js';
 import { ensureAddon, nativeDir } from './test-fixtures/ensure-addon.js';
 
 beforeAll(() => ensureAddon());
@@ -245,40 +245,6 @@ describe('mmap arena (fresh process each: the arena is decided once per process)
     expect(r.ok).toBe(true);
     expect(r.stats.enabled).toBe(false);
     expect(r.stats.used).toBe(0);
-  });
-});
-
-describe('allocHugeBuffer (large Get results)', () => {
-  /** The smaps block of the mapping starting at `address`. */
-  const smapsOf = (address: number) => {
-    const blocks = readFileSync('/proc/self/smaps', 'utf8').split(/\n(?=[0-9a-f]+-[0-9a-f]+ )/);
-    return blocks.find((b) => parseInt(b.split('-')[0], 16) === address);
-  };
-
-  test('gives a zeroed Buffer of exactly the size asked, in its own page-aligned mapping', () => {
-    const a = allocHugeBuffer(4 * MiB + 123);
-    const b = allocHugeBuffer(4 * MiB + 123);
-    expect(a.length).toBe(4 * MiB + 123);
-    expect(a.every((x) => x === 0)).toBe(true);
-    expect(addressOf(a) % (2 * MiB)).toBe(0); // the whole 2 MiB pages can be huge pages
-    a.fill(7);
-    expect(b[0]).toBe(0);
-    expect(a[a.length - 1]).toBe(7);
-    expect(addressOf(a)).not.toBe(addressOf(b));
-  });
-
-  test('asks the kernel for transparent huge pages on values of 2 MiB and more', () => {
-    const big = allocHugeBuffer(4 * MiB);
-    const small = allocHugeBuffer(MiB);
-    // VmFlags "hg" = MADV_HUGEPAGE: set whatever the THP mode, so this holds on any Linux.
-    expect(smapsOf(addressOf(big))).toMatch(/VmFlags:.* hg\b/);
-    expect(smapsOf(addressOf(small))).not.toMatch(/VmFlags:.* hg\b/);
-  });
-
-  test('refuses sizes that are not positive integers', () => {
-    for (const bad of [0, -1, 1.5, Number.NaN]) {
-      expect(() => allocHugeBuffer(bad)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
-    }
   });
 });
 

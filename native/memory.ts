@@ -107,21 +107,6 @@ export function addressOf(view: ArrayBufferView | ArrayBuffer): number {
   }
 }
 
-/**
- * A Buffer of `size` bytes in its own anonymous mapping with transparent huge pages asked for
- * (2 MiB pages where the kernel allows it): filling a fresh multi-MiB value takes a couple of
- * page faults instead of one per 4 KiB. Unmapped when the Buffer is garbage collected. The
- * contents are zero.
- */
-export function allocHugeBuffer(size: number): Buffer {
-  if (!Number.isSafeInteger(size) || size <= 0) throw new MemoryError(MemoryErrorCode.INVALID_ARGUMENT, `allocHugeBuffer: size must be a positive integer, got ${size}`);
-  try {
-    return Buffer.from(addon().allocHugeBuffer(size));
-  } catch (e) {
-    throw MemoryError.from(e);
-  }
-}
-
 /** Arena state: whether it was decided/enabled, its size, bytes handed out, exhaustion fallbacks. */
 export function arenaStats(): ReturnType<ReturnType<typeof addon>['arenaStats']> {
   return addon().arenaStats();

@@ -115,32 +115,6 @@ Napi::Value AddressOfJs(const Napi::CallbackInfo& info) {
   });
 }
 
-// Private anonymous memory for one value a Get returns, asking for transparent huge pages on its
-// 2 MiB-aligned part: a fresh 4 MiB malloc'd Buffer takes 1024 first-touch faults (~3 ms in a
-// VM here), two huge-page faults take ~0.3 ms. The mapping is exactly the value's pages (no
-// rounding up to 2 MiB) and is unmapped when the ArrayBuffer is collected.
-Napi::Value AllocHugeBufferJs(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  return Guarded(env, [&]() -> Napi::Value {
-    const uint64_t size = ToU64(info[0], "size");
-    if (size == 0) throw NativeError("INVALID_ARGUMENT", "allocHugeBuffer: size must be positive");
-    constexpr uintptr_t kHuge = uintptr_t{2} << 20;
-    const size_t len = (size + 4095) & ~size_t{4095};
-    char* raw = static_cast<char*>(::mmap(nullptr, len + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
-    if (raw == MAP_FAILED) throw NativeError("MAP_FAILED", "allocHugeBuffer: mmap of " + std::to_string(len) + " bytes failed");
-    char* p = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(raw) + kHuge - 1) & ~(kHuge - 1));
-    if (p > raw) ::munmap(raw, p - raw);
-    ::munmap(p + len, (raw + len + kHuge) - (p + len));
-    if (len >= kHuge) ::madvise(p, len, MADV_HUGEPAGE);  // advice only: THP off leaves 4 KiB pages
-    return Napi::ArrayBuffer::New(
-        env, p, static_cast<size_t>(size), [](Napi::Env, void* data, size_t* mapped) {
-          ::munmap(data, *mapped);
-          delete mapped;
-        },
-        new size_t(len));
-  });
-}
-
 Napi::Value ArenaStatsJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guarded(env, [&]() -> Napi::Value {
@@ -162,7 +136,6 @@ Napi::Object InitMemory(Napi::Env env, Napi::Object exports) {
   exports.Set("mapMemory", Napi::Function::New(env, MapMemoryJs, "mapMemory"));
   exports.Set("addressOf", Napi::Function::New(env, AddressOfJs, "addressOf"));
   exports.Set("arenaStats", Napi::Function::New(env, ArenaStatsJs, "arenaStats"));
-  exports.Set("allocHugeBuffer", Napi::Function::New(env, AllocHugeBufferJs, "allocHugeBuffer"));
   return exports;
 }
 
