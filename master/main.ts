@@ -2,6 +2,7 @@
 // store_master: parses flags, builds the MasterCore and serves it: gRPC and the fast channel on
 // --rpc_port, management HTTP on --metrics_port, optionally the HTTP metadata server; a periodic
 // sweep drives leases, client liveness and eviction. SIGINT/SIGTERM close cleanly.
+import { randomInt } from 'node:crypto';
 import type { Server } from 'node:http';
 import { FlagError, HelpRequested } from '../common/flags.js';
 import { Logger, loggerOptionsFromFlags } from '../common/logger.js';
@@ -70,9 +71,11 @@ async function main(): Promise<void> {
 
   const clock = (): number => performance.now();
   const viewVersion = Date.now();
+  // Each core gets a random key-hash seed: clients cannot choose keys that collide in its object table.
+  const makeCore = (version: number): MasterCore => new MasterCore(coreConfigFromFlags(flags, version), undefined, randomInt(2 ** 31));
   let core: MasterCore;
   try {
-    core = new MasterCore(coreConfigFromFlags(flags, viewVersion));
+    core = makeCore(viewVersion);
   } catch (e) {
     process.stderr.write(`store_master: ${(e as Error).message}\n`);
     process.exit(2);
@@ -80,7 +83,7 @@ async function main(): Promise<void> {
   // HA: the transports reach the core through the leader gate; a fresh core per term.
   let ha: HaMaster | undefined;
   try {
-    if (flags.enable_ha) ha = new HaMaster({ flags, bindHost: host, env: process.env, methods: masterMethods, makeCore: (v) => new MasterCore(coreConfigFromFlags(flags, v)) as unknown as MasterCorePort, clock, log });
+    if (flags.enable_ha) ha = new HaMaster({ flags, bindHost: host, env: process.env, methods: masterMethods, makeCore: (v) => makeCore(v) as unknown as MasterCorePort, clock, log });
   } catch (e) {
     process.stderr.write(`store_master: ${(e as Error).message}\n`);
     process.exit(2);

@@ -5,7 +5,7 @@
 // sweeps pay, at most SWEEP_EVICTION_BATCH objects each. Zombie writes are released first and
 // count toward the target. Which objects go, and in what order, is eviction.ts.
 import type { EvictionOrder } from './eviction.js';
-import { evictionTarget, PUT_EVICTION_CAP, scanLimitFor, selectZombies, SWEEP_EVICTION_BATCH } from './eviction.js';
+import { evictionTarget, PUT_EVICTION_CAP, scanLimitFor, selectZombies, SWEEP_EVICTION_BATCH, type InFlightWrites } from './eviction.js';
 import type { MasterCoreConfig } from './master-core-config.js';
 import { HANDLE_FIELDS } from './object-meta.js';
 import type { ObjectMeta } from './object-meta.js';
@@ -19,7 +19,8 @@ export interface EvictionResult {
 
 /** What the round needs from the core: the candidates, and the two ways of freeing space. */
 export interface EvictionHost {
-  readonly inFlight: Map<string, ObjectMeta>;
+  /** Unfinished writes, oldest first. */
+  readonly inFlight: InFlightWrites;
   readonly order: EvictionOrder;
   objectCount(): number;
   /** Cancels a zombie write, freeing its space. */

@@ -139,8 +139,13 @@ export class VictimCursor {
   }
 }
 
+/** Unfinished writes in start order (in-flight-list.ts; a Map of them in insertion order serves too). */
+export interface InFlightWrites {
+  values(): Iterable<ObjectMeta>;
+}
+
 /** Up to `limit` writes begun more than releaseTimeoutMs ago and never finished, oldest first. */
-export function selectZombies(inFlight: Map<string, ObjectMeta>, now: number, releaseTimeoutMs: number, limit = Infinity): ObjectMeta[] {
+export function selectZombies(inFlight: InFlightWrites, now: number, releaseTimeoutMs: number, limit = Infinity): ObjectMeta[] {
   const out: ObjectMeta[] = [];
   // In-flight entries are inserted when their write starts, so start times ascend.
   for (const meta of inFlight.values()) {

@@ -60,6 +60,7 @@ import { EvictionOrder, SWEEP_EVICTION_BATCH } from './eviction.js';
 import type { EvictionResult } from './eviction-round.js';
 import { EvictionRound } from './eviction-round.js';
 import { FreeRatioFirstStrategy } from './free-ratio-first-strategy.js';
+import { InFlightList } from './in-flight-list.js';
 import { LeaseTracker } from './lease-tracker.js';
 import { FLAG_CXL, FLAG_HARD_PIN, FLAG_LISTED, FLAG_REUSED, FLAG_SOFT_PIN, FLAG_UPSERT, HANDLE_FIELDS, ObjectMeta } from './object-meta.js';
 import { ObjectTable } from './object-table.js';
@@ -115,15 +116,15 @@ export class MasterCore {
   private readonly rng: Rng;
   private readonly strategy: AllocationStrategy;
   /** Every object, by key. */
-  private readonly objects = new ObjectTable();
+  private readonly objects: ObjectTable;
   /** Complete, not hard-pinned objects in eviction (LRU) order. */
   private readonly order = new EvictionOrder();
   /** Segment id -> objects with a buffer there (current or previous placement). */
   private readonly index = new SegmentIndex();
   /** The eviction round in progress and its debt. */
   private readonly eviction: EvictionRound;
-  /** Objects whose write (PutStart/UpsertStart) has not ended, in start order. */
-  private readonly inFlight = new Map<string, ObjectMeta>();
+  /** Objects whose write (PutStart/UpsertStart) has not ended, in start order (intrusive list). */
+  private readonly inFlight = new InFlightList();
   private readonly previous = new Map<string, PreviousPlacement>();
   private readonly segments = new SegmentRegistry();
   private readonly clients = new ClientRegistry();
@@ -132,9 +133,14 @@ export class MasterCore {
   private softPinnedCount = 0;
   private hardPinnedCount = 0;
 
-  constructor(config: MasterCoreConfig, rng: Rng = new SeededRng(0x5eed)) {
+  /**
+   * `keyHashSeed` varies the object table's key hash; a process serving untrusted clients passes a
+   * random one, so nobody can pick keys that all collide (the default keeps tests reproducible).
+   */
+  constructor(config: MasterCoreConfig, rng: Rng = new SeededRng(0x5eed), keyHashSeed?: number) {
     validateMasterCoreConfig(config);
     this.config = { ...config };
+    this.objects = new ObjectTable(keyHashSeed);
     this.eviction = new EvictionRound(
       {
         inFlight: this.inFlight,
@@ -299,7 +305,7 @@ export class MasterCore {
       this.setFlags(meta, meta.flags | FLAG_UPSERT | FLAG_REUSED | softPin);
       meta.status = ReplicaStatus.PROCESSING;
       meta.lastAccess = now;
-      this.inFlight.set(key, meta);
+      this.inFlight.add(meta);
       return { status_code: ErrorCode.OK, replica_list: this.view(meta), reused: true };
     }
     // Keep the object out of eviction while space is found for its new layout.
@@ -319,7 +325,7 @@ export class MasterCore {
     this.setFlags(meta, (before.flags & (FLAG_HARD_PIN | FLAG_SOFT_PIN)) | softPin | FLAG_UPSERT | (placed.cxl ? FLAG_CXL : 0));
     meta.status = ReplicaStatus.INITIALIZED;
     meta.lastAccess = now;
-    this.inFlight.set(key, meta);
+    this.inFlight.add(meta);
     return { status_code: ErrorCode.OK, replica_list: this.view(meta), reused: false };
   }
 
@@ -611,7 +617,7 @@ export class MasterCore {
     this.countPins(flags, 1);
     this.objects.set(key, meta);
     this.reindex(meta);
-    this.inFlight.set(key, meta);
+    this.inFlight.add(meta);
     return meta;
   }
 
@@ -647,7 +653,7 @@ export class MasterCore {
     meta.flags &= ~(FLAG_UPSERT | FLAG_REUSED);
     meta.status = ReplicaStatus.COMPLETE;
     meta.lastAccess = now;
-    this.inFlight.delete(call.key);
+    this.inFlight.delete(meta);
     this.order.add(meta);
     return ErrorCode.OK;
   }
@@ -670,7 +676,7 @@ export class MasterCore {
    */
   private abortWrite(key: string, meta: ObjectMeta): void {
     freeHandles(this.segments, meta.h);
-    this.inFlight.delete(key);
+    this.inFlight.delete(meta);
     const prev = this.previous.get(key);
     if (prev !== undefined) {
       this.unindex(meta);
@@ -694,6 +700,7 @@ export class MasterCore {
   private forgetObject(key: string, meta: ObjectMeta): void {
     this.objects.delete(key);
     this.order.remove(meta);
+    this.inFlight.delete(meta); // no-op unless a write on it was unfinished (both use meta.prev/next)
     this.unindex(meta);
     this.leases.forget(meta);
     this.countPins(meta.flags, -1);
@@ -773,7 +780,7 @@ export class MasterCore {
       if (meta.listed) listed++;
       if (meta.flags & FLAG_SOFT_PIN) soft++;
       if (meta.flags & FLAG_HARD_PIN) hard++;
-      if (this.inFlight.has(key) === meta.complete) problems.push(`${key}: in-flight set disagrees with status`);
+      if (this.inFlight.has(meta) === meta.complete) problems.push(`${key}: in-flight set disagrees with status`);
     }
     if (this.index.entries !== entries) problems.push(`segment index holds ${this.index.entries} entries, expected ${entries}`);
     if (this.order.size !== listed) problems.push(`eviction lists hold ${this.order.size} objects, expected ${listed}`);

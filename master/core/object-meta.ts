@@ -32,7 +32,10 @@ export class ObjectMeta {
     public key = '',
   ) {}
 
-  /** Neighbours in the eviction list the object is on (null at the ends or when not listed). */
+  /**
+   * Neighbours in the list the object is on: an eviction list while complete (FLAG_LISTED), the
+   * in-flight list (in-flight-list.ts) while a write is unfinished; null at the ends or on none.
+   */
   prev: ObjectMeta | null = null;
   next: ObjectMeta | null = null;
 

@@ -2,8 +2,9 @@
 // A read looks the key up, grants the object a lease and moves it to the recently-used end of its
 // eviction list. The batch forms are loops of their own (not a call per key): the lease horizon
 // moves once per batch, the TTL is read once, and keys with the same answer share one reply
-// object (replies are read-only data on their way to the encoder), so a key costs its lookup,
-// its lease and LRU bookkeeping, and, for GetReplicaList, its replica view.
+// object (replies are read-only data on their way to the encoder), and the keys are looked up
+// together (ObjectTable.getMany, whose cache misses overlap), so a key costs its share of that
+// lookup, its lease and LRU bookkeeping, and, for GetReplicaList, its replica view.
 import { ErrorCode } from '../../common/error-code.js';
 import type { BatchExistKeyRequest__Output } from '../../proto/gen/store/BatchExistKeyRequest.js';
 import type { BatchExistKeyResponse__Output } from '../../proto/gen/store/BatchExistKeyResponse.js';
@@ -42,6 +43,9 @@ export function compileRegex(source: string): RegExp | null {
 const NO_REPLICAS = Object.freeze([]) as unknown as ReplicaInfo__Output[];
 
 export class ReadPath {
+  /** The objects of the keys of one batch (ObjectTable.getMany), reused across batches. */
+  private readonly found: (ObjectMeta | undefined)[] = [];
+
   constructor(
     private readonly objects: ObjectTable,
     private readonly segments: SegmentRegistry,
@@ -69,6 +73,8 @@ export class ReadPath {
     const yes: ExistKeyResponse__Output = Object.freeze({ status_code: ErrorCode.OK, exists: true, lease_ttl_ms: ttl });
     const no: ExistKeyResponse__Output = Object.freeze({ status_code: ErrorCode.OK, exists: false, lease_ttl_ms: 0 });
     const results = new Array<ExistKeyResponse__Output>(keys.length);
+    const found = this.found;
+    this.objects.getMany(keys, found);
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i]!;
       const code = validateKey(key);
@@ -76,7 +82,7 @@ export class ReadPath {
         results[i] = { status_code: code, exists: false, lease_ttl_ms: 0 };
         continue;
       }
-      const meta = this.objects.get(key);
+      const meta = found[i];
       if (meta === undefined || !meta.complete) {
         results[i] = no;
         continue;
@@ -86,6 +92,7 @@ export class ReadPath {
       this.access(meta, until, now);
       results[i] = yes;
     }
+    this.releaseFound(keys.length);
     return { status_code: ErrorCode.OK, results };
   }
 
@@ -109,10 +116,11 @@ export class ReadPath {
     let notFound: GetReplicaListResponse__Output | undefined;
     let notReady: GetReplicaListResponse__Output | undefined;
     const results = new Array<GetReplicaListResponse__Output>(keys.length);
+    const found = this.found;
+    this.objects.getMany(keys, found);
     for (let i = 0; i < keys.length; i++) {
-      const key = keys[i]!;
-      const code = validateKey(key);
-      const meta = code === ErrorCode.OK ? this.objects.get(key) : undefined;
+      const code = validateKey(keys[i]);
+      const meta = code === ErrorCode.OK ? found[i] : undefined;
       if (meta !== undefined && meta.complete) {
         if (!advanced) this.leases.advance(now);
         advanced = true;
@@ -126,6 +134,7 @@ export class ReadPath {
         results[i] = notReady ??= Object.freeze({ status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: NO_REPLICAS, lease_ttl_ms: 0 });
       }
     }
+    this.releaseFound(keys.length);
     return { status_code: ErrorCode.OK, results };
   }
 
@@ -138,6 +147,11 @@ export class ReadPath {
       if (meta.complete && re.test(key)) object_map[key] = { replica_list: viewOf(this.segments, meta) };
     }
     return { status_code: ErrorCode.OK, object_map };
+  }
+
+  /** A huge batch does not leave its objects referenced (and the array long) until the next one. */
+  private releaseFound(n: number): void {
+    if (n > 4096) this.found.length = 0;
   }
 
   /** A read of meta: its lease runs until `until` (horizon already advanced to now), LRU touched. */

@@ -29,10 +29,11 @@ export function validateKey(key: unknown): number {
   return ErrorCode.OK;
 }
 
+const bad = Object.freeze({ ok: false as const, code: ErrorCode.INVALID_PARAMS });
+
 export function validateWrite(req: WriteRequest): WriteValidation {
   const keyCode = validateKey(req.key);
   if (keyCode !== ErrorCode.OK) return { ok: false, code: keyCode };
-  const bad = { ok: false as const, code: ErrorCode.INVALID_PARAMS };
   const total = req.value_length;
   if (!Number.isSafeInteger(total) || total <= 0) return bad;
   const slices = req.slice_lengths;
