@@ -226,9 +226,13 @@ async function main(): Promise<void> {
       const value = randomBytes(size);
       const n = Math.min(opsFor(size), Math.floor((160 * MiB) / size));
       for (let i = 0; i < n; i++) await local.put(`own-${size}-${i}`, value, { preferred_segment: own });
-      localRows.set(size, await measure(n, size, 1, 1, async (i) => void (await local.get(`own-${size}-${i}`))));
+      // The reads cycle over the n objects several times: the span (>= 160 MiB, above the LLC) keeps
+      // them cold like the memcpy peer, and enough samples keep one GC pause from deciding the row.
+      const reads = Math.max(n, Math.min(5 * n, 2000));
       const target = await local.allocBuffer(size);
-      localIntoRows.set(size, await measure(n, size, 1, 1, async (i) => void (await local.getInto(`own-${size}-${i}`, target.buffer))));
+      await local.getInto(`own-${size}-0`, target.buffer); // warm-up (JIT of this path)
+      localRows.set(size, await measure(reads, size, 1, 1, async (i) => void (await local.get(`own-${size}-${i % n}`))));
+      localIntoRows.set(size, await measure(reads, size, 1, 1, async (i) => void (await local.getInto(`own-${size}-${i % n}`, target.buffer))));
       target.release();
       await sleep(LEASE_TTL_MS + 100); // the leases of the reads just made must run out first
       await local.removeByRegex('^own-');
