@@ -2,7 +2,7 @@ import { Duplex } from 'node:stream';
 import { CHANNEL_MAGIC, FrameDecoder, FrameKind, encodeFrame } from '../common/channel-frame.js';
 import { decodeMessage, encodeMessage, masterMethodByName } from '../common/master-proto.js';
 import type { GetReplicaListResponse__Output } from '../proto/gen/store/GetReplicaListResponse.js';
-import { MasterChannel, parseHostPort } from './master-channel.js';
+import { MasterChannel, PendingCall, parseHostPort } from './master-channel.js';
 import { MasterClientClosedError, MasterConnectionError, MasterProtocolError, MasterTimeoutError } from './master-channel-errors.js';
 
 /** Two connected in-memory streams: what one writes, the other reads. */
@@ -168,5 +168,29 @@ describe('parseHostPort', () => {
   });
   it.each(['127.0.0.1', ':80', 'h:0', 'h:99999', 'h:x'])('rejects %j', (a) => {
     expect(() => parseHostPort(a)).toThrow(/invalid master address/);
+  });
+});
+
+describe('PendingCall', () => {
+  const method = masterMethodByName.get('GetReplicaList')!;
+  it('delivers the first outcome only, and then holds no link to the caller', () => {
+    const got: unknown[] = [];
+    const p = new PendingCall(method, 0, (v) => got.push(['ok', v]), (e) => got.push(['err', e.message]));
+    expect(p.settled).toBe(false);
+    p.resolve({ status_code: 0 });
+    p.reject(new Error('late'));
+    p.resolve({ status_code: 1 });
+    expect(got).toEqual([['ok', { status_code: 0 }]]);
+    expect(p.settled).toBe(true);
+    // a settled call kept in old space must not keep its promise (and the reply) reachable
+    expect(Object.values(p).filter((x) => typeof x === 'function')).toEqual([]);
+  });
+  it('a rejection is final too', () => {
+    const got: unknown[] = [];
+    const p = new PendingCall(method, 0, (v) => got.push(['ok', v]), (e) => got.push(['err', e.message]));
+    p.reject(new Error('timed out'));
+    p.resolve({ status_code: 0 });
+    expect(got).toEqual([['err', 'timed out']]);
+    expect(Object.values(p).filter((x) => typeof x === 'function')).toEqual([]);
   });
 });

@@ -98,6 +98,10 @@ describe('compiled proto codec', () => {
     const keys: string[] = [];
     for (let i = 0; i < 5000; i++) keys.push(`obj-${i}`, `obj-${i}`.replace(/.$/, 'x'));
     keys.push('seg-0', 'seg-0', 'seg-1', 'ségment', 'ségment', 'k'.repeat(64), 'k'.repeat(65), '', 'a', 'b');
+    // equal length and equal ends, different elsewhere (one slot), and a non-ASCII byte where an
+    // ASCII twin has the same length and ends
+    for (let i = 0; i < 26; i++) keys.push(`ab${String.fromCharCode(97 + i)}defghijklmnopqrstuvwxyz`, 'abcdefghijklmnopqrstuvwxyz');
+    keys.push('abcdefghijklmnopqrstuvwxyz', 'ab\u00e9efghijklmnopqrstuvwxyz', 'abcdefghijklmnopqrstuvwxyz', 'ab\u00e9efghijklmnopqrstuvwxyz');
     const bytes = encodeWith(codec, { keys });
     expect(decodeWith(codec, bytes)).toEqual({ keys });
     expect(decodeWith(codec, bytes)).toEqual({ keys }); // second pass: answers from the cache

@@ -233,20 +233,21 @@ class Reader {
     if (n === 0) return '';
     if (n > INTERN_MAX_BYTES) return b.toString('utf8', start, stop);
     // Short ASCII strings: segment names, endpoints and keys repeat across a reply, so one
-    // string object is shared per distinct value (no per-handle allocation).
-    let h = n;
-    for (let i = start; i < stop; i++) {
-      const c = b[i];
-      if (c >= 0x80) return b.toString('utf8', start, stop);
-      h = (Math.imul(h, 31) + c) | 0;
-    }
-    const slot = h & INTERN_MASK;
+    // string object is shared per distinct value (no per-handle allocation). The slot comes from
+    // the length, the first, quarter and middle bytes and the last 8 (where counters in keys and
+    // ports in endpoints differ), so a hit reads most bytes once, in the comparison; a cached
+    // string is all ASCII, so a full match is too. A string differing only elsewhere takes the slot.
+    let h = Math.imul(n, 0x9e3779b1) ^ b[start];
+    h = Math.imul(h ^ b[start + (n >>> 2)], 31) ^ b[start + (n >>> 1)];
+    for (let i = n > 8 ? stop - 8 : start; i < stop; i++) h = (Math.imul(h, 31) + b[i]) | 0;
+    const slot = (h ^ (h >>> 11)) & INTERN_MASK;
     const cached = internTable[slot];
     if (cached.length === n) {
       let j = 0;
       while (j < n && cached.charCodeAt(j) === b[start + j]) j++;
       if (j === n) return cached;
     }
+    for (let i = start; i < stop; i++) if (b[i] >= 0x80) return b.toString('utf8', start, stop);
     const s = asciiOfLength[n]!(b, start);
     internTable[slot] = s;
     return s;
