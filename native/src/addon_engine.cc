@@ -174,11 +174,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
 }  // namespace
 
 Napi::Object InitEngine(Napi::Env env, Napi::Object exports) {
-  Napi::Function f = EngineWrap::Define(env);
-  auto* ref = new Napi::FunctionReference(Napi::Persistent(f));  // lives for the module
-  (void)ref;
-  exports.Set("TransferEngine", f);
-  return exports;
+  return ExportClass(exports, "TransferEngine", EngineWrap::Define(env));
 }
 
 }  // namespace kvstore

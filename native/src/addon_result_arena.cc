@@ -111,11 +111,7 @@ class ResultArenaWrap : public Napi::ObjectWrap<ResultArenaWrap> {
 }  // namespace
 
 Napi::Object InitResultArena(Napi::Env env, Napi::Object exports) {
-  Napi::Function f = ResultArenaWrap::Define(env);
-  auto* ref = new Napi::FunctionReference(Napi::Persistent(f));  // lives for the module
-  (void)ref;
-  exports.Set("ResultArena", f);
-  return exports;
+  return ExportClass(exports, "ResultArena", ResultArenaWrap::Define(env));
 }
 
 }  // namespace kvstore

@@ -33,6 +33,14 @@ Napi::Value Guarded(Napi::Env env, Fn&& fn) {
   return env.Undefined();
 }
 
+// Exports a class constructor under `name`; the constructor is kept referenced for the module's
+// life (ObjectWrap instances may be created while JS holds no reference to it).
+inline Napi::Object ExportClass(Napi::Object exports, const char* name, Napi::Function ctor) {
+  new Napi::FunctionReference(Napi::Persistent(ctor));  // never freed: lives as long as the module
+  exports.Set(name, ctor);
+  return exports;
+}
+
 // Argument readers: throw NativeError INVALID_ARGUMENT on a wrong type.
 uint64_t ToU64(const Napi::Value& v, const char* what);
 std::string ToStr(const Napi::Value& v, const char* what);
