@@ -1,5 +1,5 @@
 // Random operation sequences against MasterCore: replicas never overlap, the derived indexes
-// (eviction lists, per-segment index, pin counts) stay exact, and once every write is revoked and
+// (eviction lists, in-flight list, pin counts) stay exact, and once every write is revoked and
 // every object removed, every segment is empty again (no leaked space).
 import fc from 'fast-check';
 import { ErrorCode } from '../../common/error-code.js';
@@ -105,7 +105,7 @@ describe('MasterCore under random operations', () => {
           }
           spans.sort((x, y) => x[0] - y[0]);
           for (let i = 1; i < spans.length; i++) expect(spans[i]![0]).toBeGreaterThanOrEqual(spans[i - 1]![1]);
-          // The eviction lists, the per-segment index and the pin counts agree with the objects.
+          // The eviction lists, the in-flight list and the pin counts agree with the objects.
           expect(core.checkIndexes()).toEqual([]);
         }
         now += 1e7;

@@ -111,6 +111,34 @@ describe('unmount', () => {
     expect(core.querySegment('s1')!.used).toBe(0);
   });
 
+  it('handles an upsert in flight whose old or new placement is on the segment', () => {
+    // old placement on s0, new (other layout) on s1: unmounting s0 drops the fallback only
+    const a = twoSegments();
+    putObject(a, 'k', 1000, 0, { preferred_segment: 's0' });
+    expect(a.upsertStart(putReq('k', 2000, { preferred_segment: 's1' }), 1).reused).toBe(false);
+    a.unmountSegment({ segment_name: 's0', client_id: '', grace_period_seconds: 0 }, 2);
+    expect(a.upsertEnd({ key: 'k', replica_type: MEMORY }, 3).status_code).toBe(ErrorCode.OK);
+    expect(a.queryKey('k')!.map((r) => [r.handles[0]!.segment_name, r.handles[0]!.size])).toEqual([['s1', 2000]]);
+    expect(a.querySegment('s1')!.used).toBe(2000);
+    expect(a.checkIndexes()).toEqual([]);
+    // ...so revoking such an upsert leaves nothing to fall back to
+    const r = twoSegments();
+    putObject(r, 'k', 1000, 0, { preferred_segment: 's0' });
+    r.upsertStart(putReq('k', 2000, { preferred_segment: 's1' }), 1);
+    r.unmountSegment({ segment_name: 's0', client_id: '', grace_period_seconds: 0 }, 2);
+    expect(r.upsertRevoke({ key: 'k', replica_type: MEMORY }, 3).status_code).toBe(ErrorCode.OK);
+    expect(r.queryKey('k')).toBeUndefined();
+    expect(r.querySegment('s1')!.used).toBe(0);
+    // unmounting s1 instead revokes the upsert: the object is back on s0 as it was
+    const b = twoSegments();
+    putObject(b, 'k', 1000, 0, { preferred_segment: 's0' });
+    b.upsertStart(putReq('k', 2000, { preferred_segment: 's1' }), 1);
+    b.unmountSegment({ segment_name: 's1', client_id: '', grace_period_seconds: 0 }, 2);
+    expect(b.queryKey('k')!.map((r) => [r.handles[0]!.segment_name, r.handles[0]!.size])).toEqual([['s0', 1000]]);
+    expect(b.querySegment('s0')!.used).toBe(1000);
+    expect(b.checkIndexes()).toEqual([]);
+  });
+
   it('with a grace period keeps the segment readable but closed to allocation, then sweep unmounts it', () => {
     const core = twoSegments();
     putObject(core, 'k', 1000, 0, { preferred_segment: 's0' });

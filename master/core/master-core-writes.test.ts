@@ -201,6 +201,25 @@ describe('batch calls', () => {
     expect(revokes.results.map((r) => r.status_code)).toEqual([ErrorCode.OK, ErrorCode.OK, ErrorCode.INVALID_PARAMS]);
     expect(core.batchPutEnd({ keys: [], replica_type: MEMORY }, 6)).toEqual({ status_code: ErrorCode.OK, results: [] });
   });
+
+  it('end writes per key as the single calls do: a key listed twice, a bad key, a moved upsert', () => {
+    const core = coreWith(1);
+    core.batchPutStart({ requests: [putReq('a', 10), putReq('b', 10)] }, 0);
+    core.putEnd({ key: 'b', replica_type: MEMORY }, 0);
+    const usedBefore = core.querySegment('seg-0')!.used;
+    expect(core.upsertStart(putReq('b', 4096), 1).reused).toBe(false); // new layout: new space
+    const ends = core.batchUpsertEnd({ keys: ['a', 'a', '', 'b', 'b'], replica_type: MEMORY }, 2);
+    expect(ends.results.map((r) => r.status_code)).toEqual([ErrorCode.OK, ErrorCode.OK, ErrorCode.INVALID_KEY, ErrorCode.OK, ErrorCode.OK]);
+    // b's previous placement was freed exactly once; both objects readable with their new sizes
+    expect(core.querySegment('seg-0')!.used).toBe(usedBefore - 16 + 4096);
+    expect(core.queryKey('b')![0]!.handles[0]!.size).toBe(4096);
+    expect(core.queryKey('a')![0]!.status).toBe(ReplicaStatus.COMPLETE);
+    expect(core.checkIndexes()).toEqual([]);
+    // a batch with a wrong replica type ends nothing
+    core.putStart(putReq('c', 10), 3);
+    expect(core.batchPutEnd({ keys: ['c'], replica_type: DISK }, 4).results[0]!.status_code).toBe(ErrorCode.INVALID_PARAMS);
+    expect(core.queryKey('c')).toEqual([]);
+  });
 });
 
 describe('upsert', () => {

@@ -69,7 +69,6 @@ import { dropReplicasOn, freeHandles, placeReplicas } from './replica-placement.
 import { compileRegex, ReadPath, viewOf } from './read-path.js';
 import type { Rng } from './rng.js';
 import { isUuid, randomUuid, SeededRng } from './rng.js';
-import { SegmentIndex, segmentIdsOf } from './segment-index.js';
 import type { Segment } from './segment-registry.js';
 import { SegmentRegistry } from './segment-registry.js';
 import type { ValidWrite, WriteRequest } from './write-validation.js';
@@ -119,8 +118,6 @@ export class MasterCore {
   private readonly objects: ObjectTable;
   /** Complete, not hard-pinned objects in eviction (LRU) order. */
   private readonly order = new EvictionOrder();
-  /** Segment id -> objects with a buffer there (current or previous placement). */
-  private readonly index = new SegmentIndex();
   /** The eviction round in progress and its debt. */
   private readonly eviction: EvictionRound;
   /** Objects whose write (PutStart/UpsertStart) has not ended, in start order (intrusive list). */
@@ -132,6 +129,8 @@ export class MasterCore {
   private readonly reads: ReadPath;
   private softPinnedCount = 0;
   private hardPinnedCount = 0;
+  /** The objects of one batch's keys (ObjectTable.getMany), reused across batches. */
+  private readonly found: (ObjectMeta | undefined)[] = [];
 
   /**
    * `keyHashSeed` varies the object table's key hash; a process serving untrusted clients passes a
@@ -262,7 +261,7 @@ export class MasterCore {
   }
 
   batchPutEnd(req: BatchKeysRequest__Output, now: number): BatchKeysResponse__Output {
-    return this.batchKeys(req, (call) => this.endWrite(call, now));
+    return this.batchEndWrite(req, now);
   }
 
   putRevoke(req: PutRevokeRequest__Output, _now: number): PutRevokeResponse__Output {
@@ -317,11 +316,9 @@ export class MasterCore {
       return fail(placed.code);
     }
     this.order.remove(meta);
-    this.unindex(meta);
     this.previous.set(key, before);
     meta.h = placed.h;
     meta.slices = v.sliceLengths.length;
-    this.reindex(meta);
     this.setFlags(meta, (before.flags & (FLAG_HARD_PIN | FLAG_SOFT_PIN)) | softPin | FLAG_UPSERT | (placed.cxl ? FLAG_CXL : 0));
     meta.status = ReplicaStatus.INITIALIZED;
     meta.lastAccess = now;
@@ -339,7 +336,7 @@ export class MasterCore {
   }
 
   batchUpsertEnd(req: BatchKeysRequest__Output, now: number): BatchKeysResponse__Output {
-    return this.batchKeys(req, (call) => this.endWrite(call, now));
+    return this.batchEndWrite(req, now);
   }
 
   upsertRevoke(req: UpsertRevokeRequest__Output, _now: number): UpsertRevokeResponse__Output {
@@ -553,21 +550,6 @@ export class MasterCore {
     return viewOf(this.segments, meta);
   }
 
-  /** Segments an object has buffers on: its placement and any previous one it may fall back to. */
-  private segmentsOf(meta: ObjectMeta): number[] {
-    return segmentIdsOf(meta.h, this.previous.get(meta.key)?.h);
-  }
-
-  /** Takes an object out of the segment index (before its placement changes or it goes)... */
-  private unindex(meta: ObjectMeta): void {
-    this.index.remove(meta, meta.h, this.previous.get(meta.key)?.h);
-  }
-
-  /** ...and puts it back under its current segments. */
-  private reindex(meta: ObjectMeta): void {
-    this.index.add(meta, meta.h, this.previous.get(meta.key)?.h);
-  }
-
   /** An unfinished write may be taken over once the discard timeout has passed. */
   private preemptible(meta: ObjectMeta, now: number): boolean {
     return now - meta.lastAccess > this.config.putStartDiscardTimeoutMs;
@@ -616,7 +598,6 @@ export class MasterCore {
     const meta = new ObjectMeta(h, v.sliceLengths.length, flags, 0, now, key);
     this.countPins(flags, 1);
     this.objects.set(key, meta);
-    this.reindex(meta);
     this.inFlight.add(meta);
     return meta;
   }
@@ -636,19 +617,45 @@ export class MasterCore {
     return { status_code: ErrorCode.OK, results: req.keys.map((key) => ({ key, status_code: one({ key, replica_type }) })) };
   }
 
+  /**
+   * BatchPutEnd / BatchUpsertEnd: endWrite per key, with the objects of the whole batch looked up
+   * first in one ObjectTable.getMany (their cache misses overlap; a lookup per key measured as the
+   * largest cost of the put path). Ending a write never removes an object, so the looked-up
+   * objects stay valid through the batch (a key listed twice finds its object complete the second time).
+   */
+  private batchEndWrite(req: BatchKeysRequest__Output, now: number): BatchKeysResponse__Output {
+    const keys = req.keys;
+    if (!Array.isArray(keys)) return { status_code: ErrorCode.INVALID_PARAMS, results: [] };
+    const found = this.found;
+    this.objects.getMany(keys, found);
+    const replica_type = req.replica_type;
+    const results = new Array<{ key: string; status_code: number }>(keys.length);
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i]!;
+      results[i] = { key, status_code: this.endWriteOf({ key, replica_type }, found[i], now) };
+    }
+    // the scratch array must not keep objects alive (or a big batch's length) past the call
+    if (keys.length > 4096) found.length = 0;
+    else found.fill(undefined, 0, keys.length);
+    return { status_code: ErrorCode.OK, results };
+  }
+
   /** PutEnd / UpsertEnd: the write is done, replicas COMPLETE. Ending a complete object is a no-op. */
   private endWrite(call: KeyCall, now: number): number {
+    return this.endWriteOf(call, undefined, now, true);
+  }
+
+  /** endWrite with the object already looked up (`lookup` false: `found` is objects.get(call.key)). */
+  private endWriteOf(call: KeyCall, found: ObjectMeta | undefined, now: number, lookup = false): number {
     const code = this.checkKeyCall(call);
     if (code !== ErrorCode.OK) return code;
-    const meta = this.objects.get(call.key);
+    const meta = lookup ? this.objects.get(call.key) : found;
     if (meta === undefined) return ErrorCode.OBJECT_NOT_FOUND;
     if (meta.complete) return ErrorCode.OK;
     const prev = this.previous.get(call.key);
     if (prev !== undefined) {
-      this.unindex(meta);
       this.previous.delete(call.key);
       freeHandles(this.segments, prev.h);
-      this.reindex(meta);
     }
     meta.flags &= ~(FLAG_UPSERT | FLAG_REUSED);
     meta.status = ReplicaStatus.COMPLETE;
@@ -679,12 +686,10 @@ export class MasterCore {
     this.inFlight.delete(meta);
     const prev = this.previous.get(key);
     if (prev !== undefined) {
-      this.unindex(meta);
       this.previous.delete(key);
       meta.h = prev.h;
       meta.slices = prev.slices;
       this.setFlags(meta, prev.flags);
-      this.reindex(meta);
       this.order.add(meta); // complete again; its old LRU place is not kept
       return;
     }
@@ -701,7 +706,6 @@ export class MasterCore {
     this.objects.delete(key);
     this.order.remove(meta);
     this.inFlight.delete(meta); // no-op unless a write on it was unfinished (both use meta.prev/next)
-    this.unindex(meta);
     this.leases.forget(meta);
     this.countPins(meta.flags, -1);
   }
@@ -724,9 +728,7 @@ export class MasterCore {
     if (kept.length === 0) {
       this.forgetObject(key, meta);
     } else {
-      this.unindex(meta);
       meta.h = kept;
-      this.reindex(meta);
     }
   }
 
@@ -737,44 +739,45 @@ export class MasterCore {
 
   /**
    * Unmounts now: writes in flight with space on the segment are revoked, every replica on it is
-   * removed, objects left without a replica are deleted. O(objects on the segment), by the index.
+   * removed, objects left without a replica are deleted. One pass over all objects (an unmount is
+   * rare; keeping a per-segment index instead cost every put a set insertion and stalls of 100+ ms
+   * while those sets grew).
    */
   private finishUnmount(seg: Segment): void {
-    for (const meta of this.index.objectsOn(seg.id)) {
+    const id = seg.id;
+    const touched: ObjectMeta[] = [];
+    for (const [, meta] of this.objects) if (meta.hasHandleOn(id)) touched.push(meta);
+    for (const [key, prev] of this.previous) {
+      const meta = this.objects.get(key);
+      if (meta !== undefined && !meta.hasHandleOn(id) && prev.h.some((sid, i) => i % HANDLE_FIELDS === 0 && sid === id)) touched.push(meta);
+    }
+    for (const meta of touched) {
       const key = meta.key;
       if (this.objects.get(key) !== meta) continue;
-      if (!meta.complete && meta.hasHandleOn(seg.id)) this.abortWrite(key, meta); // may restore the previous placement
+      if (!meta.complete && meta.hasHandleOn(id)) this.abortWrite(key, meta); // may restore the previous placement
       const prev = this.previous.get(key);
-      if (prev !== undefined && prev.h.some((id, i) => i % HANDLE_FIELDS === 0 && id === seg.id)) {
-        this.unindex(meta);
-        const kept = dropReplicasOn(this.segments, prev.h, prev.slices, seg.id);
+      if (prev !== undefined && prev.h.some((sid, i) => i % HANDLE_FIELDS === 0 && sid === id)) {
+        const kept = dropReplicasOn(this.segments, prev.h, prev.slices, id);
         if (kept.length === 0) this.previous.delete(key);
         else this.previous.set(key, new PreviousPlacement(kept, prev.slices, prev.flags));
-        this.reindex(meta);
       }
-      if (meta.complete && meta.hasHandleOn(seg.id)) this.dropReplicas(key, meta, seg.id);
+      if (meta.complete && meta.hasHandleOn(id)) this.dropReplicas(key, meta, id);
     }
-    this.index.dropSegment(seg.id);
     this.segments.delete(seg);
   }
 
   /**
    * Cross-checks the derived structures against the object map (for tests and debugging; O(all
-   * objects)). Returns one line per inconsistency; [] when the eviction lists, the segment index
+   * objects)). Returns one line per inconsistency; [] when the eviction lists
    * and the pin counts agree with the objects.
    */
   checkIndexes(): string[] {
     const problems: string[] = [];
-    let entries = 0;
     let listed = 0;
     let soft = 0;
     let hard = 0;
     for (const [key, meta] of this.objects) {
       if (meta.key !== key) problems.push(`${key}: meta.key is ${meta.key}`);
-      for (const id of this.segmentsOf(meta)) {
-        entries++;
-        if (!this.index.has(id, meta)) problems.push(`${key}: missing from the index of segment ${id}`);
-      }
       const shouldList = meta.complete && !meta.hardPinned;
       if (meta.listed !== shouldList) problems.push(`${key}: listed=${meta.listed}, expected ${shouldList}`);
       if (meta.listed) listed++;
@@ -782,7 +785,6 @@ export class MasterCore {
       if (meta.flags & FLAG_HARD_PIN) hard++;
       if (this.inFlight.has(meta) === meta.complete) problems.push(`${key}: in-flight set disagrees with status`);
     }
-    if (this.index.entries !== entries) problems.push(`segment index holds ${this.index.entries} entries, expected ${entries}`);
     if (this.order.size !== listed) problems.push(`eviction lists hold ${this.order.size} objects, expected ${listed}`);
     for (const list of [this.order.plain, this.order.soft]) {
       for (const meta of list) if (this.order.listOf(meta) !== list || this.objects.get(meta.key) !== meta) problems.push(`${meta.key}: on the wrong eviction list`);

@@ -27,6 +27,27 @@ describe('ObjectTable', () => {
     expect(seen).toEqual(ref);
   });
 
+  it('spreads the growth of its shards over a wide range of sizes (no burst of rehashes)', () => {
+    const t = new ObjectTable();
+    // for one doubling (to `cap` slots per shard): table size when the first shard reached it
+    // and when the last one did
+    const cap = 8192;
+    let first = 0;
+    let last = 0;
+    for (let i = 1; i <= 300_000 && last === 0; i++) {
+      const k = `model/layer/block-${i}`;
+      t.set(k, meta(k));
+      if ((i & 63) !== 0) continue;
+      const grown = t.shardCapacities().filter((c) => c >= cap).length;
+      if (grown > 0 && first === 0) first = i;
+      if (grown === 32) last = i;
+    }
+    expect(first).toBeGreaterThan(0);
+    expect(last).toBeGreaterThan(0);
+    // one load limit for all shards put every growth within a few percent of the same size
+    expect(last / first).toBeGreaterThan(1.4);
+  });
+
   it('lets the entry just visited be deleted while iterating', () => {
     const t = new ObjectTable();
     for (let i = 0; i < 500; i++) t.set(`k${i}`, meta(`k${i}`));

@@ -133,4 +133,19 @@ describe('OffsetAllocator', () => {
     alloc.free(b);
     expect(alloc.allocate(tb)).not.toBeNull();
   });
+
+  it('keeps every block exact past tens of thousands of blocks (node storage grows in chunks)', () => {
+    const alloc = new OffsetAllocator('many', 0x1000, 1 << 30);
+    const n = 40_000; // past the first small chunk and two full ones
+    const hs: AllocHandle[] = [];
+    for (let i = 0; i < n; i++) hs.push(alloc.allocate(8 + (i % 5) * 8)!);
+    expect(new Set(hs.map((h) => h.offset)).size).toBe(n);
+    for (let i = 1; i < n; i++) expect(hs[i]!.offset).toBe(hs[i - 1]!.offset + 8 + ((i - 1) % 5) * 8);
+    for (let i = 0; i < n; i += 2) alloc.free(hs[i]!);
+    for (let i = 1; i < n; i += 2) expect(alloc.addressOf(hs[i]!.block)).toBe(0x1000 + hs[i]!.offset);
+    for (let i = 1; i < n; i += 2) alloc.free(hs[i]!);
+    expect(alloc.used).toBe(0);
+    expect(alloc.freeBlockCount).toBe(1);
+    expect(alloc.allocate(1 << 30)).not.toBeNull();
+  });
 });

@@ -71,6 +71,8 @@ take(small, 4 * MiB).fill(6); // resident, then dropped
 await collect();
 const rssBeforeClose = rssOf(small.address());
 small.close();
-const closeGaveBack = rssBeforeClose >= 5 * MiB && rssOf(small.address()) <= MiB && held.every((v) => v === 4) && small.take(4096) === undefined;
+// The kernel may merge the arena's mapping with an adjacent anonymous one into one smaps block, so
+// compare the drop (7 MiB of free ranges, allowing for a neighbour's few pages) rather than a total.
+const closeGaveBack = rssBeforeClose >= 5 * MiB && rssBeforeClose - rssOf(small.address()) >= 6 * MiB && held.every((v) => v === 4) && small.take(4096) === undefined;
 
 process.stdout.write(JSON.stringify({ refusedWhileCollecting, usedAfterDrop, keptIntact, churned, transferCopied, survivorReadable, closeGaveBack }) + '\n');
