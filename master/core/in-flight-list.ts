@@ -4,10 +4,11 @@
 // and no hashing, where a Map keyed by the object's key cost two hash-table operations per write.
 // Start times ascend from head to tail, so zombie writes are a prefix (eviction.ts).
 import type { ObjectMeta } from './object-meta.js';
+import { linkAtTail, unlink } from './intrusive-links.js';
 
 export class InFlightList {
-  private head: ObjectMeta | null = null;
-  private tail: ObjectMeta | null = null;
+  head: ObjectMeta | null = null;
+  tail: ObjectMeta | null = null;
   private count = 0;
 
   get size(): number {
@@ -23,24 +24,14 @@ export class InFlightList {
   add(meta: ObjectMeta): void {
     if (meta.listed) throw new Error(`object ${meta.key} is on an eviction list; it cannot be in flight`);
     if (this.has(meta)) return;
-    meta.prev = this.tail;
-    meta.next = null;
-    if (this.tail === null) this.head = meta;
-    else this.tail.next = meta;
-    this.tail = meta;
+    linkAtTail(this, meta);
     this.count++;
   }
 
   /** Takes meta off the list (its write ended or was cancelled); false when it was not on it. */
   delete(meta: ObjectMeta): boolean {
     if (!this.has(meta)) return false;
-    const { prev, next } = meta;
-    if (prev === null) this.head = next;
-    else prev.next = next;
-    if (next === null) this.tail = prev;
-    else next.prev = prev;
-    meta.prev = null;
-    meta.next = null;
+    unlink(this, meta);
     this.count--;
     return true;
   }

@@ -4,6 +4,7 @@
 // list at a time; the caller picks which.
 import { FLAG_LISTED } from './object-meta.js';
 import type { ObjectMeta } from './object-meta.js';
+import { linkAtTail, unlink } from './intrusive-links.js';
 
 export class LruList {
   head: ObjectMeta | null = null;
@@ -13,24 +14,14 @@ export class LruList {
   /** Adds meta at the most-recently-used end. meta must not be on any list. */
   append(meta: ObjectMeta): void {
     if (meta.listed) throw new Error(`object ${meta.key} is already on an eviction list`);
-    meta.prev = this.tail;
-    meta.next = null;
-    if (this.tail === null) this.head = meta;
-    else this.tail.next = meta;
-    this.tail = meta;
+    linkAtTail(this, meta);
     meta.flags |= FLAG_LISTED;
     this.size++;
   }
 
   /** Unlinks meta, which must be on this list. */
   remove(meta: ObjectMeta): void {
-    const { prev, next } = meta;
-    if (prev === null) this.head = next;
-    else prev.next = next;
-    if (next === null) this.tail = prev;
-    else next.prev = prev;
-    meta.prev = null;
-    meta.next = null;
+    unlink(this, meta);
     meta.flags &= ~FLAG_LISTED;
     this.size--;
   }
