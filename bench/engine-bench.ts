@@ -103,6 +103,42 @@ async function memcpyGbps(size: number): Promise<number> {
   return gbps(size * iters, s);
 }
 
+/**
+ * For every op, size and in-flight count: ROUNDS alternating runs of the peer figure (GB/s) and
+ * of the engine moving `size` between `local` and `remote`, and one row of medians with the ratio.
+ * `extra`: an optional last column (for example the pump's round trip, us).
+ */
+async function compareGrid(
+  engine: TransferEngine,
+  remote: { endpoint: string; address: number },
+  local: { address: number },
+  peerGbps: (size: number) => Promise<number>,
+  extra?: (size: number, inflight: number) => Promise<number> | undefined,
+): Promise<void> {
+  for (const op of ['read', 'write'] as const) {
+    for (const size of SIZES) {
+      for (const inflight of INFLIGHT) {
+        const eng: CaseResult[] = [];
+        const peers: number[] = [];
+        const extras: number[] = [];
+        for (let round = 0; round < ROUNDS; round++) {
+          peers.push(await peerGbps(size));
+          const x = extra?.(size, inflight);
+          if (x) extras.push(await x);
+          const ops = (slot: number) => ({ op, endpoint: remote.endpoint, remoteAddress: remote.address + slot * size, localAddress: local.address + slot * size, length: size });
+          eng.push(await runCase(engine, ops, size, inflight));
+        }
+        const g = median(eng.map((r) => r.gbps));
+        const p = median(peers);
+        const tail = extra ? ` | ${extras.length ? median(extras).toFixed(1) : '-'}` : '';
+        console.log(
+          ` ${op.padEnd(5)} ${fmtSize(size).padStart(8)} ${String(inflight).padStart(8)} ${g.toFixed(3).padStart(9)} ${median(eng.map((r) => r.opsPerSec)).toFixed(0).padStart(9)} ${median(eng.map((r) => r.p50us)).toFixed(1).padStart(9)} ${median(eng.map((r) => r.p99us)).toFixed(1).padStart(9)} | ${p.toFixed(3).padStart(11)} ${(g / p).toFixed(2).padStart(5)}x${tail}`,
+        );
+      }
+    }
+  }
+}
+
 async function main(): Promise<void> {
   const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--peer'], { stdio: ['pipe', 'pipe', 'inherit'] });
   const peer = await new Promise<PeerInfo>((resolve, reject) => {
@@ -120,33 +156,8 @@ async function main(): Promise<void> {
   console.log('\n== TCP transport (shmTransport off) vs raw TCP pump ==');
   console.log('raw TCP pump: C++ send/recv, one connection between the same two processes, recv into a buffer;');
   console.log('each case alternates pump and engine runs (the machine is shared) and reports medians.');
-  console.log('\n op    size      inflight    GB/s     ops/s    p50 us    p99 us | pump GB/s  ratio | pump rtt us');
-  for (const op of ['read', 'write'] as const) {
-    for (const size of SIZES) {
-      for (const inflight of INFLIGHT) {
-        const eng: CaseResult[] = [];
-        const pumps: number[] = [];
-        const rtts: number[] = [];
-        for (let round = 0; round < ROUNDS; round++) {
-          pumps.push(await pumpStream(pumpEp, size));
-          if (inflight === 1 && size <= 64 * KiB) rtts.push(await pumpPingPong(pumpEp, size));
-          eng.push(
-            await runCase(
-              engine,
-              (slot) => ({ op, endpoint: peer.endpoint, remoteAddress: peer.address + slot * size, localAddress: local.address + slot * size, length: size }),
-              size,
-              inflight,
-            ),
-          );
-        }
-        const g = median(eng.map((r) => r.gbps));
-        const p = median(pumps);
-        console.log(
-          ` ${op.padEnd(5)} ${fmtSize(size).padStart(8)} ${String(inflight).padStart(8)} ${g.toFixed(3).padStart(9)} ${median(eng.map((r) => r.opsPerSec)).toFixed(0).padStart(9)} ${median(eng.map((r) => r.p50us)).toFixed(1).padStart(9)} ${median(eng.map((r) => r.p99us)).toFixed(1).padStart(9)} | ${p.toFixed(3).padStart(9)} ${(g / p).toFixed(2).padStart(5)}x | ${rtts.length ? median(rtts).toFixed(1) : '-'}`,
-        );
-      }
-    }
-  }
+  console.log('\n op    size      inflight    GB/s     ops/s    p50 us    p99 us |  pump GB/s  ratio | pump rtt us');
+  await compareGrid(engine, peer, local, (size) => pumpStream(pumpEp, size), (size, inflight) => (inflight === 1 && size <= 64 * KiB ? pumpPingPong(pumpEp, size) : undefined));
 
   // Same-host shm transport to the same peer process, against memcpy of the same size.
   const shmEngine = new TransferEngine({ ...PORTS, shmTransport: true });
@@ -154,30 +165,7 @@ async function main(): Promise<void> {
   shmEngine.registerRegion(local.address, local.size);
   console.log('\n== same-host shm transport (peer memfd mapped here, memcpy on I/O threads) vs memcpy ==');
   console.log(' op    size      inflight    GB/s     ops/s    p50 us    p99 us | memcpy GB/s  ratio');
-  for (const op of ['read', 'write'] as const) {
-    for (const size of SIZES) {
-      for (const inflight of INFLIGHT) {
-        const rs: CaseResult[] = [];
-        const mems: number[] = [];
-        for (let round = 0; round < ROUNDS; round++) {
-          mems.push(await memcpyGbps(size));
-          rs.push(
-            await runCase(
-              shmEngine,
-              (slot) => ({ op, endpoint: peer.endpoint, remoteAddress: peer.address + slot * size, localAddress: local.address + slot * size, length: size }),
-              size,
-              inflight,
-            ),
-          );
-        }
-        const g = median(rs.map((r) => r.gbps));
-        const m = median(mems);
-        console.log(
-          ` ${op.padEnd(5)} ${fmtSize(size).padStart(8)} ${String(inflight).padStart(8)} ${g.toFixed(3).padStart(9)} ${median(rs.map((r) => r.opsPerSec)).toFixed(0).padStart(9)} ${median(rs.map((r) => r.p50us)).toFixed(1).padStart(9)} ${median(rs.map((r) => r.p99us)).toFixed(1).padStart(9)} | ${m.toFixed(3).padStart(11)} ${(g / m).toFixed(2).padStart(5)}x`,
-        );
-      }
-    }
-  }
+  await compareGrid(shmEngine, peer, local, memcpyGbps);
   shmEngine.close();
 
   // Local path: MC_STORE_MEMCPY=1 transfers to this engine's own endpoint, against memcpy.
