@@ -36,6 +36,9 @@ function runPeer(): void {
   process.stdin.on('data', () => {});
   process.stdin.on('end', () => {
     engine.close();
+    // Also keeps `region` referenced until here: a collected region is unmapped by its finalizer,
+    // and the engine (which holds only its address) would then fail every request with EFAULT.
+    region.release();
     process.exit(0);
   });
 }
