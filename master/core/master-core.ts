@@ -62,7 +62,7 @@ import { EvictionRound } from './eviction-round.js';
 import { FreeRatioFirstStrategy } from './free-ratio-first-strategy.js';
 import { InFlightList } from './in-flight-list.js';
 import { LeaseTracker } from './lease-tracker.js';
-import { FLAG_CXL, FLAG_HARD_PIN, FLAG_LISTED, FLAG_REUSED, FLAG_SOFT_PIN, FLAG_UPSERT, HANDLE_FIELDS, ObjectMeta } from './object-meta.js';
+import { FLAG_CXL, FLAG_HARD_PIN, FLAG_LISTED, FLAG_REUSED, FLAG_SOFT_PIN, FLAG_UPSERT, HANDLE_FIELDS, handlesOn, ObjectMeta } from './object-meta.js';
 import { ObjectTable } from './object-table.js';
 import { RandomStrategy } from './random-strategy.js';
 import { dropReplicasOn, freeHandles, placeReplicas } from './replica-placement.js';
@@ -129,8 +129,6 @@ export class MasterCore {
   private readonly reads: ReadPath;
   private softPinnedCount = 0;
   private hardPinnedCount = 0;
-  /** The objects of one batch's keys (ObjectTable.getMany), reused across batches. */
-  private readonly found: (ObjectMeta | undefined)[] = [];
 
   /**
    * `keyHashSeed` varies the object table's key hash; a process serving untrusted clients passes a
@@ -626,30 +624,25 @@ export class MasterCore {
   private batchEndWrite(req: BatchKeysRequest__Output, now: number): BatchKeysResponse__Output {
     const keys = req.keys;
     if (!Array.isArray(keys)) return { status_code: ErrorCode.INVALID_PARAMS, results: [] };
-    const found = this.found;
-    this.objects.getMany(keys, found);
+    const found = this.objects.getMany(keys);
     const replica_type = req.replica_type;
     const results = new Array<{ key: string; status_code: number }>(keys.length);
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i]!;
       results[i] = { key, status_code: this.endWriteOf({ key, replica_type }, found[i], now) };
     }
-    // the scratch array must not keep objects alive (or a big batch's length) past the call
-    if (keys.length > 4096) found.length = 0;
-    else found.fill(undefined, 0, keys.length);
     return { status_code: ErrorCode.OK, results };
   }
 
   /** PutEnd / UpsertEnd: the write is done, replicas COMPLETE. Ending a complete object is a no-op. */
   private endWrite(call: KeyCall, now: number): number {
-    return this.endWriteOf(call, undefined, now, true);
+    return this.endWriteOf(call, typeof call.key === 'string' ? this.objects.get(call.key) : undefined, now);
   }
 
-  /** endWrite with the object already looked up (`lookup` false: `found` is objects.get(call.key)). */
-  private endWriteOf(call: KeyCall, found: ObjectMeta | undefined, now: number, lookup = false): number {
+  /** endWrite of the object already looked up for call.key (`meta`: objects.get(call.key)). */
+  private endWriteOf(call: KeyCall, meta: ObjectMeta | undefined, now: number): number {
     const code = this.checkKeyCall(call);
     if (code !== ErrorCode.OK) return code;
-    const meta = lookup ? this.objects.get(call.key) : found;
     if (meta === undefined) return ErrorCode.OBJECT_NOT_FOUND;
     if (meta.complete) return ErrorCode.OK;
     const prev = this.previous.get(call.key);
@@ -749,14 +742,14 @@ export class MasterCore {
     for (const [, meta] of this.objects) if (meta.hasHandleOn(id)) touched.push(meta);
     for (const [key, prev] of this.previous) {
       const meta = this.objects.get(key);
-      if (meta !== undefined && !meta.hasHandleOn(id) && prev.h.some((sid, i) => i % HANDLE_FIELDS === 0 && sid === id)) touched.push(meta);
+      if (meta !== undefined && !meta.hasHandleOn(id) && handlesOn(prev.h, id)) touched.push(meta);
     }
     for (const meta of touched) {
       const key = meta.key;
       if (this.objects.get(key) !== meta) continue;
       if (!meta.complete && meta.hasHandleOn(id)) this.abortWrite(key, meta); // may restore the previous placement
       const prev = this.previous.get(key);
-      if (prev !== undefined && prev.h.some((sid, i) => i % HANDLE_FIELDS === 0 && sid === id)) {
+      if (prev !== undefined && handlesOn(prev.h, id)) {
         const kept = dropReplicasOn(this.segments, prev.h, prev.slices, id);
         if (kept.length === 0) this.previous.delete(key);
         else this.previous.set(key, new PreviousPlacement(kept, prev.slices, prev.flags));

@@ -80,7 +80,12 @@ export class ObjectMeta {
   }
 
   hasHandleOn(segmentId: number): boolean {
-    for (let i = 0; i < this.h.length; i += HANDLE_FIELDS) if (this.h[i] === segmentId) return true;
-    return false;
+    return handlesOn(this.h, segmentId);
   }
+}
+
+/** Whether the packed handles `h` (HANDLE_FIELDS numbers each, segment id first) have one on the segment. */
+export function handlesOn(h: readonly number[], segmentId: number): boolean {
+  for (let i = 0; i < h.length; i += HANDLE_FIELDS) if (h[i] === segmentId) return true;
+  return false;
 }

@@ -162,9 +162,10 @@ export class ObjectTable {
    * out[k] = get(keys[k]) for every k (undefined for a non-string). Faster than a get() per key
    * on a big table: the work goes in passes over the whole batch (hash words, then candidate
    * objects, then their key strings), so each pass issues its memory loads for every key before
-   * any is needed and the cache misses of different keys overlap instead of queuing.
+   * any is needed and the cache misses of different keys overlap instead of queuing. Returns `out`
+   * (a fresh array unless one is given).
    */
-  getMany(keys: readonly unknown[], out: (ObjectMeta | undefined)[]): void {
+  getMany(keys: readonly unknown[], out: (ObjectMeta | undefined)[] = new Array<ObjectMeta | undefined>(keys.length)): (ObjectMeta | undefined)[] {
     const n = keys.length;
     // an unusually big batch gets arrays of its own rather than pinning a big scratch space
     const hs = n <= SCRATCH ? this.scratchHash : new Int32Array(n);
@@ -215,6 +216,7 @@ export class ObjectTable {
       if (meta !== undefined && meta.key !== keys[k]) out[k] = this.get(keys[k] as string);
     }
     this.sink = touch;
+    return out;
   }
 
   has(key: string): boolean {

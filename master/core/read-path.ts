@@ -43,9 +43,6 @@ export function compileRegex(source: string): RegExp | null {
 const NO_REPLICAS = Object.freeze([]) as unknown as ReplicaInfo__Output[];
 
 export class ReadPath {
-  /** The objects of the keys of one batch (ObjectTable.getMany), reused across batches. */
-  private readonly found: (ObjectMeta | undefined)[] = [];
-
   constructor(
     private readonly objects: ObjectTable,
     private readonly segments: SegmentRegistry,
@@ -73,8 +70,7 @@ export class ReadPath {
     const yes: ExistKeyResponse__Output = Object.freeze({ status_code: ErrorCode.OK, exists: true, lease_ttl_ms: ttl });
     const no: ExistKeyResponse__Output = Object.freeze({ status_code: ErrorCode.OK, exists: false, lease_ttl_ms: 0 });
     const results = new Array<ExistKeyResponse__Output>(keys.length);
-    const found = this.found;
-    this.objects.getMany(keys, found);
+    const found = this.objects.getMany(keys);
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i]!;
       const code = validateKey(key);
@@ -92,7 +88,6 @@ export class ReadPath {
       this.access(meta, until, now);
       results[i] = yes;
     }
-    this.releaseFound(keys.length);
     return { status_code: ErrorCode.OK, results };
   }
 
@@ -116,8 +111,7 @@ export class ReadPath {
     let notFound: GetReplicaListResponse__Output | undefined;
     let notReady: GetReplicaListResponse__Output | undefined;
     const results = new Array<GetReplicaListResponse__Output>(keys.length);
-    const found = this.found;
-    this.objects.getMany(keys, found);
+    const found = this.objects.getMany(keys);
     for (let i = 0; i < keys.length; i++) {
       const code = validateKey(keys[i]);
       const meta = code === ErrorCode.OK ? found[i] : undefined;
@@ -134,7 +128,6 @@ export class ReadPath {
         results[i] = notReady ??= Object.freeze({ status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: NO_REPLICAS, lease_ttl_ms: 0 });
       }
     }
-    this.releaseFound(keys.length);
     return { status_code: ErrorCode.OK, results };
   }
 
@@ -147,11 +140,6 @@ export class ReadPath {
       if (meta.complete && re.test(key)) object_map[key] = { replica_list: viewOf(this.segments, meta) };
     }
     return { status_code: ErrorCode.OK, object_map };
-  }
-
-  /** A huge batch does not leave its objects referenced (and the array long) until the next one. */
-  private releaseFound(n: number): void {
-    if (n > 4096) this.found.length = 0;
   }
 
   /** A read of meta: its lease runs until `until` (horizon already advanced to now), LRU touched. */
