@@ -84,25 +84,28 @@ bool ShmPeer::Alive() {
   return !(n > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)));
 }
 
-char* ShmPeer::ResolveCached(uint64_t address, uint64_t length) {
-  std::lock_guard<std::mutex> lk(mu_);
+bool ShmPeer::FindGrantLocked(uint64_t address, uint64_t length, char** out) {
   DropStaleGrants();
   for (const auto& g : grants_) {
     if (address >= g.region_start && address + length <= g.region_start + g.region_length) {
-      return g.local_region ? g.local_region + (address - g.region_start) : nullptr;
+      *out = g.local_region ? g.local_region + (address - g.region_start) : nullptr;
+      return true;
     }
   }
-  return nullptr;
+  return false;
+}
+
+char* ShmPeer::ResolveCached(uint64_t address, uint64_t length) {
+  std::lock_guard<std::mutex> lk(mu_);
+  char* at = nullptr;
+  FindGrantLocked(address, length, &at);
+  return at;
 }
 
 char* ShmPeer::Resolve(uint64_t address, uint64_t length) {
   std::unique_lock<std::mutex> lk(mu_);
-  DropStaleGrants();
-  for (const auto& g : grants_) {
-    if (address >= g.region_start && address + length <= g.region_start + g.region_length) {
-      return g.local_region ? g.local_region + (address - g.region_start) : nullptr;
-    }
-  }
+  char* cached = nullptr;
+  if (FindGrantLocked(address, length, &cached)) return cached;
   ShmRequest req{kShmRequestMagic, 0, address, length};
   int err = 0;
   IoStatus st = SendAll(ctrl_.get(), &req, sizeof req, &err);

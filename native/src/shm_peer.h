@@ -42,6 +42,9 @@ class ShmPeer {
     uint64_t generation;
   };
   void DropStaleGrants();
+  // Under mu_: drops stale grants, then finds the one covering the range; true with *out = its
+  // local address (nullptr: the peer said the region is not fd-backed), false when none covers it.
+  bool FindGrantLocked(uint64_t address, uint64_t length, char** out);
   static void PopulateResident(void* map, size_t length);
   ShmPeer(std::string endpoint, UniqueFd ctrl) : endpoint_(std::move(endpoint)), ctrl_(std::move(ctrl)) {}
 
