@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { runInNewContext } from 'node:vm';
 import { setFlagsFromString } from 'node:v8';
 import { MasterClient } from '../client/master-client.js';
-import { CHANNEL_MAGIC, FrameDecoder, FrameKind, FrameWriter, encodeFrame } from '../common/channel-frame.js';
+import { CHANNEL_MAGIC, FrameDecoder, FrameKind, FrameWriter } from '../common/channel-frame.js';
 import { encodeMessage, masterMethodByName } from '../common/master-proto.js';
 import { MasterCore, defaultMasterCoreConfig } from '../master/core/master-core.js';
 
@@ -54,7 +54,7 @@ function runEchoServer(): void {
   });
   const server = createServer({ noDelay: true }, (socket) => {
     const writer = new FrameWriter((d) => socket.write(d));
-    const decoder = new FrameDecoder((_kind, id, method) => writer.push(encodeFrame(FrameKind.RESPONSE, id, method, canned)));
+    const decoder = new FrameDecoder((_kind, id, method) => writer.pushPayload(FrameKind.RESPONSE, id, method, canned));
     let magic = true;
     socket.on('data', (chunk: Buffer) => {
       if (magic) {

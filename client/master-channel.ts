@@ -3,8 +3,8 @@
 // request timeout. Transport-agnostic: it drives any Duplex (a net.Socket in production).
 import { connect as netConnect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { CHANNEL_MAGIC, FrameDecoder, FrameKind, FrameWriter, HEADER_BYTES, writeFrameHeader } from '../common/channel-frame.js';
-import { decodeWith, encodeWith, type MethodInfo } from '../common/master-proto.js';
+import { CHANNEL_MAGIC, FrameDecoder, FrameKind, FrameWriter } from '../common/channel-frame.js';
+import { decodeWith, type MethodInfo } from '../common/master-proto.js';
 import { MasterClientClosedError, MasterConnectionError, MasterProtocolError, MasterTimeoutError, type MasterChannelError } from './master-channel-errors.js';
 
 /**
@@ -73,7 +73,7 @@ export class MasterChannel {
       if (!this.failure) stream.write(data);
     });
     this.decoder = new FrameDecoder((kind, id, method, payload) => this.onFrame(kind, id, method, payload));
-    this.writer.push(CHANNEL_MAGIC); // leaves together with the first requests
+    this.writer.pushRaw(CHANNEL_MAGIC); // leaves together with the first requests
     stream.on('data', (chunk: Buffer) => {
       try {
         this.decoder.push(chunk);
@@ -118,17 +118,15 @@ export class MasterChannel {
   /** Sends one request; resolves with the decoded response (status_code included, never thrown). */
   call<Res>(method: MethodInfo, request: object): Promise<Res> {
     if (this.failure) return Promise.reject(this.failure);
-    let frame: Buffer;
+    const id = this.nextId;
     try {
-      frame = encodeWith(method.requestCodec, request, HEADER_BYTES);
+      this.writer.pushMessage(FrameKind.REQUEST, id, method.index, method.requestCodec, request);
     } catch (e) {
       return Promise.reject(new TypeError(`${method.name}: cannot encode request: ${(e as Error).message}`, { cause: e }));
     }
-    const id = this.nextId;
     this.nextId = this.nextId >= 0xffffffff ? 1 : this.nextId + 1;
     return new Promise<Res>((resolve, reject) => {
       this.pending.set(id, new PendingCall(method, performance.now() + this.timeoutMs, resolve as (v: unknown) => void, reject));
-      this.writer.push(writeFrameHeader(frame, FrameKind.REQUEST, id, method.index));
       if (!this.timer) this.startTimer();
     });
   }

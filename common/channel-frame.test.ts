@@ -1,4 +1,5 @@
 import { FrameDecoder, FrameError, FrameKind, FrameWriter, HEADER_BYTES, encodeFrame } from './channel-frame.js';
+import { codecOf, encodeWith } from './master-proto.js';
 
 interface Seen {
   kind: number;
@@ -75,16 +76,71 @@ describe('FrameDecoder', () => {
 });
 
 describe('FrameWriter', () => {
-  it('sends every frame queued in one tick as one write', async () => {
+  const tick = () => new Promise((r) => process.nextTick(r));
+  const grl = codecOf('GetReplicaListRequest');
+  /** Queues the four test frames, the first as a message encoded in place. */
+  function pushAll(w: FrameWriter): void {
+    w.pushMessage(FrameKind.REQUEST, 1, 5, grl, { key: 'k' });
+    w.pushPayload(FrameKind.RESPONSE, 0xffffffff, 65535, Buffer.alloc(0));
+    w.pushPayload(FrameKind.ERROR, 42, 3, Buffer.from('unknown method'));
+    w.pushPayload(FrameKind.REQUEST, 7, 0, Buffer.alloc(300, 0xab));
+  }
+  const firstFrame = encodeFrame(FrameKind.REQUEST, 1, 5, encodeWith(grl, { key: 'k' }));
+
+  it('sends every frame queued in one tick as one write, bytes as encodeFrame makes them', async () => {
+    const writes: Buffer[] = [];
+    const w = new FrameWriter((d) => writes.push(Buffer.from(d)));
+    w.pushRaw(Buffer.from('KVC1'));
+    pushAll(w);
+    expect(w.queuedFrames).toBe(4);
+    expect(writes).toHaveLength(0);
+    await tick();
+    expect(writes).toHaveLength(1);
+    expect(writes[0].equals(Buffer.concat([Buffer.from('KVC1'), firstFrame, ...frames.slice(1)]))).toBe(true);
+    expect(w.queuedFrames).toBe(0);
+    expect(w.queued).toBe(0);
+    w.pushPayload(FrameKind.REQUEST, 1, 5, Buffer.from('hello'));
+    await tick();
+    expect(writes).toHaveLength(2);
+    expect(writes[1].equals(frames[0])).toBe(true);
+  });
+
+  it('queues nothing for a message that does not encode', async () => {
     const writes: Buffer[] = [];
     const w = new FrameWriter((d) => writes.push(d));
-    for (const f of frames) w.push(f);
-    expect(writes).toHaveLength(0);
-    await new Promise((r) => process.nextTick(r));
+    w.pushPayload(FrameKind.REQUEST, 1, 5, Buffer.from('hello'));
+    expect(() => w.pushMessage(FrameKind.REQUEST, 2, 5, grl, { key: 12 })).toThrow(TypeError);
+    expect(w.queuedFrames).toBe(1);
+    await tick();
     expect(writes).toHaveLength(1);
-    expect(writes[0].equals(stream)).toBe(true);
-    w.push(frames[0]);
-    await new Promise((r) => process.nextTick(r));
-    expect(writes).toHaveLength(2);
+    expect(writes[0].equals(frames[0])).toBe(true);
+  });
+
+  it('never rewrites bytes it handed out, across slabs and past a slab-sized message', async () => {
+    const writes: Buffer[] = [];
+    const copies: Buffer[] = [];
+    const w = new FrameWriter((d) => {
+      writes.push(d);
+      copies.push(Buffer.from(d));
+    });
+    const sizes = [100, 40_000, 70_000, 1, 300_000, 20_000, 5, 250_000, 33_000];
+    for (let round = 0; round < 6; round++) {
+      for (let i = 0; i < sizes.length; i++) if ((i + round) % 3 !== 0) w.pushPayload(FrameKind.REQUEST, round * 100 + i, i, Buffer.alloc(sizes[i]!, round * 16 + i));
+      w.pushMessage(FrameKind.REQUEST, round, 5, grl, { key: 'x'.repeat(round * 20_000) });
+      await tick();
+    }
+    // the views first handed out still hold what was sent
+    writes.forEach((d, i) => expect(d.equals(copies[i]!)).toBe(true));
+    const seen: Seen[] = [];
+    const sig = (p: Uint8Array) => `${p.length}:${p[0] ?? ''}:${p[p.length - 1] ?? ''}`;
+    const decoder = new FrameDecoder((kind, id, method, payload) => seen.push({ kind, id, method, payload: sig(payload) }), 1 << 20);
+    for (const d of copies) decoder.push(d);
+    expect(decoder.buffered).toBe(0);
+    const want: Seen[] = [];
+    for (let round = 0; round < 6; round++) {
+      for (let i = 0; i < sizes.length; i++) if ((i + round) % 3 !== 0) want.push({ kind: 0, id: round * 100 + i, method: i, payload: sig(Buffer.alloc(sizes[i]!, round * 16 + i)) });
+      want.push({ kind: 0, id: round, method: 5, payload: sig(encodeWith(grl, { key: 'x'.repeat(round * 20_000) })) });
+    }
+    expect(seen).toEqual(want);
   });
 });

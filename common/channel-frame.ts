@@ -1,6 +1,7 @@
 // Framing of the fast master channel (docs/master-channel.md): after the 4-byte magic "KVC1",
 // each frame is a 12-byte little-endian header (payload length u32, request id u32, method u16,
 // kind u8, reserved u8) followed by the protobuf payload. The decoder accepts any chunking.
+import { encodeInto, Writer, type MessageCodec } from './proto-codec.js';
 
 export const CHANNEL_MAGIC = Buffer.from('KVC1', 'latin1');
 export const HEADER_BYTES = 12;
@@ -33,12 +34,16 @@ export function encodeFrame(kind: FrameKind, id: number, method: number, payload
 
 /** Fills the header of `buf`, whose payload was already written after HEADER_BYTES reserved bytes. */
 export function writeFrameHeader(buf: Buffer, kind: FrameKind, id: number, method: number): Buffer {
-  buf.writeUInt32LE(buf.length - HEADER_BYTES, 0);
-  buf.writeUInt32LE(id >>> 0, 4);
-  buf.writeUInt16LE(method, 8);
-  buf[10] = kind;
-  buf[11] = 0;
+  putHeader(buf, 0, buf.length - HEADER_BYTES, kind, id, method);
   return buf;
+}
+
+function putHeader(buf: Buffer, at: number, length: number, kind: FrameKind, id: number, method: number): void {
+  buf.writeUInt32LE(length, at);
+  buf.writeUInt32LE(id >>> 0, at + 4);
+  buf.writeUInt16LE(method, at + 8);
+  buf[at + 10] = kind;
+  buf[at + 11] = 0;
 }
 
 export class FrameError extends Error {
@@ -108,29 +113,90 @@ export class FrameDecoder {
   }
 }
 
+/** Size of the buffers frames are encoded into; a flush that leaves less than SLAB_LOW free starts a new one. */
+const SLAB_BYTES = 256 * 1024;
+const SLAB_LOW = 32 * 1024;
+
 /**
- * Batches outgoing frames: every frame queued during one turn of the event loop goes out in a
- * single socket write on the next tick (many requests or replies per syscall).
+ * Outgoing frames, encoded in place: a message is written by its codec straight into a shared
+ * slab after a reserved header, and the header is filled in once the length is known. Every frame
+ * queued during one turn of the event loop goes out in a single socket write on the next tick, as
+ * a view of the slab (many requests or replies per syscall). A burst of replies so costs one
+ * buffer per SLAB_BYTES, not a buffer per message plus copies into a joined buffer; handed-out
+ * views are never written again (later frames go after them, or into a new slab).
  */
 export class FrameWriter {
-  private queue: Buffer[] = [];
-  private queuedBytes = 0;
+  private readonly w = new Writer(SLAB_BYTES);
+  /** Start of the bytes not yet handed to `write`. */
+  private start = 0;
+  private frames = 0;
   private scheduled = false;
 
   constructor(private readonly write: (data: Buffer) => void) {}
 
   /** Frames and bytes queued for the next write. */
   get queuedFrames(): number {
-    return this.queue.length;
+    return this.frames;
   }
 
   get queued(): number {
-    return this.queuedBytes;
+    return this.w.pos - this.start;
   }
 
-  push(frame: Buffer): void {
-    this.queue.push(frame);
-    this.queuedBytes += frame.length;
+  /** Queues a frame carrying `msg` encoded by `codec`. Throws TypeError, queuing nothing, when `msg` does not encode. */
+  pushMessage(kind: FrameKind, id: number, method: number, codec: MessageCodec, msg: object): void {
+    const w = this.w;
+    this.room(SLAB_LOW); // most messages fit; a bigger one grows the slab as it is written
+    const at = w.pos;
+    w.pos = at + HEADER_BYTES;
+    try {
+      encodeInto(codec, w, msg);
+    } catch (e) {
+      w.pos = at;
+      throw e;
+    }
+    putHeader(w.buf, at, w.pos - at - HEADER_BYTES, kind, id, method);
+    this.queuedOne();
+  }
+
+  /** Queues a frame whose payload is already encoded. */
+  pushPayload(kind: FrameKind, id: number, method: number, payload: Uint8Array): void {
+    const w = this.w;
+    this.room(HEADER_BYTES + payload.length);
+    const at = w.pos;
+    putHeader(w.buf, at, payload.length, kind, id, method);
+    w.buf.set(payload, at + HEADER_BYTES);
+    w.pos = at + HEADER_BYTES + payload.length;
+    this.queuedOne();
+  }
+
+  /** Queues bytes as they are (the connection's magic), not counted as a frame. */
+  pushRaw(bytes: Uint8Array): void {
+    const w = this.w;
+    this.room(bytes.length);
+    w.buf.set(bytes, w.pos);
+    w.pos += bytes.length;
+    this.schedule();
+  }
+
+  /** Makes `n` bytes free after w.pos: a new slab takes over the unsent bytes when the current one is short. */
+  private room(n: number): void {
+    const w = this.w;
+    if (w.buf.length - w.pos >= n) return;
+    const unsent = w.pos - this.start;
+    const next = Buffer.allocUnsafe(Math.max(SLAB_BYTES, 2 * (unsent + n)));
+    w.buf.copy(next, 0, this.start, w.pos);
+    w.buf = next;
+    w.pos = unsent;
+    this.start = 0;
+  }
+
+  private queuedOne(): void {
+    this.frames++;
+    this.schedule();
+  }
+
+  private schedule(): void {
     if (!this.scheduled) {
       this.scheduled = true;
       process.nextTick(this.flush);
@@ -139,10 +205,16 @@ export class FrameWriter {
 
   readonly flush = (): void => {
     this.scheduled = false;
-    if (this.queue.length === 0) return;
-    const data = this.queue.length === 1 ? this.queue[0] : Buffer.concat(this.queue, this.queuedBytes);
-    this.queue = [];
-    this.queuedBytes = 0;
+    const w = this.w;
+    if (w.pos === this.start) return;
+    const data = w.buf.subarray(this.start, w.pos);
+    this.frames = 0;
+    this.start = w.pos;
+    // a slab grown for a huge message is left to the view handed out, not kept for small ones
+    if (w.buf.length > SLAB_BYTES) {
+      w.buf = Buffer.allocUnsafe(SLAB_BYTES);
+      w.pos = this.start = 0;
+    }
     this.write(data);
   };
 }

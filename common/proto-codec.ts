@@ -46,9 +46,27 @@ function varintBytes(v: number): number[] {
 
 // --- writer: one growable scratch buffer, reused across encodes ---
 
-class Writer {
-  buf = Buffer.allocUnsafe(64 * 1024);
+/**
+ * A value that writes its own message body (no tag, no length prefix) and names the message type
+ * it stands for. Lets a producer that already holds compact state (the master's replica lists)
+ * skip building the plain objects only to have them read back field by field. Its bytes must be
+ * exactly what the generated encoder writes for the equivalent plain object.
+ */
+export const WIRE_BODY = Symbol('wireBody');
+export const WIRE_TYPE = Symbol('wireType');
+export interface SelfEncoding {
+  /** Name of the message type, e.g. "GetReplicaListResponse". */
+  readonly [WIRE_TYPE]: string;
+  [WIRE_BODY](w: Writer): void;
+}
+
+export class Writer {
+  buf: Buffer;
   pos = 0;
+
+  constructor(size = 64 * 1024) {
+    this.buf = Buffer.allocUnsafe(size);
+  }
 
   ensure(n: number): void {
     if (this.pos + n <= this.buf.length) return;
@@ -126,6 +144,22 @@ class Writer {
     this.ensure(len);
     this.buf.write(s, this.pos, 'utf8');
     this.pos += len;
+  }
+
+  /** One byte (a one-byte tag or a small varint). */
+  byte(v: number): void {
+    this.ensure(1);
+    this.buf[this.pos++] = v;
+  }
+
+  /** Bytes already in wire form (pre-encoded fields), copied by hand: they are short. */
+  raw(v: Uint8Array): void {
+    const n = v.length;
+    this.ensure(n);
+    const b = this.buf;
+    const at = this.pos;
+    for (let i = 0; i < n; i++) b[at + i] = v[i]!;
+    this.pos = at + n;
   }
 
   bytes(v: Uint8Array): void {
@@ -348,12 +382,19 @@ export class MessageCodec {
 
   /** The reference encoder: field by field through the plan, naming the exact path in errors. */
   write(w: Writer, obj: Record<string, unknown>, path: string): void {
+    if ((obj as Partial<SelfEncoding>)[WIRE_BODY] !== undefined) return this.selfEncode(w, obj as unknown as SelfEncoding);
     for (let i = 0; i < this.fields.length; i++) {
       const f = this.fields[i];
       const v = obj[f.name];
       if (v === undefined || v === null) continue;
       this.writeField(w, f, v, path + f.name);
     }
+  }
+
+  /** Writes a SelfEncoding value standing for a message of this type; refuses one of another type. */
+  selfEncode(w: Writer, v: SelfEncoding): void {
+    if (v[WIRE_TYPE] !== this.type.name) throw new TypeError(`a ${String(v[WIRE_TYPE])} encoding itself where a ${this.type.name} is expected`);
+    v[WIRE_BODY](w);
   }
 
   /** One present field (v neither undefined nor null). */
@@ -478,7 +519,7 @@ export class MessageCodec {
   /** Builds fastWrite/fastRead; called once every codec of the schema is initialised. */
   compile(): void {
     const q = (x: string): string => JSON.stringify(x);
-    const wr: string[] = ['let v, s, b;'];
+    const wr: string[] = ['if (o[WB] !== undefined) return C.selfEncode(w, o);', 'let v, s, b;'];
     const cases: string[] = [];
     this.fields.forEach((f, i) => {
       const prop = `o[${q(f.name)}]`;
@@ -528,8 +569,8 @@ export class MessageCodec {
       if (r.pos !== end) throw new RangeError('message overruns its length');
       return o;`;
     // The sources are built only from field names and numbers of the compiled schema (quoted by JSON.stringify).
-    const make = new Function('C', 'F', 'writeScalar', 'readScalar', 'Buffer', `return [function (w, o) { ${wr.join('\n')} }, function (r, end) { ${rd} }];`);
-    const [fw, fr] = make(this, this.fields, writeScalar, readScalar, Buffer) as [MessageCodec['fastWrite'], MessageCodec['fastRead']];
+    const make = new Function('C', 'F', 'writeScalar', 'readScalar', 'Buffer', 'WB', `return [function (w, o) { ${wr.join('\n')} }, function (r, end) { ${rd} }];`);
+    const [fw, fr] = make(this, this.fields, writeScalar, readScalar, Buffer, WIRE_BODY) as [MessageCodec['fastWrite'], MessageCodec['fastRead']];
     this.fastWrite = fw;
     this.fastRead = fr;
   }
@@ -670,19 +711,32 @@ export function encodeWith(codec: MessageCodec, obj: object, reserve = 0): Buffe
   writer.pos = 0;
   writer.ensure(reserve);
   writer.pos = reserve;
-  try {
-    codec.fastWrite(writer, obj as Record<string, unknown>);
-  } catch (e) {
-    // the reference encoder names the offending field path
-    writer.pos = reserve;
-    codec.write(writer, obj as Record<string, unknown>, '');
-    throw e;
-  }
+  encodeInto(codec, writer, obj);
   const out = Buffer.allocUnsafe(writer.pos);
   writer.buf.copy(out, 0, 0, writer.pos);
   // one huge reply (a regex query over many keys) must not pin its scratch space forever
   if (writer.buf.length > 4 * 1024 * 1024) writer.buf = Buffer.allocUnsafe(64 * 1024);
   return out;
+}
+
+/**
+ * Appends the encoding of `obj` to `w` at w.pos. Throws TypeError on a wrong-typed field, naming
+ * its path; w.pos is then back where it was (bytes past it may have been written).
+ */
+export function encodeInto(codec: MessageCodec, w: Writer, obj: object): void {
+  const start = w.pos;
+  try {
+    codec.fastWrite(w, obj as Record<string, unknown>);
+  } catch (e) {
+    // the reference encoder names the offending field path
+    w.pos = start;
+    try {
+      codec.write(w, obj as Record<string, unknown>, '');
+    } finally {
+      w.pos = start;
+    }
+    throw e;
+  }
 }
 
 /** Decodes bytes into a plain object of the __Output shape. Throws RangeError on malformed input. */

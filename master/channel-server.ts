@@ -1,12 +1,12 @@
 // Master end of the fast channel (docs/master-channel.md): decodes request frames of one
-// connection, runs each through the dispatcher and queues the reply frame; replies produced in
-// one turn of the event loop leave together, in writes of up to FLUSH_FRAMES frames or
-// FLUSH_BYTES bytes.
+// connection, runs each through the dispatcher and encodes the reply straight into the outgoing
+// frames; replies produced in one turn of the event loop leave together, in writes of up to
+// FLUSH_FRAMES frames or FLUSH_BYTES bytes.
 import type { Socket } from 'node:net';
-import { FrameDecoder, FrameKind, FrameWriter, HEADER_BYTES, encodeFrame, writeFrameHeader } from '../common/channel-frame.js';
+import { FrameDecoder, FrameKind, FrameWriter } from '../common/channel-frame.js';
 import { ErrorCode } from '../common/error-code.js';
 import type { Logger } from '../common/logger.js';
-import { decodeWith, encodeWith, type MethodInfo } from '../common/master-proto.js';
+import { decodeWith, type MethodInfo } from '../common/master-proto.js';
 import type { RpcDispatcher } from './rpc-dispatcher.js';
 
 /** Replies queued in the kernel-bound buffer beyond which a connection's reading pauses. */
@@ -57,7 +57,7 @@ export class ChannelConnection {
     const m = this.methods[methodIndex];
     if (kind !== FrameKind.REQUEST || !m) {
       const why = !m ? `unknown method ${methodIndex}` : `unexpected frame kind ${kind}`;
-      this.writer.push(encodeFrame(FrameKind.ERROR, id, methodIndex, Buffer.from(why)));
+      this.writer.pushPayload(FrameKind.ERROR, id, methodIndex, Buffer.from(why));
       return;
     }
     let req: object | undefined;
@@ -68,14 +68,12 @@ export class ChannelConnection {
       res = this.dispatcher.invalid(methodIndex, 'channel', (e as Error).message);
     }
     if (req) res = this.dispatcher.invoke(methodIndex, req, 'channel');
-    let frame: Buffer;
     try {
-      frame = encodeWith(m.responseCodec, res as object, HEADER_BYTES);
+      this.writer.pushMessage(FrameKind.RESPONSE, id, methodIndex, m.responseCodec, res as object);
     } catch (e) {
       this.log.error(`${m.name}: cannot encode the response: ${(e as Error).message}`);
-      frame = encodeWith(m.responseCodec, { status_code: ErrorCode.INTERNAL_ERROR }, HEADER_BYTES);
+      this.writer.pushMessage(FrameKind.RESPONSE, id, methodIndex, m.responseCodec, { status_code: ErrorCode.INTERNAL_ERROR });
     }
-    this.writer.push(writeFrameHeader(frame, FrameKind.RESPONSE, id, methodIndex));
     if (this.writer.queuedFrames >= FLUSH_FRAMES || this.writer.queued >= FLUSH_BYTES) this.writer.flush();
   }
 }
