@@ -12,6 +12,14 @@ export interface AllocHandle {
   readonly size: number;
 }
 
+/** A handle an allocator may fill in (see BufferAllocator.allocate). */
+export interface MutableAllocHandle {
+  block: number;
+  offset: number;
+  address: number;
+  size: number;
+}
+
 export interface BufferAllocator {
   readonly segmentName: string;
   readonly baseAddress: number;
@@ -21,8 +29,12 @@ export interface BufferAllocator {
   readonly used: number;
   /** The largest single allocation that would succeed right now. */
   readonly largestFree: number;
-  /** Reserve `size` bytes; null when no free block fits (or size is not a positive integer). */
-  allocate(size: number): AllocHandle | null;
+  /**
+   * Reserve `size` bytes; null when no free block fits (or size is not a positive integer).
+   * With `into`, the handle is written there and `into` returned (no object per allocation, for
+   * callers that only copy the fields out); without, a new handle.
+   */
+  allocate(size: number, into?: MutableAllocHandle): AllocHandle | null;
   /** Return an allocation's space. Throws on a handle that is not live (a bug in the caller). */
   free(handle: AllocHandle): void;
   /** Same as free, by block id (lets callers store a number instead of a handle object). */

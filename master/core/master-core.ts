@@ -65,14 +65,17 @@ import { LeaseTracker } from './lease-tracker.js';
 import { FLAG_CXL, FLAG_HARD_PIN, FLAG_LISTED, FLAG_REUSED, FLAG_SOFT_PIN, FLAG_UPSERT, HANDLE_FIELDS, handlesOn, ObjectMeta } from './object-meta.js';
 import { ObjectTable } from './object-table.js';
 import { RandomStrategy } from './random-strategy.js';
-import { dropReplicasOn, freeHandles, placeReplicas } from './replica-placement.js';
+import { dropReplicasOn, freeHandles } from './replica-placement.js';
+import { ReplicaPlacer } from './replica-placer.js';
+import { BatchKeySet } from './batch-key-set.js';
 import { compileRegex, ReadPath, viewOf } from './read-path.js';
+import { PlacedReplicas } from './replica-reply.js';
 import type { Rng } from './rng.js';
 import { isUuid, randomUuid, SeededRng } from './rng.js';
 import type { Segment } from './segment-registry.js';
 import { SegmentRegistry } from './segment-registry.js';
-import type { ValidWrite, WriteRequest } from './write-validation.js';
-import { validateKey, validateWrite } from './write-validation.js';
+import type { WriteRequest } from './write-validation.js';
+import { replicaNumOf, validateKey, validateWrite, writeError } from './write-validation.js';
 
 export type { Rng } from './rng.js';
 export { SeededRng } from './rng.js';
@@ -99,6 +102,22 @@ class PreviousPlacement {
 type KeyCall = { key: string; replica_type: number };
 
 const NO_PREFERENCE: readonly string[] = Object.freeze([]);
+
+/** At most this many spare ObjectMetas are kept for reuse (see MasterCore.spareMetas). */
+const SPARE_METAS = 4096;
+
+function pinFlags(softPin: boolean, hardPin: boolean): number {
+  return (softPin ? FLAG_SOFT_PIN : 0) | (hardPin ? FLAG_HARD_PIN : 0);
+}
+
+/** Checks of a PutEnd/PutRevoke-style call: the key, and the replica type. */
+function checkKey(key: unknown, replicaType: number): number {
+  const code = validateKey(key);
+  if (code !== ErrorCode.OK) return code;
+  // Only memory replicas exist: there is no file tier to end or revoke a write in.
+  if (replicaType !== ReplicaType.MEMORY) return ErrorCode.INVALID_PARAMS;
+  return ErrorCode.OK;
+}
 
 /** Host part of `host:port` (IPv6 in brackets allowed). */
 function hostOf(endpoint: string): string {
@@ -129,15 +148,36 @@ export class MasterCore {
   private readonly reads: ReadPath;
   private softPinnedCount = 0;
   private hardPinnedCount = 0;
+  private readonly placer: ReplicaPlacer;
+  /**
+   * Metadata of deleted objects, for the next inserts to reuse: an object that lives as long as
+   * the data it describes is copied twice by V8's young-generation collector on its way to the old
+   * generation, and that copying was the largest single cost of a put in steady state (puts as
+   * fast as evictions). Only objects never leased come here: the lease tracker keeps expiry
+   * entries that point at their object (lease-tracker.ts), and nothing else keeps a deleted
+   * object's metadata (replies capture values; scans and cursors never outlive the call that
+   * deletes, and inserts happen only after them).
+   */
+  private readonly spareMetas: ObjectMeta[] = [];
+  /** Objects deleted so far: a batch's looked-up objects are stale once this moves. */
+  private removals = 0;
+  /** Keys of the batch in progress that were absent when looked up (a key listed twice is looked up again). */
+  private readonly batchSeen: BatchKeySet;
+  /** The preferred list of a write naming one segment (reused: strategies only read it during the call). */
+  private readonly onePreferred: string[] = [''];
+  /** The cxl strategy's default preference: the allocatable segments of protocol cxl, for `cxlOf`. */
+  private cxlSegments: readonly string[] = NO_PREFERENCE;
+  private cxlOf: readonly unknown[] | null = null;
 
   /**
-   * `keyHashSeed` varies the object table's key hash; a process serving untrusted clients passes a
+   * `keyHashSeed` varies the key hashes (object table, batch key set); a process serving untrusted clients passes a
    * random one, so nobody can pick keys that all collide (the default keeps tests reproducible).
    */
   constructor(config: MasterCoreConfig, rng: Rng = new SeededRng(0x5eed), keyHashSeed?: number) {
     validateMasterCoreConfig(config);
     this.config = { ...config };
     this.objects = new ObjectTable(keyHashSeed);
+    this.batchSeen = new BatchKeySet(keyHashSeed);
     this.eviction = new EvictionRound(
       {
         inFlight: this.inFlight,
@@ -150,6 +190,7 @@ export class MasterCore {
     );
     this.rng = rng;
     this.strategy = makeStrategy(config.allocationStrategy);
+    this.placer = new ReplicaPlacer(this.strategy, this.segments, this.rng);
     this.reads = new ReadPath(this.objects, this.segments, this.leases, this.order, this.config.defaultKvLeaseTtlMs);
   }
 
@@ -227,31 +268,72 @@ export class MasterCore {
   // --- Writes ---
 
   putStart(req: PutStartRequest__Output, now: number): PutStartResponse__Output {
-    const v = validateWrite(req as WriteRequest);
-    if (!v.ok) return { status_code: v.code, replica_list: [] };
-    const existing = this.objects.get(req.key);
-    let placed: ReturnType<typeof placeReplicas> | undefined;
+    const code = writeError(req as WriteRequest);
+    if (code !== ErrorCode.OK) return { status_code: code, replica_list: [] };
+    return this.putStartOf(req, this.objects.get(req.key), now);
+  }
+
+  /**
+   * PutStart per request, in order, with the same outcome as one putStart after another. The
+   * keys are looked up together first (ObjectTable.getMany: their cache misses overlap); a
+   * looked-up object stays valid until an object is deleted (eviction, a preempted zombie), after
+   * which keys are looked up one by one again, and a key listed twice is looked up again.
+   */
+  batchPutStart(req: BatchPutStartRequest__Output, now: number): BatchPutStartResponse__Output {
+    const requests = req.requests;
+    if (!Array.isArray(requests)) return { status_code: ErrorCode.INVALID_PARAMS, results: [] };
+    const n = requests.length;
+    const results = new Array<PutStartResponse__Output>(n);
+    const keys = new Array<unknown>(n);
+    for (let i = 0; i < n; i++) keys[i] = requests[i]!.key;
+    const found = this.objects.getMany(keys);
+    const removals = this.removals;
+    const seen = this.batchSeen;
+    try {
+      for (let i = 0; i < n; i++) {
+        const r = requests[i]!;
+        const code = writeError(r as WriteRequest);
+        if (code !== ErrorCode.OK) {
+          results[i] = { status_code: code, replica_list: [] };
+          continue;
+        }
+        const key = r.key;
+        let existing = this.removals === removals ? found[i] : this.objects.get(key);
+        // Absent when looked up, but an earlier request of this batch may have put it.
+        if (existing === undefined && n > 1 && !seen.add(key)) existing = this.objects.get(key);
+        results[i] = this.putStartOf(r, existing, now);
+      }
+    } finally {
+      seen.clear();
+    }
+    return { status_code: ErrorCode.OK, results };
+  }
+
+  /** PutStart of a valid request; `existing` is objects.get(req.key). */
+  private putStartOf(req: PutStartRequest__Output, existing: ObjectMeta | undefined, now: number): PutStartResponse__Output {
+    const key = req.key;
+    const cfg = req.config;
+    const sliceLengths = req.slice_lengths;
+    const replicaNum = replicaNumOf(cfg);
+    const preferred = cfg?.preferred_segment ?? '';
+    let code: number | undefined;
     if (existing !== undefined) {
       if (existing.complete || !this.preemptible(existing, now)) return { status_code: ErrorCode.OBJECT_ALREADY_EXISTS, replica_list: [] };
       // The zombie writer may still write into its buffers: place first so the new space is not
       // the old space (spec: "the old space is not reused"), unless nothing else is left.
-      placed = this.place(v, now);
-      if (this.objects.get(req.key) === existing && !existing.complete) this.abortWrite(req.key, existing); // eviction may have released it
-      if (this.objects.has(req.key)) {
-        if (placed.ok) freeHandles(this.segments, placed.h);
+      code = this.place(sliceLengths, replicaNum, preferred, now);
+      if (this.objects.get(key) === existing && !existing.complete) this.abortWrite(key, existing); // eviction may have released it
+      if (this.objects.has(key)) {
+        if (code === ErrorCode.OK) this.placer.free();
         return { status_code: ErrorCode.OBJECT_ALREADY_EXISTS, replica_list: [] };
       }
-      if (!placed.ok && placed.code === ErrorCode.NO_AVAILABLE_HANDLE) placed = undefined;
+      if (code === ErrorCode.NO_AVAILABLE_HANDLE) code = undefined;
     }
-    placed ??= this.place(v, now);
-    if (!placed.ok) return { status_code: placed.code, replica_list: [] };
-    const meta = this.insertWrite(req.key, v, placed.h, placed.cxl, ReplicaStatus.INITIALIZED, 0, now);
-    return { status_code: ErrorCode.OK, replica_list: this.view(meta) };
-  }
-
-  batchPutStart(req: BatchPutStartRequest__Output, now: number): BatchPutStartResponse__Output {
-    if (!Array.isArray(req.requests)) return { status_code: ErrorCode.INVALID_PARAMS, results: [] };
-    return { status_code: ErrorCode.OK, results: req.requests.map((r) => this.putStart(r, now)) };
+    code ??= this.place(sliceLengths, replicaNum, preferred, now);
+    if (code !== ErrorCode.OK) return { status_code: code, replica_list: [] };
+    const flags = ReplicaStatus.INITIALIZED | pinFlags(cfg?.with_soft_pin === true, cfg?.with_hard_pin === true) | (this.placer.cxl ? FLAG_CXL : 0);
+    const meta = this.insertWrite(key, sliceLengths.length, flags, now);
+    return new PlacedReplicas(this.segments, meta);
   }
 
   putEnd(req: PutEndRequest__Output, now: number): PutEndResponse__Output {
@@ -288,9 +370,10 @@ export class MasterCore {
       meta = this.objects.get(key);
     }
     if (meta === undefined) {
-      const placed = this.place(v, now);
-      if (!placed.ok) return fail(placed.code);
-      const created = this.insertWrite(key, v, placed.h, placed.cxl, ReplicaStatus.INITIALIZED, FLAG_UPSERT, now);
+      const code = this.place(v.sliceLengths, v.replicaNum, v.preferredSegment, now);
+      if (code !== ErrorCode.OK) return fail(code);
+      const flags = ReplicaStatus.INITIALIZED | FLAG_UPSERT | pinFlags(v.softPin, v.hardPin) | (this.placer.cxl ? FLAG_CXL : 0);
+      const created = this.insertWrite(key, v.sliceLengths.length, flags, now);
       return { status_code: ErrorCode.OK, replica_list: this.view(created), reused: false };
     }
     if (meta.leased(now)) return fail(ErrorCode.OBJECT_HAS_LEASE);
@@ -308,11 +391,12 @@ export class MasterCore {
     // Keep the object out of eviction while space is found for its new layout.
     const before = new PreviousPlacement(meta.h, meta.slices, meta.flags);
     meta.status = ReplicaStatus.PROCESSING;
-    const placed = this.place(v, now);
-    if (!placed.ok) {
+    const code = this.place(v.sliceLengths, v.replicaNum, v.preferredSegment, now);
+    if (code !== ErrorCode.OK) {
       meta.flags = before.flags; // only the status was changed; still listed, LRU place kept
-      return fail(placed.code);
+      return fail(code);
     }
+    const placed = { h: this.placer.handles(), cxl: this.placer.cxl };
     this.order.remove(meta);
     this.previous.set(key, before);
     meta.h = placed.h;
@@ -563,37 +647,60 @@ export class MasterCore {
     return cap === 0 ? 0 : used / cap;
   }
 
-  private preferredFor(v: ValidWrite): readonly string[] {
-    if (v.preferredSegment) return [v.preferredSegment];
+  private preferredFor(preferredSegment: string): readonly string[] {
+    if (preferredSegment) {
+      this.onePreferred[0] = preferredSegment;
+      return this.onePreferred;
+    }
     if (this.config.allocationStrategy === 'cxl') {
       // Without an explicit preference, the cxl strategy uses the segments mounted with protocol cxl.
-      return this.segments
-        .allocatable()
-        .filter((s) => s.protocol === 'cxl')
-        .map((s) => s.name);
+      const open = this.segments.allocatable(); // a new array whenever the open segments change
+      if (this.cxlOf !== open) {
+        this.cxlSegments = open.filter((s) => s.protocol === 'cxl').map((s) => s.name);
+        this.cxlOf = open;
+      }
+      return this.cxlSegments;
     }
     return NO_PREFERENCE;
   }
 
   /**
-   * Places an object. When nothing fits, the eviction round makes room for it (bounded, see
-   * eviction-round.ts) and placement is retried.
+   * Places an object: ErrorCode.OK with its handles in this.placer (h, cxl), or the failure.
+   * When nothing fits, the eviction round makes room for it (bounded, see eviction-round.ts) and
+   * placement is retried.
    */
-  private place(v: ValidWrite, now: number): ReturnType<typeof placeReplicas> {
-    const preferred = this.preferredFor(v);
-    let placed = placeReplicas(this.strategy, this.segments, v.sliceLengths, v.replicaNum, preferred, this.rng);
-    if (placed.ok || placed.code !== ErrorCode.NO_AVAILABLE_HANDLE) return placed;
-    const bytes = v.sliceLengths.reduce((a, b) => a + b, 0) * v.replicaNum;
-    this.eviction.makeRoom(now, bytes, () => {
-      placed = placeReplicas(this.strategy, this.segments, v.sliceLengths, v.replicaNum, preferred, this.rng);
-      return placed.ok;
+  private place(sliceLengths: readonly number[], replicaNum: number, preferredSegment: string, now: number): number {
+    const preferred = this.preferredFor(preferredSegment);
+    const placer = this.placer;
+    let code = placer.place(sliceLengths, replicaNum, preferred);
+    if (code !== ErrorCode.NO_AVAILABLE_HANDLE) return code;
+    let bytes = 0;
+    for (let j = 0; j < sliceLengths.length; j++) bytes += sliceLengths[j]!;
+    this.eviction.makeRoom(now, bytes * replicaNum, () => {
+      code = placer.place(sliceLengths, replicaNum, preferred);
+      return code === ErrorCode.OK;
     });
-    return placed;
+    return code;
   }
 
-  private insertWrite(key: string, v: ValidWrite, h: number[], cxl: boolean, status: number, extra: number, now: number): ObjectMeta {
-    const flags = status | extra | (v.softPin ? FLAG_SOFT_PIN : 0) | (v.hardPin ? FLAG_HARD_PIN : 0) | (cxl ? FLAG_CXL : 0);
-    const meta = new ObjectMeta(h, v.sliceLengths.length, flags, 0, now, key);
+  /**
+   * Creates the object of a write just placed (its placement is this.placer's). A spare
+   * ObjectMeta is reused when there is one, with its handle array when the length fits.
+   */
+  private insertWrite(key: string, slices: number, flags: number, now: number): ObjectMeta {
+    let meta = this.spareMetas.pop();
+    if (meta === undefined) {
+      meta = new ObjectMeta(this.placer.handles(), slices, flags, 0, now, key);
+    } else {
+      meta.h = this.placer.handles(meta.h);
+      meta.slices = slices;
+      meta.flags = flags;
+      meta.leaseUntil = 0;
+      meta.lastAccess = now;
+      meta.key = key;
+      meta.prev = null;
+      meta.next = null;
+    }
     this.countPins(flags, 1);
     this.objects.set(key, meta);
     this.inFlight.add(meta);
@@ -601,11 +708,7 @@ export class MasterCore {
   }
 
   private checkKeyCall(call: KeyCall): number {
-    const code = validateKey(call.key);
-    if (code !== ErrorCode.OK) return code;
-    // Only memory replicas exist: there is no file tier to end or revoke a write in.
-    if (call.replica_type !== ReplicaType.MEMORY) return ErrorCode.INVALID_PARAMS;
-    return ErrorCode.OK;
+    return checkKey(call.key, call.replica_type);
   }
 
   /** One KeyResult per key, in request order. */
@@ -625,30 +728,32 @@ export class MasterCore {
     const keys = req.keys;
     if (!Array.isArray(keys)) return { status_code: ErrorCode.INVALID_PARAMS, results: [] };
     const found = this.objects.getMany(keys);
-    const replica_type = req.replica_type;
+    const replicaType = req.replica_type;
     const results = new Array<{ key: string; status_code: number }>(keys.length);
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i]!;
-      results[i] = { key, status_code: this.endWriteOf({ key, replica_type }, found[i], now) };
+      results[i] = { key, status_code: this.endWriteOf(key, replicaType, found[i], now) };
     }
     return { status_code: ErrorCode.OK, results };
   }
 
   /** PutEnd / UpsertEnd: the write is done, replicas COMPLETE. Ending a complete object is a no-op. */
   private endWrite(call: KeyCall, now: number): number {
-    return this.endWriteOf(call, typeof call.key === 'string' ? this.objects.get(call.key) : undefined, now);
+    return this.endWriteOf(call.key, call.replica_type, typeof call.key === 'string' ? this.objects.get(call.key) : undefined, now);
   }
 
-  /** endWrite of the object already looked up for call.key (`meta`: objects.get(call.key)). */
-  private endWriteOf(call: KeyCall, meta: ObjectMeta | undefined, now: number): number {
-    const code = this.checkKeyCall(call);
+  /** endWrite of the object already looked up for `key` (`meta`: objects.get(key)). */
+  private endWriteOf(key: string, replicaType: number, meta: ObjectMeta | undefined, now: number): number {
+    const code = checkKey(key, replicaType);
     if (code !== ErrorCode.OK) return code;
     if (meta === undefined) return ErrorCode.OBJECT_NOT_FOUND;
     if (meta.complete) return ErrorCode.OK;
-    const prev = this.previous.get(call.key);
-    if (prev !== undefined) {
-      this.previous.delete(call.key);
-      freeHandles(this.segments, prev.h);
+    if (this.previous.size !== 0) {
+      const prev = this.previous.get(key);
+      if (prev !== undefined) {
+        this.previous.delete(key);
+        freeHandles(this.segments, prev.h);
+      }
     }
     meta.flags &= ~(FLAG_UPSERT | FLAG_REUSED);
     meta.status = ReplicaStatus.COMPLETE;
@@ -697,10 +802,13 @@ export class MasterCore {
   /** Drops an object from the map and from the lease and pin counts (its space is already freed). */
   private forgetObject(key: string, meta: ObjectMeta): void {
     this.objects.delete(key);
+    this.removals++;
     this.order.remove(meta);
     this.inFlight.delete(meta); // no-op unless a write on it was unfinished (both use meta.prev/next)
+    const leased = meta.leaseUntil !== 0;
     this.leases.forget(meta);
     this.countPins(meta.flags, -1);
+    if (!leased && this.spareMetas.length < SPARE_METAS) this.spareMetas.push(meta);
   }
 
   private countPins(flags: number, sign: 1 | -1): void {

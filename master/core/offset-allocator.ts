@@ -15,7 +15,7 @@
 // segments (which cross 2^k blocks at the same moment) allocate ~70 MB of external memory in one
 // go at 2^20 objects, which V8 answered with an atomic, compacting full GC of 700-950 ms in the
 // middle of the put path; a chunk at a time is 128 KiB, spread over the inserts.
-import type { AllocHandle, BufferAllocator } from './buffer-allocator.js';
+import type { AllocHandle, BufferAllocator, MutableAllocHandle } from './buffer-allocator.js';
 
 export const ALIGNMENT = 8;
 const MANTISSA_BITS = 3;
@@ -135,7 +135,7 @@ export class OffsetAllocator implements BufferAllocator {
     return 0;
   }
 
-  allocate(size: number): AllocHandle | null {
+  allocate(size: number, into?: MutableAllocHandle): AllocHandle | null {
     if (!Number.isSafeInteger(size) || size <= 0) return null;
     const s = alignUp(size);
     if (s > this.capacity - this.usedBytes) return null;
@@ -153,8 +153,28 @@ export class OffsetAllocator implements BufferAllocator {
       }
       if (n < 0) return null;
     }
+    const whole = this.sizes[n >>> CHUNK_BITS]![n & CHUNK_MASK]!;
+    const rest = whole - s;
+    if (rest > 0 && binFloor(rest) === binFloor(whole)) {
+      // The usual case with a big free block: what is left stays in the same bin, so the free
+      // block keeps its list place and only moves its start; the allocation is a new node in
+      // front of it (same offset as splitting the other way, without two list updates).
+      const m = this.newNode();
+      const offset = this.offsets[n >>> CHUNK_BITS]![n & CHUNK_MASK]!;
+      const prev = this.prevPhys[n >>> CHUNK_BITS]![n & CHUNK_MASK]!;
+      this.offsets[m >>> CHUNK_BITS]![m & CHUNK_MASK] = offset;
+      this.sizes[m >>> CHUNK_BITS]![m & CHUNK_MASK] = s;
+      this.prevPhys[m >>> CHUNK_BITS]![m & CHUNK_MASK] = prev;
+      this.nextPhys[m >>> CHUNK_BITS]![m & CHUNK_MASK] = n;
+      if (prev >= 0) this.nextPhys[prev >>> CHUNK_BITS]![prev & CHUNK_MASK] = m;
+      this.prevPhys[n >>> CHUNK_BITS]![n & CHUNK_MASK] = m;
+      this.offsets[n >>> CHUNK_BITS]![n & CHUNK_MASK] = offset + s;
+      this.sizes[n >>> CHUNK_BITS]![n & CHUNK_MASK] = rest;
+      this.state[m >>> CHUNK_BITS]![m & CHUNK_MASK] = NODE_USED;
+      this.usedBytes += s;
+      return this.handleOf(m, offset, size, into);
+    }
     this.removeFree(n);
-    const rest = this.sizes[n >>> CHUNK_BITS]![n & CHUNK_MASK]! - s;
     if (rest > 0) {
       const r = this.newNode();
       this.offsets[r >>> CHUNK_BITS]![r & CHUNK_MASK] = this.offsets[n >>> CHUNK_BITS]![n & CHUNK_MASK]! + s;
@@ -169,8 +189,16 @@ export class OffsetAllocator implements BufferAllocator {
     }
     this.state[n >>> CHUNK_BITS]![n & CHUNK_MASK] = NODE_USED;
     this.usedBytes += s;
-    const offset = this.offsets[n >>> CHUNK_BITS]![n & CHUNK_MASK]!;
-    return { block: n, offset, address: this.baseAddress + offset, size };
+    return this.handleOf(n, this.offsets[n >>> CHUNK_BITS]![n & CHUNK_MASK]!, size, into);
+  }
+
+  private handleOf(block: number, offset: number, size: number, into: MutableAllocHandle | undefined): AllocHandle {
+    if (into === undefined) return { block, offset, address: this.baseAddress + offset, size };
+    into.block = block;
+    into.offset = offset;
+    into.address = this.baseAddress + offset;
+    into.size = size;
+    return into;
   }
 
   free(handle: AllocHandle): void {

@@ -4,7 +4,8 @@
 // moves once per batch, the TTL is read once, and keys with the same answer share one reply
 // object (replies are read-only data on their way to the encoder), and the keys are looked up
 // together (ObjectTable.getMany, whose cache misses overlap), so a key costs its share of that
-// lookup, its lease and LRU bookkeeping, and, for GetReplicaList, its replica view.
+// lookup, its lease and LRU bookkeeping, and, for GetReplicaList, its reply (replica-reply.ts:
+// encoded straight from a capture of the handles, no ReplicaInfo objects).
 import { ErrorCode } from '../../common/error-code.js';
 import type { BatchExistKeyRequest__Output } from '../../proto/gen/store/BatchExistKeyRequest.js';
 import type { BatchExistKeyResponse__Output } from '../../proto/gen/store/BatchExistKeyResponse.js';
@@ -21,6 +22,7 @@ import type { LeaseTracker } from './lease-tracker.js';
 import { FLAG_CXL, type ObjectMeta } from './object-meta.js';
 import type { ObjectTable } from './object-table.js';
 import { replicaInfos } from './replica-placement.js';
+import { GrantedReplicas } from './replica-reply.js';
 import type { SegmentRegistry } from './segment-registry.js';
 import { validateKey } from './write-validation.js';
 
@@ -99,7 +101,7 @@ export class ReadPath {
     if (!meta.complete) return { status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: [], lease_ttl_ms: 0 };
     this.leases.advance(now);
     this.access(meta, now + this.leaseTtlMs, now);
-    return { status_code: ErrorCode.OK, replica_list: viewOf(this.segments, meta), lease_ttl_ms: this.leaseTtlMs };
+    return new GrantedReplicas(this.segments, meta, this.leaseTtlMs);
   }
 
   batchGetReplicaList(req: BatchGetReplicaListRequest__Output, now: number): BatchGetReplicaListResponse__Output {
@@ -107,25 +109,36 @@ export class ReadPath {
     if (!Array.isArray(keys)) return { status_code: ErrorCode.INVALID_PARAMS, results: [] };
     const ttl = this.leaseTtlMs;
     const until = now + ttl;
-    let advanced = false;
     let notFound: GetReplicaListResponse__Output | undefined;
     let notReady: GetReplicaListResponse__Output | undefined;
     const results = new Array<GetReplicaListResponse__Output>(keys.length);
     const found = this.objects.getMany(keys);
+    // Two passes: the replies first (reads of handle arrays and allocator words), then the leases
+    // and LRU moves (writes to list neighbours). Each pass is a short loop whose iterations do not
+    // depend on each other, so the cache misses of different keys overlap.
+    let granted = 0;
     for (let i = 0; i < keys.length; i++) {
       const code = validateKey(keys[i]);
       const meta = code === ErrorCode.OK ? found[i] : undefined;
       if (meta !== undefined && meta.complete) {
-        if (!advanced) this.leases.advance(now);
-        advanced = true;
-        this.access(meta, until, now);
-        results[i] = { status_code: ErrorCode.OK, replica_list: viewOf(this.segments, meta), lease_ttl_ms: ttl };
-      } else if (code !== ErrorCode.OK) {
-        results[i] = { status_code: code, replica_list: [], lease_ttl_ms: 0 };
-      } else if (meta === undefined) {
-        results[i] = notFound ??= Object.freeze({ status_code: ErrorCode.OBJECT_NOT_FOUND, replica_list: NO_REPLICAS, lease_ttl_ms: 0 });
+        results[i] = new GrantedReplicas(this.segments, meta, ttl);
+        granted++;
       } else {
-        results[i] = notReady ??= Object.freeze({ status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: NO_REPLICAS, lease_ttl_ms: 0 });
+        found[i] = undefined;
+        if (code !== ErrorCode.OK) {
+          results[i] = { status_code: code, replica_list: [], lease_ttl_ms: 0 };
+        } else if (meta === undefined) {
+          results[i] = notFound ??= Object.freeze({ status_code: ErrorCode.OBJECT_NOT_FOUND, replica_list: NO_REPLICAS, lease_ttl_ms: 0 });
+        } else {
+          results[i] = notReady ??= Object.freeze({ status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: NO_REPLICAS, lease_ttl_ms: 0 });
+        }
+      }
+    }
+    if (granted > 0) {
+      this.leases.advance(now);
+      for (let i = 0; i < keys.length; i++) {
+        const meta = found[i];
+        if (meta !== undefined) this.access(meta, until, now);
       }
     }
     return { status_code: ErrorCode.OK, results };

@@ -1,66 +1,13 @@
-// Placing a whole object: one strategy call per slice (each slice's replicas on different
-// segments), then the replica count is the smallest number any slice got; surplus buffers are
-// returned. Result: the flat handle array of object-meta.ts. Also freeing such arrays and
-// turning them into wire ReplicaInfo messages.
-import { ErrorCode } from '../../common/error-code.js';
+// Handle arrays (the flat form of object-meta.ts, made by replica-placer.ts): freeing them,
+// dropping the replicas on one segment, and turning them into wire ReplicaInfo messages.
 import { BufStatus } from '../../proto/gen/store/BufStatus.js';
 import { MemoryType } from '../../proto/gen/store/MemoryType.js';
 import type { BufHandle__Output } from '../../proto/gen/store/BufHandle.js';
 import type { ReplicaInfo__Output } from '../../proto/gen/store/ReplicaInfo.js';
 import { ReplicaStatus } from '../../proto/gen/store/ReplicaStatus.js';
-import type { AllocatedBuffer, AllocationStrategy } from './allocation-strategy.js';
 import { HANDLE_FIELDS } from './object-meta.js';
 import type { ReplicaStatusValue } from './object-meta.js';
-import type { Rng } from './rng.js';
 import type { SegmentRegistry } from './segment-registry.js';
-
-export type PlacementResult = { ok: true; h: number[]; cxl: boolean } | { ok: false; code: number };
-
-const NO_EXCLUSIONS: ReadonlySet<number> = new Set();
-
-function releaseAll(perSlice: readonly AllocatedBuffer[][]): void {
-  for (const bufs of perSlice) for (const b of bufs) b.segment.allocator.free(b.handle);
-}
-
-export function placeReplicas(
-  strategy: AllocationStrategy,
-  segments: SegmentRegistry,
-  sliceLengths: readonly number[],
-  replicaNum: number,
-  preferred: readonly string[],
-  rng: Rng,
-): PlacementResult {
-  const perSlice: AllocatedBuffer[][] = [];
-  let count = replicaNum;
-  for (const sliceLength of sliceLengths) {
-    const r = strategy.allocate(segments, { sliceLength, replicaNum, preferred, excluded: NO_EXCLUSIONS }, rng);
-    if (!r.ok) {
-      releaseAll(perSlice);
-      return { ok: false, code: r.code };
-    }
-    perSlice.push(r.buffers);
-    count = Math.min(count, r.buffers.length);
-  }
-  if (count === 0) {
-    releaseAll(perSlice);
-    return { ok: false, code: ErrorCode.NO_AVAILABLE_HANDLE };
-  }
-  for (const bufs of perSlice) if (bufs.length > count) for (const b of bufs.splice(count)) b.segment.allocator.free(b.handle);
-  // Sized up front: a pushed-to array would carry spare capacity in every object's metadata.
-  const h: number[] = new Array<number>(count * perSlice.length * HANDLE_FIELDS);
-  let cxl = false;
-  let i = 0;
-  for (let r = 0; r < count; r++) {
-    for (let j = 0; j < perSlice.length; j++) {
-      const b = perSlice[j]![r]!;
-      h[i++] = b.segment.id;
-      h[i++] = b.handle.block;
-      h[i++] = b.handle.size;
-      if (b.memoryType === MemoryType.CXL) cxl = true;
-    }
-  }
-  return { ok: true, h, cxl };
-}
 
 /** Returns every handle's space to its segment (handles on segments already gone are skipped). */
 export function freeHandles(segments: SegmentRegistry, h: readonly number[]): void {

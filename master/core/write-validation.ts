@@ -31,26 +31,42 @@ export function validateKey(key: unknown): number {
 
 const bad = Object.freeze({ ok: false as const, code: ErrorCode.INVALID_PARAMS });
 
-export function validateWrite(req: WriteRequest): WriteValidation {
+/** replica_num as the write means it: absent or 0 is 1. */
+export function replicaNumOf(cfg: ReplicateConfig__Output | null | undefined): number {
+  return cfg === null || cfg === undefined || cfg.replica_num === 0 ? 1 : cfg.replica_num;
+}
+
+/**
+ * The checks of validateWrite without building its result (the batch put path reads the fields
+ * from the request itself): ErrorCode.OK, or the code validateWrite would return.
+ */
+export function writeError(req: WriteRequest): number {
   const keyCode = validateKey(req.key);
-  if (keyCode !== ErrorCode.OK) return { ok: false, code: keyCode };
+  if (keyCode !== ErrorCode.OK) return keyCode;
   const total = req.value_length;
-  if (!Number.isSafeInteger(total) || total <= 0) return bad;
+  if (!Number.isSafeInteger(total) || total <= 0) return ErrorCode.INVALID_PARAMS;
   const slices = req.slice_lengths;
-  if (!Array.isArray(slices) || slices.length === 0 || slices.length > MAX_SLICES) return bad;
+  if (!Array.isArray(slices) || slices.length === 0 || slices.length > MAX_SLICES) return ErrorCode.INVALID_PARAMS;
   let sum = 0;
-  for (const s of slices) {
-    if (!Number.isSafeInteger(s) || s <= 0) return bad;
-    sum += s;
+  for (let i = 0; i < slices.length; i++) {
+    const s = slices[i];
+    if (!Number.isSafeInteger(s) || (s as number) <= 0) return ErrorCode.INVALID_PARAMS;
+    sum += s as number;
   }
-  if (sum !== total) return bad;
+  if (sum !== total) return ErrorCode.INVALID_PARAMS;
+  const replicaNum = replicaNumOf(req.config);
+  if (!Number.isSafeInteger(replicaNum) || replicaNum < 1 || replicaNum > MAX_REPLICA_NUM) return ErrorCode.INVALID_PARAMS;
+  return ErrorCode.OK;
+}
+
+export function validateWrite(req: WriteRequest): WriteValidation {
+  const code = writeError(req);
+  if (code !== ErrorCode.OK) return code === ErrorCode.INVALID_PARAMS ? bad : { ok: false, code };
   const cfg = req.config;
-  const replicaNum = cfg === null || cfg === undefined || cfg.replica_num === 0 ? 1 : cfg.replica_num;
-  if (!Number.isSafeInteger(replicaNum) || replicaNum < 1 || replicaNum > MAX_REPLICA_NUM) return bad;
   return {
     ok: true,
-    sliceLengths: slices.slice(),
-    replicaNum,
+    sliceLengths: req.slice_lengths.slice(),
+    replicaNum: replicaNumOf(cfg),
     softPin: cfg?.with_soft_pin === true,
     hardPin: cfg?.with_hard_pin === true,
     preferredSegment: cfg?.preferred_segment ?? '',
