@@ -69,7 +69,8 @@ async function main(): Promise<void> {
   }
   for (const line of unbuiltFeatureNotices(flags, explicit)) log.warn(line);
 
-  const clock = (): number => performance.now();
+  // Whole ms: the core keeps times in its objects as small integers (see object-meta.ts).
+  const clock = (): number => Math.floor(performance.now());
   const viewVersion = Date.now();
   // Each core gets a random key-hash seed: clients cannot choose keys that collide in its object table.
   const makeCore = (version: number): MasterCore => new MasterCore(coreConfigFromFlags(flags, version), undefined, randomInt(2 ** 31));

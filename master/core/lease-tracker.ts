@@ -42,7 +42,7 @@ export class LeaseTracker {
   /** The object is gone: its lease no longer counts. */
   forget(meta: ObjectMeta): void {
     if (meta.leaseUntil > this.horizon) this.count--;
-    meta.leaseUntil = Number.NEGATIVE_INFINITY;
+    meta.leaseUntil = -1; // before every time, and never a lease's expiry (a whole number, not -Infinity: see object-meta.ts)
   }
 
   private expire(now: number): void {
