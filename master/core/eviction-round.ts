@@ -7,7 +7,6 @@
 import type { EvictionOrder } from './eviction.js';
 import { evictionTarget, PUT_EVICTION_CAP, scanLimitFor, selectZombies, SWEEP_EVICTION_BATCH, type InFlightWrites } from './eviction.js';
 import type { MasterCoreConfig } from './master-core-config.js';
-import { HANDLE_FIELDS } from './object-meta.js';
 import type { ObjectMeta } from './object-meta.js';
 
 /** What one bounded eviction step did; `pending` objects are still owed (paid by later sweeps). */
@@ -30,13 +29,6 @@ export interface EvictionHost {
 }
 
 type RoundConfig = Pick<MasterCoreConfig, 'evictionRatio' | 'putStartReleaseTimeoutMs' | 'allowEvictSoftPinnedObjects' | 'defaultKvSoftPinTtlMs'>;
-
-/** Bytes held by a handle array. */
-function bytesOf(h: readonly number[]): number {
-  let n = 0;
-  for (let i = 2; i < h.length; i += HANDLE_FIELDS) n += h[i]!;
-  return n;
-}
 
 export class EvictionRound {
   /** Objects the current round still has to remove (0: no round in progress). */
@@ -86,7 +78,7 @@ export class EvictionRound {
     let released = 0;
     let freed = 0;
     for (const meta of selectZombies(host.inFlight, now, this.config.putStartReleaseTimeoutMs, maxObjects)) {
-      freed += bytesOf(meta.h);
+      freed += meta.bytes();
       host.release(meta);
       released++;
       if (freed >= bytesGoal) return { evicted: 0, released, exhausted: false };
@@ -103,7 +95,7 @@ export class EvictionRound {
         exhausted = !cursor.capped;
         break;
       }
-      freed += bytesOf(meta.h);
+      freed += meta.bytes();
       host.evict(meta);
       evicted++;
     }

@@ -102,6 +102,8 @@ class PreviousPlacement {
 type KeyCall = { key: string; replica_type: number };
 
 const NO_PREFERENCE: readonly string[] = Object.freeze([]);
+/** The handles of a record about to be given its placement (ReplicaPlacer.into). */
+const NO_HANDLES: number[] = Object.freeze([]) as unknown as number[];
 
 /** At most this many spare ObjectMetas are kept for reuse (see MasterCore.spareMetas). */
 const SPARE_METAS = 4096;
@@ -685,14 +687,15 @@ export class MasterCore {
 
   /**
    * Creates the object of a write just placed (its placement is this.placer's). A spare
-   * ObjectMeta is reused when there is one, with its handle array when the length fits.
+   * ObjectMeta is reused when there is one.
    */
   private insertWrite(key: string, slices: number, flags: number, now: number): ObjectMeta {
     let meta = this.spareMetas.pop();
     if (meta === undefined) {
-      meta = new ObjectMeta(this.placer.handles(), slices, flags, 0, now, key);
+      meta = new ObjectMeta(NO_HANDLES, slices, flags, 0, now, key);
+      this.placer.into(meta);
     } else {
-      meta.h = this.placer.handles(meta.h);
+      this.placer.into(meta);
       meta.slices = slices;
       meta.flags = flags;
       meta.leaseUntil = 0;
@@ -834,7 +837,7 @@ export class MasterCore {
   }
 
   private ownedBy(meta: ObjectMeta, clientId: string): boolean {
-    for (let i = 0; i < meta.h.length; i += HANDLE_FIELDS) if (this.segments.byId(meta.h[i]!)?.clientId === clientId) return true;
+    for (let k = 0; k < meta.handleCount; k++) if (this.segments.byId(meta.segAt(k))?.clientId === clientId) return true;
     return false;
   }
 

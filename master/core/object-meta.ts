@@ -1,6 +1,7 @@
 // Compact per-object metadata. The master holds a million of these, so each is one small object
-// with eight fields and one flat numeric array; replica status, pins and memory type are packed
-// into one integer, and segments are referenced by their small integer id (see
+// of small-integer fields: the usual object's one handle (one replica of one slice) is held in
+// three fields, other layouts in one flat numeric array; replica status, pins and memory type are
+// packed into one integer, and segments are referenced by their small integer id (see
 // segment-registry.ts), never by name. `prev`/`next` link the object into one eviction list
 // (lru-list.ts) so LRU order is kept without re-inserting map entries.
 import { ReplicaStatus } from '../../proto/gen/store/ReplicaStatus.js';
@@ -18,6 +19,9 @@ export const FLAG_LISTED = 1 << 8; // linked into an eviction list (lru-list.ts)
 /** Stride of `h`: [segmentId, allocatorBlock, size] per handle. */
 export const HANDLE_FIELDS = 3;
 
+/** Largest size held inline: a small integer for V8 (a larger one would give every object a number box). */
+const INLINE_SIZE_MAX = 0x7fffffff;
+
 /**
  * Times are stored as two small integers each: whole PERIOD_MS periods, and ms within the period.
  * V8 keeps a small integer inside the object; a field holding a bigger or fractional number
@@ -34,10 +38,18 @@ export class ObjectMeta {
   private leaseLo = 0;
   private accessHi = 0;
   private accessLo = 0;
+  /**
+   * The one handle of an object with exactly one (segment id, block, size), saving the array and
+   * its store (two of the four heap objects a stored object was, the others being this record and
+   * its key). Segment ids start at 1, so seg0 0 means the handles are in `hs`.
+   */
+  private seg0 = 0;
+  private block0 = 0;
+  private size0 = 0;
+  private hs: number[] | null = null;
 
   constructor(
-    /** Handles, replica-major: replica r, slice j starts at (r * slices + j) * HANDLE_FIELDS. */
-    public h: number[],
+    h: number[],
     public slices: number,
     public flags: number,
     leaseUntil: number,
@@ -47,6 +59,63 @@ export class ObjectMeta {
   ) {
     this.leaseUntil = leaseUntil;
     this.lastAccess = lastAccess;
+    this.h = h;
+  }
+
+  /**
+   * Handles, replica-major: replica r, slice j starts at (r * slices + j) * HANDLE_FIELDS. A new
+   * array for an object with one handle: read it once, and change handles only by assigning.
+   */
+  get h(): number[] {
+    if (this.hs !== null) return this.hs;
+    return this.seg0 === 0 ? [] : [this.seg0, this.block0, this.size0];
+  }
+
+  set h(h: number[]) {
+    if (h.length === HANDLE_FIELDS && h[2]! <= INLINE_SIZE_MAX) this.setHandle(h[0]!, h[1]!, h[2]!);
+    else {
+      this.hs = h;
+      this.seg0 = this.block0 = this.size0 = 0;
+    }
+  }
+
+  /** Makes (segment id, block, size) the object's only handle. */
+  setHandle(seg: number, block: number, size: number): void {
+    if (size > INLINE_SIZE_MAX) {
+      this.h = [seg, block, size];
+      return;
+    }
+    this.seg0 = seg;
+    this.block0 = block;
+    this.size0 = size;
+    this.hs = null;
+  }
+
+  /** Handles (replicas x slices). */
+  get handleCount(): number {
+    if (this.hs !== null) return this.hs.length / HANDLE_FIELDS;
+    return this.seg0 === 0 ? 0 : 1;
+  }
+
+  /** Segment id, allocator block and size of handle k (0 <= k < handleCount), without building `h`. */
+  segAt(k: number): number {
+    return this.hs === null ? this.seg0 : this.hs[k * HANDLE_FIELDS]!;
+  }
+
+  blockAt(k: number): number {
+    return this.hs === null ? this.block0 : this.hs[k * HANDLE_FIELDS + 1]!;
+  }
+
+  sizeAt(k: number): number {
+    return this.hs === null ? this.size0 : this.hs[k * HANDLE_FIELDS + 2]!;
+  }
+
+  /** Bytes held: the sizes of all handles. */
+  bytes(): number {
+    if (this.hs === null) return this.size0;
+    let n = 0;
+    for (let i = 2; i < this.hs.length; i += HANDLE_FIELDS) n += this.hs[i]!;
+    return n;
   }
 
   /** Monotonic ms until which a lease protects the object (0: never leased; -1: forgotten, see lease-tracker.ts). */
@@ -91,7 +160,7 @@ export class ObjectMeta {
   }
 
   get replicaCount(): number {
-    return this.h.length / (this.slices * HANDLE_FIELDS);
+    return this.handleCount / this.slices;
   }
 
   get hardPinned(): boolean {
@@ -110,7 +179,7 @@ export class ObjectMeta {
   /** Slice lengths, read from the first replica. */
   sliceLengths(): number[] {
     const out: number[] = [];
-    for (let j = 0; j < this.slices; j++) out.push(this.h[j * HANDLE_FIELDS + 2]!);
+    for (let j = 0; j < this.slices; j++) out.push(this.sizeAt(j));
     return out;
   }
 
@@ -119,7 +188,7 @@ export class ObjectMeta {
   }
 
   hasHandleOn(segmentId: number): boolean {
-    return handlesOn(this.h, segmentId);
+    return this.hs === null ? this.seg0 === segmentId && segmentId !== 0 : handlesOn(this.hs, segmentId);
   }
 }
 

@@ -7,7 +7,7 @@ import { ErrorCode } from '../../common/error-code.js';
 import { MemoryType } from '../../proto/gen/store/MemoryType.js';
 import type { AllocationStrategy } from './allocation-strategy.js';
 import { SliceAllocation } from './allocation-strategy.js';
-import { HANDLE_FIELDS } from './object-meta.js';
+import { HANDLE_FIELDS, type ObjectMeta } from './object-meta.js';
 import type { Rng } from './rng.js';
 import type { SegmentRegistry } from './segment-registry.js';
 
@@ -74,6 +74,12 @@ export class ReplicaPlacer {
     this.slices = slices;
     this.cxl = cxl;
     return ErrorCode.OK;
+  }
+
+  /** Gives `meta` the last placement as its handles (one handle is held inline, no array). */
+  into(meta: ObjectMeta): void {
+    if (this.replicas * this.slices === 1) meta.setHandle(this.segIds[0]!, this.blocks[0]!, this.lengths[0]!);
+    else meta.h = this.handles();
   }
 
   /**

@@ -78,25 +78,25 @@ abstract class ReplicaCapture {
   private list: ReplicaInfo__Output[] | undefined;
 
   constructor(segments: SegmentRegistry, meta: ObjectMeta) {
-    const h = meta.h;
     this.slices = meta.slices;
     this.status = meta.status;
     this.memoryType = (meta.flags & FLAG_CXL) !== 0 ? MemoryType.CXL : MemoryType.DRAM;
-    this.count = h.length / HANDLE_FIELDS;
-    const seg = this.count === 0 ? null : segments.byId(h[0]!)!;
+    const count = meta.handleCount;
+    this.count = count;
+    const seg = count === 0 ? null : segments.byId(meta.segAt(0))!;
     this.seg0 = seg;
-    this.addr0 = seg === null ? 0 : seg.allocator.addressOf(h[1]!);
-    this.size0 = seg === null ? 0 : h[2]!;
-    if (h.length <= HANDLE_FIELDS) {
+    this.addr0 = seg === null ? 0 : seg.allocator.addressOf(meta.blockAt(0));
+    this.size0 = seg === null ? 0 : meta.sizeAt(0);
+    if (count <= 1) {
       this.more = null;
       return;
     }
-    const more: (Segment | number)[] = new Array<Segment | number>(h.length - HANDLE_FIELDS);
-    for (let i = HANDLE_FIELDS; i < h.length; i += HANDLE_FIELDS) {
-      const s = segments.byId(h[i]!)!;
-      more[i - HANDLE_FIELDS] = s;
-      more[i - HANDLE_FIELDS + 1] = s.allocator.addressOf(h[i + 1]!);
-      more[i - HANDLE_FIELDS + 2] = h[i + 2]!;
+    const more: (Segment | number)[] = new Array<Segment | number>((count - 1) * HANDLE_FIELDS);
+    for (let k = 1, i = 0; k < count; k++, i += HANDLE_FIELDS) {
+      const s = segments.byId(meta.segAt(k))!;
+      more[i] = s;
+      more[i + 1] = s.allocator.addressOf(meta.blockAt(k));
+      more[i + 2] = meta.sizeAt(k);
     }
     this.more = more;
   }
