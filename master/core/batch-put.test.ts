@@ -1,6 +1,7 @@
 // BatchPutStart has the outcome of one PutStart after another: the same replies, placements,
 // evictions and state, including keys listed twice, zombie writes taken over, and eviction
-// in the middle of a batch (which removes objects the batch looked up before it began).
+// in the middle of a batch (which removes objects the batch looked up before it began). The same
+// for BatchPutEnd against one PutEnd after another, in start order or not.
 import fc from 'fast-check';
 import { ErrorCode } from '../../common/error-code.js';
 import type { PutStartRequest__Output } from '../../proto/gen/store/PutStartRequest.js';
@@ -13,7 +14,13 @@ const KEYS = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
 const SEGS = ['s0', 's1', 's2'];
 
 type Put = { key: number; slices: number[]; replicas: number; pin: 'none' | 'soft' | 'hard'; preferred: number; bad: 'none' | 'key' | 'length' | 'replicas' };
-type Op = { op: 'batch'; puts: Put[] } | { op: 'end'; keys: number[] } | { op: 'tick'; ms: number } | { op: 'get'; key: number } | { op: 'unmount'; seg: number };
+type Op =
+  | { op: 'batch'; puts: Put[] }
+  | { op: 'end'; keys: number[] }
+  | { op: 'endLast'; reversed: boolean; drop: number }
+  | { op: 'tick'; ms: number }
+  | { op: 'get'; key: number }
+  | { op: 'unmount'; seg: number };
 
 const putArb: fc.Arbitrary<Put> = fc.record({
   key: fc.nat(KEYS.length - 1),
@@ -27,6 +34,8 @@ const putArb: fc.Arbitrary<Put> = fc.record({
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 5, arbitrary: fc.record({ op: fc.constant('batch' as const), puts: fc.array(putArb, { minLength: 0, maxLength: 12 }) }) },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('end' as const), keys: fc.array(fc.nat(KEYS.length - 1), { maxLength: 8 }) }) },
+  // the keys of the last batch, as a client ends them: in start order (or reversed), some left out
+  { weight: 3, arbitrary: fc.record({ op: fc.constant('endLast' as const), reversed: fc.boolean(), drop: fc.nat(3) }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('tick' as const), ms: fc.constantFrom(1, 1000, 40_000, 400_000) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('get' as const), key: fc.nat(KEYS.length - 1) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('unmount' as const), seg: fc.nat(SEGS.length - 1) }) },
@@ -66,18 +75,29 @@ describe.each(['random', 'free_ratio_first'] as const)('BatchPutStart (%s strate
         const batched = makeCore(config, seed);
         const single = makeCore(config, seed);
         let now = 0;
+        let last: string[] = [];
+        /** A batch end on `batched`, and the same keys ended one PutEnd at a time on `single`. */
+        const end = (keys: string[]) =>
+          expect(batched.batchPutEnd({ keys, replica_type: MEMORY }, now)).toEqual({
+            status_code: ErrorCode.OK,
+            results: keys.map((key) => ({ key, status_code: single.putEnd({ key, replica_type: MEMORY }, now).status_code })),
+          });
         for (const core of [batched, single]) SEGS.forEach((name, i) => core.mountSegment(mountReq(name, 12 * 1024, 'c', (i + 1) * 2 ** 32, `h${i}:1`), now));
         for (const o of ops) {
           switch (o.op) {
             case 'batch': {
+              last = o.puts.map((p) => request(p).key);
               const got = batched.batchPutStart({ requests: o.puts.map(request) }, now);
               const want = o.puts.map((p) => single.putStart(request(p), now));
               expect(got.results.map(reply)).toEqual(want.map(reply));
               break;
             }
-            case 'end': {
-              const keys = o.keys.map((k) => KEYS[k]!);
-              expect(batched.batchPutEnd({ keys, replica_type: MEMORY }, now)).toEqual(single.batchPutEnd({ keys, replica_type: MEMORY }, now));
+            case 'end':
+              end(o.keys.map((k) => KEYS[k]!));
+              break;
+            case 'endLast': {
+              const keys = last.filter((_, i) => o.drop === 0 || i % (o.drop + 1) !== 0);
+              end(o.reversed ? keys.reverse() : keys);
               break;
             }
             case 'tick':

@@ -105,6 +105,9 @@ const NO_PREFERENCE: readonly string[] = Object.freeze([]);
 /** The handles of a record about to be given its placement (ReplicaPlacer.into). */
 const NO_HANDLES: number[] = Object.freeze([]) as unknown as number[];
 
+/** Keys of a batch end looked up one by one before the rest are looked up together (see lookUpEnds). */
+const END_CHAIN_LOOKUPS = 4;
+
 /** At most this many spare ObjectMetas are kept for reuse (see MasterCore.spareMetas). */
 const SPARE_METAS = 4096;
 
@@ -730,7 +733,7 @@ export class MasterCore {
   private batchEndWrite(req: BatchKeysRequest__Output, now: number): BatchKeysResponse__Output {
     const keys = req.keys;
     if (!Array.isArray(keys)) return { status_code: ErrorCode.INVALID_PARAMS, results: [] };
-    const found = this.objects.getMany(keys);
+    const found = this.lookUpEnds(keys);
     const replicaType = req.replica_type;
     const results = new Array<{ key: string; status_code: number }>(keys.length);
     for (let i = 0; i < keys.length; i++) {
@@ -738,6 +741,32 @@ export class MasterCore {
       results[i] = { key, status_code: this.endWriteOf(key, replicaType, found[i], now) };
     }
     return { status_code: ErrorCode.OK, results };
+  }
+
+  /**
+   * objects.get(key) for every key of a batch end, found mostly without hashing. A batch usually
+   * ends the writes one BatchPutStart began, in the same order, and those follow each other on the
+   * in-flight list (appended in start order). So the object after key i's on its list is tried
+   * first for key i+1: every object reachable through the list links is in the table, and keys
+   * are unique there, so an equal key means the same object. Looked up before any write ends (ends
+   * change the links). A batch in another order falls back to looking its keys up together.
+   */
+  private lookUpEnds(keys: readonly unknown[]): (ObjectMeta | undefined)[] {
+    const n = keys.length;
+    const found = new Array<ObjectMeta | undefined>(n);
+    let next: ObjectMeta | null = null;
+    let lookups = 0;
+    for (let i = 0; i < n; i++) {
+      const key = keys[i];
+      let meta: ObjectMeta | undefined;
+      if (next !== null && next.key === key) meta = next;
+      else if (typeof key !== 'string') meta = undefined;
+      else if (++lookups > END_CHAIN_LOOKUPS) return this.objects.getMany(keys, found);
+      else meta = this.objects.get(key);
+      found[i] = meta;
+      next = meta === undefined ? null : meta.next;
+    }
+    return found;
   }
 
   /** PutEnd / UpsertEnd: the write is done, replicas COMPLETE. Ending a complete object is a no-op. */
