@@ -233,6 +233,7 @@ export class Client {
       now: this.now,
       lookupEndpoint: async (name) => (await this.metadata.lookup(name))?.te_endpoint ?? null,
       rpc: (what, call) => this.rpc(what, call),
+      rpcThen: (what, call, then) => this.rpcThen(what, call, then),
     });
 
     for (let attempt = 1; ; attempt++) {
@@ -325,6 +326,11 @@ export class Client {
    * async function: one promise hop fewer on every data-path operation.
    */
   private rpc<T>(what: string, call: () => Promise<T>): Promise<T> {
+    return this.rpcThen(what, call, (v) => v);
+  }
+
+  /** rpc(what, call).then(then) with one promise fewer (the Get path's); `then`'s own errors pass as they are. */
+  private rpcThen<T, R>(what: string, call: () => Promise<T>, then: (v: T) => R | PromiseLike<R>): Promise<R> {
     if (this.closing) return Promise.reject(new UnavailableError(`${what}: the client is closed`));
     let p: Promise<T>;
     try {
@@ -332,7 +338,7 @@ export class Client {
     } catch (e) {
       return Promise.reject(this.rpcFailure(what, e));
     }
-    return p.catch((e: unknown) => {
+    return p.then(then, (e: unknown) => {
       throw this.rpcFailure(what, e);
     });
   }

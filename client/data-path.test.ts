@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { ARENA_RESULT_BYTES, DataPath, LARGE_VALUE_BYTES, type MasterApi } from './data-path.js';
 import { BufferPool } from './buffer-pool.js';
 import { OffsetAllocator } from '../master/core/offset-allocator.js';
-import { ObjectNotFoundError, TransferError, UnavailableError } from './errors.js';
+import { InvalidParamsError, LeaseExpiredError, ObjectNotFoundError, TransferError, UnavailableError } from './errors.js';
 import type { EngineTransferOp, ResultArenaPort, TransferEnginePort } from './native-port.js';
 import { ReplicaStatus } from '../proto/gen/store/ReplicaStatus.js';
 import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
@@ -82,6 +82,20 @@ class MemoryEngine implements TransferEnginePort {
   }
 }
 
+/** Also reads small ranges synchronously into any buffer, as the native engine does for same-host peers. */
+class InlineMemoryEngine extends MemoryEngine {
+  /** Endpoints whose inline reads are refused (no cached grant, say): transfer() must run. */
+  readonly refuseInline = new Set<string>();
+  inlineReads = 0;
+  readInline(endpoint: string, remoteAddress: number, target: Uint8Array): boolean {
+    if (this.dead.has(endpoint) || this.refuseInline.has(endpoint) || target.byteLength > 64 * 1024) return false;
+    const remote = this.segments.get(endpoint)!;
+    target.set(remote.subarray(remoteAddress, remoteAddress + target.byteLength));
+    this.inlineReads++;
+    return true;
+  }
+}
+
 /** Places each replica of an object on the next segments in turn; records ends and revokes. */
 function scriptedMaster(endpoints: string[]) {
   const objects = new Map<string, { replicas: ReplicaInfo__Output[]; complete: boolean }>();
@@ -132,9 +146,9 @@ function scriptedMaster(endpoints: string[]) {
   return { api, ended, revoked, objects };
 }
 
-function setup(opts: { pool?: boolean; arena?: ReturnType<typeof fakeArena> } = {}) {
+function setup(opts: { pool?: boolean; arena?: ReturnType<typeof fakeArena>; inline?: boolean; now?: () => number } = {}) {
   const local = Buffer.alloc(4 << 20);
-  const engine = new MemoryEngine(local);
+  const engine = opts.inline ? new InlineMemoryEngine(local) : new MemoryEngine(local);
   for (const ep of ['a:1', 'b:1', 'c:1']) engine.segments.set(ep, Buffer.alloc(SEG_SIZE));
   const arena = opts.arena;
   if (arena) {
@@ -163,11 +177,11 @@ function setup(opts: { pool?: boolean; arena?: ReturnType<typeof fakeArena> } = 
     },
     resultArena: arena,
     localMemcpy: true,
-    now: () => 0,
+    now: opts.now ?? (() => 0),
     lookupEndpoint: async () => null,
     rpc: (_what, call) => call(),
   });
-  return { path, engine, master };
+  return { path, engine, master, pool };
 }
 
 describe('data path', () => {
@@ -249,6 +263,23 @@ describe('data path', () => {
     expect((await path.get('again')).equals(big)).toBe(true);
   });
 
+  it('small Get results are carved from arena slabs while it has room: read straight into, no staging', async () => {
+    const arena = fakeArena(4 * 64 * 1024);
+    const { path, engine, pool } = setup({ arena });
+    const values = Array.from({ length: 20 }, (_, i) => randomBytes(4000 + i));
+    for (const [i, v] of values.entries()) await path.put(`s${i}`, v);
+    const got: Buffer[] = [];
+    for (let i = 0; i < values.length; i++) {
+      got.push(await path.get(`s${i}`));
+      const into = engine.readsInto.at(-1)!;
+      expect(into - ARENA_BASE).toBe(got[i].byteOffset); // the engine read into the result itself
+    }
+    got.forEach((g, i) => expect(g.equals(values[i])).toBe(true));
+    expect(got[0].buffer).toBe(arena.memory.buffer);
+    expect(arena.taken).toBe(2 * 64 * 1024); // 16 results of ~4 KiB per 64 KiB slab
+    expect(pool!.stats().leases).toBe(0);
+  });
+
   it('a Get that fails on one replica reads the next into the same arena result', async () => {
     const arena = fakeArena(4 * ARENA_RESULT_BYTES);
     const { path, engine } = setup({ arena });
@@ -290,6 +321,84 @@ describe('data path', () => {
     const { path, master } = setup({ pool: false });
     await expect(path.put('k', Buffer.from('x'))).rejects.toBeInstanceOf(UnavailableError);
     await expect(path.get('k')).rejects.toThrow(/pure server/);
+    expect(master.objects.size).toBe(0);
+  });
+});
+
+describe('inline reads (an engine that finishes small same-host reads synchronously)', () => {
+  const inlineSetup = (now?: () => number) => {
+    const s = setup({ inline: true, now });
+    return { ...s, engine: s.engine as InlineMemoryEngine };
+  };
+
+  it('a small Get and getInto are read inline: no transfer batch, no staging lease', async () => {
+    const { path, engine, pool } = inlineSetup();
+    const v = randomBytes(4096);
+    await path.put('k', v);
+    const batches = engine.batches;
+    expect((await path.get('k')).equals(v)).toBe(true);
+    const target = Buffer.alloc(5000, 1);
+    expect(await path.getInto('k', target)).toBe(4096);
+    expect(target.subarray(0, 4096).equals(v)).toBe(true);
+    expect(target.subarray(4096).every((x) => x === 1)).toBe(true);
+    expect(engine.inlineReads).toBe(2);
+    expect(engine.batches).toBe(batches);
+    expect(pool!.stats().leases).toBe(0);
+  });
+
+  it('every slice of a multi-slice value lands at its offset', async () => {
+    const { path, engine } = inlineSetup();
+    const slices = [randomBytes(100), randomBytes(7), randomBytes(3000)];
+    await path.put('k', slices);
+    expect((await path.get('k')).equals(Buffer.concat(slices))).toBe(true);
+    expect(engine.inlineReads).toBe(3);
+  });
+
+  it('a refused inline read falls back to the engine, then to the next replica; all failing is an error', async () => {
+    const { path, engine } = inlineSetup();
+    const v = randomBytes(2048);
+    await path.put('k', v, { replica_num: 2 });
+    engine.refuseInline.add('a:1');
+    const batches = engine.batches;
+    expect((await path.get('k')).equals(v)).toBe(true); // the engine reads a:1
+    expect(engine.batches).toBe(batches + 1);
+    engine.dead.add('a:1'); // inline refused, transfer fails: b:1 is read
+    expect((await path.get('k')).equals(v)).toBe(true);
+    engine.dead.add('b:1');
+    const err = await path.get('k').catch((e) => e);
+    expect(err).toBeInstanceOf(TransferError);
+    expect(err.message).toMatch(/every replica failed \(2 tried\)/);
+  });
+
+  it('values above 64 KiB are never read inline', async () => {
+    const { path, engine } = inlineSetup();
+    const v = randomBytes(64 * 1024 + 1);
+    await path.put('k', v);
+    expect((await path.get('k')).equals(v)).toBe(true);
+    expect(engine.inlineReads).toBe(0);
+  });
+
+  it('an inline read that outlived its lease returns no data', async () => {
+    let t = 0;
+    const { path, engine } = inlineSetup(() => t);
+    await path.put('k', Buffer.from('leased'));
+    const target = Buffer.alloc(6);
+    const slowEngine = engine.readInline.bind(engine);
+    engine.readInline = (ep, addr, tgt) => {
+      t += 6000; // the scripted master grants 5000 ms
+      return slowEngine(ep, addr, tgt);
+    };
+    await expect(path.get('k')).rejects.toBeInstanceOf(LeaseExpiredError);
+    await expect(path.getInto('k', target)).rejects.toBeInstanceOf(LeaseExpiredError);
+    engine.readInline = slowEngine;
+    expect((await path.get('k')).toString()).toBe('leased');
+  });
+
+  it('bad input is refused before any master call', async () => {
+    const { path, master } = inlineSetup();
+    await expect(path.get('')).rejects.toBeInstanceOf(InvalidParamsError);
+    await expect(path.getInto('k', 'nope' as unknown as Uint8Array)).rejects.toBeInstanceOf(InvalidParamsError);
+    await expect(path.get('absent')).rejects.toBeInstanceOf(ObjectNotFoundError);
     expect(master.objects.size).toBe(0);
   });
 });

@@ -9,6 +9,7 @@ import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
 import type { ReplicateConfig } from '../proto/gen/store/ReplicateConfig.js';
 import type { PutStartRequest } from '../proto/gen/store/PutStartRequest.js';
 import type { BatchKeysResponse__Output } from '../proto/gen/store/BatchKeysResponse.js';
+import type { GetReplicaListResponse__Output } from '../proto/gen/store/GetReplicaListResponse.js';
 import type { MasterClient } from './master-client.js';
 import { ErrorCode } from '../common/error-code.js';
 import type { BufferLease, BufferPool } from './buffer-pool.js';
@@ -21,7 +22,7 @@ import {
   UnavailableError,
 } from './errors.js';
 import type { MappedRegion, ResultArenaPort, TransferEnginePort } from './native-port.js';
-import { ResultSlab } from './result-slab.js';
+import { RESULT_SLAB_BYTES, RESULT_SLAB_MAX_ITEM, ResultSlab } from './result-slab.js';
 import {
   leaseDeadline,
   orderReplicas,
@@ -90,6 +91,11 @@ export interface DataPathDeps {
   lookupEndpoint: (segmentName: string) => Promise<string | null>;
   /** Wraps a master call, turning transport failures into typed errors. */
   rpc: <T>(what: string, call: () => Promise<T>) => Promise<T>;
+  /**
+   * rpc(what, call).then(then) in one promise: `then` runs on the reply, transport failures are
+   * typed as by rpc (errors thrown by `then` pass through as they are). Optional.
+   */
+  rpcThen?: <T, R>(what: string, call: () => Promise<T>, then: (v: T) => R | PromiseLike<R>) => Promise<R>;
 }
 
 interface WriteRpcs {
@@ -148,6 +154,14 @@ interface ResultBuffer {
   address: number | undefined;
 }
 
+/** Largest Get the engine may read inline (native kInlineMemcpyMax). */
+export const INLINE_READ_MAX = 64 * 1024;
+
+/** A Get's name in errors; built only when one is raised. */
+function getWhat(key: unknown): string {
+  return `get ${JSON.stringify(key)}`;
+}
+
 function check(status: number, what: string): void {
   if (status !== ErrorCode.OK) throw StoreError.fromCode(status, what);
 }
@@ -156,9 +170,12 @@ export class DataPath {
   private readonly endpoints = new Map<string, string>();
   /** Large caller buffers registered while writes from them are in flight: address -> size, users. */
   private readonly borrowed = new Map<number, { size: number; users: number }>();
-  private readonly results = new ResultSlab();
+  private readonly results: ResultSlab;
 
-  constructor(private readonly d: DataPathDeps) {}
+  constructor(private readonly d: DataPathDeps) {
+    const arena = d.resultArena;
+    this.results = new ResultSlab(RESULT_SLAB_BYTES, RESULT_SLAB_MAX_ITEM, arena && { take: (n) => arena.take(n), addressOf: (b) => d.addressOf(b) });
+  }
 
   private readonly putRpcs: WriteRpcs = {
     verb: 'put',
@@ -188,9 +205,10 @@ export class DataPath {
   }
 
   /**
-   * A Buffer for a Get's result: a range of the result arena when large (registered: the engine
-   * reads into it directly), else a slice of a shared slab (small) or Node's allocator, read
-   * through staging. A full arena falls back to Node's allocator.
+   * A Buffer for a Get's result: a range of the result arena when large, else a slice of a shared
+   * slab (small; slabs are arena ranges too while the arena has room) or Node's allocator. Results
+   * in the arena are registered (the engine reads into them directly); others are read through
+   * staging (or inline). A full arena falls back to Node's allocator.
    */
   private allocOut(size: number): ResultBuffer {
     const arena = this.d.resultArena;
@@ -198,7 +216,7 @@ export class DataPath {
       const out = arena.take(size);
       if (out) return { out, address: this.d.addressOf(out) };
     }
-    return { out: this.results.alloc(size), address: undefined };
+    return this.results.take(size);
   }
 
   private isOwn = (segmentName: string): boolean => this.d.localMemcpy && this.d.segments.has(segmentName);
@@ -450,37 +468,101 @@ export class DataPath {
 
   // ---------------------------------------------------------------- reads
 
-  /** The object's bytes in a new Buffer. */
-  async get(key: string): Promise<Buffer> {
-    const what = `get ${JSON.stringify(key)}`;
-    this.pool(what);
-    checkKey(key, what);
-    const { replicas, deadline } = await this.replicas(key, what);
-    const result = this.allocOut(replicaSize(replicas[0]));
-    await this.readFrom(replicas, result.out, deadline, what, result);
-    return result.out;
+  /**
+   * The object's bytes in a new Buffer. Not an async function: at 1 in flight every promise hop is
+   * latency, so the common case (one replica, a small value the engine reads inline) settles in
+   * the master reply's own continuation.
+   */
+  get(key: string): Promise<Buffer> {
+    if (!this.d.pool || typeof key !== 'string' || key.length === 0) return this.refuseGet(key);
+    const start = this.d.now();
+    return this.thenReplicas(key, start, (res) => {
+      const replicas = this.readable(res, key);
+      const result = this.allocOut(replicaSize(replicas[0]));
+      if (this.readInline(replicas[0], result.out)) return this.leaseChecked(result.out, start, res, key);
+      const what = getWhat(key);
+      return this.readFrom(replicas, result.out, leaseDeadline(start, Number(res.lease_ttl_ms)), what, result).then(() => result.out);
+    });
   }
 
   /** Reads the object into `target` (registered memory is written directly); returns its size. */
-  async getInto(key: string, target: Uint8Array): Promise<number> {
-    const what = `get ${JSON.stringify(key)}`;
-    this.pool(what);
-    checkKey(key, what);
-    if (!(target instanceof Uint8Array)) throw new InvalidParamsError(`${what}: the target must be a Buffer/Uint8Array`);
-    const { replicas, deadline } = await this.replicas(key, what);
-    const size = replicaSize(replicas[0]);
-    if (target.byteLength < size) throw new InvalidParamsError(`${what}: the target holds ${target.byteLength} B, the object is ${size} B`);
-    await this.readFrom(replicas, asBuffer(target).subarray(0, size), deadline, what);
-    return size;
+  getInto(key: string, target: Uint8Array): Promise<number> {
+    if (!this.d.pool || typeof key !== 'string' || key.length === 0) return this.refuseGet(key);
+    if (!(target instanceof Uint8Array)) return Promise.reject(new InvalidParamsError(`${getWhat(key)}: the target must be a Buffer/Uint8Array`));
+    const start = this.d.now();
+    return this.thenReplicas(key, start, (res) => {
+      const replicas = this.readable(res, key);
+      const size = replicaSize(replicas[0]);
+      if (target.byteLength < size) throw new InvalidParamsError(`${getWhat(key)}: the target holds ${target.byteLength} B, the object is ${size} B`);
+      const out = asBuffer(target).subarray(0, size);
+      if (this.readInline(replicas[0], out)) return this.leaseChecked(size, start, res, key);
+      return this.readFrom(replicas, out, leaseDeadline(start, Number(res.lease_ttl_ms)), getWhat(key), undefined).then(() => size);
+    });
   }
 
-  private async replicas(key: string, what: string): Promise<{ replicas: ReplicaInfo__Output[]; deadline: number }> {
-    const start = this.d.now();
-    const res = await this.d.rpc('GetReplicaList', () => this.d.master.getReplicaList({ key }));
-    check(res.status_code, what);
+  /** The rejection of a Get refused before any I/O (pure server, bad key). */
+  private refuseGet(key: unknown): Promise<never> {
+    const what = `get ${JSON.stringify(key)}`;
+    try {
+      this.pool(what);
+      checkKey(key, what);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return Promise.reject(new InvalidParamsError(`${what}: refused`));
+  }
+
+  /** GetReplicaList, then `then` on the reply in the same continuation as the transport's. */
+  private thenReplicas<R>(key: string, start: number, then: (res: GetReplicaListResponse__Output) => R | PromiseLike<R>): Promise<R> {
+    const call = () => this.d.master.getReplicaList({ key });
+    if (this.d.rpcThen) return this.d.rpcThen('GetReplicaList', call, then);
+    return this.d.rpc('GetReplicaList', call).then(then);
+  }
+
+  /** The replicas of a GetReplicaList reply in reading order; throws the reply's error or not-found. */
+  private readable(res: GetReplicaListResponse__Output, key: string): ReplicaInfo__Output[] {
+    if (res.status_code !== ErrorCode.OK) throw StoreError.fromCode(res.status_code, getWhat(key));
     const replicas = orderReplicas(res.replica_list, this.isOwn);
-    if (replicas.length === 0) throw new ObjectNotFoundError(`${what}: no complete replica`);
-    return { replicas, deadline: leaseDeadline(start, Number(res.lease_ttl_ms)) };
+    if (replicas.length === 0) throw new ObjectNotFoundError(`${getWhat(key)}: no complete replica`);
+    return replicas;
+  }
+
+  /** `value` if the read finished inside the lease granted at `start`, else LeaseExpiredError (no data). */
+  private leaseChecked<T>(value: T, start: number, res: GetReplicaListResponse__Output, key: string): T {
+    if (withinLease(this.d.now(), leaseDeadline(start, Number(res.lease_ttl_ms)))) return value;
+    throw new LeaseExpiredError(`${getWhat(key)}: the lease expired before the read finished; no data returned`);
+  }
+
+  /**
+   * Reads a whole small replica into `out` now, without a promise or staging: own-segment pieces
+   * by memcpy, remote ones by the engine's inline read (a same-host peer whose grant is cached,
+   * range and liveness checked natively). False when any piece cannot be read that way (unknown
+   * endpoint, no cached grant, dead peer, bad handle): the caller then runs
+   * the general path, which redoes the whole replica (reads are idempotent) and reports errors.
+   */
+  private readInline(r: ReplicaInfo__Output, out: Buffer): boolean {
+    const engine = this.d.engine;
+    if (out.length > INLINE_READ_MAX) return false;
+    const handles = r.handles;
+    try {
+      let offset = 0;
+      for (let i = 0; i < handles.length; i++) {
+        const h = handles[i];
+        const size = Number(h.size);
+        if (size === 0) continue;
+        const target = handles.length === 1 ? out : out.subarray(offset, offset + size);
+        offset += size;
+        if (this.isOwn(h.segment_name)) {
+          this.segmentView(h, size).copy(target);
+          continue;
+        }
+        const endpoint = h.te_endpoint || this.endpoints.get(h.segment_name);
+        if (!endpoint || !engine.readInline(endpoint, Number(h.buffer), target)) return false;
+      }
+      return offset === out.length;
+    } catch {
+      return false;
+    }
   }
 
   /**

@@ -12,6 +12,11 @@ export interface TransferEnginePort {
   registerRegion(address: number, size: number): void;
   unregisterRegion(address: number): void;
   transfer(ops: EngineTransferOp[]): Promise<void>;
+  /**
+   * A small same-host READ finished now into `target`: true when the bytes are there, false
+   * (nothing copied) when transfer() must do it (native/transfer-engine.ts).
+   */
+  readInline(endpoint: string, remoteAddress: number, target: Uint8Array): boolean;
   close(): void;
 }
 

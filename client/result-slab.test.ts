@@ -31,4 +31,29 @@ describe('ResultSlab', () => {
     expect(c.buffer).not.toBe(a.buffer);
     expect(a.every((x) => x === 1) && b.every((x) => x === 2) && c.every((x) => x === 3)).toBe(true);
   });
+
+  it('takes slabs from the source while it has room, with addresses, then falls back to its own memory', () => {
+    const memory = Buffer.alloc(3 * 1024);
+    let taken = 0;
+    const source = {
+      take(n: number) {
+        if (taken + n > memory.length) return undefined;
+        taken += n;
+        return memory.subarray(taken - n, taken);
+      },
+      addressOf: (b: Buffer) => 0x9000 + b.byteOffset,
+    };
+    const slab = new ResultSlab(1024, 512, source);
+    const a = slab.take(100);
+    const b = slab.take(200);
+    expect(a.out.buffer).toBe(memory.buffer);
+    expect(a.address).toBe(0x9000);
+    expect(b.address).toBe(0x9000 + 104); // 8-byte aligned after a
+    expect(b.out.byteOffset).toBe(104);
+    for (let i = 0; i < 8; i++) slab.take(512); // past the 3 source slabs
+    const own = slab.take(8);
+    expect(own.address).toBeUndefined();
+    expect(own.out.buffer).not.toBe(memory.buffer);
+    expect(slab.take(513).address).toBeUndefined(); // above maxItem: a buffer of its own
+  });
 });

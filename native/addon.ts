@@ -32,6 +32,9 @@ export interface RawEngine {
   registerRegion(address: number, size: number): void;
   unregisterRegion(address: number): boolean;
   transfer(ops: ReadonlyArray<object>): Promise<void>;
+  /** The handle readInline() takes for `endpoint`; -1 while the engine has no channel to it. */
+  peerIndex(endpoint: string): number;
+  readInline(peerIndex: number, remoteAddress: number, target: Uint8Array): boolean;
   close(): void;
   pendingBatches(): number;
 }

@@ -134,6 +134,60 @@ test('a dead peer fails the next batch (no write into orphaned memory, no hang)'
   expect(['TRANSFER_FAILED', 'CONNECTION_FAILED']).toContain(again.code);
 });
 
+test('readInline reads a small range of a same-host peer into a plain buffer once a grant is cached, within it only', async () => {
+  const p = await peer(18);
+  const e = new TransferEngine({ ...ports, env: {} });
+  try {
+    e.registerRegion(local.address, local.size);
+    const target = Buffer.alloc(4096);
+    expect(e.readInline(p.endpoint, p.address, target)).toBe(false); // no channel yet: transfer() makes it
+    await e.transfer([{ op: 'read', endpoint: p.endpoint, remoteAddress: p.address, localAddress: local.address, length: 1 }]);
+    expect(e.readInline(p.endpoint, p.address + 4097, target)).toBe(true);
+    expect(sha(target)).toBe(await p.sha256(4097, 4096));
+    const small = Buffer.alloc(5);
+    expect(e.readInline(p.endpoint, p.address + PEER_SIZE - 5, small)).toBe(true);
+    expect(sha(small)).toBe(await p.sha256(PEER_SIZE - 5, 5));
+    // Past the peer's region, or above the inline size: nothing copied, transfer() decides.
+    const untouched = Buffer.alloc(4096, 7);
+    expect(e.readInline(p.endpoint, p.address + PEER_SIZE - 100, untouched)).toBe(false);
+    expect(untouched.every((x) => x === 7)).toBe(true);
+    expect(e.readInline(p.endpoint, p.address, Buffer.alloc(64 * 1024 + 1))).toBe(false);
+    // The peer unregistering revokes the grant for inline reads too.
+    await p.command('unregister');
+    expect(e.readInline(p.endpoint, p.address, untouched)).toBe(false);
+    expect(untouched.every((x) => x === 7)).toBe(true);
+  } finally {
+    e.close();
+  }
+});
+
+test('readInline stops on a dead peer without a transfer (the control socket hang-up is watched, no poll per read)', async () => {
+  const p = await peer(19);
+  const e = new TransferEngine({ ...ports, env: {} });
+  try {
+    e.registerRegion(local.address, local.size);
+    await e.transfer([{ op: 'read', endpoint: p.endpoint, remoteAddress: p.address, localAddress: local.address, length: 1 }]);
+    const target = Buffer.alloc(4096);
+    expect(e.readInline(p.endpoint, p.address, target)).toBe(true);
+    await p.stop(); // SIGKILL, exit awaited
+    // The watcher thread sees the hang-up on its own; nothing in JS can await it, so yield until
+    // it has (bounded: a watcher that never notices fails the test).
+    let turns = 0;
+    while (e.readInline(p.endpoint, p.address, target) && turns < 100_000) {
+      turns++;
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(e.readInline(p.endpoint, p.address, target)).toBe(false);
+    const err = await rejection(
+      e.transfer([{ op: 'read', endpoint: p.endpoint, remoteAddress: p.address, localAddress: local.address, length: 4096 }]),
+    );
+    expect(['TRANSFER_FAILED', 'CONNECTION_FAILED']).toContain(err.code);
+    expect(e.readInline(p.endpoint, p.address, target)).toBe(false);
+  } finally {
+    e.close();
+  }
+});
+
 test('a peer region that is not fd-backed (anonymous) is served over TCP instead', async () => {
   const p = await peer(16, { regionKind: 'anonymous' });
   process.kill(p.pid, 'SIGSTOP'); // over TCP a frozen peer cannot answer: proves the fallback path

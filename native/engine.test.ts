@@ -352,3 +352,30 @@ describe('listening port', () => {
     expect(() => new TransferEngine({ minPort: 20010, maxPort: 20000 })).toThrow(TransferError);
   });
 });
+
+test('readInline serves this engine\'s own regions under memcpyLocal (range-checked), into any buffer', () => {
+  const e = new TransferEngine({ ...ports, memcpyLocal: true, env: {} });
+  const b = mapMemory({ size: 1 * MiB });
+  try {
+    const ep = e.start();
+    e.registerRegion(b.address, b.size);
+    randomFillSync(new Uint8Array(b.buffer));
+    const target = Buffer.alloc(4096); // plain JS memory: no registration needed for an inline read
+    expect(e.readInline(ep, b.address + 333, target)).toBe(true);
+    expect(sha(target)).toBe(sha(new Uint8Array(b.buffer, 333, 4096)));
+    // Outside the registered region: refused, nothing copied (transfer() reports the error).
+    const untouched = Buffer.alloc(4096, 9);
+    expect(e.readInline(ep, b.address + b.size - 100, untouched)).toBe(false);
+    expect(untouched.every((x) => x === 9)).toBe(true);
+    // Over the inline size: left to transfer().
+    expect(e.readInline(ep, b.address, Buffer.alloc(64 * 1024 + 1))).toBe(false);
+    expect(() => e.readInline(ep, -1, target)).toThrow(TransferError);
+    e.unregisterRegion(b.address);
+    expect(e.readInline(ep, b.address, target)).toBe(false);
+    e.close();
+    expect(e.readInline(ep, b.address, target)).toBe(false);
+  } finally {
+    e.close();
+    b.release();
+  }
+});

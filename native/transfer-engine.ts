@@ -1,5 +1,6 @@
 // The TCP transfer engine as seen from JS: a listener on a port from the client range, region
-// registration, and transfer(ops) returning one promise per batch. All bytes move on C++ threads.
+// registration, and transfer(ops) returning one promise per batch. Bytes move on C++ threads,
+// except small same-host reads, which readInline() finishes synchronously on the calling thread.
 import { addon, type RawEngine } from './addon.js';
 import { TransferError, TransferErrorCode } from './errors.js';
 import { clientPortRange, memcpyLocalDefault, shmTransportDefault } from './env-config.js';
@@ -57,6 +58,8 @@ export class TransferEngine {
   readonly minPort: number;
   readonly maxPort: number;
   #random: () => number;
+  /** Endpoint -> the addon's peer handle for readInline (a channel, once made, lives as long as the engine). */
+  #peers = new Map<string, number>();
 
   constructor(opts: TransferEngineOptions = {}) {
     const env = opts.env ?? process.env;
@@ -121,6 +124,29 @@ export class TransferEngine {
     return this.#raw.transfer(ops).catch((e: unknown) => {
       throw TransferError.from(e);
     });
+  }
+
+  /**
+   * A small READ (<= 64 KiB) of target.byteLength bytes from `remoteAddress` on `endpoint`, done
+   * now on this thread straight into `target` (which needs no registration): own endpoint with
+   * memcpyLocal, or a same-host peer this engine already reached over shm whose grant covering
+   * the range is cached (range checked against it, peer checked alive). Returns false, having
+   * copied nothing, when that does not apply: use transfer(), which connects, asks for grants and
+   * reports errors. No promise, no batch: a 4 KiB Get's engine step costs a memcpy and a few checks.
+   */
+  readInline(endpoint: string, remoteAddress: number, target: Uint8Array): boolean {
+    if (this.#closed) return false;
+    let peer = this.#peers.get(endpoint);
+    if (peer === undefined) {
+      peer = this.#raw.peerIndex(endpoint);
+      if (peer === -1) return false; // no channel yet: transfer() makes one
+      this.#peers.set(endpoint, peer);
+    }
+    try {
+      return this.#raw.readInline(peer, remoteAddress, target);
+    } catch (e) {
+      throw TransferError.from(e);
+    }
   }
 
   /** Batches submitted and not yet settled. */

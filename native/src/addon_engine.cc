@@ -1,6 +1,7 @@
 // N-API surface of the transfer engine. transfer() returns one promise per batch; I/O threads
 // report completion through a ThreadSafeFunction and only the JS thread touches napi. While
 // batches are pending the engine object and the TSFN stay referenced (the process stays up).
+#include <cmath>
 #include <unordered_map>
 
 #include "addon_util.h"
@@ -17,7 +18,9 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     return DefineClass(env, "TransferEngine",
                        {InstanceMethod("start", &EngineWrap::Start), InstanceMethod("registerRegion", &EngineWrap::Register),
                         InstanceMethod("unregisterRegion", &EngineWrap::Unregister),
-                        InstanceMethod("transfer", &EngineWrap::Transfer), InstanceMethod("close", &EngineWrap::Close),
+                        InstanceMethod("transfer", &EngineWrap::Transfer), InstanceMethod("readInline", &EngineWrap::ReadInline),
+                        InstanceMethod("peerIndex", &EngineWrap::PeerIndex),
+                        InstanceMethod("close", &EngineWrap::Close),
                         InstanceMethod("pendingBatches", &EngineWrap::PendingBatches)});
   }
 
@@ -151,6 +154,46 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
       deferred.Reject(CodedError(env, "INTERNAL", "unknown native error").Value());
     }
     return deferred.Promise();
+  }
+
+  // peerIndex(endpoint) -> number: the handle readInline() takes for that endpoint, -1 while this
+  // engine has no channel to it (transfer() creates one).
+  Napi::Value PeerIndex(const Napi::CallbackInfo& info) {
+    return Guarded(info.Env(), [&]() -> Napi::Value {
+      if (tsfn_released_) return Napi::Number::New(info.Env(), -1);
+      return Napi::Number::New(info.Env(), engine_->PeerIndex(ToStr(info[0], "endpoint")));
+    });
+  }
+
+  // readInline(peerIndex, remoteAddress, target: Uint8Array) -> boolean: a small same-host READ
+  // of target.byteLength bytes done now, into the caller's buffer (no batch, no promise); false
+  // when it must go through transfer(). The target needs no registration: the copy ends before
+  // this call returns, while JS holds the buffer. Raw N-API reads: this runs once per small Get.
+  Napi::Value ReadInline(const Napi::CallbackInfo& info) {
+    napi_env env = info.Env();
+    bool done = false;
+    if (!tsfn_released_ && info.Length() >= 3) {
+      int32_t peer = -1;
+      double remote = -1;
+      bool typed = false;
+      napi_typedarray_type type = napi_int8_array;
+      size_t length = 0;
+      void* data = nullptr;
+      if (napi_get_value_int32(env, info[0], &peer) != napi_ok || napi_get_value_double(env, info[1], &remote) != napi_ok ||
+          !(remote >= 0 && remote <= 9007199254740991.0) || std::floor(remote) != remote || napi_is_typedarray(env, info[2], &typed) != napi_ok || !typed ||
+          napi_get_typedarray_info(env, info[2], &type, &length, &data, nullptr, nullptr) != napi_ok || type != napi_uint8_array) {
+        ThrowCoded(info.Env(), "INVALID_ARGUMENT", "readInline(peerIndex, remoteAddress, target: Uint8Array): bad arguments");
+        return info.Env().Undefined();
+      }
+      try {
+        done = engine_->ReadInline(peer, static_cast<uint64_t>(remote), static_cast<char*>(data), length);
+      } catch (...) {
+        done = false;  // transfer() will meet and report the same condition
+      }
+    }
+    napi_value out;
+    napi_get_boolean(env, done, &out);
+    return Napi::Value(env, out);
   }
 
   Napi::Value Close(const Napi::CallbackInfo& info) {

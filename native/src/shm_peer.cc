@@ -28,10 +28,25 @@ std::unique_ptr<ShmPeer> ShmPeer::Connect(const std::string& endpoint, int timeo
   socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0) return nullptr;
   if (timeout_ms > 0) SetSocketTimeout(fd.get(), timeout_ms);
-  return std::unique_ptr<ShmPeer>(new ShmPeer(endpoint, std::move(fd)));
+  std::unique_ptr<ShmPeer> peer(new ShmPeer(endpoint, std::move(fd)));
+  ShmPeer* raw = peer.get();
+  peer->watcher_ = std::thread([raw] { raw->Watch(); });
+  return peer;
+}
+
+void ShmPeer::Watch() {
+  for (;;) {
+    struct pollfd p { ctrl_.get(), POLLRDHUP, 0 };
+    const int n = ::poll(&p, 1, -1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 || (p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL))) break;
+  }
+  hung_.store(true, std::memory_order_release);
 }
 
 ShmPeer::~ShmPeer() {
+  ::shutdown(ctrl_.get(), SHUT_RDWR);  // wakes the watcher (POLLHUP) before ctrl_ closes
+  if (watcher_.joinable()) watcher_.join();
   for (auto& g : grants_) if (g.map_addr) ::munmap(g.map_addr, g.map_len);
   if (peer_generation_) ::munmap(const_cast<std::atomic<uint64_t>*>(peer_generation_), 4096);
 }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "unique_fd.h"
@@ -28,7 +29,13 @@ class ShmPeer {
   char* Resolve(uint64_t address, uint64_t length);
   // Like Resolve() but never asks the peer: nullptr unless a live grant is cached.
   char* ResolveCached(uint64_t address, uint64_t length);
+  // One poll() of the control socket: false once the peer hung up (exact, a syscall).
   bool Alive();
+  // False once the watcher thread saw the control socket hang up (an atomic load, no syscall;
+  // set within the watcher's wake-up latency of the peer's death). For the inline read path, where
+  // a read in that window returns the bytes the peer held (still mapped here) under the caller's
+  // lease; writes and batches keep the exact Alive().
+  bool AliveHint() const { return !hung_.load(std::memory_order_acquire); }
   // Unblocks a Resolve() waiting on the peer (engine shutdown).
   void Shutdown();
   const std::string& endpoint() const { return endpoint_; }
@@ -47,12 +54,16 @@ class ShmPeer {
   bool FindGrantLocked(uint64_t address, uint64_t length, char** out);
   static void PopulateResident(void* map, size_t length);
   ShmPeer(std::string endpoint, UniqueFd ctrl) : endpoint_(std::move(endpoint)), ctrl_(std::move(ctrl)) {}
+  // Blocks in poll() for a hang-up (never for data: replies stay for Resolve) and sets hung_.
+  void Watch();
 
   std::string endpoint_;
   std::mutex mu_;
   UniqueFd ctrl_;
   std::vector<Grant> grants_;
   const std::atomic<uint64_t>* peer_generation_ = nullptr;  // the peer's page, mapped read-only
+  std::atomic<bool> hung_{false};
+  std::thread watcher_;  // ends on the peer's hang-up or our shutdown of ctrl_ (destructor)
 };
 
 }  // namespace kvstore

@@ -35,6 +35,7 @@ PeerChannel* TcpEngine::Peer(const std::string& endpoint) {
                                             local ? &regions_ : nullptr, &done_, std::move(shm));
   PeerChannel* raw = peer.get();
   peers_.emplace(endpoint, std::move(peer));
+  peer_list_.push_back(raw);
   return raw;
 }
 
@@ -119,6 +120,29 @@ bool TcpEngine::Submit(const std::vector<TransferOpSpec>& ops, std::shared_ptr<B
   return false;
 }
 
+int TcpEngine::PeerIndex(const std::string& endpoint) {
+  if (opts_.memcpy_local && !endpoint_.empty() && endpoint == endpoint_) return kOwnEndpoint;
+  std::lock_guard<std::mutex> lk(mu_);
+  if (stopped_ || !opts_.shm_transport) return -1;
+  for (size_t i = 0; i < peer_list_.size(); ++i) {
+    if (peer_list_[i]->endpoint() == endpoint) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+bool TcpEngine::ReadInline(int peer, uint64_t remote, char* dst, uint64_t length) {
+  if (length == 0 || length > kInlineMemcpyMax || remote + length < remote) return false;
+  if (peer == kOwnEndpoint) {
+    if (!opts_.memcpy_local) return false;
+    auto lock = regions_.Lock();
+    if (!regions_.ContainsLocked(remote, length)) return false;
+    std::memmove(dst, reinterpret_cast<const char*>(static_cast<uintptr_t>(remote)), length);
+    return true;
+  }
+  if (peer < 0 || static_cast<size_t>(peer) >= peer_list_.size()) return false;
+  return peer_list_[peer]->TryReadInline(remote, dst, length);
+}
+
 void TcpEngine::MemcpyInline(const std::vector<TransferOpSpec>& ops, Batch* batch) {
   auto lock = regions_.Lock();
   // Check every remote range first so a refused op leaves the whole batch unmoved.
@@ -145,6 +169,7 @@ void TcpEngine::Stop() {
     if (stopped_) return;
     stopped_ = true;
     peers.swap(peers_);
+    peer_list_.clear();
   }
   for (auto& [_, p] : peers) p->Stop();
   shm_server_.Stop();

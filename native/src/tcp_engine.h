@@ -51,6 +51,17 @@ class TcpEngine {
   // memcpyLocal batches, and same-host shm batches whose grants are cached, up to this many
   // bytes run on the calling thread: a thread hand-off costs more than copying them.
   static constexpr uint64_t kInlineMemcpyMax = 64 * 1024;
+  // The inline read path names a peer by a small index (no string per read). PeerIndex: the
+  // index of a peer this engine already created (kOwnEndpoint for our own endpoint under
+  // memcpyLocal), or -1 (none yet: transfer() creates it). Never creates a peer, never blocks.
+  static constexpr int kOwnEndpoint = -2;
+  int PeerIndex(const std::string& endpoint);
+  // One small READ finished on the calling thread straight into `dst` (any memory the caller
+  // holds: nothing is queued, so it needs no registration): own endpoint (remote range checked
+  // against our regions) or a same-host peer whose grant covering the range is cached and which
+  // has not hung up. False (nothing copied) otherwise: Submit() then takes the op, asks for
+  // grants and reports errors. JS thread only (like Submit, the only creator of peers).
+  bool ReadInline(int peer, uint64_t remote, char* dst, uint64_t length);
   void Stop();
 
  private:
@@ -66,6 +77,7 @@ class TcpEngine {
   std::mutex mu_;
   bool stopped_ = false;
   std::map<std::string, std::unique_ptr<PeerChannel>> peers_;
+  std::vector<PeerChannel*> peer_list_;  // by PeerIndex; appended by Peer(), cleared by Stop()
 };
 
 }  // namespace kvstore

@@ -52,6 +52,20 @@ bool PeerChannel::TryMemcpyInline(const std::vector<Chunk>& ops) {
   return true;
 }
 
+bool PeerChannel::TryReadInline(uint64_t remote, char* dst, uint64_t length) {
+  if (!shm_capable_) return false;
+  std::shared_ptr<ShmPeer> shm;
+  {
+    std::lock_guard<std::mutex> lk(shm_mu_);
+    shm = shm_;
+  }
+  if (!shm || !shm->AliveHint()) return false;
+  const char* src = shm->ResolveCached(remote, length);
+  if (!src) return false;
+  std::memcpy(dst, src, length);
+  return true;
+}
+
 void PeerChannel::Stop() {
   {
     std::lock_guard<std::mutex> lk(mu_);

@@ -30,7 +30,11 @@ class PeerChannel {
   // Small same-host batches: memcpy on the calling thread when every op's grant is already
   // cached and the peer is alive. False (nothing copied) otherwise.
   bool TryMemcpyInline(const std::vector<Chunk>& ops);
+  // One READ of [remote, +length) into dst on the calling thread, same conditions as above except
+  // that liveness is the watcher's flag (ShmPeer::AliveHint), not a poll() per read.
+  bool TryReadInline(uint64_t remote, char* dst, uint64_t length);
   void Stop();
+  const std::string& endpoint() const { return endpoint_; }
 
  private:
   struct Worker {
