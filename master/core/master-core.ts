@@ -401,12 +401,11 @@ export class MasterCore {
       meta.flags = before.flags; // only the status was changed; still listed, LRU place kept
       return fail(code);
     }
-    const placed = { h: this.placer.handles(), cxl: this.placer.cxl };
     this.order.remove(meta);
     this.previous.set(key, before);
-    meta.h = placed.h;
+    this.placer.into(meta);
     meta.slices = v.sliceLengths.length;
-    this.setFlags(meta, (before.flags & (FLAG_HARD_PIN | FLAG_SOFT_PIN)) | softPin | FLAG_UPSERT | (placed.cxl ? FLAG_CXL : 0));
+    this.setFlags(meta, (before.flags & (FLAG_HARD_PIN | FLAG_SOFT_PIN)) | softPin | FLAG_UPSERT | (this.placer.cxl ? FLAG_CXL : 0));
     meta.status = ReplicaStatus.INITIALIZED;
     meta.lastAccess = now;
     this.inFlight.add(meta);

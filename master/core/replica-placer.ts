@@ -2,7 +2,7 @@
 // segments), then the replica count is the smallest number any slice got; surplus buffers are
 // returned. The result becomes the flat handle array of object-meta.ts. One placer serves every
 // put of a core and keeps the placement in scratch arrays, so placing allocates nothing; the
-// handle array is made (or refilled) only when the caller keeps the placement.
+// handles are written into the object (into) only when the caller keeps the placement.
 import { ErrorCode } from '../../common/error-code.js';
 import { MemoryType } from '../../proto/gen/store/MemoryType.js';
 import type { AllocationStrategy } from './allocation-strategy.js';
@@ -82,19 +82,12 @@ export class ReplicaPlacer {
     else meta.h = this.handles();
   }
 
-  /**
-   * The last placement as a handle array, replica-major. Fills `reuse` when it has the right
-   * length (an array no longer used elsewhere), else makes a new one.
-   */
-  handles(reuse?: number[]): number[] {
+  /** The last placement as a handle array, replica-major. */
+  private handles(): number[] {
     const replicas = this.replicas;
     const slices = this.slices;
-    const n = replicas * slices * HANDLE_FIELDS;
-    let h: number[];
-    if (reuse !== undefined && reuse.length === n) h = reuse;
-    else if (n === HANDLE_FIELDS) return [this.segIds[0]!, this.blocks[0]!, this.lengths[0]!];
     // Sized up front: a pushed-to array would carry spare capacity in every object's metadata.
-    else h = new Array<number>(n);
+    const h = new Array<number>(replicas * slices * HANDLE_FIELDS);
     let i = 0;
     for (let r = 0; r < replicas; r++) {
       for (let j = 0; j < slices; j++) {
