@@ -1,8 +1,8 @@
 // Placing a whole object: one strategy call per slice (each slice's replicas on different
 // segments), then the replica count is the smallest number any slice got; surplus buffers are
-// returned. The result becomes the flat handle array of object-meta.ts. One placer serves every
-// put of a core and keeps the placement in scratch arrays, so placing allocates nothing; the
-// handles are written into the object (into) only when the caller keeps the placement.
+// returned. One placer serves every put of a core and keeps the placement in scratch arrays, so
+// placing allocates nothing; `into` writes it into the object's handles (object-meta.ts) only when
+// the caller keeps the placement.
 import { ErrorCode } from '../../common/error-code.js';
 import { MemoryType } from '../../proto/gen/store/MemoryType.js';
 import type { AllocationStrategy } from './allocation-strategy.js';
