@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { LeaseTracker } from './lease-tracker.js';
 import { ObjectMeta } from './object-meta.js';
 
-type Op = { kind: 'grant'; obj: number; dt: number } | { kind: 'forget'; obj: number } | { kind: 'tick'; dt: number };
+type Op = { kind: 'grant'; obj: number; dt: number; ttl?: number } | { kind: 'forget'; obj: number } | { kind: 'tick'; dt: number };
 
 describe('LeaseTracker', () => {
   it('counts exactly the live objects whose lease has not expired', () => {
@@ -12,8 +12,10 @@ describe('LeaseTracker', () => {
       fc.record({ kind: fc.constant('forget' as const), obj: fc.nat(9) }),
       fc.record({ kind: fc.constant('tick' as const), dt: fc.nat(7) }),
     );
+    // some grants with a TTL of their own (shorter or longer than the usual one)
+    const withTtl: fc.Arbitrary<Op> = fc.oneof(op, fc.record({ kind: fc.constant('grant' as const), obj: fc.nat(9), dt: fc.nat(3), ttl: fc.integer({ min: 1, max: 12 }) }));
     fc.assert(
-      fc.property(fc.array(op, { maxLength: 200 }), fc.integer({ min: 1, max: 10 }), (ops, ttl) => {
+      fc.property(fc.array(fc.boolean(), { minLength: 1, maxLength: 1 }).chain(([mixed]) => fc.array(mixed ? withTtl : op, { maxLength: 200 })), fc.integer({ min: 1, max: 10 }), (ops, ttl) => {
         const tracker = new LeaseTracker();
         const live = new Map<number, ObjectMeta>();
         let now = 0;
@@ -23,7 +25,7 @@ describe('LeaseTracker', () => {
             now += o.dt;
             let meta = live.get(o.obj);
             if (meta === undefined) live.set(o.obj, (meta = new ObjectMeta([], 1, 0, 0, now)));
-            tracker.grant(meta, now + ttl, now);
+            tracker.grant(meta, now + (o.ttl ?? ttl), now);
           } else {
             const meta = live.get(o.obj);
             if (meta !== undefined) {
