@@ -474,20 +474,21 @@ export class DataPath {
    * the master reply's own continuation.
    */
   get(key: string): Promise<Buffer> {
-    if (!this.d.pool || typeof key !== 'string' || key.length === 0) return this.refuseGet(key);
+    const refused = this.refusal(key);
+    if (refused) return refused;
     const start = this.d.now();
     return this.thenReplicas(key, start, (res) => {
       const replicas = this.readable(res, key);
       const result = this.allocOut(replicaSize(replicas[0]));
       if (this.readInline(replicas[0], result.out)) return this.leaseChecked(result.out, start, res, key);
-      const what = getWhat(key);
-      return this.readFrom(replicas, result.out, leaseDeadline(start, Number(res.lease_ttl_ms)), what, result).then(() => result.out);
+      return this.readFrom(replicas, result.out, leaseDeadline(start, Number(res.lease_ttl_ms)), getWhat(key), result).then(() => result.out);
     });
   }
 
   /** Reads the object into `target` (registered memory is written directly); returns its size. */
   getInto(key: string, target: Uint8Array): Promise<number> {
-    if (!this.d.pool || typeof key !== 'string' || key.length === 0) return this.refuseGet(key);
+    const refused = this.refusal(key);
+    if (refused) return refused;
     if (!(target instanceof Uint8Array)) return Promise.reject(new InvalidParamsError(`${getWhat(key)}: the target must be a Buffer/Uint8Array`));
     const start = this.d.now();
     return this.thenReplicas(key, start, (res) => {
@@ -500,16 +501,18 @@ export class DataPath {
     });
   }
 
-  /** The rejection of a Get refused before any I/O (pure server, bad key). */
-  private refuseGet(key: unknown): Promise<never> {
-    const what = `get ${JSON.stringify(key)}`;
+  /** The rejection of a Get refused before any I/O (pure server, bad key), else undefined. */
+  private refusal(key: unknown): Promise<never> | undefined {
+    // the usual case without building the error text pool() and checkKey() take
+    if (this.d.pool && typeof key === 'string' && key.length > 0) return undefined;
+    const what = getWhat(key);
     try {
       this.pool(what);
       checkKey(key, what);
     } catch (e) {
       return Promise.reject(e);
     }
-    return Promise.reject(new InvalidParamsError(`${what}: refused`));
+    return undefined;
   }
 
   /** GetReplicaList, then `then` on the reply in the same continuation as the transport's. */

@@ -62,14 +62,14 @@ import { EvictionRound } from './eviction-round.js';
 import { FreeRatioFirstStrategy } from './free-ratio-first-strategy.js';
 import { InFlightList } from './in-flight-list.js';
 import { LeaseTracker } from './lease-tracker.js';
-import { FLAG_CXL, FLAG_HARD_PIN, FLAG_LISTED, FLAG_REUSED, FLAG_SOFT_PIN, FLAG_UPSERT, HANDLE_FIELDS, handlesOn, ObjectMeta } from './object-meta.js';
+import { FLAG_CXL, FLAG_HARD_PIN, FLAG_LISTED, FLAG_REUSED, FLAG_SOFT_PIN, FLAG_UPSERT, handlesOn, ObjectMeta } from './object-meta.js';
 import { ObjectTable } from './object-table.js';
 import { RandomStrategy } from './random-strategy.js';
 import { dropReplicasOn, freeHandles } from './replica-placement.js';
 import { ReplicaPlacer } from './replica-placer.js';
 import { BatchKeySet } from './batch-key-set.js';
-import { compileRegex, ReadPath, viewOf } from './read-path.js';
-import { PlacedReplicas } from './replica-reply.js';
+import { compileRegex, ReadPath } from './read-path.js';
+import { PlacedReplicas, replicaList } from './replica-reply.js';
 import type { Rng } from './rng.js';
 import { isUuid, randomUuid, SeededRng } from './rng.js';
 import type { Segment } from './segment-registry.js';
@@ -633,7 +633,7 @@ export class MasterCore {
   // --- Internals ---
 
   private view(meta: ObjectMeta): ReplicaInfo__Output[] {
-    return viewOf(this.segments, meta);
+    return replicaList(this.segments, meta);
   }
 
   /** An unfinished write may be taken over once the discard timeout has passed. */
@@ -710,10 +710,6 @@ export class MasterCore {
     this.objects.set(key, meta);
     this.inFlight.add(meta);
     return meta;
-  }
-
-  private checkKeyCall(call: KeyCall): number {
-    return checkKey(call.key, call.replica_type);
   }
 
   /** One KeyResult per key, in request order. */
@@ -796,7 +792,7 @@ export class MasterCore {
 
   /** PutRevoke / UpsertRevoke: the write is cancelled and its space returned. */
   private revokeWrite(call: KeyCall): number {
-    const code = this.checkKeyCall(call);
+    const code = checkKey(call.key, call.replica_type);
     if (code !== ErrorCode.OK) return code;
     const meta = this.objects.get(call.key);
     if (meta === undefined) return ErrorCode.OBJECT_NOT_FOUND;

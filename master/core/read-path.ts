@@ -19,17 +19,11 @@ import type { ObjectReplicaList__Output } from '../../proto/gen/store/ObjectRepl
 import type { ReplicaInfo__Output } from '../../proto/gen/store/ReplicaInfo.js';
 import type { EvictionOrder } from './eviction.js';
 import type { LeaseTracker } from './lease-tracker.js';
-import { FLAG_CXL, type ObjectMeta } from './object-meta.js';
+import type { ObjectMeta } from './object-meta.js';
 import type { ObjectTable } from './object-table.js';
-import { replicaInfos } from './replica-placement.js';
-import { GrantedReplicas } from './replica-reply.js';
+import { GrantedReplicas, replicaList } from './replica-reply.js';
 import type { SegmentRegistry } from './segment-registry.js';
 import { validateKey } from './write-validation.js';
-
-/** The wire view of an object's replicas (all in the object's status). */
-export function viewOf(segments: SegmentRegistry, meta: ObjectMeta): ReplicaInfo__Output[] {
-  return replicaInfos(segments, meta.h, meta.slices, meta.status, (meta.flags & FLAG_CXL) !== 0);
-}
 
 /** A user-supplied regular expression, or null when it is empty or does not compile. */
 export function compileRegex(source: string): RegExp | null {
@@ -150,7 +144,7 @@ export class ReadPath {
     if (re === null) return { status_code: ErrorCode.INVALID_PARAMS, object_map: {} };
     const object_map: { [key: string]: ObjectReplicaList__Output } = Object.create(null) as { [key: string]: ObjectReplicaList__Output };
     for (const [key, meta] of this.objects) {
-      if (meta.complete && re.test(key)) object_map[key] = { replica_list: viewOf(this.segments, meta) };
+      if (meta.complete && re.test(key)) object_map[key] = { replica_list: replicaList(this.segments, meta) };
     }
     return { status_code: ErrorCode.OK, object_map };
   }

@@ -65,7 +65,7 @@ function wireOf(seg: Segment): SegmentWire {
  * has one replica of one slice, so that case allocates nothing more); further handles go to
  * `more` as (segment, address, size) triples.
  */
-abstract class ReplicaCapture {
+class ReplicaCapture {
   private readonly slices: number;
   private readonly status: ReplicaStatusValue;
   private readonly memoryType: MemoryType__Output;
@@ -183,6 +183,11 @@ abstract class ReplicaCapture {
     }
     w.endLen(start);
   }
+}
+
+/** The plain ReplicaInfo messages of an object's replicas as they are now (admin and regex queries, upserts). */
+export function replicaList(segments: SegmentRegistry, meta: ObjectMeta): ReplicaInfo__Output[] {
+  return new ReplicaCapture(segments, meta).replica_list;
 }
 
 /** A granted GetReplicaList: status OK, the replicas, and the lease TTL the read must finish in. */
