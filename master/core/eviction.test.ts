@@ -8,7 +8,7 @@ import { FLAG_HARD_PIN, FLAG_SOFT_PIN, ObjectMeta } from './object-meta.js';
 const policy = { allowEvictSoftPinned: true, softPinTtlMs: 1000 };
 
 function obj(key: string, flags = 0, leaseUntil = 0, lastAccess = 0, status: number = ReplicaStatus.COMPLETE): ObjectMeta {
-  return new ObjectMeta([1, 0, 8], 1, status | flags, leaseUntil, lastAccess, key);
+  return ObjectMeta.create([1, 0, 8], 1, status | flags, leaseUntil, lastAccess, key);
 }
 
 /** Keys the cursor yields, in order, without deleting anything. */

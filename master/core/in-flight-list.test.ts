@@ -2,7 +2,7 @@ import { InFlightList } from './in-flight-list.js';
 import { LruList } from './lru-list.js';
 import { ObjectMeta } from './object-meta.js';
 
-const meta = (key: string): ObjectMeta => new ObjectMeta([], 1, 0, 0, 0, key);
+const meta = (key: string): ObjectMeta => ObjectMeta.create([], 1, 0, 0, 0, key);
 const keys = (l: InFlightList): string[] => [...l.values()].map((m) => m.key);
 
 describe('InFlightList', () => {

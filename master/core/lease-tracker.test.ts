@@ -24,7 +24,7 @@ describe('LeaseTracker', () => {
           else if (o.kind === 'grant') {
             now += o.dt;
             let meta = live.get(o.obj);
-            if (meta === undefined) live.set(o.obj, (meta = new ObjectMeta([], 1, 0, 0, now)));
+            if (meta === undefined) live.set(o.obj, (meta = ObjectMeta.create([], 1, 0, 0, now)));
             tracker.grant(meta, now + (o.ttl ?? ttl), now);
           } else {
             const meta = live.get(o.obj);

@@ -694,7 +694,7 @@ export class MasterCore {
   private insertWrite(key: string, slices: number, flags: number, now: number): ObjectMeta {
     let meta = this.spareMetas.pop();
     if (meta === undefined) {
-      meta = new ObjectMeta(NO_HANDLES, slices, flags, 0, now, key);
+      meta = ObjectMeta.create(NO_HANDLES, slices, flags, 0, now, key);
       this.placer.into(meta);
     } else {
       this.placer.into(meta);

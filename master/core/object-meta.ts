@@ -34,32 +34,64 @@ const INLINE_SIZE_MAX = 0x7fffffff;
 const PERIOD_MS = 2 ** 30;
 
 export class ObjectMeta {
-  private leaseHi = 0;
-  private leaseLo = 0;
-  private accessHi = 0;
-  private accessLo = 0;
+  // The fields are given their values only in ObjectMeta.create (see there why); `declare` keeps
+  // TypeScript from emitting initializers for a constructor that never runs.
+  declare private leaseHi: number;
+  declare private leaseLo: number;
+  declare private accessHi: number;
+  declare private accessLo: number;
   /**
    * The one handle of an object with exactly one (segment id, block, size), saving the array and
    * its store (two of the four heap objects a stored object was, the others being this record and
    * its key). Segment ids start at 1, so seg0 0 means the handles are in `hs`.
    */
-  private seg0 = 0;
-  private block0 = 0;
-  private size0 = 0;
-  private hs: number[] | null = null;
+  declare private seg0: number;
+  declare private block0: number;
+  declare private size0: number;
+  declare private hs: number[] | null;
+  declare slices: number;
+  declare flags: number;
+  /** The object's key (the same string the object map holds, so it costs one reference). */
+  declare key: string;
+  /**
+   * Neighbours in the list the object is on: an eviction list while complete (FLAG_LISTED), the
+   * in-flight list (in-flight-list.ts) while a write is unfinished; null at the ends or on none.
+   */
+  declare prev: ObjectMeta | null;
+  declare next: ObjectMeta | null;
 
-  constructor(
-    h: number[],
-    public slices: number,
-    public flags: number,
-    leaseUntil: number,
-    lastAccess: number,
-    /** The object's key (the same string the object map holds, so it costs one reference). */
-    public key = '',
-  ) {
-    this.leaseUntil = leaseUntil;
-    this.lastAccess = lastAccess;
-    this.h = h;
+  private constructor() {}
+
+  /**
+   * A new record. It is made by an object literal, not by `new`: V8 tracks the survival of
+   * objects made at a literal and, once most of them live on (as records do), allocates that
+   * literal's objects straight in the old generation. Objects made by `new` always start in the
+   * young generation, so each record was copied twice by young-generation collections before
+   * settling, with the table and list pointers to it tracked meanwhile. Measured on alternated
+   * BatchPutStart+BatchPutEnd runs: 20% more keys/s, and 25-30% less core CPU per put in-process.
+   * Every record is made here, so all have one hidden class.
+   */
+  static create(h: number[], slices: number, flags: number, leaseUntil: number, lastAccess: number, key = ''): ObjectMeta {
+    const meta = {
+      __proto__: ObjectMeta.prototype,
+      leaseHi: 0,
+      leaseLo: 0,
+      accessHi: 0,
+      accessLo: 0,
+      seg0: 0,
+      block0: 0,
+      size0: 0,
+      hs: null,
+      slices,
+      flags,
+      key,
+      prev: null,
+      next: null,
+    } as unknown as ObjectMeta;
+    meta.leaseUntil = leaseUntil;
+    meta.lastAccess = lastAccess;
+    meta.h = h;
+    return meta;
   }
 
   /**
@@ -140,12 +172,6 @@ export class ObjectMeta {
     this.accessLo = t - hi * PERIOD_MS;
   }
 
-  /**
-   * Neighbours in the list the object is on: an eviction list while complete (FLAG_LISTED), the
-   * in-flight list (in-flight-list.ts) while a write is unfinished; null at the ends or on none.
-   */
-  prev: ObjectMeta | null = null;
-  next: ObjectMeta | null = null;
 
   get status(): ReplicaStatusValue {
     return (this.flags & STATUS_MASK) as ReplicaStatusValue;

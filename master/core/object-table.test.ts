@@ -1,7 +1,7 @@
 import { ObjectMeta } from './object-meta.js';
 import { keyHash, ObjectTable } from './object-table.js';
 
-const meta = (key: string): ObjectMeta => new ObjectMeta([], 1, 0, 0, 0, key);
+const meta = (key: string): ObjectMeta => ObjectMeta.create([], 1, 0, 0, 0, key);
 
 describe('ObjectTable', () => {
   it('behaves as a Map of keys to objects', () => {
