@@ -3,7 +3,7 @@
 // <program>.INFO, rotated past --max_log_size MB. Errors are copied to stderr as glog does.
 import { closeSync, existsSync, mkdirSync, openSync, symlinkSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import type { FlagSpec, FlagValue } from './flags.js';
+import { FlagError, type FlagSpec, type FlagValue } from './flags.js';
 
 export const LogLevel = { DEBUG: 0, INFO: 1, WARNING: 2, ERROR: 3 } as const;
 export type LogLevel = (typeof LogLevel)[keyof typeof LogLevel];
@@ -35,6 +35,19 @@ export function loggerOptionsFromFlags(program: string, v: Record<string, FlagVa
   const minloglevel = v.minloglevel as number;
   const min = (v.v as number) > 0 && minloglevel === 0 ? LogLevel.DEBUG : (Math.min(3, minloglevel + 1) as LogLevel);
   return { program, logDir: v.log_dir as string, maxLogSizeMb: v.max_log_size as number, logToStderr: v.logtostderr as boolean, minLevel: min };
+}
+
+/**
+ * The Logger the flags ask for. A --log_dir that cannot be created or written is a FlagError
+ * naming the flag (the program exits 2 with one line), not a crash with a stack trace.
+ */
+export function loggerFromFlags(program: string, v: Record<string, FlagValue>): Logger {
+  const opts = loggerOptionsFromFlags(program, v);
+  try {
+    return new Logger(opts);
+  } catch (e) {
+    throw new FlagError('--log_dir', `cannot write logs to --log_dir=${opts.logDir}: ${(e as Error).message}`);
+  }
 }
 
 function pad(n: number, w = 2): string {

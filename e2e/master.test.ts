@@ -332,6 +332,7 @@ describe('store_master lifecycle and flags', () => {
     [['--rpc_interface=nosuchif0'], /--rpc_interface=nosuchif0: no such network interface/],
     [['--enable_snapshot'], /--snapshot_object_store_type is required/],
     [['--rpc_thread_num=0'], /--rpc_thread_num.*>= 1/],
+    [['--log_dir=/proc/version/logs'], /cannot write logs to --log_dir=\/proc\/version\/logs/],
   ])('exits 2 naming the flag for %j', async (args, message) => {
     const r = await runMaster(args as string[]);
     expect(r.code).toBe(2);

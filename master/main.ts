@@ -5,7 +5,7 @@
 import { randomInt } from 'node:crypto';
 import type { Server } from 'node:http';
 import { FlagError, HelpRequested } from '../common/flags.js';
-import { Logger, loggerOptionsFromFlags } from '../common/logger.js';
+import { loggerFromFlags, type Logger } from '../common/logger.js';
 import { masterMethods } from '../common/master-proto.js';
 import { MasterCore } from './core/master-core.js';
 import type { MasterCorePort } from './core-port.js';
@@ -48,11 +48,13 @@ async function main(): Promise<void> {
   let flags: MasterFlags;
   let explicit: Set<string>;
   let host: string;
+  let log: Logger;
   try {
     const r = parseMasterFlags(process.argv.slice(2));
     flags = r.flags;
     explicit = r.parsed.explicit;
     host = resolveRpcAddress(flags);
+    log = loggerFromFlags('store_master', flags as unknown as Record<string, string | number | boolean>);
   } catch (e) {
     if (e instanceof HelpRequested) {
       process.stdout.write(e.usage);
@@ -62,7 +64,6 @@ async function main(): Promise<void> {
     throw e;
   }
 
-  const log = new Logger(loggerOptionsFromFlags('store_master', flags as unknown as Record<string, string | number | boolean>));
   log.info(`store_master starting (pid ${process.pid})`);
   if (explicit.has('rpc_thread_num')) {
     log.info(`--rpc_thread_num=${flags.rpc_thread_num}: accepted; this master serves every RPC on one event-loop thread, so the value has no other effect`);

@@ -119,6 +119,10 @@ describe('store_master flags', () => {
     expect(lines).toHaveLength(3);
     expect(lines[0]).toBe('--enable_offload/--offload_*: SSD offload is not implemented yet; objects live in memory only');
     expect(unbuiltFeatureNotices(parseMasterFlags([]).flags, new Set())).toEqual([]);
+    const snap = parseMasterFlags(['--snapshot_interval_seconds=60', '--snapshot_catalog_store_type=embedded']);
+    expect(unbuiltFeatureNotices(snap.flags, snap.parsed.explicit)).toEqual([
+      '--snapshot_interval_seconds, --snapshot_catalog_store_type: metadata snapshots are not implemented yet; the value is validated and kept',
+    ]);
   });
 
   it('lists every flag in the usage text', () => {

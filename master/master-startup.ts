@@ -55,6 +55,8 @@ export function unbuiltFeatureNotices(f: MasterFlags, explicit: Set<string>): st
   const out: string[] = [];
   if (f.enable_snapshot) out.push(`--enable_snapshot: metadata snapshots (${f.snapshot_object_store_type} object store) are not implemented yet; no snapshot will be taken`);
   if (f.enable_snapshot_restore) out.push('--enable_snapshot_restore: snapshot restore is not implemented yet; starting with empty metadata');
+  const snapshotFlags = ['snapshot_interval_seconds', 'snapshot_child_timeout_seconds', 'snapshot_retention_count', 'snapshot_object_store_type', 'snapshot_catalog_store_type', 'snapshot_catalog_store_connstring', 'snapshot_backup_dir'].filter((n) => explicit.has(n));
+  if (snapshotFlags.length > 0 && !f.enable_snapshot) out.push(`${snapshotFlags.map((n) => `--${n}`).join(', ')}: metadata snapshots are not implemented yet; the value is validated and kept`);
   if (f.enable_offload || f.offload_on_evict || f.offload_force_evict) out.push('--enable_offload/--offload_*: SSD offload is not implemented yet; objects live in memory only');
   if (f.promotion_on_hit) out.push('--promotion_on_hit: promotion from SSD is not implemented yet (there is no SSD tier)');
   if (f.root_fs_dir !== '') out.push(`--root_fs_dir=${f.root_fs_dir}: the file-system tier is not implemented yet; file-tier usage stays 0 B / 0 B`);

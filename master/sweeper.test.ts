@@ -1,3 +1,5 @@
+import { once } from 'node:events';
+import { createServer, connect, type AddressInfo } from 'node:net';
 import { Logger } from '../common/logger.js';
 import type { SweepResult } from './core-port.js';
 import { Sweeper } from './sweeper.js';
@@ -36,5 +38,41 @@ describe('Sweeper', () => {
     });
     expect(() => s.tick()).not.toThrow();
     expect(logs.join('')).toMatch(/E.*sweep failed: Error: bad state/);
+  });
+
+  it('sweeps after reading the heartbeats that arrived while the event loop was held up', async () => {
+    const events: string[] = [];
+    let swept!: () => void;
+    const sweptOnce = new Promise<void>((resolve) => (swept = resolve));
+    const s = new Sweeper(
+      {
+        sweep: () => {
+          events.push('sweep');
+          swept();
+          return { droppedClients: [], unmountedSegments: [], evictedObjects: 0, releasedZombies: 0 };
+        },
+      },
+      () => 0,
+      new Logger({ program: 't', stderr: () => undefined }),
+      5,
+    );
+    const server = createServer((sock) => sock.on('data', () => events.push('ping')));
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const client = connect((server.address() as AddressInfo).port, '127.0.0.1');
+    await once(client, 'connect');
+    s.start();
+    // In the check phase: a heartbeat goes out, then the loop is held past the sweep interval, so
+    // the next turn finds both the sweep timer due and the heartbeat waiting to be read.
+    setImmediate(() => {
+      client.write('ping');
+      const until = performance.now() + 30;
+      while (performance.now() < until);
+    });
+    await sweptOnce;
+    s.stop();
+    client.destroy();
+    server.close();
+    expect(events.slice(0, 2)).toEqual(['ping', 'sweep']);
   });
 });

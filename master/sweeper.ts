@@ -1,11 +1,15 @@
 // The one periodic driver of the core's time-based work: every interval it calls
 // core.sweep(now) (lease and pin expiry, silent clients, zombie puts, eviction) and logs what
-// happened. The core itself owns no timer.
+// happened. The core itself owns no timer. The sweep runs in the event loop's check phase, after
+// the socket reads of the same turn: when the loop was held up (a long request, a GC pause), the
+// heartbeats that arrived meanwhile are read before liveness is judged, so a stall of the master
+// does not make its live clients look silent and get dropped with their segments.
 import type { Logger } from '../common/logger.js';
 import type { MasterCorePort } from './core-port.js';
 
 export class Sweeper {
   private timer: NodeJS.Timeout | undefined;
+  private pending: NodeJS.Immediate | undefined;
 
   constructor(
     private readonly core: Pick<MasterCorePort, 'sweep'>,
@@ -15,13 +19,22 @@ export class Sweeper {
   ) {}
 
   start(): void {
-    this.timer ??= setInterval(() => this.tick(), this.intervalMs);
+    this.timer ??= setInterval(() => this.schedule(), this.intervalMs);
     this.timer.unref();
   }
 
   stop(): void {
     if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
+    if (this.pending) clearImmediate(this.pending);
+    this.timer = this.pending = undefined;
+  }
+
+  /** A tick after the I/O waiting in this turn of the event loop (see the opening comment). */
+  private schedule(): void {
+    this.pending ??= setImmediate(() => {
+      this.pending = undefined;
+      this.tick();
+    }).unref();
   }
 
   /** One sweep; exceptions are logged, the next tick tries again. */

@@ -5,7 +5,7 @@
 // unmounts its segments from the master, unpublishes them and exits 0. Bad flags exit 2.
 import { createServer, type Server } from 'node:http';
 import { FlagError, HelpRequested } from '../common/flags.js';
-import { Logger, loggerOptionsFromFlags } from '../common/logger.js';
+import { loggerFromFlags, type Logger } from '../common/logger.js';
 import { Client } from '../client/client.js';
 import { StoreError } from '../client/errors.js';
 import { parseStoreServiceArgs, type StoreServiceConfig } from './store-service-flags.js';
@@ -48,7 +48,16 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => signalled('SIGTERM'));
   process.on('SIGINT', () => signalled('SIGINT'));
 
-  const log = new Logger(loggerOptionsFromFlags('store_service', cfg.values));
+  let log: Logger;
+  try {
+    log = loggerFromFlags('store_service', cfg.values);
+  } catch (e) {
+    if (e instanceof FlagError) {
+      process.stderr.write(`store_service: ${e.message}\n`);
+      process.exit(2);
+    }
+    throw e;
+  }
   log.info(`--rpc_port=${cfg.rpcPort}: reserved for the dummy-client RPC (ClientService), which this build does not serve`);
 
   let client: Client;

@@ -60,6 +60,22 @@ describe('leases', () => {
   });
 });
 
+describe('a PutStart that cannot fit even in empty segments', () => {
+  it('gets NO_AVAILABLE_HANDLE and evicts nothing', () => {
+    const core = coreWithSlots(8);
+    for (let i = 0; i < 8; i++) putObject(core, `k${i}`, 1024, 0);
+    const before = usage(core);
+    for (const slices of [[16 * 1024], [9 * 1024], [6 * 1024, 6 * 1024], [1e15]]) {
+      expect(core.putStart(putReq('big', slices), 1).status_code).toBe(ErrorCode.NO_AVAILABLE_HANDLE);
+    }
+    expect(usage(core)).toEqual(before);
+    expect(core.stats(1)).toMatchObject({ objects: 8, evictionsTotal: 0 });
+    // one that fits once others are gone still makes room for itself
+    expect(core.putStart(putReq('fits', 2 * 1024), 2).status_code).toBe(ErrorCode.OK);
+    expect(core.stats(2).evictionsTotal).toBeGreaterThan(0);
+  });
+});
+
 describe('RemoveByRegex and GetReplicaListByRegex', () => {
   it('match keys by regular expression, skipping leased and hard-pinned objects on removal', () => {
     const core = coreWithSlots(8);
@@ -83,6 +99,25 @@ describe('RemoveByRegex and GetReplicaListByRegex', () => {
       expect(core.getReplicaListByRegex({ key_regex }, 1).status_code).toBe(ErrorCode.INVALID_PARAMS);
     }
     expect(exists(core, 'a')).toBe(true);
+  });
+
+  it('match in linear time, so a pattern that backtracks exponentially still answers', () => {
+    const core = coreWithSlots(2);
+    const key = `${'a'.repeat(60)}!`; // 2^60 backtracking steps for ^(a+)+$
+    putObject(core, key, 1024, 0);
+    expect(core.getReplicaListByRegex({ key_regex: '^(a+)+$' }, 1)).toEqual({ status_code: ErrorCode.OK, object_map: {} });
+    expect(core.removeByRegex({ key_regex: '^(a+)+$' }, 1)).toEqual({ status_code: ErrorCode.OK, removed_count: 0 });
+    expect(Object.keys(core.getReplicaListByRegex({ key_regex: '^(a+)+!$' }, 1).object_map)).toEqual([key]);
+  });
+
+  it('refuse backreferences and lookaround (no linear-time match) with INVALID_PARAMS', () => {
+    const core = coreWithSlots(2);
+    putObject(core, 'aa', 1024, 0);
+    for (const key_regex of ['(a)\\1', 'a(?=a)', '(?<!b)a']) {
+      expect(core.removeByRegex({ key_regex }, 1)).toEqual({ status_code: ErrorCode.INVALID_PARAMS, removed_count: 0 });
+      expect(core.getReplicaListByRegex({ key_regex }, 1).status_code).toBe(ErrorCode.INVALID_PARAMS);
+    }
+    expect(exists(core, 'aa')).toBe(true);
   });
 });
 

@@ -68,7 +68,8 @@ import { RandomStrategy } from './random-strategy.js';
 import { dropReplicasOn, freeHandles } from './replica-placement.js';
 import { ReplicaPlacer } from './replica-placer.js';
 import { BatchKeySet } from './batch-key-set.js';
-import { compileRegex, ReadPath } from './read-path.js';
+import { compileKeyRegex } from './key-regex.js';
+import { ReadPath } from './read-path.js';
 import { PlacedReplicas, replicaList } from './replica-reply.js';
 import type { Rng } from './rng.js';
 import { isUuid, randomUuid, SeededRng } from './rng.js';
@@ -449,7 +450,7 @@ export class MasterCore {
 
   /** Removes complete, unleased, not hard-pinned objects whose key matches. */
   removeByRegex(req: RemoveByRegexRequest__Output, now: number): RemoveByRegexResponse__Output {
-    const re = compileRegex(req.key_regex);
+    const re = compileKeyRegex(req.key_regex);
     if (re === null) return { status_code: ErrorCode.INVALID_PARAMS, removed_count: 0 };
     let removed = 0;
     for (const [key, meta] of this.objects) {
@@ -671,7 +672,8 @@ export class MasterCore {
   /**
    * Places an object: ErrorCode.OK with its handles in this.placer (h, cxl), or the failure.
    * When nothing fits, the eviction round makes room for it (bounded, see eviction-round.ts) and
-   * placement is retried.
+   * placement is retried; but not for an object that would not fit even in empty segments, for
+   * which evicting would only lose objects.
    */
   private place(sliceLengths: readonly number[], replicaNum: number, preferredSegment: string, now: number): number {
     const preferred = this.preferredFor(preferredSegment);
@@ -680,11 +682,28 @@ export class MasterCore {
     if (code !== ErrorCode.NO_AVAILABLE_HANDLE) return code;
     let bytes = 0;
     for (let j = 0; j < sliceLengths.length; j++) bytes += sliceLengths[j]!;
+    if (!this.fitsWhenEmpty(sliceLengths, bytes)) return code;
     this.eviction.makeRoom(now, bytes * replicaNum, () => {
       code = placer.place(sliceLengths, replicaNum, preferred);
       return code === ErrorCode.OK;
     });
     return code;
+  }
+
+  /**
+   * Whether one replica of the slices could be placed if the allocatable segments were empty:
+   * every slice within the largest segment, and all of them within the segments together.
+   */
+  private fitsWhenEmpty(sliceLengths: readonly number[], bytes: number): boolean {
+    let largest = 0;
+    let total = 0;
+    for (const seg of this.segments.allocatable()) {
+      largest = Math.max(largest, seg.allocator.capacity);
+      total += seg.allocator.capacity;
+    }
+    if (bytes > total) return false;
+    for (let j = 0; j < sliceLengths.length; j++) if (sliceLengths[j]! > largest) return false;
+    return true;
   }
 
   /**

@@ -18,22 +18,13 @@ import type { GetReplicaListResponse__Output } from '../../proto/gen/store/GetRe
 import type { ObjectReplicaList__Output } from '../../proto/gen/store/ObjectReplicaList.js';
 import type { ReplicaInfo__Output } from '../../proto/gen/store/ReplicaInfo.js';
 import type { EvictionOrder } from './eviction.js';
+import { compileKeyRegex } from './key-regex.js';
 import type { LeaseTracker } from './lease-tracker.js';
 import type { ObjectMeta } from './object-meta.js';
 import type { ObjectTable } from './object-table.js';
 import { GrantedReplicas, replicaList } from './replica-reply.js';
 import type { SegmentRegistry } from './segment-registry.js';
 import { validateKey } from './write-validation.js';
-
-/** A user-supplied regular expression, or null when it is empty or does not compile. */
-export function compileRegex(source: string): RegExp | null {
-  if (typeof source !== 'string' || source.length === 0) return null;
-  try {
-    return new RegExp(source);
-  } catch {
-    return null;
-  }
-}
 
 /** The replica list of a shared not-found / not-ready reply. */
 const NO_REPLICAS = Object.freeze([]) as unknown as ReplicaInfo__Output[];
@@ -140,7 +131,7 @@ export class ReadPath {
 
   /** Complete objects whose key matches; a query only, so no lease is granted. */
   getReplicaListByRegex(req: GetReplicaListByRegexRequest__Output): GetReplicaListByRegexResponse__Output {
-    const re = compileRegex(req.key_regex);
+    const re = compileKeyRegex(req.key_regex);
     if (re === null) return { status_code: ErrorCode.INVALID_PARAMS, object_map: {} };
     const object_map: { [key: string]: ObjectReplicaList__Output } = Object.create(null) as { [key: string]: ObjectReplicaList__Output };
     for (const [key, meta] of this.objects) {
