@@ -207,6 +207,11 @@ const asciiOfLength = Array.from(
   (_, n) => new Function('b', 's', `return String.fromCharCode(${Array.from({ length: n }, (_, i) => `b[s + ${i}]`).join(', ')});`) as (b: Buffer, s: number) => string,
 );
 
+/** The n bytes at b[start..] as a string; they must all be ASCII and n at most 64. */
+export function asciiString(b: Buffer, start: number, n: number): string {
+  return asciiOfLength[n]!(b, start);
+}
+
 class Reader {
   pos: number;
   constructor(
