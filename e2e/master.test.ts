@@ -271,7 +271,28 @@ describe('store_master process', () => {
     expect((await get(url)).status).toBe(404);
     expect((await get(m.metadata!)).status).toBe(400);
   });
+
+  it('answers 400 to a request target that is not a URL path, and keeps serving', async () => {
+    for (const base of [m.metrics, m.metadata!]) {
+      const { hostname, port } = new URL(base);
+      const status = await rawHttpStatus(hostname, Number(port), 'GET http://[ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      expect(status).toBe('HTTP/1.1 400 Bad Request');
+    }
+    expect((await get(`${m.metrics}/health`)).body).toBe('OK');
+    expect((await get(`${m.metadata}?key=k`)).status).toBe(404);
+  });
 });
+
+/** Sends raw bytes to an HTTP server; resolves with its status line. */
+function rawHttpStatus(host: string, port: number, request: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let got = '';
+    const sock = connect(port, host, () => sock.write(request));
+    sock.on('data', (d: Buffer) => (got += d.toString('latin1')));
+    sock.on('end', () => resolve(got.split('\r\n')[0]!));
+    sock.on('error', reject);
+  });
+}
 
 /** Opens a raw channel connection, sends frames, returns the first `want` frames received. */
 function rawChannel(address: string, frames: Buffer[], want = 1): Promise<Array<{ kind: number; id: number; method: number; payload: Buffer }>> {

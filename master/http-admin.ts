@@ -7,6 +7,7 @@ import { formatSize } from '../common/size.js';
 import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
 import type { MasterCorePort } from './core-port.js';
 import type { MasterMetrics } from './master-metrics.js';
+import { MALFORMED_TARGET, requestUrl } from '../common/request-url.js';
 
 const PROM = 'text/plain; version=0.0.4';
 const TEXT = 'text/plain; charset=utf-8';
@@ -43,7 +44,8 @@ export function createAdminServer(deps: AdminDeps): Server {
 }
 
 async function handle(d: AdminDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const url = new URL(req.url ?? '/', 'http://localhost');
+  const url = requestUrl(req);
+  if (url === null) return send(res, 400, TEXT, MALFORMED_TARGET);
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     res.setHeader('Allow', 'GET, HEAD');
     return send(res, 405, TEXT, `method ${req.method} not allowed: management endpoints are GET only\n`);

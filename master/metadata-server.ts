@@ -3,6 +3,7 @@
 // GET returns the bytes (404 if absent), PUT stores the body, DELETE removes (404 if absent).
 // Single node, in memory: no HA.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { MALFORMED_TARGET, requestUrl } from '../common/request-url.js';
 
 const TEXT = 'text/plain; charset=utf-8';
 /** Records are small endpoint descriptions; refuse anything absurd rather than buffer it. */
@@ -50,7 +51,8 @@ function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
 
 export function createMetadataServer(store: MetadataStore): Server {
   return createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
+    const url = requestUrl(req);
+    if (url === null) return send(res, 400, MALFORMED_TARGET);
     if (url.pathname !== '/metadata') return send(res, 404, `no such endpoint: ${url.pathname} (use /metadata?key=...)\n`);
     const key = url.searchParams.get('key');
     if (key === null || key === '') return send(res, 400, 'missing query parameter "key" (/metadata?key=...)\n');

@@ -72,6 +72,9 @@ describe('WebhookServer', () => {
     expect(await post('/mutate-pods', 'not json')).toEqual({ status: 400, json: { message: 'body is not JSON; expected an AdmissionReview v1' } });
     expect((await post('/mutate-pods', '{"kind":"Pod"}')).status).toBe(400);
     expect((await post('/elsewhere', '{}')).status).toBe(404);
+    // a target Node's HTTP parser takes but the URL parser does not: 400, and the server lives on
+    expect(await post('http://[', '{}')).toEqual({ status: 400, json: { message: 'malformed request target: not a URL path' } });
+    expect((await post('/elsewhere', '{}')).status).toBe(404);
   });
 
   it('serves a swapped certificate to new connections', async () => {

@@ -4,6 +4,7 @@
 import * as https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { review, type AdmissionReview, type ClusterLookup } from './admission.js';
+import { MALFORMED_TARGET, requestUrl } from '../../common/request-url.js';
 
 const MAX_BODY = 8 * 2 ** 20;
 
@@ -34,7 +35,8 @@ export class WebhookServer {
       res.writeHead(code, { 'Content-Type': 'application/json' });
       res.end(JSON.stringify(body));
     };
-    const url = new URL(req.url ?? '/', 'https://webhook');
+    const url = requestUrl(req);
+    if (url === null) return reply(400, { message: MALFORMED_TARGET.trim() });
     if (req.method === 'GET' && url.pathname === '/healthz') return reply(200, { status: 'ok' });
     if (url.pathname !== '/mutate-pods') return reply(404, { message: `no handler for ${url.pathname}; the webhook serves POST /mutate-pods` });
     if (req.method !== 'POST') return reply(405, { message: 'use POST with an AdmissionReview' });
