@@ -1,8 +1,9 @@
 // Master throughput benchmark (`npm run bench:master`; not a test): starts a store_master on
 // 127.0.0.1 (or uses --master host:port), mounts fake segments, and through MasterClient prints
-// PutStart+PutEnd pairs/s, GetReplicaList/s, ExistKey/s and batch keys/s at 1 and 64 calls in
-// flight with p50/p99 latency; the same framing against a bare echo process for comparison; and
-// the master heap per object after 1,000,000 objects, measured on MasterCore in this process.
+// PutStart+PutEnd pairs/s, GetReplicaList/s, ExistKey/s and batch keys/s (the put pair, and its
+// BatchPutStart and BatchPutEnd each alone) at 1 and 64 calls in flight with p50/p99 latency; the
+// same framing against a bare echo process for comparison; and the master heap per object after
+// 1,000,000 objects, measured on MasterCore in this process.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { availableParallelism, loadavg } from 'node:os';
@@ -92,15 +93,15 @@ interface Result {
   p99: number;
 }
 
-/** Runs `inFlight` sequential loops of `op(i)` for PHASE_MS; returns calls/s and latency percentiles (us). */
-async function phase(inFlight: number, op: (i: number) => Promise<unknown>): Promise<Result> {
+/** Runs `inFlight` sequential loops of `op(i)` for PHASE_MS (or `limit` calls); returns calls/s and latency percentiles (us). */
+async function phase(inFlight: number, op: (i: number) => Promise<unknown>, limit = Infinity): Promise<Result> {
   const lat = new Float64Array(4_000_000);
   let n = 0;
   let next = 0;
   const start = performance.now();
   const end = start + PHASE_MS;
   const worker = async (): Promise<void> => {
-    while (performance.now() < end) {
+    while (performance.now() < end && next < limit) {
       const t = performance.now();
       await op(next++);
       if (n < lat.length) lat[n] = performance.now() - t;
@@ -175,6 +176,19 @@ async function throughput(address: string): Promise<Rates> {
     });
     console.log(line('BatchPutStart+BatchPutEnd (128)', inFlight, bp, 'keys/s', 128));
     best('BatchPutStart+BatchPutEnd', (bp.ops * 128) / bp.seconds);
+    // The pair's two calls each on its own: BatchPutStart of fresh keys, then BatchPutEnd of those
+    // keys (as many calls as the starts made, so it may end before PHASE_MS).
+    const startedKeys: string[][] = [];
+    const bs = await phase(inFlight, async (i) => {
+      const keys = Array.from({ length: 128 }, (_, j) => `${tag}half-${i}-${j}`);
+      startedKeys[i] = keys;
+      await c.batchPutStart({ requests: keys.map(put) });
+    });
+    console.log(line('BatchPutStart (128 keys)', inFlight, bs, 'keys/s', 128));
+    best('BatchPutStart', (bs.ops * 128) / bs.seconds);
+    const bd = await phase(inFlight, (i) => c.batchPutEnd({ keys: startedKeys[i]!, replica_type: 0 }), startedKeys.length);
+    console.log(line('BatchPutEnd (128 keys)', inFlight, bd, 'keys/s', 128));
+    best('BatchPutEnd', (bd.ops * 128) / bd.seconds);
   }
   clearInterval(pinger);
   c.close();
