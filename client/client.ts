@@ -54,9 +54,61 @@ export interface ClientOptions {
    * Buffer filled through a staging lease.
    */
   resultArenaBytes?: number;
+  /**
+   * Aborts setup: the registration retries stop at once (a backoff wait is cut short) and setup
+   * rejects with an UnavailableError saying so, after unmounting whatever it had mounted. Only
+   * setup listens to it; a client that was returned is stopped with close().
+   */
+  signal?: AbortSignal;
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+/** Waits `ms`, or less when `signal` aborts first (the caller checks the signal afterwards). */
+function backoff(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+/** The error an aborted setup rejects with. */
+function setupAborted(signal: AbortSignal, phase: string): UnavailableError {
+  const r: unknown = signal.reason;
+  const why = r instanceof Error ? r.message : r === undefined ? 'aborted' : String(r);
+  return new UnavailableError(`setup aborted ${phase} (${why}); nothing is left mounted`, { cause: r });
+}
+
+/**
+ * `p`, or a rejection with `abortError()` as soon as `signal` aborts; a value `p` yields after that
+ * is handed to `late` to dispose of.
+ */
+function unlessAborted<T>(p: Promise<T>, signal: AbortSignal | undefined, abortError: () => Error, late: (v: T) => void): Promise<T> {
+  if (!signal) return p;
+  return new Promise<T>((resolve, reject) => {
+    let aborted = false;
+    const onAbort = () => {
+      aborted = true;
+      reject(abortError());
+    };
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        if (aborted) late(v);
+        else resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        if (!aborted) reject(e);
+      },
+    );
+  });
+}
 
 function defaultLog(level: 'info' | 'warn' | 'error', message: string): void {
   if (level !== 'info') process.stderr.write(`[client] ${level.toUpperCase()} ${message}\n`);
@@ -81,6 +133,8 @@ export class Client {
   private masterEndpoint = '';
   private data!: DataPath;
   private closing = false;
+  /** Segments the master has accepted during setup (an aborted setup unmounts exactly these). */
+  private readonly mountedInSetup = new Set<OwnSegment>();
   private readonly log: NonNullable<ClientOptions['log']>;
   private readonly now: () => number;
 
@@ -99,11 +153,13 @@ export class Client {
    * Sets up a client: validates the parameters (RDMA is refused plainly), starts the transfer
    * engine, maps and registers the local buffer and the global segment, publishes the endpoint,
    * mounts with the master (retried MC_STORE_CLIENT_SETUP_RETRIES times with backoff) and starts
-   * the heartbeat. On failure everything acquired so far is released.
+   * the heartbeat. On failure everything acquired so far is released. `options.signal` aborts it.
    */
   static async setup(config: ClientSetupConfig, options: ClientOptions = {}): Promise<Client> {
     const env = options.env ?? process.env;
     const settings = resolveSettings(config, env);
+    const signal = options.signal;
+    if (signal?.aborted) throw setupAborted(signal, 'before it started');
     try {
       parseMasterAddress(settings.masterAddress, env); // host:port, or etcd://... / redis://... for HA
     } catch (e) {
@@ -129,10 +185,13 @@ export class Client {
     const client = new Client(settings, native, engine, metadata, options);
     try {
       await client.init();
+      if (signal?.aborted) throw setupAborted(signal, 'as registration completed');
     } catch (e) {
+      if (client.mountedInSetup.size > 0) await client.unmountAll(client.mountedInSetup); // only an abort gets here with mounts
       await client.release();
       throw e;
     }
+    client.mountedInSetup.clear();
     return client;
   }
 
@@ -236,22 +295,37 @@ export class Client {
       rpcThen: (what, call, then) => this.rpcThen(what, call, then),
     });
 
+    const signal = this.options.signal;
     for (let attempt = 1; ; attempt++) {
+      if (signal?.aborted) throw setupAborted(signal, `before registration attempt ${attempt}`);
       try {
         if (!this.master) {
-          this.masterEndpoint = await resolveMasterAddress(s.masterAddress, this.options.env ?? process.env);
-          this.master = await MasterClient.connect(this.masterEndpoint, { requestTimeoutMs: this.options.requestTimeoutMs });
+          // Resolving and connecting change nothing on the master: an abort need not wait for them.
+          const aborted = () => setupAborted(signal!, `during registration attempt ${attempt}`);
+          this.masterEndpoint = await unlessAborted(resolveMasterAddress(s.masterAddress, this.options.env ?? process.env), signal, aborted, () => {});
+          this.master = await unlessAborted(
+            MasterClient.connect(this.masterEndpoint, { requestTimeoutMs: this.options.requestTimeoutMs }),
+            signal,
+            aborted,
+            (late) => late.close(),
+          );
         }
-        for (const seg of this.segments.values()) await this.mount(seg, false);
+        // A mount in flight is awaited (at most requestTimeoutMs): its outcome decides what to unmount.
+        for (const seg of this.segments.values()) {
+          if (this.mountedInSetup.has(seg)) continue;
+          await this.mount(seg, false);
+          this.mountedInSetup.add(seg);
+        }
         break;
       } catch (e) {
+        if (signal?.aborted) throw setupAborted(signal, `during registration attempt ${attempt}`);
         if (!retryable(e) || attempt > s.setupRetries) {
           const msg = `setup: registration with master ${s.masterAddress} failed after ${attempt} attempt(s): ${(e as Error).message}`;
           throw e instanceof StoreError ? StoreError.fromCode(e.code, msg, { cause: e }) : new UnavailableError(msg, { cause: e });
         }
         const wait = setupBackoffMs(attempt);
         this.log('warn', `registration attempt ${attempt} failed (${(e as Error).message}); retrying in ${wait} ms`);
-        await sleep(wait);
+        await backoff(wait, signal);
       }
     }
     this.heartbeat = new Heartbeat({
@@ -466,7 +540,13 @@ export class Client {
     this.closing = true;
     this.stopLeaderWatch?.();
     await this.heartbeat?.stop();
-    for (const seg of this.segments.values()) {
+    await this.unmountAll(this.segments.values());
+    await this.release();
+  }
+
+  /** Unmounts `segs` from the master and unpublishes them; failures are logged, not thrown. */
+  private async unmountAll(segs: Iterable<OwnSegment>): Promise<void> {
+    for (const seg of segs) {
       if (this.master) {
         try {
           const res = await this.master.unmountSegment({ segment_name: seg.name, client_id: this.clientId });
@@ -479,7 +559,6 @@ export class Client {
       }
       await this.metadata.remove(seg.name).catch((e) => this.log('warn', `unpublish of ${seg.name} failed: ${(e as Error).message}`));
     }
-    await this.release();
   }
 
   /** Frees local resources (no master calls). */

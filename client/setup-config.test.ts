@@ -1,4 +1,4 @@
-import { resolveSettings, setupBackoffMs, type ClientSetupConfig } from './setup-config.js';
+import { metadataServerProblem, resolveSettings, setupBackoffMs, type ClientSetupConfig } from './setup-config.js';
 import { InvalidParamsError, UnavailableError } from './errors.js';
 import { ErrorCode } from '../common/error-code.js';
 
@@ -13,8 +13,35 @@ const base: ClientSetupConfig = {
 describe('client setup settings', () => {
   it('normalizes sizes with units, the engine port and defaults', () => {
     const s = resolveSettings({ ...base, local_hostname: 'node-1:13005' }, {});
-    expect(s).toMatchObject({ host: 'node-1', enginePort: 13005, globalSegmentSize: 64 << 20, localBufferSize: 16 << 20, protocol: 'tcp', setupRetries: 20, localMemcpy: true });
+    expect(s).toMatchObject({ host: 'node-1', enginePort: 13005, globalSegmentSize: 64 << 20, localBufferSize: 16 << 20, protocol: 'tcp', setupRetries: 20 });
     expect(resolveSettings(base, {}).enginePort).toBeUndefined();
+  });
+
+  it('uses local memcpy only when MC_STORE_MEMCPY is 1/true (spec default 0)', () => {
+    expect(resolveSettings(base, {}).localMemcpy).toBe(false);
+    expect(resolveSettings(base, { MC_STORE_MEMCPY: '' }).localMemcpy).toBe(false);
+    expect(resolveSettings(base, { MC_STORE_MEMCPY: '0' }).localMemcpy).toBe(false);
+    expect(resolveSettings(base, { MC_STORE_MEMCPY: 'false' }).localMemcpy).toBe(false);
+    expect(resolveSettings(base, { MC_STORE_MEMCPY: '1' }).localMemcpy).toBe(true);
+    expect(resolveSettings(base, { MC_STORE_MEMCPY: 'true' }).localMemcpy).toBe(true);
+  });
+
+  it('accepts the metadata_server forms and refuses any other with an InvalidParamsError naming it', () => {
+    for (const ok of ['P2PHANDSHAKE', 'http://10.0.0.1:8080/metadata', 'https://meta.example:443/m', 'etcd://a:2379', 'etcd://a:2379;b:2379', 'redis://r:6379', 'rediss://r:6380']) {
+      expect(metadataServerProblem(ok)).toBeUndefined();
+      expect(resolveSettings({ ...base, metadata_server: ok }, {}).metadataServer).toBe(ok);
+    }
+    for (const bad of ['ftp://x', 'x', 'http://', 'etcd://', 'etcd://nohostport', 'redis://', 'p2phandshake']) {
+      expect(metadataServerProblem(bad)).toMatch(/invalid metadata_server/);
+      let err: unknown;
+      try {
+        resolveSettings({ ...base, metadata_server: bad }, {});
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(InvalidParamsError);
+      expect((err as Error).message).toContain(`metadata_server "${bad}"`);
+    }
   });
 
   it('honours the environment', () => {

@@ -4,6 +4,7 @@
 import { parseSize } from '../common/size.js';
 import { InvalidParamsError, UnavailableError } from './errors.js';
 import { ErrorCode } from '../common/error-code.js';
+import { parseHostPort } from './metadata/metadata-store.js';
 
 export interface ClientSetupConfig {
   /** Host name or address of this node; "host:port" also pins the transfer engine's port. */
@@ -33,7 +34,7 @@ export interface ClientSettings {
   deviceName: string;
   masterAddress: string;
   setupRetries: number;
-  /** Own-segment pieces are copied with memcpy instead of going through the engine's loopback. */
+  /** Own-segment pieces are copied with memcpy instead of going through the engine (MC_STORE_MEMCPY, default off). */
   localMemcpy: boolean;
   hugepage: boolean;
   hugepageSize: '2MB' | '1GB';
@@ -55,6 +56,41 @@ function bytes(name: string, v: number | string | undefined): number {
   return n;
 }
 
+export const METADATA_SERVER_FORMS = 'http://host:port/path, etcd://host:port[;host:port], redis://host:port or P2PHANDSHAKE';
+
+/**
+ * Why `address` is not a metadata_server the client can open, or undefined when it is one: the
+ * forms openMetadataStore picks a backend by, with the parts each backend needs to start.
+ */
+export function metadataServerProblem(address: string): string | undefined {
+  const a = address.trim();
+  const bad = (why: string) => `invalid metadata_server "${address}": ${why}; expected ${METADATA_SERVER_FORMS}`;
+  if (a === 'P2PHANDSHAKE') return undefined;
+  if (/^https?:\/\//i.test(a)) {
+    let url: URL;
+    try {
+      url = new URL(a);
+    } catch {
+      return bad('not a URL');
+    }
+    return url.hostname ? undefined : bad('no host');
+  }
+  if (/^etcd:\/\//i.test(a)) {
+    const hosts = a.replace(/^etcd:\/\//, '').split(/[;,]/).map((h) => h.trim()).filter(Boolean);
+    if (hosts.length === 0) return bad('no etcd host');
+    for (const h of hosts) {
+      try {
+        parseHostPort(h);
+      } catch {
+        return bad(`etcd endpoint "${h}" is not host:port`);
+      }
+    }
+    return undefined;
+  }
+  if (/^rediss?:\/\//i.test(a)) return /^rediss?:\/\/[^/]/i.test(a) ? undefined : bad('no redis host');
+  return bad('unknown form');
+}
+
 function envBool(v: string | undefined): boolean | undefined {
   if (v === undefined || v === '') return undefined;
   return /^(1|true|yes|on)$/i.test(v.trim());
@@ -73,7 +109,9 @@ export function resolveSettings(cfg: ClientSetupConfig, env: Env = process.env):
     if (enginePort < 1 || enginePort > 65535) throw new InvalidParamsError(`setup: local_hostname port out of range: ${hostname}`);
   }
   const metadataServer = String(cfg.metadata_server ?? '').trim();
-  if (!metadataServer) throw new InvalidParamsError('setup: metadata_server is required (http://host:port/metadata, etcd://..., redis://... or P2PHANDSHAKE)');
+  if (!metadataServer) throw new InvalidParamsError(`setup: metadata_server is required (${METADATA_SERVER_FORMS})`);
+  const metadataProblem = metadataServerProblem(metadataServer);
+  if (metadataProblem) throw new InvalidParamsError(`setup: ${metadataProblem}`);
   const masterAddress = String(cfg.master_server_address ?? '').trim();
   if (!masterAddress) throw new InvalidParamsError('setup: master_server_address is required (host:port of the master)');
   const globalSegmentSize = bytes('global_segment_size', cfg.global_segment_size);
@@ -112,7 +150,7 @@ export function resolveSettings(cfg: ClientSetupConfig, env: Env = process.env):
     deviceName: String(cfg.device_name ?? ''),
     masterAddress,
     setupRetries,
-    localMemcpy: envBool(env.MC_STORE_MEMCPY) ?? true,
+    localMemcpy: envBool(env.MC_STORE_MEMCPY) ?? false, // spec: default 0
     hugepage: envBool(env.MC_STORE_USE_HUGEPAGE) ?? false,
     hugepageSize,
     resultArenaBytes,

@@ -191,7 +191,10 @@ describe('roles', () => {
 
   it('a pure client (global_segment_size 0) mounts nothing; a client with a segment reads its own replica by memcpy', async () => {
     expect(client.mountedSegments).toEqual([]);
-    const both = await Client.setup(cluster.clientConfig({ global_segment_size: 32 * MiB, local_buffer_size: 8 * MiB }));
+    // Local memcpy is off by default (MC_STORE_MEMCPY=0): this client asks for it.
+    const both = await Client.setup(cluster.clientConfig({ global_segment_size: 32 * MiB, local_buffer_size: 8 * MiB }), {
+      env: { ...process.env, MC_STORE_MEMCPY: '1' },
+    });
     const seg = both.mountedSegments[0].name;
     try {
       const v = randomBytes(2 * MiB);

@@ -11,6 +11,7 @@ import { MasterClient, MasterConnectionError } from '../client/master-client.js'
 import { CHANNEL_MAGIC, FrameDecoder, FrameKind, encodeFrame } from '../common/channel-frame.js';
 import { ErrorCode } from '../common/error-code.js';
 import { decodeMessage, masterMethodByName, masterProtoPath } from '../common/master-proto.js';
+import { MALFORMED_TARGET_REQUEST, rawHttpStatus } from './raw-http.js';
 
 const MAIN = join(process.cwd(), 'dist', 'master', 'main.js');
 
@@ -275,24 +276,13 @@ describe('store_master process', () => {
   it('answers 400 to a request target that is not a URL path, and keeps serving', async () => {
     for (const base of [m.metrics, m.metadata!]) {
       const { hostname, port } = new URL(base);
-      const status = await rawHttpStatus(hostname, Number(port), 'GET http://[ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      const status = await rawHttpStatus(hostname, Number(port), MALFORMED_TARGET_REQUEST);
       expect(status).toBe('HTTP/1.1 400 Bad Request');
     }
     expect((await get(`${m.metrics}/health`)).body).toBe('OK');
     expect((await get(`${m.metadata}?key=k`)).status).toBe(404);
   });
 });
-
-/** Sends raw bytes to an HTTP server; resolves with its status line. */
-function rawHttpStatus(host: string, port: number, request: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let got = '';
-    const sock = connect(port, host, () => sock.write(request));
-    sock.on('data', (d: Buffer) => (got += d.toString('latin1')));
-    sock.on('end', () => resolve(got.split('\r\n')[0]!));
-    sock.on('error', reject);
-  });
-}
 
 /** Opens a raw channel connection, sends frames, returns the first `want` frames received. */
 function rawChannel(address: string, frames: Buffer[], want = 1): Promise<Array<{ kind: number; id: number; method: number; payload: Buffer }>> {

@@ -1,13 +1,19 @@
 // End to end for the store_service binary (dist/sidecar/main.js) with a real store_master:
-// readiness line and /health, flag errors exit 2, SIGTERM unmounts from the master, and a store
-// service killed mid-run never makes a Get return wrong bytes. Run `npm run build` first.
+// readiness line and /health, flag errors exit 2 (bad --metadata_server, an unusable --host with
+// nothing mounted), SIGTERM unmounts from the master, SIGTERM while setup retries an absent master
+// ends the retries, and a store service killed mid-run never makes a Get return wrong bytes.
+// Run `npm run build` first.
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { LocalCluster, track } from '../sidecar/local-cluster.js';
 import { Client } from '../client/client.js';
-import { StoreError } from '../client/errors.js';
+import { InvalidParamsError, StoreError, UnavailableError } from '../client/errors.js';
+import { freePort } from './free-port.js';
+import { MALFORMED_TARGET_REQUEST, rawHttpStatus } from './raw-http.js';
 
 const MiB = 1024 * 1024;
 const sidecar = join(process.cwd(), 'dist/sidecar/main.js');
@@ -36,6 +42,10 @@ describe('store_service process', () => {
     expect(res.status).toBe(200);
     expect(await res.text()).toBe('OK');
     expect((await cluster.admin('/get_all_segments')).split('\n')).toContain(svc.segment);
+    // a request target that is not a URL path gets 400, and the service lives on
+    const [host, port] = svc.http.split(':');
+    expect(await rawHttpStatus(host!, Number(port), MALFORMED_TARGET_REQUEST)).toBe('HTTP/1.1 400 Bad Request');
+    expect((await fetch(`http://${svc.http}/health`)).status).toBe(200);
   });
 
   it('exits 2 naming a bad flag, a bad size or RDMA', async () => {
@@ -79,6 +89,115 @@ describe('store_service process', () => {
     } finally {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
     }
+  });
+});
+
+describe('store_service setup against a master that is not there', () => {
+  const RETRIES = 20; // MC_STORE_CLIENT_SETUP_RETRIES default: attempts 1..20 log before giving up
+
+  it('SIGTERM while it retries registration stops the retries and exits 0; /health says STARTING meanwhile', async () => {
+    const [deadMaster, http] = [await freePort(), await freePort()];
+    const env = { ...process.env };
+    delete env.MC_STORE_CLIENT_SETUP_RETRIES;
+    const proc = spawn(
+      process.execPath,
+      [sidecar, '--host=127.0.0.1', `--port=${http}`, '--local_hostname=127.0.0.1', `--master_server=127.0.0.1:${deadMaster}`,
+        '--metadata_server=P2PHANDSHAKE', '--global_segment_size=16MB'],
+      { stdio: ['ignore', 'pipe', 'pipe'], env },
+    );
+    const h = track('sigterm-while-retrying', proc);
+    try {
+      await h.waitFor(/registration attempt 1 failed/);
+      // Listening already (bound before setup), but not ready.
+      const health = await fetch(`http://127.0.0.1:${http}/health`);
+      expect(health.status).toBe(503);
+      expect(await health.text()).toBe('STARTING');
+      proc.kill('SIGTERM');
+      expect(await h.exited).toBe(0);
+      const attempts = h.output().match(/registration attempt \d+ failed/g) ?? [];
+      expect(attempts.length).toBeGreaterThanOrEqual(1);
+      expect(attempts.length).toBeLessThan(RETRIES);
+      expect(h.output()).toMatch(/SIGTERM received during setup: setup aborted/);
+      expect(h.output()).not.toMatch(/store_service ready|setup failed/);
+    } finally {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+    }
+  });
+
+  it('Client.setup with an aborted signal stops retrying and rejects with "setup aborted"', async () => {
+    const ac = new AbortController();
+    const attempts: string[] = [];
+    const setup = Client.setup(
+      { local_hostname: '127.0.0.1', metadata_server: 'P2PHANDSHAKE', global_segment_size: '8MB', local_buffer_size: 0, master_server_address: `127.0.0.1:${await freePort()}` },
+      {
+        env: { ...process.env, MC_STORE_CLIENT_SETUP_RETRIES: String(RETRIES) },
+        signal: ac.signal,
+        log: (_level, msg) => {
+          if (/registration attempt \d+ failed/.test(msg)) {
+            attempts.push(msg);
+            ac.abort(new Error('test abort'));
+          }
+        },
+      },
+    );
+    const err = await setup.then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(UnavailableError);
+    expect((err as Error).message).toMatch(/setup aborted .*test abort/);
+    expect(attempts).toHaveLength(1);
+  });
+});
+
+describe('aborting Client.setup once the master has its segment', () => {
+  it('unmounts and unpublishes the segment before rejecting', async () => {
+    // A metadata server of the test's own: the publish that precedes MountSegment aborts setup, so
+    // the abort lands while the mount is under way and the master accepts the segment.
+    const ac = new AbortController();
+    const requests: string[] = [];
+    const meta = createServer((req, res) => {
+      requests.push(`${req.method} ${new URL(req.url ?? '/', 'http://meta').searchParams.get('key')}`);
+      if (req.method === 'PUT') ac.abort(new Error('test abort'));
+      req.resume();
+      req.on('end', () => res.writeHead(req.method === 'GET' ? 404 : 200).end());
+    });
+    await new Promise<void>((r) => meta.listen(0, '127.0.0.1', r));
+    try {
+      const metadata_server = `http://127.0.0.1:${(meta.address() as AddressInfo).port}/metadata`;
+      const err = await Client.setup(cluster.clientConfig({ metadata_server, global_segment_size: 8 * MiB, local_buffer_size: 0 }), { signal: ac.signal }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(UnavailableError);
+      expect((err as Error).message).toMatch(/setup aborted .*test abort/);
+      const put = requests.find((r) => r.startsWith('PUT '));
+      expect(put).toBeDefined();
+      const key = put!.slice('PUT '.length);
+      expect(requests).toContain(`DELETE ${key}`);
+      const segment = key.replace(/^.*\/segments\//, '');
+      expect((await cluster.admin('/get_all_segments')).split('\n')).not.toContain(segment);
+    } finally {
+      meta.closeAllConnections();
+      await new Promise((r) => meta.close(r));
+    }
+  });
+});
+
+describe('store_service setup parameters', () => {
+  it('a --metadata_server of no accepted form exits 2 naming the flag; Client.setup throws InvalidParamsError', async () => {
+    const bad = await run(['--metadata_server=ftp://x', `--master_server=${cluster.master.rpc}`, '--global_segment_size=1MB']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--metadata_server/);
+    expect(bad.stderr).toMatch(/ftp:\/\/x/);
+    await expect(Client.setup(cluster.clientConfig({ metadata_server: 'ftp://x' }))).rejects.toBeInstanceOf(InvalidParamsError);
+  });
+
+  it('a --host it cannot listen on exits 2 naming the flag, with nothing mounted', async () => {
+    const before = (await cluster.admin('/get_all_segments')).split('\n').filter(Boolean).sort();
+    const res = await run(['--host=no.such.host.invalid', '--port=0', '--local_hostname=127.0.0.1', `--master_server=${cluster.master.rpc}`,
+      `--metadata_server=${cluster.master.metadata}`, '--global_segment_size=16MB']);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(/--host/);
+    expect(res.stderr).not.toMatch(/store_service ready/);
+    expect((await cluster.admin('/get_all_segments')).split('\n').filter(Boolean).sort()).toEqual(before);
   });
 });
 

@@ -3,12 +3,13 @@
 // to the cluster (no Get/Put traffic of its own unless given a local buffer), with an HTTP server
 // for /health. Prints one "store_service ready ..." line when mounted; on SIGTERM/SIGINT it
 // unmounts its segments from the master, unpublishes them and exits 0. Bad flags exit 2.
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { FlagError, HelpRequested } from '../common/flags.js';
 import { loggerFromFlags, type Logger } from '../common/logger.js';
 import { Client } from '../client/client.js';
 import { StoreError } from '../client/errors.js';
 import { parseStoreServiceArgs, type StoreServiceConfig } from './store-service-flags.js';
+import { MALFORMED_TARGET, requestUrl } from '../common/request-url.js';
 
 function listen(server: Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -37,13 +38,15 @@ async function main(): Promise<void> {
   }
   // Handlers go in before anything announces readiness: a parent that reads the ready line (on
   // stdout, or the same line logged to stderr) may send SIGTERM at once, and with no handler yet
-  // the default action would kill us with the segment still mounted. A signal during setup is
-  // remembered and acted on as soon as there is something to unmount.
+  // the default action would kill us with the segment still mounted. A signal during setup aborts
+  // it (setup stops retrying and unmounts whatever it had mounted) and we exit 0.
   let onSignal: ((signal: string) => void) | undefined;
   let earlySignal: string | undefined;
+  const setupAbort = new AbortController();
   const signalled = (signal: string): void => {
-    if (onSignal) onSignal(signal);
-    else earlySignal ??= signal;
+    if (onSignal) return onSignal(signal);
+    earlySignal ??= signal;
+    setupAbort.abort(new Error(`${signal} received`));
   };
   process.on('SIGTERM', () => signalled('SIGTERM'));
   process.on('SIGINT', () => signalled('SIGINT'));
@@ -60,13 +63,43 @@ async function main(): Promise<void> {
   }
   log.info(`--rpc_port=${cfg.rpcPort}: reserved for the dummy-client RPC (ClientService), which this build does not serve`);
 
+  // The HTTP listener is bound before setup, so a bad --host or a taken --port fails with nothing
+  // mounted. Until setup is done it answers 503 STARTING (not ready).
+  const http = createServer();
+  const starting = (_req: IncomingMessage, res: ServerResponse): void => {
+    res.writeHead(503, { 'content-type': 'text/plain' }).end('STARTING');
+  };
+  http.on('request', starting);
+  let httpPort: number;
+  try {
+    httpPort = await listen(http, cfg.port, cfg.host);
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    // The port is at fault when it is taken or privileged; anything else (unresolvable name,
+    // address not on this machine) is the host's.
+    const flag = err.code === 'EADDRINUSE' || err.code === 'EACCES' ? '--port' : '--host';
+    const msg = `${flag}: cannot listen on ${cfg.host}:${cfg.port}: ${err.message}`;
+    log.error(msg);
+    process.stderr.write(`store_service: ${msg}\n`);
+    log.close();
+    process.exit(2);
+  }
+
   let client: Client;
   try {
     client = await Client.setup(cfg.client, {
       prefaultSegment: cfg.values.prefault_segment as boolean,
       log: (level, msg) => (level === 'error' ? log.error(msg) : level === 'warn' ? log.warn(msg) : log.info(msg)),
+      signal: setupAbort.signal,
     });
   } catch (e) {
+    if (setupAbort.signal.aborted) {
+      log.info(`${earlySignal} received during setup: ${(e as Error).message}; store_service stopped`);
+      log.close();
+      http.closeAllConnections();
+      http.close(() => process.exit(0));
+      return;
+    }
     const code = e instanceof StoreError ? ` (${e.codeName})` : '';
     log.error(`setup failed${code}: ${(e as Error).message}`);
     process.stderr.write(`store_service: setup failed${code}: ${(e as Error).message}\n`);
@@ -74,9 +107,12 @@ async function main(): Promise<void> {
   }
 
   let stopping = false;
-  const http = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://x');
-    if (req.method === 'GET' && url.pathname === '/health') {
+  http.removeListener('request', starting);
+  http.on('request', (req, res) => {
+    const url = requestUrl(req);
+    if (url === null) {
+      res.writeHead(400, { 'content-type': 'text/plain' }).end(MALFORMED_TARGET);
+    } else if (req.method === 'GET' && url.pathname === '/health') {
       res.writeHead(stopping ? 503 : 200, { 'content-type': 'text/plain' }).end(stopping ? 'STOPPING' : 'OK');
     } else if (req.method === 'GET' && url.pathname === '/segments') {
       res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(
@@ -86,15 +122,6 @@ async function main(): Promise<void> {
       res.writeHead(404, { 'content-type': 'text/plain' }).end(`no route ${req.method} ${url.pathname}`);
     }
   });
-  let httpPort: number;
-  try {
-    httpPort = await listen(http, cfg.port, cfg.host);
-  } catch (e) {
-    log.error(`cannot listen on ${cfg.host}:${cfg.port}: ${(e as Error).message}`);
-    process.stderr.write(`store_service: cannot listen on ${cfg.host}:${cfg.port}: ${(e as Error).message}\n`);
-    await client.close();
-    process.exit(1);
-  }
 
   const stop = (signal: string): void => {
     if (stopping) return;

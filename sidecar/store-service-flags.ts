@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { FlagError, FlagTable, type FlagSpec, type FlagValue } from '../common/flags.js';
 import { loggingFlags } from '../common/logger.js';
-import type { ClientSetupConfig } from '../client/setup-config.js';
+import { metadataServerProblem, type ClientSetupConfig } from '../client/setup-config.js';
 
 const specs: FlagSpec[] = [
   { name: 'config', kind: 'string', default: '', help: 'JSON file with local_hostname, metadata_server, global_segment_size, local_buffer_size, protocol, device_name, master_server_address' },
@@ -67,6 +67,9 @@ export function parseStoreServiceArgs(argv: readonly string[], readFile: (p: str
   if ((v.global_segment_size as number) === 0 && (v.local_buffer_size as number) === 0) {
     throw new FlagError('--global_segment_size', 'a store service needs --global_segment_size > 0 (or a --local_buffer_size): it would hold nothing');
   }
+  // Checked here too, so a typo exits 2 naming the flag instead of failing setup later.
+  const metadataProblem = metadataServerProblem(v.metadata_server as string);
+  if (metadataProblem) throw new FlagError('--metadata_server', `--metadata_server: ${metadataProblem}`);
   return {
     client: {
       local_hostname: v.local_hostname as string,
