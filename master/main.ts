@@ -18,6 +18,7 @@ import { coreConfigFromFlags, resolveRpcAddress, unbuiltFeatureNotices } from '.
 import { createMetadataServer, MetadataStore } from './metadata-server.js';
 import { RpcDispatcher } from './rpc-dispatcher.js';
 import { RpcListener } from './rpc-listener.js';
+import { HeapGuard } from './heap-guard.js';
 import { Sweeper } from './sweeper.js';
 
 const SWEEP_INTERVAL_MS = 200;
@@ -74,7 +75,8 @@ async function main(): Promise<void> {
   const clock = (): number => Math.floor(performance.now());
   const viewVersion = Date.now();
   // Each core gets a random key-hash seed: clients cannot choose keys that collide in its object table.
-  const makeCore = (version: number): MasterCore => new MasterCore(coreConfigFromFlags(flags, version), undefined, randomInt(2 ** 31));
+  const heap = new HeapGuard(log);
+  const makeCore = (version: number): MasterCore => new MasterCore(coreConfigFromFlags(flags, version), undefined, randomInt(2 ** 31), heap.state);
   let core: MasterCore;
   try {
     core = makeCore(viewVersion);
@@ -130,6 +132,7 @@ async function main(): Promise<void> {
 
   const sweeper = new Sweeper(port, clock, log, SWEEP_INTERVAL_MS);
   sweeper.start();
+  heap.start();
   ha?.start(rpcPort);
   let reporter: NodeJS.Timeout | undefined;
   if (flags.enable_metric_reporting) {
@@ -147,6 +150,7 @@ async function main(): Promise<void> {
     stopping = true;
     log.info(`${signal} received: shutting down`);
     sweeper.stop();
+    heap.stop();
     if (reporter) clearInterval(reporter);
     const closing: Promise<unknown>[] = [rpc.close(SHUTDOWN_GRACE_MS), new Promise((r) => admin.close(r))];
     if (ha) closing.push(ha.stop()); // step down and release the leader record for a fast takeover

@@ -8,6 +8,8 @@ import { MALFORMED_TARGET, requestUrl } from '../common/request-url.js';
 const TEXT = 'text/plain; charset=utf-8';
 /** Records are small endpoint descriptions; refuse anything absurd rather than buffer it. */
 export const MAX_METADATA_BYTES = 16 * 1024 * 1024;
+/** All records together (keys and values): the store lives in the master's heap. */
+export const MAX_METADATA_TOTAL_BYTES = 256 * 1024 * 1024;
 
 function send(res: ServerResponse, status: number, body: string | Buffer, type = TEXT): void {
   res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body) });
@@ -16,15 +18,29 @@ function send(res: ServerResponse, status: number, body: string | Buffer, type =
 
 export class MetadataStore {
   private readonly records = new Map<string, Buffer>();
+  /** Bytes held: key lengths (UTF-16 units) plus value lengths. */
+  bytes = 0;
+
+  constructor(readonly maxBytes = MAX_METADATA_TOTAL_BYTES) {}
 
   get(key: string): Buffer | undefined {
     return this.records.get(key);
   }
-  put(key: string, value: Buffer): void {
+  /** Stores the record; false (nothing changed) when the store would grow past maxBytes. */
+  put(key: string, value: Buffer): boolean {
+    const old = this.records.get(key);
+    const bytes = this.bytes - (old ? key.length + old.length : 0) + key.length + value.length;
+    if (bytes > this.maxBytes && bytes > this.bytes) return false;
     this.records.set(key, value);
+    this.bytes = bytes;
+    return true;
   }
   delete(key: string): boolean {
-    return this.records.delete(key);
+    const old = this.records.get(key);
+    if (!old) return false;
+    this.records.delete(key);
+    this.bytes -= key.length + old.length;
+    return true;
   }
   get size(): number {
     return this.records.size;
@@ -66,7 +82,7 @@ export function createMetadataServer(store: MetadataStore): Server {
         readBody(req).then(
           (body) => {
             if (!body) return send(res, 413, `metadata value larger than ${MAX_METADATA_BYTES} bytes\n`);
-            store.put(key, body);
+            if (!store.put(key, body)) return send(res, 507, `metadata store full: ${store.bytes} of ${store.maxBytes} bytes held; delete records first\n`);
             send(res, 200, 'metadata updated\n');
           },
           (e: Error) => send(res, 400, `cannot read the request body: ${e.message}\n`),

@@ -1,7 +1,7 @@
 // MasterCore segments and clients: mount/unmount (with grace), liveness expiry, remount hints,
 // BatchQueryIp, BatchReplicaClear and the read-only views.
 import { ErrorCode } from '../../common/error-code.js';
-import { defaultMasterCoreConfig } from './master-core.js';
+import { defaultMasterCoreConfig, MOUNT_LIMITS } from './master-core.js';
 import type { MasterCore } from './master-core.js';
 import { makeCore, MEMORY, mountReq, putObject, putReq, usage } from './master-core-fixture.js';
 
@@ -53,6 +53,11 @@ describe('mount', () => {
       [mountReq('overflow', 2 ** 52, 'c1', 2 ** 53 - 10), ErrorCode.INVALID_PARAMS],
       [mountReq('seg', 4096, 'c1'), ErrorCode.SEGMENT_ALREADY_EXISTS],
       [{ ...mountReq('other', 4096), segment_id: before[0]!.segment_id }, ErrorCode.SEGMENT_ALREADY_EXISTS],
+      // strings past MOUNT_LIMITS: each would be repeated in every reply naming the segment
+      [mountReq('n'.repeat(MOUNT_LIMITS.segment_name + 1), 4096), ErrorCode.INVALID_PARAMS],
+      [mountReq('longcli', 4096, 'c'.repeat(MOUNT_LIMITS.client_id + 1)), ErrorCode.INVALID_PARAMS],
+      [mountReq('longte', 4096, 'c1', 0x10000000, `h${'x'.repeat(MOUNT_LIMITS.te_endpoint)}:1`), ErrorCode.INVALID_PARAMS],
+      [{ ...mountReq('longproto', 4096), protocol: 'p'.repeat(MOUNT_LIMITS.protocol + 1) }, ErrorCode.INVALID_PARAMS],
     ];
     for (const [req, code] of cases) expect(core.mountSegment(req, 1).status_code).toBe(code);
     expect(core.segmentsDetail()).toEqual(before);

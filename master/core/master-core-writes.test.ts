@@ -321,3 +321,28 @@ describe('cxl strategy', () => {
     expect(core.putStart(putReq('m', 100, { preferred_segment: 'dram' }), 0).replica_list[0]!.handles[0]!.segment_name).toBe('dram');
   });
 });
+
+describe('heap near its limit (heap.full, set by master/heap-guard.ts)', () => {
+  it('refuses new placements with NO_AVAILABLE_HANDLE, changing nothing, while reads, ends and removals go on', () => {
+    const heap = { full: false };
+    const core = new MasterCore(defaultMasterCoreConfig, undefined, undefined, heap);
+    expect(core.mountSegment(mountReq('seg', 16 * MiB), 0).status_code).toBe(ErrorCode.OK);
+    putObject(core, 'kept', 4096, 0);
+    expect(core.putStart(putReq('open', 4096), 0).status_code).toBe(ErrorCode.OK);
+    heap.full = true;
+    const before = usage(core);
+    expect(core.putStart(putReq('new', 4096), 1).status_code).toBe(ErrorCode.NO_AVAILABLE_HANDLE);
+    expect(core.batchPutStart({ requests: [putReq('b1', 4096), putReq('b2', 4096)] }, 1).results.map((r) => r.status_code)).toEqual([
+      ErrorCode.NO_AVAILABLE_HANDLE,
+      ErrorCode.NO_AVAILABLE_HANDLE,
+    ]);
+    expect(core.upsertStart(putReq('new', 4096), 1).status_code).toBe(ErrorCode.NO_AVAILABLE_HANDLE);
+    expect(core.upsertStart(putReq('kept', 8192), 1).status_code).toBe(ErrorCode.NO_AVAILABLE_HANDLE); // a new layout needs new space
+    expect(usage(core)).toEqual(before);
+    expect(core.getReplicaList({ key: 'kept' }, 1).status_code).toBe(ErrorCode.OK);
+    expect(core.putEnd({ key: 'open', replica_type: MEMORY }, 1).status_code).toBe(ErrorCode.OK);
+    expect(core.remove({ key: 'open', force: false }, 1).status_code).toBe(ErrorCode.OK);
+    heap.full = false;
+    expect(core.putStart(putReq('new', 4096), 2).status_code).toBe(ErrorCode.OK);
+  });
+});

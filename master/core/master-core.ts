@@ -109,6 +109,9 @@ const NO_HANDLES: number[] = Object.freeze([]) as unknown as number[];
 /** Keys of a batch end looked up one by one before the rest are looked up together (see lookUpEnds). */
 const END_CHAIN_LOOKUPS = 4;
 
+/** Longest strings a MountSegment may carry (characters). */
+export const MOUNT_LIMITS = { segment_name: 1024, client_id: 256, te_endpoint: 512, protocol: 32 } as const;
+
 /** At most this many spare ObjectMetas are kept for reuse (see MasterCore.spareMetas). */
 const SPARE_METAS = 4096;
 
@@ -179,7 +182,17 @@ export class MasterCore {
    * `keyHashSeed` varies the key hashes (object table, batch key set); a process serving untrusted clients passes a
    * random one, so nobody can pick keys that all collide (the default keeps tests reproducible).
    */
-  constructor(config: MasterCoreConfig, rng: Rng = new SeededRng(0x5eed), keyHashSeed?: number) {
+  /**
+   * `heap.full`: the process's heap is near its limit (master/heap-guard.ts), so no new placement
+   * is made: PutStart and UpsertStart get NO_AVAILABLE_HANDLE instead of the master running out of
+   * memory and losing every object. Reads, ends, removals and in-place upserts go on.
+   */
+  constructor(
+    config: MasterCoreConfig,
+    rng: Rng = new SeededRng(0x5eed),
+    keyHashSeed?: number,
+    private readonly heap: { readonly full: boolean } = { full: false },
+  ) {
     validateMasterCoreConfig(config);
     this.config = { ...config };
     this.objects = new ObjectTable(keyHashSeed);
@@ -215,8 +228,10 @@ export class MasterCore {
   mountSegment(req: MountSegmentRequest__Output, now: number): MountSegmentResponse__Output {
     const fail = (status_code: number): MountSegmentResponse__Output => ({ status_code, segment_id: '' });
     const { segment_name: name, client_id: clientId, buffer, size } = req;
-    if (typeof name !== 'string' || name.length === 0) return fail(ErrorCode.INVALID_PARAMS);
-    if (typeof clientId !== 'string' || clientId.length === 0) return fail(ErrorCode.INVALID_PARAMS);
+    if (typeof name !== 'string' || name.length === 0 || name.length > MOUNT_LIMITS.segment_name) return fail(ErrorCode.INVALID_PARAMS);
+    if (typeof clientId !== 'string' || clientId.length === 0 || clientId.length > MOUNT_LIMITS.client_id) return fail(ErrorCode.INVALID_PARAMS);
+    // Every replica in every reply repeats the segment's name and endpoint: bounded, so a reply is too.
+    if ((req.te_endpoint ?? '').length > MOUNT_LIMITS.te_endpoint || (req.protocol ?? '').length > MOUNT_LIMITS.protocol) return fail(ErrorCode.INVALID_PARAMS);
     if (!Number.isSafeInteger(size) || size <= 0) return fail(ErrorCode.INVALID_PARAMS);
     if (!Number.isSafeInteger(buffer) || buffer < 0 || !Number.isSafeInteger(buffer + size)) return fail(ErrorCode.INVALID_PARAMS);
     if (req.segment_id && !isUuid(req.segment_id)) return fail(ErrorCode.INVALID_PARAMS);
@@ -676,6 +691,7 @@ export class MasterCore {
    * which evicting would only lose objects.
    */
   private place(sliceLengths: readonly number[], replicaNum: number, preferredSegment: string, now: number): number {
+    if (this.heap.full) return ErrorCode.NO_AVAILABLE_HANDLE;
     const preferred = this.preferredFor(preferredSegment);
     const placer = this.placer;
     let code = placer.place(sliceLengths, replicaNum, preferred);

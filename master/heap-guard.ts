@@ -1,0 +1,52 @@
+// Keeps store_master from running out of heap. The objects' metadata lives in the V8 heap, and
+// keys may be up to 4096 characters: measured, about 950,000 objects with such keys reached the
+// default heap limit and the process aborted, losing every object. The guard reads V8's heap
+// statistics on a timer; from HIGH of the heap limit the core makes no new placements (PutStart
+// and UpsertStart get NO_AVAILABLE_HANDLE, see MasterCore's constructor) until usage is back
+// under LOW, after removals and a collection. A larger limit is the operator's choice
+// (NODE_OPTIONS=--max-old-space-size=N).
+import { getHeapStatistics } from 'node:v8';
+import type { Logger } from '../common/logger.js';
+
+const HIGH = 0.85;
+const LOW = 0.75;
+const INTERVAL_MS = 200;
+
+export interface HeapNumbers {
+  used_heap_size: number;
+  heap_size_limit: number;
+}
+
+export class HeapGuard {
+  /** Shared with every core this process makes (a new one per HA term). */
+  readonly state = { full: false };
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly log: Logger,
+    private readonly read: () => HeapNumbers = getHeapStatistics,
+  ) {}
+
+  check(): void {
+    const h = this.read();
+    const ratio = h.used_heap_size / h.heap_size_limit;
+    const mb = (n: number): string => `${Math.round(n / 2 ** 20)} MiB`;
+    if (!this.state.full && ratio >= HIGH) {
+      this.state.full = true;
+      this.log.warn(`heap ${mb(h.used_heap_size)} of ${mb(h.heap_size_limit)} (>= ${HIGH * 100}%): refusing new objects (NO_AVAILABLE_HANDLE) until under ${LOW * 100}%; remove objects or raise --max-old-space-size`);
+    } else if (this.state.full && ratio < LOW) {
+      this.state.full = false;
+      this.log.info(`heap ${mb(h.used_heap_size)} of ${mb(h.heap_size_limit)}: accepting new objects again`);
+    }
+  }
+
+  start(): void {
+    this.timer ??= setInterval(() => this.check(), INTERVAL_MS);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+}
