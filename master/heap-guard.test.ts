@@ -2,7 +2,7 @@ import { Logger } from '../common/logger.js';
 import { HeapGuard } from './heap-guard.js';
 
 describe('HeapGuard', () => {
-  it('sets full from 85% of the heap limit and clears it under 75%, saying so once each way', () => {
+  it('sets full from 70% of the heap limit and clears it under 60%, saying so once each way', () => {
     const logs: string[] = [];
     let used = 0;
     const g = new HeapGuard(new Logger({ program: 't', stderr: (l) => logs.push(l) }), () => ({ used_heap_size: used, heap_size_limit: 1000 }));
@@ -11,7 +11,7 @@ describe('HeapGuard', () => {
       g.check();
       return g.state.full;
     };
-    expect([at(500), at(849), at(850), at(900), at(800), at(750), at(749), at(800)]).toEqual([false, false, true, true, true, true, false, false]);
+    expect([at(500), at(699), at(700), at(900), at(650), at(600), at(599), at(650)]).toEqual([false, false, true, true, true, true, false, false]);
     expect(logs).toHaveLength(2);
     expect(logs[0]).toMatch(/W.*refusing new objects \(NO_AVAILABLE_HANDLE\)/);
     expect(logs[1]).toMatch(/I.*accepting new objects again/);
