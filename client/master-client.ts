@@ -60,6 +60,9 @@ function method(name: string): MethodInfo {
   return m;
 }
 
+/** Items per call of a batch RPC: well under the master's MAX_REQUEST_ELEMENTS (common/request-shape.ts). */
+export const BATCH_CHUNK = 16_384;
+
 const M = {
   Ping: method('Ping'),
   MountSegment: method('MountSegment'),
@@ -132,6 +135,20 @@ export class MasterClient {
     return this.call<Res>(method(name), req);
   }
 
+  /**
+   * A batch RPC whose list field (`keys` or `requests`) may be longer than the master takes in
+   * one request (MAX_REQUEST_ELEMENTS): sent as calls of at most BATCH_CHUNK items, in order on
+   * this connection (so a key listed twice still meets itself in order), results joined. A
+   * whole-request failure of any call is the answer.
+   */
+  private batchCall<Res extends { status_code: number; results: unknown[] }>(m: MethodInfo, req: object, field: 'keys' | 'requests'): Promise<Res> {
+    const items = (req as Record<string, unknown>)[field];
+    if (!Array.isArray(items) || items.length <= BATCH_CHUNK) return this.call<Res>(m, req);
+    const calls: Promise<Res>[] = [];
+    for (let i = 0; i < items.length; i += BATCH_CHUNK) calls.push(this.call<Res>(m, { ...req, [field]: items.slice(i, i + BATCH_CHUNK) }));
+    return Promise.all(calls).then((rs) => rs.find((r) => r.status_code !== 0) ?? { ...rs[0]!, results: rs.flatMap((r) => r.results) });
+  }
+
   private call<Res>(m: MethodInfo, req: object): Promise<Res> {
     if (!this.channel.closed) return this.channel.call<Res>(m, req);
     if (this.closed) return Promise.reject(new MasterClientClosedError(`client of master ${this.address} closed`, this.address, m.name));
@@ -171,7 +188,7 @@ export class MasterClient {
   }
 
   batchExistKey(req: BatchExistKeyRequest): Promise<BatchExistKeyResponse__Output> {
-    return this.call(M.BatchExistKey, req);
+    return this.batchCall(M.BatchExistKey, req, 'keys');
   }
 
   getReplicaList(req: GetReplicaListRequest): Promise<GetReplicaListResponse__Output> {
@@ -179,7 +196,7 @@ export class MasterClient {
   }
 
   batchGetReplicaList(req: BatchGetReplicaListRequest): Promise<BatchGetReplicaListResponse__Output> {
-    return this.call(M.BatchGetReplicaList, req);
+    return this.batchCall(M.BatchGetReplicaList, req, 'keys');
   }
 
   getReplicaListByRegex(req: GetReplicaListByRegexRequest): Promise<GetReplicaListByRegexResponse__Output> {
@@ -191,7 +208,7 @@ export class MasterClient {
   }
 
   batchPutStart(req: BatchPutStartRequest): Promise<BatchPutStartResponse__Output> {
-    return this.call(M.BatchPutStart, req);
+    return this.batchCall(M.BatchPutStart, req, 'requests');
   }
 
   putEnd(req: PutEndRequest): Promise<PutEndResponse__Output> {
@@ -199,7 +216,7 @@ export class MasterClient {
   }
 
   batchPutEnd(req: BatchKeysRequest): Promise<BatchKeysResponse__Output> {
-    return this.call(M.BatchPutEnd, req);
+    return this.batchCall(M.BatchPutEnd, req, 'keys');
   }
 
   putRevoke(req: PutRevokeRequest): Promise<PutRevokeResponse__Output> {
@@ -207,7 +224,7 @@ export class MasterClient {
   }
 
   batchPutRevoke(req: BatchKeysRequest): Promise<BatchKeysResponse__Output> {
-    return this.call(M.BatchPutRevoke, req);
+    return this.batchCall(M.BatchPutRevoke, req, 'keys');
   }
 
   upsertStart(req: UpsertStartRequest): Promise<UpsertStartResponse__Output> {
@@ -215,7 +232,7 @@ export class MasterClient {
   }
 
   batchUpsertStart(req: BatchUpsertStartRequest): Promise<BatchUpsertStartResponse__Output> {
-    return this.call(M.BatchUpsertStart, req);
+    return this.batchCall(M.BatchUpsertStart, req, 'requests');
   }
 
   upsertEnd(req: UpsertEndRequest): Promise<UpsertEndResponse__Output> {
@@ -223,7 +240,7 @@ export class MasterClient {
   }
 
   batchUpsertEnd(req: BatchKeysRequest): Promise<BatchKeysResponse__Output> {
-    return this.call(M.BatchUpsertEnd, req);
+    return this.batchCall(M.BatchUpsertEnd, req, 'keys');
   }
 
   upsertRevoke(req: UpsertRevokeRequest): Promise<UpsertRevokeResponse__Output> {
@@ -231,7 +248,7 @@ export class MasterClient {
   }
 
   batchUpsertRevoke(req: BatchKeysRequest): Promise<BatchKeysResponse__Output> {
-    return this.call(M.BatchUpsertRevoke, req);
+    return this.batchCall(M.BatchUpsertRevoke, req, 'keys');
   }
 
   remove(req: RemoveRequest): Promise<RemoveResponse__Output> {

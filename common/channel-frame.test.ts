@@ -143,4 +143,36 @@ describe('FrameWriter', () => {
     }
     expect(seen).toEqual(want);
   });
+
+  it('drops the frame pushMessage just queued, keeping those before it, and sends the replacement', async () => {
+    const writes: Buffer[] = [];
+    const w = new FrameWriter((d) => writes.push(Buffer.from(d)));
+    w.pushPayload(FrameKind.REQUEST, 1, 5, Buffer.from('hello'));
+    // a message far bigger than a slab: the writer grows, then gives the big slab up on drop
+    const big = w.pushMessage(FrameKind.RESPONSE, 9, 5, grl, { key: 'y'.repeat(1_000_000) });
+    expect(big).toBe(encodeWith(grl, { key: 'y'.repeat(1_000_000) }).length);
+    expect(w.queuedFrames).toBe(2);
+    w.dropLast();
+    expect(w.queuedFrames).toBe(1);
+    expect(w.queued).toBe(frames[0]!.length);
+    expect(() => w.dropLast()).toThrow(/no frame to drop/);
+    w.pushPayload(FrameKind.ERROR, 42, 3, Buffer.from('unknown method'));
+    const small = w.pushMessage(FrameKind.REQUEST, 1, 5, grl, { key: 'k' });
+    expect(small).toBe(firstFrame.length - HEADER_BYTES);
+    await tick();
+    expect(writes).toHaveLength(1);
+    expect(writes[0]!.equals(Buffer.concat([frames[0]!, frames[2]!, firstFrame]))).toBe(true);
+  });
+
+  it('refuses to drop a frame already flushed or followed by another push', async () => {
+    const w = new FrameWriter(() => {});
+    w.pushMessage(FrameKind.REQUEST, 1, 5, grl, { key: 'k' });
+    w.pushPayload(FrameKind.REQUEST, 2, 5, Buffer.from('x'));
+    expect(() => w.dropLast()).toThrow(/no frame to drop/);
+    w.pushMessage(FrameKind.REQUEST, 3, 5, grl, { key: 'k' });
+    await tick();
+    expect(() => w.dropLast()).toThrow(/no frame to drop/);
+    expect(() => w.pushMessage(FrameKind.REQUEST, 4, 5, grl, { key: 12 })).toThrow(TypeError);
+    expect(() => w.dropLast()).toThrow(/no frame to drop/);
+  });
 });

@@ -7,6 +7,11 @@ export const CHANNEL_MAGIC = Buffer.from('KVC1', 'latin1');
 export const HEADER_BYTES = 12;
 /** Larger payloads are a protocol error (the biggest master messages are batch replies). */
 export const MAX_PAYLOAD_BYTES = 64 * 1024 * 1024;
+/**
+ * The largest request payload the master accepts: requests are keys and sizes, far smaller than
+ * the replies; a bigger frame closes the connection before it is buffered whole.
+ */
+export const MAX_REQUEST_PAYLOAD_BYTES = 16 * 1024 * 1024;
 
 export const FrameKind = {
   /** client -> master: a request message of `method`. */
@@ -131,6 +136,8 @@ export class FrameWriter {
   private start = 0;
   private frames = 0;
   private scheduled = false;
+  /** Where the last frame queued by pushMessage begins, or -1 once it cannot be dropped. */
+  private lastAt = -1;
 
   constructor(private readonly write: (data: Buffer) => void) {}
 
@@ -143,8 +150,12 @@ export class FrameWriter {
     return this.w.pos - this.start;
   }
 
-  /** Queues a frame carrying `msg` encoded by `codec`. Throws TypeError, queuing nothing, when `msg` does not encode. */
-  pushMessage(kind: FrameKind, id: number, method: number, codec: MessageCodec, msg: object): void {
+  /**
+   * Queues a frame carrying `msg` encoded by `codec` and returns its payload length (the caller
+   * may `dropLast` a frame too big to send). Throws TypeError, queuing nothing, when `msg` does
+   * not encode.
+   */
+  pushMessage(kind: FrameKind, id: number, method: number, codec: MessageCodec, msg: object): number {
     const w = this.w;
     this.room(SLAB_LOW); // most messages fit; a bigger one grows the slab as it is written
     const at = w.pos;
@@ -153,15 +164,40 @@ export class FrameWriter {
       encodeInto(codec, w, msg);
     } catch (e) {
       w.pos = at;
+      this.lastAt = -1;
       throw e;
     }
-    putHeader(w.buf, at, w.pos - at - HEADER_BYTES, kind, id, method);
+    const length = w.pos - at - HEADER_BYTES;
+    putHeader(w.buf, at, length, kind, id, method);
     this.queuedOne();
+    this.lastAt = at;
+    return length;
+  }
+
+  /**
+   * Takes back the frame the last pushMessage queued (before it is flushed; throws otherwise),
+   * e.g. a reply too big for the peer to accept. A slab grown for it is given up.
+   */
+  dropLast(): void {
+    const w = this.w;
+    if (this.lastAt < 0) throw new Error('dropLast: no frame to drop (none pushed since the last flush or push of another kind)');
+    w.pos = this.lastAt;
+    this.lastAt = -1;
+    this.frames--;
+    if (w.buf.length > SLAB_BYTES) {
+      const unsent = w.pos - this.start;
+      const next = Buffer.allocUnsafe(Math.max(SLAB_BYTES, 2 * unsent));
+      w.buf.copy(next, 0, this.start, w.pos);
+      w.buf = next;
+      w.pos = unsent;
+      this.start = 0;
+    }
   }
 
   /** Queues a frame whose payload is already encoded. */
   pushPayload(kind: FrameKind, id: number, method: number, payload: Uint8Array): void {
     const w = this.w;
+    this.lastAt = -1;
     this.room(HEADER_BYTES + payload.length);
     const at = w.pos;
     putHeader(w.buf, at, payload.length, kind, id, method);
@@ -173,6 +209,7 @@ export class FrameWriter {
   /** Queues bytes as they are (the connection's magic), not counted as a frame. */
   pushRaw(bytes: Uint8Array): void {
     const w = this.w;
+    this.lastAt = -1;
     this.room(bytes.length);
     w.buf.set(bytes, w.pos);
     w.pos += bytes.length;
@@ -205,6 +242,7 @@ export class FrameWriter {
 
   readonly flush = (): void => {
     this.scheduled = false;
+    this.lastAt = -1;
     const w = this.w;
     if (w.pos === this.start) return;
     const data = w.buf.subarray(this.start, w.pos);

@@ -3,10 +3,11 @@
 // frames; replies produced in one turn of the event loop leave together, in writes of up to
 // FLUSH_FRAMES frames or FLUSH_BYTES bytes.
 import type { Socket } from 'node:net';
-import { FrameDecoder, FrameKind, FrameWriter } from '../common/channel-frame.js';
+import { FrameDecoder, FrameKind, FrameWriter, MAX_PAYLOAD_BYTES, MAX_REQUEST_PAYLOAD_BYTES } from '../common/channel-frame.js';
 import { ErrorCode } from '../common/error-code.js';
 import type { Logger } from '../common/logger.js';
 import { decodeWith, type MethodInfo } from '../common/master-proto.js';
+import { MAX_REQUEST_ELEMENTS, packedFieldsOf, requestShapeProblem, type PackedFields } from '../common/request-shape.js';
 import type { RpcDispatcher } from './rpc-dispatcher.js';
 
 /** Replies queued in the kernel-bound buffer beyond which a connection's reading pauses. */
@@ -22,12 +23,16 @@ const FLUSH_BYTES = 64 * 1024;
 export class ChannelConnection {
   private readonly writer: FrameWriter;
   private readonly decoder: FrameDecoder;
+  /** Per method: the request's packed scalar fields, for the pre-decode shape check. */
+  private readonly packed: PackedFields[];
 
   constructor(
     private readonly socket: Socket,
     private readonly methods: readonly MethodInfo[],
     private readonly dispatcher: RpcDispatcher,
     private readonly log: Logger,
+    /** Replies bigger than this are refused with an ERROR frame (the client's frame limit). */
+    private readonly maxReplyBytes = MAX_PAYLOAD_BYTES,
   ) {
     this.writer = new FrameWriter((data) => {
       if (socket.destroyed) return;
@@ -38,7 +43,9 @@ export class ChannelConnection {
         socket.once('drain', () => socket.resume());
       }
     });
-    this.decoder = new FrameDecoder((kind, id, method, payload) => this.onFrame(kind, id, method, payload));
+    this.packed = methods.map((m) => packedFieldsOf(m.requestCodec));
+    // Requests are small; the 64 MB frame limit is for replies (the client keeps it).
+    this.decoder = new FrameDecoder((kind, id, method, payload) => this.onFrame(kind, id, method, payload), MAX_REQUEST_PAYLOAD_BYTES);
     socket.on('data', this.onData);
     socket.on('error', (e) => log.debug(`channel ${socket.remoteAddress}:${socket.remotePort}: ${e.message}`));
   }
@@ -62,14 +69,26 @@ export class ChannelConnection {
     }
     let req: object | undefined;
     let res;
-    try {
-      req = decodeWith<object>(m.requestCodec, payload);
-    } catch (e) {
-      res = this.dispatcher.invalid(methodIndex, 'channel', (e as Error).message);
+    // Refused before decoding: a request whose repeated field would build too many objects.
+    const problem = requestShapeProblem(payload, MAX_REQUEST_ELEMENTS, this.packed[methodIndex]);
+    if (problem !== undefined) res = this.dispatcher.invalid(methodIndex, 'channel', problem);
+    else {
+      try {
+        req = decodeWith<object>(m.requestCodec, payload);
+      } catch (e) {
+        res = this.dispatcher.invalid(methodIndex, 'channel', (e as Error).message);
+      }
     }
     if (req) res = this.dispatcher.invoke(methodIndex, req, 'channel');
     try {
-      this.writer.pushMessage(FrameKind.RESPONSE, id, methodIndex, m.responseCodec, res as object);
+      const length = this.writer.pushMessage(FrameKind.RESPONSE, id, methodIndex, m.responseCodec, res as object);
+      if (length > this.maxReplyBytes) {
+        // The client would refuse the frame by closing the connection, failing every call on it.
+        this.writer.dropLast();
+        const why = `reply of ${length} bytes exceeds the ${this.maxReplyBytes}-byte frame limit; ask for fewer keys`;
+        this.log.warn(`${m.name} over channel: ${why}`);
+        this.writer.pushPayload(FrameKind.ERROR, id, methodIndex, Buffer.from(why));
+      }
     } catch (e) {
       this.log.error(`${m.name}: cannot encode the response: ${(e as Error).message}`);
       this.writer.pushMessage(FrameKind.RESPONSE, id, methodIndex, m.responseCodec, { status_code: ErrorCode.INTERNAL_ERROR });

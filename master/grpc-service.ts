@@ -3,7 +3,9 @@
 // RPC port (rpc-listener.ts) by a connection injector, not by a grpc-js bind.
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { MAX_PAYLOAD_BYTES, MAX_REQUEST_PAYLOAD_BYTES } from '../common/channel-frame.js';
 import { masterMethodByName, masterProtoPath } from '../common/master-proto.js';
+import { MAX_REQUEST_ELEMENTS, packedFieldsOf, requestShapeProblem } from '../common/request-shape.js';
 import type { RpcDispatcher } from './rpc-dispatcher.js';
 
 const MALFORMED = Symbol('malformed request');
@@ -21,11 +23,15 @@ export function createGrpcServer(dispatcher: RpcDispatcher): { server: grpc.Serv
     const info = masterMethodByName.get(m.originalName ?? name) ?? masterMethodByName.get(name[0].toUpperCase() + name.slice(1));
     if (!info) throw new Error(`gRPC method ${name} missing from the method table`);
     const index = info.index;
-    // A request that fails to decode becomes INVALID_PARAMS instead of a transport error.
+    // A request that fails to decode, or would decode into too many objects, becomes
+    // INVALID_PARAMS instead of a transport error.
     const deserialize = m.requestDeserialize;
+    const packed = packedFieldsOf(info.requestCodec);
     service[name] = {
       ...m,
       requestDeserialize: (buf: Buffer) => {
+        const problem = requestShapeProblem(buf, MAX_REQUEST_ELEMENTS, packed);
+        if (problem !== undefined) return { [MALFORMED]: problem } satisfies Malformed;
         try {
           return deserialize(buf);
         } catch (e) {
@@ -39,7 +45,9 @@ export function createGrpcServer(dispatcher: RpcDispatcher): { server: grpc.Serv
       callback(null, res);
     };
   }
-  const server = new grpc.Server({ 'grpc.max_receive_message_length': 64 * 1024 * 1024 });
+  // Requests are held to the fast channel's request limit; a reply over the frame limit fails
+  // that call with RESOURCE_EXHAUSTED (grpc-js checks before sending) and the server goes on.
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_REQUEST_PAYLOAD_BYTES, 'grpc.max_send_message_length': MAX_PAYLOAD_BYTES });
   server.addService(service as grpc.ServiceDefinition, handlers);
   const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
   return { server, injector };
