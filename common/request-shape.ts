@@ -40,17 +40,20 @@ export function requestShapeProblem(payload: Uint8Array, maxRepeated: number, pa
   if (end <= maxRepeated) return undefined;
   const counts = new Map<number, number>();
   let pos = 0;
-  while (pos < end) {
-    // the key
-    let key = 0;
-    let shift = 0;
+  /** The varint at pos (at most 35 bits, as tags and lengths are), moving pos past it; -1 when malformed. */
+  const varint = (): number => {
+    let v = 0;
     let b: number;
-    do {
-      if (pos >= end || shift > 28) return undefined;
+    for (let shift = 0; ; shift += 7) {
+      if (pos >= end || shift > 28) return -1;
       b = payload[pos++];
-      key += (b & 0x7f) * 2 ** shift;
-      shift += 7;
-    } while (b & 0x80);
+      v += (b & 0x7f) * 2 ** shift;
+      if ((b & 0x80) === 0) return v;
+    }
+  };
+  while (pos < end) {
+    const key = varint();
+    if (key < 0) return undefined;
     const id = Math.floor(key / 8);
     const wire = key % 8;
     let elements = 1;
@@ -64,14 +67,8 @@ export function requestShapeProblem(payload: Uint8Array, maxRepeated: number, pa
     } else if (wire === 5) {
       pos += 4;
     } else if (wire === 2) {
-      let len = 0;
-      shift = 0;
-      do {
-        if (pos >= end || shift > 28) return undefined;
-        b = payload[pos++];
-        len += (b & 0x7f) * 2 ** shift;
-        shift += 7;
-      } while (b & 0x80);
+      const len = varint();
+      if (len < 0) return undefined;
       const stop = pos + len;
       if (stop > end) return undefined;
       const enc = packed.get(id);
