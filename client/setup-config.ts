@@ -4,7 +4,8 @@
 import { parseSize } from '../common/size.js';
 import { InvalidParamsError, UnavailableError } from './errors.js';
 import { ErrorCode } from '../common/error-code.js';
-import { parseHostPort } from './metadata/metadata-store.js';
+import { parseEtcdAddress } from './metadata/etcd-metadata.js';
+import { P2P_HANDSHAKE } from './metadata/p2p-metadata.js';
 
 export interface ClientSetupConfig {
   /** Host name or address of this node; "host:port" also pins the transfer engine's port. */
@@ -65,7 +66,7 @@ export const METADATA_SERVER_FORMS = 'http://host:port/path, etcd://host:port[;h
 export function metadataServerProblem(address: string): string | undefined {
   const a = address.trim();
   const bad = (why: string) => `invalid metadata_server "${address}": ${why}; expected ${METADATA_SERVER_FORMS}`;
-  if (a === 'P2PHANDSHAKE') return undefined;
+  if (a === P2P_HANDSHAKE) return undefined;
   if (/^https?:\/\//i.test(a)) {
     let url: URL;
     try {
@@ -76,14 +77,10 @@ export function metadataServerProblem(address: string): string | undefined {
     return url.hostname ? undefined : bad('no host');
   }
   if (/^etcd:\/\//i.test(a)) {
-    const hosts = a.replace(/^etcd:\/\//, '').split(/[;,]/).map((h) => h.trim()).filter(Boolean);
-    if (hosts.length === 0) return bad('no etcd host');
-    for (const h of hosts) {
-      try {
-        parseHostPort(h);
-      } catch {
-        return bad(`etcd endpoint "${h}" is not host:port`);
-      }
+    try {
+      parseEtcdAddress(a);
+    } catch (e) {
+      return bad((e as Error).message);
     }
     return undefined;
   }

@@ -174,7 +174,6 @@ export class ObjectMeta {
     this.accessLo = t - hi * PERIOD_MS;
   }
 
-
   get status(): ReplicaStatusValue {
     return (this.flags & STATUS_MASK) as ReplicaStatusValue;
   }
