@@ -2,9 +2,13 @@ import { BufferPool, type PoolRegion } from './buffer-pool.js';
 import { OffsetAllocator } from '../master/core/offset-allocator.js';
 import { BufferExhaustedError, InvalidParamsError } from './errors.js';
 
+function bufferView(b: Buffer): (offset: number, length: number) => Buffer {
+  return (offset, length) => b.subarray(offset, offset + length);
+}
+
 /** Plain memory standing for a registered region; `released` records the overflow unmaps. */
 function region(address: number, size: number, released: number[] = []): PoolRegion {
-  return { address, size, view: Buffer.alloc(size), release: () => released.push(address) };
+  return { address, size, view: bufferView(Buffer.alloc(size)), release: () => released.push(address) };
 }
 
 /** A manual timer seam: timeouts fire only when the test says so. */

@@ -6,11 +6,12 @@
 import { BufferExhaustedError, InvalidParamsError } from './errors.js';
 import type { AllocHandle, BufferAllocator } from '../master/core/buffer-allocator.js';
 
-/** A piece of registered memory: its address (for the transfer engine) and a Buffer over it. */
+/** A piece of registered memory: its address (for the transfer engine) and windows over it. */
 export interface PoolRegion {
   readonly address: number;
   readonly size: number;
-  readonly view: Buffer;
+  /** A Buffer over [offset, offset+length) (a region may be larger than one Buffer can span). */
+  view(offset: number, length: number): Buffer;
   /** Unregisters and unmaps (overflow regions only). */
   release(): void;
 }
@@ -138,7 +139,7 @@ export class BufferPool {
     const got = size <= primary.size ? allocator.allocate(size) : null;
     let lease: BufferLease;
     if (got) {
-      lease = new BufferLease(this, primary.address + got.offset, size, primary.view.subarray(got.offset, got.offset + size), false, got, undefined);
+      lease = new BufferLease(this, primary.address + got.offset, size, primary.view(got.offset, size), false, got, undefined);
     } else if (mapOverflow) {
       let region: PoolRegion;
       try {
@@ -147,7 +148,7 @@ export class BufferPool {
         throw new BufferExhaustedError(`local buffer full and no overflow region of ${size} B could be mapped`, { cause: e });
       }
       this.overflowRegions++;
-      lease = new BufferLease(this, region.address, size, region.view.subarray(0, size), true, undefined, region);
+      lease = new BufferLease(this, region.address, size, region.view(0, size), true, undefined, region);
     } else {
       return null;
     }

@@ -230,7 +230,7 @@ export class Client {
     if (s.localBufferSize > 0) {
       const region = this.mapRegion(s.localBufferSize, `store-local-${this.clientId}`);
       this.localRegion = region;
-      const primary: PoolRegion = { address: region.address, size: region.size, view: Buffer.from(region.buffer, 0, region.size), release: () => {} };
+      const primary: PoolRegion = { address: region.address, size: region.size, view: (o, n) => region.view(o, n), release: () => {} };
       const po = this.options.bufferPool ?? {};
       this.pool = new BufferPool({
         primary,
@@ -240,7 +240,7 @@ export class Client {
             ? undefined
             : (size) => {
                 const r = this.mapRegion(size, `store-overflow-${this.clientId}`);
-                return { address: r.address, size: r.size, view: Buffer.from(r.buffer, 0, size), release: () => this.unmapRegion(r) };
+                return { address: r.address, size: r.size, view: (o, n) => r.view(o, n), release: () => this.unmapRegion(r) };
               },
         maxRegions: po.maxRegions ?? po.max_regions,
         maxBytes: po.maxBytes ?? po.max_bytes,

@@ -159,7 +159,7 @@ function setup(opts: { pool?: boolean; arena?: ReturnType<typeof fakeArena>; inl
   const pool =
     opts.pool === false
       ? undefined
-      : new BufferPool({ primary: { address: POOL_BASE, size: local.length, view: local, release: () => {} }, allocator: new OffsetAllocator('local', 0, local.length) });
+      : new BufferPool({ primary: { address: POOL_BASE, size: local.length, view: (o: number, n: number) => local.subarray(o, o + n), release: () => {} }, allocator: new OffsetAllocator('local', 0, local.length) });
   const path = new DataPath({
     master: master.api,
     engine,

@@ -246,7 +246,7 @@ export class DataPath {
         code: ErrorCode.ADDRESS_OUT_OF_RANGE,
       });
     }
-    return Buffer.from(s.region.buffer, off, length);
+    return s.region.view(off, length);
   }
 
   /**

@@ -27,6 +27,11 @@ export interface MemoryRegion {
   readonly kind: MemoryKind;
   readonly fd: number;
   readonly released: boolean;
+  /**
+   * A Buffer over [offset, offset+length) of the region, no copy. Regions may be larger than one
+   * TypedArray can span (4 GiB in Node 20), so code takes windows of them rather than one view.
+   */
+  view(offset: number, length: number): Buffer;
   release(): void;
 }
 
@@ -45,6 +50,13 @@ class MappedRegion implements MemoryRegion {
   }
   get released(): boolean {
     return this.#released;
+  }
+  view(offset: number, length: number): Buffer {
+    if (this.#released) throw invalid('MemoryRegion.view: the region is released');
+    if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(length) || offset < 0 || length < 0 || offset + length > this.size) {
+      throw invalid(`MemoryRegion.view: [${offset}, +${length}) lies outside the ${this.size}-byte region`);
+    }
+    return Buffer.from(this.buffer, offset, length);
   }
   release(): void {
     if (this.#released) return;

@@ -2,6 +2,7 @@
 // mapping (no copy) plus a RegionHandle whose release() detaches the buffer and unmaps. A
 // forgotten region is unmapped by the ArrayBuffer's finalizer.
 #include <sys/mman.h>
+#include <v8.h>
 
 #include <cstdint>
 #include <memory>
@@ -13,6 +14,27 @@
 namespace kvstore {
 
 namespace {
+
+// The ArrayBuffer over a mapping, made with V8's API: N-API's external ArrayBuffer goes through
+// node::Buffer, which refuses more than 4 GiB and then runs the finalizer itself, so node-addon-api
+// freed its finalizer data twice (`double free detected`, SIGABRT) for every segment past 4 GiB.
+// V8's own limit is 2^53-1 bytes. JS views of it are windows (a TypedArray holds at most 4 GiB in
+// Node 20). The deleter may run on any thread: it only drops a reference to the mapping.
+Napi::ArrayBuffer RegionArrayBuffer(Napi::Env env, const std::shared_ptr<Mapping>& m) {
+  v8::Isolate* isolate = v8::Isolate::GetCurrent();
+  auto* ref = new std::shared_ptr<Mapping>(m);
+  std::unique_ptr<v8::BackingStore> store = v8::ArrayBuffer::NewBackingStore(
+      m->data(), m->size(),
+      [](void*, size_t, void* deleter_data) {
+        auto* r = static_cast<std::shared_ptr<Mapping>*>(deleter_data);
+        (*r)->Unmap();
+        delete r;
+      },
+      ref);
+  v8::Local<v8::ArrayBuffer> ab = v8::ArrayBuffer::New(isolate, std::move(store));
+  // napi_value is a v8::Local's slot (node's own v8impl conversion).
+  return Napi::ArrayBuffer(env, reinterpret_cast<napi_value>(*ab));
+}
 
 class RegionHandle : public Napi::ObjectWrap<RegionHandle> {
  public:
@@ -70,14 +92,7 @@ Napi::Value MapMemoryJs(const Napi::CallbackInfo& info) {
     if (o.Has("arenaPoolSize") && !o.Get("arenaPoolSize").IsUndefined()) req.arena_pool_size = ToU64(o.Get("arenaPoolSize"), "arenaPoolSize");
 
     std::shared_ptr<Mapping> m = MapMemory(req);
-    auto* hint = new std::shared_ptr<Mapping>(m);
-    Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(
-        env, m->data(), m->size(),
-        [](Napi::Env, void*, std::shared_ptr<Mapping>* h) {
-          (*h)->Unmap();
-          delete h;
-        },
-        hint);
+    Napi::ArrayBuffer ab = RegionArrayBuffer(env, m);
     Napi::Object handle = RegionHandle::ctor->New({});
     RegionHandle::Unwrap(handle)->Attach(m, ab);
     Napi::Object out = Napi::Object::New(env);
