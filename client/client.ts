@@ -8,7 +8,7 @@ import { ErrorCode } from '../common/error-code.js';
 import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
 import { BufferPool, type BufferLease, type PoolRegion } from './buffer-pool.js';
 import { OffsetAllocator } from '../master/core/offset-allocator.js';
-import { DataPath, type BatchGetResult, type BatchWriteResult, type OwnSegment, type PutConfig, type Value } from './data-path.js';
+import { DataPath, type BatchGetIntoResult, type BatchGetResult, type BatchWriteResult, type OwnSegment, type PutConfig, type Value } from './data-path.js';
 import { InvalidParamsError, ObjectNotFoundError, StoreError, UnavailableError } from './errors.js';
 import { Heartbeat } from './heartbeat.js';
 import { MasterClient } from './master-client.js';
@@ -16,6 +16,8 @@ import { parseMasterAddress, resolveMasterAddress, watchLeader } from './leader-
 import { openMetadataStore } from './metadata/open-metadata-store.js';
 import type { MetadataStore } from './metadata/metadata-store.js';
 import { loadNative, type MappedRegion, type NativePort, type ResultArenaPort, type TransferEnginePort } from './native-port.js';
+import type { DummyClientOptions } from './dummy-client.js';
+import type { StoreClient } from './store-client.js';
 import { resolveSettings, setupBackoffMs, type ClientSetupConfig, type ClientSettings } from './setup-config.js';
 
 export interface ClientOptions {
@@ -120,7 +122,7 @@ function retryable(e: unknown): boolean {
   return e.code !== ErrorCode.INVALID_PARAMS && e.code !== ErrorCode.INVALID_KEY && e.code !== ErrorCode.NOT_IMPLEMENTED;
 }
 
-export class Client {
+export class Client implements StoreClient {
   readonly clientId = randomUUID();
   private readonly segments = new Map<string, OwnSegment>();
   private master: MasterClient | undefined;
@@ -133,6 +135,8 @@ export class Client {
   private masterEndpoint = '';
   private data!: DataPath;
   private closing = false;
+  /** Memory registered for other processes' data (dummy clients' shared regions). */
+  private readonly attached: MappedRegion[] = [];
   /** Segments the master has accepted during setup (an aborted setup unmounts exactly these). */
   private readonly mountedInSetup = new Set<OwnSegment>();
   private readonly log: NonNullable<ClientOptions['log']>;
@@ -193,6 +197,21 @@ export class Client {
     }
     client.mountedInSetup.clear();
     return client;
+  }
+
+  /**
+   * The client this process should use: a DummyClient of the real client named by
+   * STORE_SIDECAR_ADDRESS (which the sidecar injection sets) when present, else an embedded
+   * Client set up with `config` (required then).
+   */
+  static async connect(config?: ClientSetupConfig, options: ClientOptions & { dummy?: DummyClientOptions } = {}): Promise<StoreClient> {
+    const env = options.env ?? process.env;
+    if (env.STORE_SIDECAR_ADDRESS || options.dummy?.address || options.dummy?.socketPath) {
+      const { DummyClient } = await import('./dummy-client.js');
+      return DummyClient.connect({ env, ...options.dummy });
+    }
+    if (!config) throw new InvalidParamsError('Client.connect: STORE_SIDECAR_ADDRESS is not set and no setup config was given for an embedded client');
+    return Client.setup(config, options);
   }
 
   /** host:port of this client's transfer engine. */
@@ -288,6 +307,7 @@ export class Client {
       segments: this.segments,
       addressOf: (v) => this.native.addressOf(v),
       resultArena: this.resultArena,
+      attachedRegions: this.attached,
       localMemcpy: s.localMemcpy,
       now: this.now,
       lookupEndpoint: async (name) => (await this.metadata.lookup(name))?.te_endpoint ?? null,
@@ -452,6 +472,11 @@ export class Client {
     return this.data.get(key);
   }
 
+  /** The object's size, and its bytes when it holds at most `maxBytes` (a larger one is not read). */
+  getBounded(key: string, maxBytes: number): Promise<{ size: number; value?: Buffer }> {
+    return this.data.getBounded(key, maxBytes);
+  }
+
   /** Reads into `target` (zero-copy when it is registered memory, e.g. from allocBuffer); returns the size. */
   getInto(key: string, target: Uint8Array): Promise<number> {
     return this.data.getInto(key, target);
@@ -459,6 +484,30 @@ export class Client {
 
   getBatch(keys: readonly string[]): Promise<BatchGetResult[]> {
     return this.data.getBatch(keys);
+  }
+
+  /** Reads many objects, each into its target (registered targets directly); per-key size or error. */
+  getIntoBatch(items: readonly { key: string; target: Uint8Array }[]): Promise<BatchGetIntoResult[]> {
+    return this.data.getIntoBatch(items);
+  }
+
+  /**
+   * Registers memory mapped from elsewhere (a dummy client's shared region) with this client's
+   * transfer engine: puts from it and gets into it then move bytes with no copy. Call
+   * detachRegion before unmapping it.
+   */
+  attachRegion(region: MappedRegion): void {
+    if (this.closing) throw new UnavailableError('attachRegion: the client is closed');
+    this.engine.registerRegion(region.address, region.size);
+    this.attached.push(region);
+  }
+
+  /** Unregisters an attached region (waiting for transfers still touching it); the caller unmaps it. */
+  async detachRegion(region: MappedRegion): Promise<void> {
+    const i = this.attached.indexOf(region);
+    if (i < 0) return;
+    this.attached.splice(i, 1);
+    await this.engine.unregisterRegion(region.address);
   }
 
   /** A lease of registered staging memory: values written there are put without a copy. */

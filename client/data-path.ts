@@ -50,6 +50,13 @@ export interface BatchWriteResult {
   error?: StoreError;
 }
 
+/** Per-key outcome of a batch read into caller targets. */
+export interface BatchGetIntoResult {
+  key: string;
+  size?: number;
+  error?: StoreError;
+}
+
 /** Per-key outcome of a batch read. */
 export interface BatchGetResult {
   key: string;
@@ -83,6 +90,11 @@ export interface DataPathDeps {
    * is a fresh Buffer read through staging).
    */
   resultArena?: ResultArenaPort;
+  /**
+   * Other memory registered with the engine whose bytes may be read from or written into directly
+   * (dummy clients' shared regions): a live list the owner keeps up to date.
+   */
+  attachedRegions?: readonly { readonly address: number; readonly size: number }[];
   /** Own-segment pieces by memcpy (else through the engine's loopback). */
   localMemcpy: boolean;
   /** Monotonic clock, ms. */
@@ -225,9 +237,13 @@ export class DataPath {
   registeredAddress(view: Uint8Array): number | undefined {
     const pool = this.d.pool;
     const arena = this.d.resultArena;
-    if (!pool && !arena && this.d.segments.size === 0) return undefined;
+    const attached = this.d.attachedRegions;
+    if (!pool && !arena && this.d.segments.size === 0 && !attached?.length) return undefined;
     const a = this.d.addressOf(view);
     const end = a + view.byteLength;
+    if (attached) {
+      for (const r of attached) if (a >= r.address && end <= r.address + r.size) return a;
+    }
     if (pool && a >= pool.primary.address && end <= pool.primary.address + pool.primary.size) return a;
     // A Get result the caller passes back (to put it elsewhere, or as a getInto target).
     if (arena && a >= arena.address && end <= arena.address + arena.size) return a;
@@ -485,6 +501,25 @@ export class DataPath {
     });
   }
 
+  /**
+   * The object's size, and its bytes when it holds at most `maxBytes` (one master round trip
+   * either way; a larger object is not read). For callers that pick where a large value goes only
+   * once they know its size (dummy clients' get).
+   */
+  getBounded(key: string, maxBytes: number): Promise<{ size: number; value?: Buffer }> {
+    const refused = this.refusal(key);
+    if (refused) return refused;
+    const start = this.d.now();
+    return this.thenReplicas(key, start, (res) => {
+      const replicas = this.readable(res, key);
+      const size = replicaSize(replicas[0]);
+      if (size > maxBytes) return { size };
+      const result = this.allocOut(size);
+      if (this.readInline(replicas[0], result.out)) return { size, value: this.leaseChecked(result.out, start, res, key) };
+      return this.readFrom(replicas, result.out, leaseDeadline(start, Number(res.lease_ttl_ms)), getWhat(key), result).then(() => ({ size, value: result.out }));
+    });
+  }
+
   /** Reads the object into `target` (registered memory is written directly); returns its size. */
   getInto(key: string, target: Uint8Array): Promise<number> {
     const refused = this.refusal(key);
@@ -654,7 +689,31 @@ export class DataPath {
   }
 
   /** Many objects: one BatchGetReplicaList, one transfer batch; a failed object retries alone. */
-  async getBatch(keys: readonly string[]): Promise<BatchGetResult[]> {
+  getBatch(keys: readonly string[]): Promise<BatchGetResult[]> {
+    return this.readBatch(keys, (_i, size) => this.allocOut(size));
+  }
+
+  /**
+   * Many objects, each into its own target (registered targets are read into directly): one
+   * BatchGetReplicaList, one transfer batch. Per key: `size` read, or `error`.
+   */
+  async getIntoBatch(items: readonly { key: string; target: Uint8Array }[]): Promise<BatchGetIntoResult[]> {
+    for (const it of items) {
+      if (!(it.target instanceof Uint8Array)) throw new InvalidParamsError(`${getWhat(it.key)}: the target must be a Buffer/Uint8Array`);
+    }
+    const results = await this.readBatch(
+      items.map((it) => it.key),
+      (i, size, what) => {
+        const target = items[i].target;
+        if (target.byteLength < size) throw new InvalidParamsError(`${what}: the target holds ${target.byteLength} B, the object is ${size} B`);
+        const out = asBuffer(target).subarray(0, size);
+        return { out, address: this.registeredAddress(out) };
+      },
+    );
+    return results.map((r) => (r.error ? { key: r.key, error: r.error } : { key: r.key, size: r.value!.length }));
+  }
+
+  private async readBatch(keys: readonly string[], outFor: (i: number, size: number, what: string) => ResultBuffer): Promise<BatchGetResult[]> {
     const what = `batch get of ${keys.length} keys`;
     this.pool(what);
     if (keys.length === 0) return [];
@@ -672,7 +731,7 @@ export class DataPath {
         check(r.status_code, w);
         const replicas = orderReplicas(r.replica_list, this.isOwn);
         if (replicas.length === 0) throw new ObjectNotFoundError(`${w}: no complete replica`);
-        wanted.push({ i, replicas, deadline: leaseDeadline(start, Number(r.lease_ttl_ms)), result: this.allocOut(replicaSize(replicas[0])), what: w });
+        wanted.push({ i, replicas, deadline: leaseDeadline(start, Number(r.lease_ttl_ms)), result: outFor(i, replicaSize(replicas[0]), w), what: w });
       } catch (e) {
         results[i].error = e as StoreError;
       }

@@ -47,6 +47,17 @@ export class StoreError extends Error {
   }
 }
 
+/**
+ * The error a store service reported for a dummy client's call: the subclass for `code`, with the
+ * service's own message (which names the operation, the key and the code) kept as it is; `where`
+ * names the call when the service sent no message.
+ */
+export function remoteStoreError(code: number, message: string, where: string): StoreError {
+  const e = StoreError.fromCode(code, where);
+  if (message) e.message = message;
+  return e;
+}
+
 /** The key does not exist (or has no complete replica). */
 export class ObjectNotFoundError extends StoreError {
   constructor(message: string, options?: { cause?: unknown }) {

@@ -46,6 +46,13 @@ export interface MasterChannelOptions {
   /** Connect timeout in ms (default 5000). */
   connectTimeoutMs?: number;
   noDelay?: boolean;
+  /**
+   * The connection's first bytes (default "KVC1", the master channel). The dummy-client channel
+   * to a store service uses the same framing with "KVD1".
+   */
+  magic?: Buffer;
+  /** What the other end is, in error messages (default "master"). */
+  peer?: string;
 }
 
 /** Splits "host:port" ("[v6]:port" too); throws on a malformed address. */
@@ -64,26 +71,29 @@ export class MasterChannel {
   private timer: NodeJS.Timeout | undefined;
   private failure: MasterChannelError | undefined;
   private readonly timeoutMs: number;
+  private readonly peer: string;
   /** Called once when the connection ends for any reason. */
   onClose: ((err: MasterChannelError) => void) | undefined;
 
   constructor(private readonly stream: Duplex, readonly address: string, opts: MasterChannelOptions = {}) {
     this.timeoutMs = opts.requestTimeoutMs ?? 10_000;
+    this.peer = opts.peer ?? 'master';
+    const peer = this.peer;
     this.writer = new FrameWriter((data) => {
       if (!this.failure) stream.write(data);
     });
     this.decoder = new FrameDecoder((kind, id, method, payload) => this.onFrame(kind, id, method, payload));
-    this.writer.pushRaw(CHANNEL_MAGIC); // leaves together with the first requests
+    this.writer.pushRaw(opts.magic ?? CHANNEL_MAGIC); // leaves together with the first requests
     stream.on('data', (chunk: Buffer) => {
       try {
         this.decoder.push(chunk);
       } catch (e) {
-        this.fail(new MasterProtocolError(`bad frame from master ${address}: ${(e as Error).message}`, address, undefined, { cause: e }));
+        this.fail(new MasterProtocolError(`bad frame from ${peer} ${address}: ${(e as Error).message}`, address, undefined, { cause: e }));
         stream.destroy();
       }
     });
-    stream.on('error', (e) => this.fail(new MasterConnectionError(`connection to master ${address} failed: ${e.message}`, address, undefined, { cause: e })));
-    stream.on('close', () => this.fail(new MasterConnectionError(`connection to master ${address} closed`, address)));
+    stream.on('error', (e) => this.fail(new MasterConnectionError(`connection to ${peer} ${address} failed: ${e.message}`, address, undefined, { cause: e })));
+    stream.on('close', () => this.fail(new MasterConnectionError(`connection to ${peer} ${address} closed`, address)));
   }
 
   /** Opens a TCP connection to `address` ("host:port") and waits until it is established. */
@@ -133,7 +143,7 @@ export class MasterChannel {
 
   /** Closes the connection; calls in flight fail with MasterClientClosedError. */
   close(): void {
-    this.fail(new MasterClientClosedError(`client of master ${this.address} closed`, this.address));
+    this.fail(new MasterClientClosedError(`client of ${this.peer} ${this.address} closed`, this.address));
     this.stream.end();
     this.stream.destroy();
   }
@@ -146,12 +156,12 @@ export class MasterChannel {
       try {
         p.resolve(decodeWith(p.method.responseCodec, payload));
       } catch (e) {
-        p.reject(new MasterProtocolError(`${p.method.name}: undecodable reply from master ${this.address}: ${(e as Error).message}`, this.address, p.method.name, { cause: e }));
+        p.reject(new MasterProtocolError(`${p.method.name}: undecodable reply from ${this.peer} ${this.address}: ${(e as Error).message}`, this.address, p.method.name, { cause: e }));
       }
     } else if (kind === FrameKind.ERROR) {
-      p.reject(new MasterProtocolError(`${p.method.name} refused by master ${this.address}: ${payload.toString('utf8')}`, this.address, p.method.name));
+      p.reject(new MasterProtocolError(`${p.method.name} refused by ${this.peer} ${this.address}: ${payload.toString('utf8')}`, this.address, p.method.name));
     } else {
-      p.reject(new MasterProtocolError(`${p.method.name}: unexpected frame kind ${kind} method ${methodIndex} from master ${this.address}`, this.address, p.method.name));
+      p.reject(new MasterProtocolError(`${p.method.name}: unexpected frame kind ${kind} method ${methodIndex} from ${this.peer} ${this.address}`, this.address, p.method.name));
     }
     // The deadline timer is left running here; it stops itself once a whole period passes with
     // nothing pending, so a busy caller does not pay a setInterval/clearInterval per call.

@@ -1,57 +1,27 @@
 // The MasterService schema loaded at runtime with protobufjs from proto/store_master.proto: the
 // method table (index = declaration order, the method number of the fast channel) and the
 // encode/decode pair that yields objects shaped like the generated __Output types.
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
-import { compileCodecs, decodeWith, encodeWith, type MessageCodec } from './proto-codec.js';
+import { decodeWith, encodeWith, type MessageCodec } from './proto-codec.js';
+import { loadService, protoPath, type MethodInfo } from './service-proto.js';
+
+export type { MethodInfo } from './service-proto.js';
 
 /** Finds proto/store_master.proto from both the sources and dist/. */
 export function masterProtoPath(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 6; i++) {
-    const p = join(dir, 'proto', 'store_master.proto');
-    if (existsSync(p)) return p;
-    dir = dirname(dir);
-  }
-  throw new Error('proto/store_master.proto not found above ' + fileURLToPath(import.meta.url));
-}
-
-export interface MethodInfo {
-  /** Position in the service declaration: the method number on the fast channel. */
-  index: number;
-  /** RPC name as in the proto, e.g. "GetReplicaList". */
-  name: string;
-  /** The camelCase name of the MasterCore and MasterClient method, e.g. "getReplicaList". */
-  call: string;
-  requestType: protobuf.Type;
-  responseType: protobuf.Type;
-  /** Compiled codecs (proto-codec.ts) used by the fast channel. */
-  requestCodec: MessageCodec;
-  responseCodec: MessageCodec;
+  return protoPath('store_master.proto');
 }
 
 // The same conversion as @grpc/proto-loader's {longs: Number, enums: Number, defaults: true, oneofs: true}.
 const toObjectOptions: protobuf.IConversionOptions = { longs: Number, enums: Number, defaults: true, arrays: true, objects: true, oneofs: true };
 
-const root = new protobuf.Root().loadSync(masterProtoPath(), { keepCase: true });
-const service = root.lookupService('store.MasterService');
+const loaded = loadService('store_master.proto', 'store.MasterService');
+const root = loaded.root;
+const codecFor = loaded.codecFor;
 
-for (const m of service.methodsArray) m.resolve();
-const codecFor = compileCodecs(service.methodsArray.flatMap((m) => [m.resolvedRequestType as protobuf.Type, m.resolvedResponseType as protobuf.Type]));
+export const masterMethods: readonly MethodInfo[] = loaded.methods;
 
-export const masterMethods: readonly MethodInfo[] = service.methodsArray.map((m, index) => ({
-  index,
-  name: m.name,
-  call: m.name[0].toLowerCase() + m.name.slice(1),
-  requestType: m.resolvedRequestType as protobuf.Type,
-  responseType: m.resolvedResponseType as protobuf.Type,
-  requestCodec: codecFor(m.resolvedRequestType as protobuf.Type),
-  responseCodec: codecFor(m.resolvedResponseType as protobuf.Type),
-}));
-
-export const masterMethodByName: ReadonlyMap<string, MethodInfo> = new Map(masterMethods.map((m) => [m.name, m]));
+export const masterMethodByName: ReadonlyMap<string, MethodInfo> = loaded.byName;
 
 /** Encodes a plain object (or __Output object) of `type`. */
 export function encodeMessage(type: protobuf.Type, obj: object): Uint8Array {

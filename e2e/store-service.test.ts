@@ -55,7 +55,7 @@ describe('store_service process', () => {
     const size = await run(['--global_segment_size=lots']);
     expect(size.code).toBe(2);
     expect(size.stderr).toMatch(/global_segment_size/);
-    const rdma = await run(['--protocol=rdma', `--master_server=${cluster.master.rpc}`, '--metadata_server=P2PHANDSHAKE', '--global_segment_size=1MB']);
+    const rdma = await run(['--protocol=rdma', '--port=0', '--rpc_port=0', `--master_server=${cluster.master.rpc}`, '--metadata_server=P2PHANDSHAKE', '--global_segment_size=1MB']);
     expect(rdma.code).toBe(2);
     expect(rdma.stderr).toMatch(/RDMA is not available/);
   });
@@ -74,7 +74,7 @@ describe('store_service process', () => {
     const before = (await cluster.admin('/get_all_segments')).split('\n').filter(Boolean).sort();
     const proc = spawn(
       process.execPath,
-      [sidecar, '--host=127.0.0.1', '--port=0', '--local_hostname=127.0.0.1', `--master_server=${cluster.master.rpc}`,
+      [sidecar, '--host=127.0.0.1', '--port=0', '--rpc_port=0', '--local_hostname=127.0.0.1', `--master_server=${cluster.master.rpc}`,
         `--metadata_server=${cluster.master.metadata}`, '--global_segment_size=16MB'],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
@@ -101,7 +101,7 @@ describe('store_service setup against a master that is not there', () => {
     delete env.MC_STORE_CLIENT_SETUP_RETRIES;
     const proc = spawn(
       process.execPath,
-      [sidecar, '--host=127.0.0.1', `--port=${http}`, '--local_hostname=127.0.0.1', `--master_server=127.0.0.1:${deadMaster}`,
+      [sidecar, '--host=127.0.0.1', `--port=${http}`, '--rpc_port=0', '--local_hostname=127.0.0.1', `--master_server=127.0.0.1:${deadMaster}`,
         '--metadata_server=P2PHANDSHAKE', '--global_segment_size=16MB'],
       { stdio: ['ignore', 'pipe', 'pipe'], env },
     );
@@ -183,7 +183,7 @@ describe('aborting Client.setup once the master has its segment', () => {
 
 describe('store_service setup parameters', () => {
   it('a --metadata_server of no accepted form exits 2 naming the flag; Client.setup throws InvalidParamsError', async () => {
-    const bad = await run(['--metadata_server=ftp://x', `--master_server=${cluster.master.rpc}`, '--global_segment_size=1MB']);
+    const bad = await run(['--metadata_server=ftp://x', '--port=0', '--rpc_port=0', `--master_server=${cluster.master.rpc}`, '--global_segment_size=1MB']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--metadata_server/);
     expect(bad.stderr).toMatch(/ftp:\/\/x/);

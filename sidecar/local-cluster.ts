@@ -73,6 +73,10 @@ export interface StoreServiceProcess extends ProcessHandle {
   endpoint: string;
   segment: string;
   clientId: string;
+  /** host:port of its dummy-client service (KVD1 channel and gRPC). */
+  rpc: string;
+  /** Its dummy-client Unix socket ('' when disabled). */
+  socket: string;
 }
 
 export interface LocalClusterOptions {
@@ -156,6 +160,7 @@ export class LocalCluster {
         join(distRoot(), 'sidecar/main.js'),
         '--host=127.0.0.1',
         '--port=0',
+        '--rpc_port=0',
         '--local_hostname=127.0.0.1',
         `--master_server=${this.master.rpc}`,
         `--metadata_server=${this.master.metadata}`,
@@ -167,8 +172,8 @@ export class LocalCluster {
     );
     const h = track(`store_service-${n}`, proc, this.opts.echo);
     this.all.push(h);
-    const m = await h.waitFor(/store_service ready: http=(\S+) te_endpoint=(\S+) segments=([^(\s]+)\(\d+B\)\S* client_id=(\S+)/);
-    const svc: StoreServiceProcess = { ...h, http: m[1], endpoint: m[2], segment: m[3], clientId: m[4] };
+    const m = await h.waitFor(/store_service ready: http=(\S+) te_endpoint=(\S+) segments=([^(\s]+)\(\d+B\)\S* client_id=(\S+) rpc=(\S+) socket=(\S+)/);
+    const svc: StoreServiceProcess = { ...h, http: m[1], endpoint: m[2], segment: m[3], clientId: m[4], rpc: m[5], socket: m[6] === 'none' ? '' : m[6] };
     this.services.push(svc);
     return svc;
   }

@@ -6,10 +6,17 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { FlagError, HelpRequested } from '../common/flags.js';
 import { loggerFromFlags, type Logger } from '../common/logger.js';
+import { randomUUID } from 'node:crypto';
 import { Client } from '../client/client.js';
+import { loadNative } from '../client/native-port.js';
+import { ClientService } from './client-service.js';
+import { ClientServiceServer } from './client-service-server.js';
 import { StoreError } from '../client/errors.js';
 import { parseStoreServiceArgs, type StoreServiceConfig } from './store-service-flags.js';
 import { MALFORMED_TARGET, requestUrl } from '../common/request-url.js';
+
+/** Largest value the dummy-client service carries inside a message (inline Put value, Get reply). */
+const MAX_INLINE_BYTES = 16 * 1024 * 1024;
 
 function listen(server: Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -61,7 +68,6 @@ async function main(): Promise<void> {
     }
     throw e;
   }
-  log.info(`--rpc_port=${cfg.rpcPort}: reserved for the dummy-client RPC (ClientService), which this build does not serve`);
 
   // The HTTP listener is bound before setup, so a bad --host or a taken --port fails with nothing
   // mounted. Until setup is done it answers 503 STARTING (not ready).
@@ -85,14 +91,43 @@ async function main(): Promise<void> {
     process.exit(2);
   }
 
-  let client: Client;
+  // The dummy-client service is bound before setup too (a taken --rpc_port exits 2 with nothing
+  // mounted); until setup is done its calls are answered UNAVAILABLE_IN_CURRENT_STATUS.
+  let client: Client | undefined;
+  const native = await loadNative();
+  const dummies = new ClientServiceServer(
+    {
+      shmDir: cfg.shmDir,
+      mapMemory: (o) => native.mapMemory(o),
+      attachRegion: (r) => client!.attachRegion(r),
+      detachRegion: (r) => client!.detachRegion(r),
+    },
+    { host: cfg.host, port: cfg.rpcPort, shmDir: cfg.shmDir, log },
+  );
+  let rpc: { port: number; socketPath: string };
+  try {
+    rpc = await dummies.listen();
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    const flag = err.code === 'EADDRINUSE' || err.code === 'EACCES' ? '--rpc_port' : err.message.includes('.sock') ? '--shm_dir' : '--host';
+    const msg = `${flag}: cannot listen for dummy clients on ${cfg.host}:${cfg.rpcPort}${cfg.shmDir ? ` and in ${cfg.shmDir}` : ''}: ${err.message}`;
+    log.error(msg);
+    process.stderr.write(`store_service: ${msg}\n`);
+    log.close();
+    process.exit(2);
+  }
+
+  log.info(`dummy clients: --rpc_port=${rpc.port} (KVD1 channel and gRPC on ${cfg.host})${rpc.socketPath ? `, Unix socket ${rpc.socketPath}` : ''}`);
+
   try {
     client = await Client.setup(cfg.client, {
+      engine: cfg.threads !== undefined ? { connectionsPerPeer: cfg.threads } : undefined,
       prefaultSegment: cfg.values.prefault_segment as boolean,
       log: (level, msg) => (level === 'error' ? log.error(msg) : level === 'warn' ? log.warn(msg) : log.info(msg)),
       signal: setupAbort.signal,
     });
   } catch (e) {
+    await dummies.close().catch(() => {});
     if (setupAbort.signal.aborted) {
       log.info(`${earlySignal} received during setup: ${(e as Error).message}; store_service stopped`);
       log.close();
@@ -106,6 +141,9 @@ async function main(): Promise<void> {
     process.exit(e instanceof StoreError && (e.code === -100 || e.code === -3) ? 2 : 1);
   }
 
+  const real = client;
+  dummies.serve(new ClientService(real, { instanceId: randomUUID(), maxInlineBytes: MAX_INLINE_BYTES, shmDir: cfg.shmDir }));
+
   let stopping = false;
   http.removeListener('request', starting);
   http.on('request', (req, res) => {
@@ -116,7 +154,7 @@ async function main(): Promise<void> {
       res.writeHead(stopping ? 503 : 200, { 'content-type': 'text/plain' }).end(stopping ? 'STOPPING' : 'OK');
     } else if (req.method === 'GET' && url.pathname === '/segments') {
       res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(
-        JSON.stringify({ client_id: client.clientId, te_endpoint: client.endpoint, segments: client.mountedSegments }),
+        JSON.stringify({ client_id: real.clientId, te_endpoint: real.endpoint, segments: real.mountedSegments, dummy_clients: dummies.stats() }),
       );
     } else {
       res.writeHead(404, { 'content-type': 'text/plain' }).end(`no route ${req.method} ${url.pathname}`);
@@ -127,8 +165,9 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info(`${signal} received: unmounting and stopping`);
-    client
+    dummies
       .close()
+      .then(() => real.close())
       .catch((e: Error) => log.error(`close failed: ${e.message}`))
       .finally(() => {
         http.closeAllConnections();
@@ -145,8 +184,10 @@ async function main(): Promise<void> {
     return;
   }
 
-  const segs = client.mountedSegments.map((s) => `${s.name}(${s.size}B)`).join(',') || 'none';
-  const line = `store_service ready: http=${cfg.host}:${httpPort} te_endpoint=${client.endpoint} segments=${segs} client_id=${client.clientId}`;
+  const segs = real.mountedSegments.map((s) => `${s.name}(${s.size}B)`).join(',') || 'none';
+  const line =
+    `store_service ready: http=${cfg.host}:${httpPort} te_endpoint=${real.endpoint} segments=${segs} client_id=${real.clientId}` +
+    ` rpc=${cfg.host}:${rpc.port} socket=${rpc.socketPath || 'none'}`;
   log.info(line);
   process.stdout.write(line + '\n');
 }

@@ -32,6 +32,25 @@ describe('store_service flags', () => {
     expect(c.client).toMatchObject({ local_hostname: '10.0.0.5', metadata_server: 'P2PHANDSHAKE', master_server_address: '10.0.0.1:50051', global_segment_size: 256 * 1024 ** 2 });
   });
 
+  it('takes --master_server_address as the spec name of --master_server, refusing two different values', () => {
+    expect(parseStoreServiceArgs(['--master_server_address=m:1'], read).client.master_server_address).toBe('m:1');
+    expect(parseStoreServiceArgs(['--master_server=m:2'], read).client.master_server_address).toBe('m:2');
+    expect(parseStoreServiceArgs(['--master_server=m:3', '--master_server_address=m:3'], read).client.master_server_address).toBe('m:3');
+    expect(() => parseStoreServiceArgs(['--master_server=m:1', '--master_server_address=m:2'], read)).toThrow(/disagree/);
+    expect(parseStoreServiceArgs(['--config=svc.json'], read).client.master_server_address).toBe('10.0.0.1:50051');
+  });
+
+  it('serves dummy clients: --threads only when given, the shared directory from --shm_dir, STORE_SHM_DIR or /dev/shm', () => {
+    const d = parseStoreServiceArgs([], read, {});
+    expect(d).toMatchObject({ threads: undefined, shmDir: '/dev/shm' });
+    expect(d.client.local_buffer_size).toBe(64 * 1024 ** 2);
+    expect(parseStoreServiceArgs(['--threads=3'], read, {}).threads).toBe(3);
+    expect(parseStoreServiceArgs([], read, { STORE_SHM_DIR: '/store-shm' }).shmDir).toBe('/store-shm');
+    expect(parseStoreServiceArgs(['--shm_dir=/x'], read, { STORE_SHM_DIR: '/store-shm' }).shmDir).toBe('/x');
+    expect(parseStoreServiceArgs(['--shm_dir=none'], read, {}).shmDir).toBe('');
+    expect(() => parseStoreServiceArgs(['--threads=0'], read, {})).toThrow(/--threads/);
+  });
+
   it('names the bad flag or key', () => {
     const fails = (argv: string[], pattern: RegExp) => {
       expect(() => parseStoreServiceArgs(argv, read)).toThrow(FlagError);
@@ -43,7 +62,7 @@ describe('store_service flags', () => {
     fails(['--config=missing.json'], /--config=missing.json/);
     fails(['--config=bad-key.json'], /global_segment_sise/);
     fails(['--config=bad-size.json'], /global_segment_size/);
-    fails(['--global_segment_size=0'], /hold nothing/);
+    fails(['--global_segment_size=0', '--local_buffer_size=0'], /hold nothing/);
     fails(['--protocol=udp'], /--protocol/);
   });
 });

@@ -10,12 +10,15 @@ const specs: FlagSpec[] = [
   { name: 'config', kind: 'string', default: '', help: 'JSON file with local_hostname, metadata_server, global_segment_size, local_buffer_size, protocol, device_name, master_server_address' },
   { name: 'host', kind: 'string', default: '0.0.0.0', help: 'bind address of the HTTP server (/health)' },
   { name: 'port', kind: 'int', default: 8080, min: 0, max: 65535, help: 'HTTP server port (0: any free port)' },
-  { name: 'rpc_port', kind: 'int', default: 50052, min: 0, max: 65535, help: 'dummy-client RPC port (reserved: the ClientService server is not part of this build)' },
+  { name: 'rpc_port', kind: 'int', default: 50052, min: 0, max: 65535, help: 'dummy-client RPC port (ClientService: KVD1 channel and gRPC), bound to --host; 0: any free port' },
+  { name: 'threads', kind: 'int', default: 1, min: 1, max: 64, help: "threads moving dummy clients' bytes per peer (the transfer engine's I/O threads; RPCs run on the event loop). Given explicitly it sets the engine's connections per peer; when not given the engine keeps its default of 4" },
+  { name: 'shm_dir', kind: 'string', default: '', defaultText: '$STORE_SHM_DIR or /dev/shm', help: "shared directory of dummy clients' region files and of the dummy-client Unix socket (kvstore-<rpc_port>.sock); 'none' disables the socket" },
   { name: 'local_hostname', kind: 'string', default: 'localhost', help: 'host name or address of this node, as peers reach its transfer engine; host:port pins the engine port' },
   { name: 'metadata_server', kind: 'string', default: 'http://localhost:8080/metadata', help: 'http://host:port/metadata, etcd://h:p[;h:p], redis://h:p or P2PHANDSHAKE' },
-  { name: 'master_server', kind: 'string', default: 'localhost:50051', help: 'host:port of the master' },
+  { name: 'master_server', kind: 'string', default: 'localhost:50051', help: 'host:port of the master (etcd://h:p;h:p or redis://h:p for HA masters)' },
+  { name: 'master_server_address', kind: 'string', default: '', defaultText: 'localhost:50051', help: "the spec's name for --master_server (either may be given)" },
   { name: 'global_segment_size', kind: 'size', default: 4 * 1024 ** 3, defaultText: '4GB', help: 'memory contributed to the cluster (with units: 4GB, 512MB)' },
-  { name: 'local_buffer_size', kind: 'size', default: 0, help: 'registered staging buffer (0: pure server, no Get/Put from this process)' },
+  { name: 'local_buffer_size', kind: 'size', default: 64 * 1024 ** 2, defaultText: '64MB', help: "registered staging buffer: dummy clients' calls whose values are not in shared memory are staged here (0: pure server, dummy clients' Get/Put refused)" },
   { name: 'protocol', kind: 'enum', default: 'tcp', values: ['tcp', 'rdma'], help: 'transfer protocol (rdma is not available in this build)' },
   { name: 'prefault_segment', kind: 'bool', default: true, help: 'touch every page of the segment at startup (no first-touch faults under peer writes; fails early without the memory)' },
   { name: 'device_name', kind: 'string', default: '', help: 'transfer-engine device name' },
@@ -32,7 +35,7 @@ const fileKeys: Record<string, string> = {
   local_buffer_size: 'local_buffer_size',
   protocol: 'protocol',
   device_name: 'device_name',
-  master_server_address: 'master_server',
+  master_server_address: 'master_server_address',
   master_server: 'master_server',
 };
 
@@ -41,12 +44,21 @@ export interface StoreServiceConfig {
   host: string;
   port: number;
   rpcPort: number;
+  /** --threads when given on the command line or in a file, else undefined (the engine's default). */
+  threads: number | undefined;
+  /** Shared directory of region files and the Unix socket; '' when disabled. */
+  shmDir: string;
   values: Record<string, FlagValue>;
 }
 
-export function parseStoreServiceArgs(argv: readonly string[], readFile: (p: string) => string = (p) => readFileSync(p, 'utf8')): StoreServiceConfig {
+export function parseStoreServiceArgs(
+  argv: readonly string[],
+  readFile: (p: string) => string = (p) => readFileSync(p, 'utf8'),
+  env: Record<string, string | undefined> = process.env,
+): StoreServiceConfig {
   const parsed = storeServiceFlags.parse(argv, readFile);
   const v = { ...parsed.values };
+  const explicit = new Set(parsed.explicit);
   const path = v.config as string;
   if (path) {
     let doc: unknown;
@@ -61,9 +73,18 @@ export function parseStoreServiceArgs(argv: readonly string[], readFile: (p: str
       if (!flag) throw new FlagError(key, `unknown key "${key}" in --config=${path} (known: ${Object.keys(fileKeys).join(', ')})`);
       if (raw === null || typeof raw === 'object') throw new FlagError(key, `invalid value for "${key}" in --config=${path}: expected a string or number`);
       if (parsed.explicit.has(flag)) continue; // the command line wins
+      explicit.add(flag);
       v[flag] = storeServiceFlags.convert(storeServiceFlags.spec(flag)!, String(raw), `${key} (in ${path})`);
     }
   }
+  if (explicit.has('master_server_address')) {
+    if (explicit.has('master_server') && v.master_server !== v.master_server_address) {
+      throw new FlagError('--master_server_address', `--master_server=${v.master_server} and --master_server_address=${v.master_server_address} disagree; give one`);
+    }
+    v.master_server = v.master_server_address;
+  }
+  const shmFlag = v.shm_dir as string;
+  const shmDir = shmFlag === 'none' ? '' : shmFlag || env.STORE_SHM_DIR || '/dev/shm';
   if ((v.global_segment_size as number) === 0 && (v.local_buffer_size as number) === 0) {
     throw new FlagError('--global_segment_size', 'a store service needs --global_segment_size > 0 (or a --local_buffer_size): it would hold nothing');
   }
@@ -83,6 +104,8 @@ export function parseStoreServiceArgs(argv: readonly string[], readFile: (p: str
     host: v.host as string,
     port: v.port as number,
     rpcPort: v.rpc_port as number,
+    threads: explicit.has('threads') ? (v.threads as number) : undefined,
+    shmDir,
     values: v,
   };
 }

@@ -1,0 +1,585 @@
+// The dummy client: a StoreClient for a process that holds no cluster memory (an inference
+// worker). It forwards every call to a real client (store_service, usually the injected sidecar)
+// over the KVD1 channel: a Unix socket in the shared directory when there is one, else TCP. Values
+// live in shared regions: files in STORE_SHM_DIR that the real client maps once and reads and
+// writes directly, so a value put from allocBuffer() memory, or read into it, is never copied in
+// either process. Memory that is not in a region is staged through a lease of one (one copy here).
+// When the real client cannot see our files (another host), values travel inside the messages.
+//
+// A restart of the real client is survived: calls in flight fail with UnavailableError, the next
+// call reconnects (within its deadline) and registers the regions again.
+import { randomUUID } from 'node:crypto';
+import { existsSync, unlinkSync } from 'node:fs';
+import { connect as netConnect, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { ErrorCode } from '../common/error-code.js';
+import { clientMethod } from '../common/client-proto.js';
+import type { MethodInfo } from '../common/service-proto.js';
+import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
+import { OffsetAllocator } from '../master/core/offset-allocator.js';
+import { BufferPool, type BufferLease, type PoolRegion } from './buffer-pool.js';
+import type { BatchGetIntoResult, BatchGetResult, BatchWriteResult, PutConfig, Value } from './data-path.js';
+import { InvalidParamsError, remoteStoreError, StoreError, UnavailableError } from './errors.js';
+import { MasterChannel } from './master-channel.js';
+import { loadNative, type MappedRegion, type NativePort } from './native-port.js';
+import type { StoreClient } from './store-client.js';
+
+const MAGIC = Buffer.from('KVD1', 'latin1');
+/** Prefix the real client requires of region file names. */
+const REGION_PREFIX = 'kvstore-region-';
+/** Gets of at most this many bytes come back inside the reply; larger ones are read into a lease. */
+const INLINE_GET_BYTES = 64 * 1024;
+const MiB = 1024 * 1024;
+
+export interface DummyClientOptions {
+  /** host:port of the real client's service (default STORE_SIDECAR_ADDRESS). */
+  address?: string;
+  /** Its Unix socket (default <shmDir>/kvstore-<port>.sock when that exists). */
+  socketPath?: string;
+  /** Shared directory for region files (default STORE_SHM_DIR, else /dev/shm). */
+  shmDir?: string;
+  /** Bytes of the first shared region (default STORE_DUMMY_BUFFER_SIZE, else 256 MiB). */
+  bufferSize?: number;
+  /** Lease caps of the shared-memory pool, as the embedded client's. */
+  bufferPool?: { maxRegions?: number; maxBytes?: number; acquireTimeoutMs?: number; overflow?: boolean };
+  /** Deadline of every call, reconnection included (default 30 s). */
+  requestTimeoutMs?: number;
+  /** Name shown in the real client's logs. */
+  clientName?: string;
+  env?: Record<string, string | undefined>;
+  log?: (level: 'info' | 'warn' | 'error', message: string) => void;
+}
+
+/** A file in the shared directory, mapped here; the real client maps it too. */
+interface SharedRegion {
+  readonly name: string;
+  readonly path: string;
+  readonly mapped: MappedRegion;
+}
+
+interface Connection {
+  readonly channel: MasterChannel;
+  readonly instanceId: string;
+  readonly maxInline: number;
+  /** Region id on this connection, per region (registered lazily). */
+  readonly ids: Map<SharedRegion, Promise<number>>;
+  /** False when the real client cannot map our files: values go inside the messages. */
+  shared: boolean;
+}
+
+type Reply = { status_code: number; error: string; [k: string]: unknown };
+
+const m = (name: string): MethodInfo => clientMethod(name);
+
+function defaultLog(level: 'info' | 'warn' | 'error', message: string): void {
+  if (level !== 'info') process.stderr.write(`[dummy-client] ${level.toUpperCase()} ${message}\n`);
+}
+
+function parseSizeEnv(v: string | undefined, fallback: number): number {
+  if (!v) return fallback;
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n <= 0) throw new InvalidParamsError(`STORE_DUMMY_BUFFER_SIZE must be a positive number of bytes, got ${v}`);
+  return n;
+}
+
+/** Region files of clients not closed yet: deleted if the process exits first. */
+const liveFiles = new Set<string>();
+let exitHookInstalled = false;
+function trackFile(path: string): void {
+  liveFiles.add(path);
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.once('exit', () => {
+    for (const p of liveFiles) removeFile(p);
+  });
+}
+
+export class DummyClient implements StoreClient {
+  private conn: Connection | undefined;
+  private connecting: Promise<Connection> | undefined;
+  private readonly regions: SharedRegion[] = [];
+  private pool!: BufferPool;
+  private closed = false;
+  private readonly timeoutMs: number;
+  private readonly log: NonNullable<DummyClientOptions['log']>;
+
+  private constructor(
+    private readonly native: NativePort,
+    readonly address: string,
+    readonly socketPath: string,
+    readonly shmDir: string,
+    private readonly opts: DummyClientOptions,
+  ) {
+    this.timeoutMs = opts.requestTimeoutMs ?? 30_000;
+    this.log = opts.log ?? defaultLog;
+  }
+
+  /** Connects to the real client named by the options or the environment the webhook sets. */
+  static async connect(opts: DummyClientOptions = {}): Promise<DummyClient> {
+    const env = opts.env ?? process.env;
+    const address = opts.address ?? env.STORE_SIDECAR_ADDRESS ?? '';
+    const shmDir = opts.shmDir ?? env.STORE_SHM_DIR ?? '/dev/shm';
+    const port = /:(\d+)$/.exec(address)?.[1];
+    const socketPath = opts.socketPath ?? (port ? join(shmDir, `kvstore-${port}.sock`) : '');
+    if (!address && !socketPath) throw new InvalidParamsError('DummyClient: no real client address (set STORE_SIDECAR_ADDRESS or pass address/socketPath)');
+    const size = opts.bufferSize ?? parseSizeEnv(env.STORE_DUMMY_BUFFER_SIZE, 256 * MiB);
+    if (!Number.isSafeInteger(size) || size <= 0) throw new InvalidParamsError(`DummyClient: bufferSize must be a positive integer, got ${size}`);
+    const client = new DummyClient(await loadNative(), address, socketPath, shmDir, opts);
+    const primary = client.newRegion(size);
+    const po = opts.bufferPool ?? {};
+    client.pool = new BufferPool({
+      primary: client.poolRegion(primary, false),
+      allocator: new OffsetAllocator('dummy-buffer', 0, primary.mapped.size),
+      mapOverflow: po.overflow === false ? undefined : (n) => client.poolRegion(client.newRegion(n), true),
+      maxRegions: po.maxRegions,
+      maxBytes: po.maxBytes,
+      acquireTimeoutMs: po.acquireTimeoutMs,
+    });
+    try {
+      await client.connection(performance.now() + client.timeoutMs);
+    } catch (e) {
+      await client.close();
+      throw e;
+    }
+    return client;
+  }
+
+  /** Whether values move through shared memory (false: inside the messages). */
+  get sharedMemory(): boolean {
+    return this.conn?.shared ?? true;
+  }
+
+  // ------------------------------------------------------------------ regions
+
+  private newRegion(size: number): SharedRegion {
+    const name = `${REGION_PREFIX}${process.pid}-${randomUUID()}`;
+    const path = join(this.shmDir, name);
+    let mapped: MappedRegion;
+    try {
+      mapped = this.native.mapMemory({ kind: 'file', path, size, create: true });
+    } catch (e) {
+      throw new UnavailableError(`DummyClient: cannot create shared region ${path} of ${size} bytes: ${(e as Error).message}`, { cause: e });
+    }
+    const r: SharedRegion = { name, path, mapped };
+    trackFile(path);
+    this.regions.push(r);
+    return r;
+  }
+
+  private poolRegion(r: SharedRegion, overflow: boolean): PoolRegion {
+    return {
+      address: r.mapped.address,
+      size: r.mapped.size,
+      view: (o, n) => r.mapped.view(o, n),
+      release: () => {
+        if (overflow) void this.dropRegion(r);
+      },
+    };
+  }
+
+  /** Unregisters (best effort), unmaps and deletes an overflow region. */
+  private async dropRegion(r: SharedRegion): Promise<void> {
+    const i = this.regions.indexOf(r);
+    if (i >= 0) this.regions.splice(i, 1);
+    const c = this.conn;
+    const id = c?.ids.get(r);
+    if (c && id) {
+      c.ids.delete(r);
+      try {
+        await this.call(c, m('UnregisterRegion'), { region_id: await id });
+      } catch {
+        // the connection went away: the real client released it then
+      }
+    }
+    r.mapped.release();
+    removeFile(r.path);
+  }
+
+  /** The region holding all of `view`, and the offset of its first byte there. */
+  private locate(view: Uint8Array): { region: SharedRegion; offset: number } | undefined {
+    if (view.byteLength === 0) return undefined;
+    const a = this.native.addressOf(view);
+    for (const r of this.regions) {
+      if (a >= r.mapped.address && a + view.byteLength <= r.mapped.address + r.mapped.size) return { region: r, offset: a - r.mapped.address };
+    }
+    return undefined;
+  }
+
+  /** The span of `view` on connection `c` (registering its region there first), or undefined. */
+  private async span(c: Connection, view: Uint8Array): Promise<{ region_id: number; offset: number; length: number } | undefined> {
+    if (!c.shared) return undefined;
+    const at = this.locate(view);
+    if (!at) return undefined;
+    let id = c.ids.get(at.region);
+    if (!id) {
+      id = this.call(c, m('RegisterRegion'), { name: at.region.name, size: at.region.mapped.size, offset: 0 }).then((r) => r.region_id as number);
+      c.ids.set(at.region, id);
+      id.catch(() => c.ids.delete(at.region));
+    }
+    return { region_id: await id, offset: at.offset, length: view.byteLength };
+  }
+
+  // ------------------------------------------------------------------ connection
+
+  /** The live connection, connecting (with retries) until `deadline` when there is none. */
+  private connection(deadline: number): Promise<Connection> {
+    if (this.closed) return Promise.reject(new UnavailableError('DummyClient: closed'));
+    if (this.conn && !this.conn.channel.closed) return Promise.resolve(this.conn);
+    this.connecting ??= this.reconnect(deadline).finally(() => (this.connecting = undefined));
+    return this.connecting;
+  }
+
+  private async reconnect(deadline: number): Promise<Connection> {
+    let wait = 50;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const c = await this.open();
+        this.conn = c;
+        c.channel.onClose = () => {
+          if (this.conn === c) this.conn = undefined;
+        };
+        return c;
+      } catch (e) {
+        if (this.closed) throw new UnavailableError('DummyClient: closed');
+        if (performance.now() + wait > deadline) {
+          throw new UnavailableError(`DummyClient: real client ${this.socketPath || this.address} unreachable after ${attempt} attempt(s): ${(e as Error).message}`, { cause: e });
+        }
+        if (attempt === 1) this.log('warn', `real client ${this.socketPath || this.address} unreachable (${(e as Error).message}); retrying`);
+        await new Promise((r) => setTimeout(r, wait));
+        wait = Math.min(wait * 2, 1000);
+      }
+    }
+  }
+
+  /** One connection attempt: socket, Hello, and the first region (to learn whether memory is shared). */
+  private async open(): Promise<Connection> {
+    const useUnix = this.socketPath !== '' && existsSync(this.socketPath);
+    const where = useUnix ? this.socketPath : this.address;
+    const socket = await openSocket(useUnix ? { path: this.socketPath } : hostPort(this.address));
+    const channel = new MasterChannel(socket, where, { requestTimeoutMs: this.timeoutMs, magic: MAGIC, peer: 'store service' });
+    try {
+      const hello = await callRaw(channel, m('Hello'), { client_name: this.opts.clientName ?? `pid ${process.pid}`, protocol_version: 1 }, where);
+      const c: Connection = { channel, instanceId: hello.instance_id as string, maxInline: Number(hello.max_inline_bytes), ids: new Map(), shared: true };
+      try {
+        await this.span(c, this.regions[0].mapped.view(0, 1));
+      } catch (e) {
+        if (!(e instanceof StoreError) || e.code !== ErrorCode.INVALID_PARAMS) throw e;
+        c.shared = false;
+        this.log('warn', `the real client at ${where} cannot map our shared files (${e.message}); values travel inside messages`);
+      }
+      return c;
+    } catch (e) {
+      channel.close();
+      throw e;
+    }
+  }
+
+  /** Sends one call on `c`; a failed status becomes the matching StoreError. */
+  private async call(c: Connection, method: MethodInfo, req: object): Promise<Reply> {
+    return callRaw(c.channel, method, req, c.channel.address);
+  }
+
+  /** Runs `fn` on a live connection within the call deadline. */
+  private async run<T>(fn: (c: Connection) => Promise<T>): Promise<T> {
+    return fn(await this.connection(performance.now() + this.timeoutMs));
+  }
+
+  // ------------------------------------------------------------------ writes
+
+  put(key: string, value: Value, config?: PutConfig): Promise<void> {
+    return this.writeOne('PutFrom', 'Put', key, value, config);
+  }
+
+  upsert(key: string, value: Value, config?: PutConfig): Promise<void> {
+    return this.writeOne('UpsertFrom', 'Upsert', key, value, config);
+  }
+
+  putBatch(items: readonly { key: string; value: Value; config?: PutConfig }[]): Promise<BatchWriteResult[]> {
+    return this.writeBatch('BatchPutFrom', 'BatchPut', items);
+  }
+
+  upsertBatch(items: readonly { key: string; value: Value; config?: PutConfig }[]): Promise<BatchWriteResult[]> {
+    return this.writeBatch('BatchUpsertFrom', 'BatchUpsert', items);
+  }
+
+  /**
+   * The spans of `slices` in shared regions, staging the ones outside into one lease (released by
+   * the returned function); undefined when memory is not shared.
+   */
+  private async spans(c: Connection, slices: Uint8Array[]): Promise<{ spans: object[]; release: () => void } | undefined> {
+    if (!c.shared) return undefined;
+    const spans: object[] = [];
+    const outside = slices.filter((s) => !this.locate(s));
+    const staged = outside.reduce((n, s) => n + s.byteLength, 0);
+    const lease = staged > 0 ? (this.pool.tryAcquire(staged) ?? (await this.pool.acquire(staged))) : undefined;
+    try {
+      let at = 0;
+      for (const s of slices) {
+        let view = s;
+        if (!this.locate(s)) {
+          view = lease!.buffer.subarray(at, at + s.byteLength);
+          view.set(s);
+          at += s.byteLength;
+        }
+        spans.push((await this.span(c, view))!);
+      }
+    } catch (e) {
+      lease?.release();
+      throw e;
+    }
+    return { spans, release: () => lease?.release() };
+  }
+
+  private async writeOne(fromMethod: string, inlineMethod: string, key: string, value: Value, config?: PutConfig): Promise<void> {
+    const slices = slicesOf(value, `${inlineMethod.toLowerCase()} ${JSON.stringify(key)}`);
+    await this.run(async (c) => {
+      const s = await this.spans(c, slices);
+      if (!s) {
+        await this.call(c, m(inlineMethod), { key, value: joined(slices), config: wireConfig(config) });
+        return;
+      }
+      try {
+        await this.call(c, m(fromMethod), { key, slices: s.spans, config: wireConfig(config) });
+      } finally {
+        s.release();
+      }
+    });
+  }
+
+  private async writeBatch(fromMethod: string, inlineMethod: string, items: readonly { key: string; value: Value; config?: PutConfig }[]): Promise<BatchWriteResult[]> {
+    if (items.length === 0) return [];
+    const lists = items.map((it) => slicesOf(it.value, `put ${JSON.stringify(it.key)}`));
+    const res = await this.run(async (c) => {
+      const s = await this.spans(c, lists.flat());
+      if (!s) {
+        return this.call(c, m(inlineMethod), { items: items.map((it, i) => ({ key: it.key, value: joined(lists[i]), config: wireConfig(it.config) })) });
+      }
+      try {
+        let at = 0;
+        const reqItems = items.map((it, i) => {
+          const slices = s.spans.slice(at, at + lists[i].length);
+          at += lists[i].length;
+          return { key: it.key, slices, config: wireConfig(it.config) };
+        });
+        return await this.call(c, m(fromMethod), { items: reqItems });
+      } finally {
+        s.release();
+      }
+    });
+    return items.map((it, i) => {
+      const r = (res.results as ItemReply[])[i];
+      return r && r.status_code !== ErrorCode.OK ? { key: it.key, error: remoteStoreError(r.status_code, r.error, `put ${JSON.stringify(it.key)}`) } : { key: it.key };
+    });
+  }
+
+  // ------------------------------------------------------------------ reads
+
+  async get(key: string): Promise<Buffer> {
+    return this.run(async (c) => {
+      const r = await this.call(c, m('Get'), { key, max_inline: c.shared ? INLINE_GET_BYTES : c.maxInline });
+      const size = Number(r.size);
+      if ((r.value as Buffer).length === size) return Buffer.from(r.value as Buffer);
+      if (!c.shared) throw new InvalidParamsError(`get ${JSON.stringify(key)}: ${size} bytes exceed the ${c.maxInline}-byte limit of values inside messages`);
+      const lease = this.pool.tryAcquire(size) ?? (await this.pool.acquire(size));
+      try {
+        const got = await this.getIntoSpan(c, key, lease.buffer);
+        return Buffer.from(lease.buffer.subarray(0, got));
+      } finally {
+        lease.release();
+      }
+    });
+  }
+
+  async getInto(key: string, target: Uint8Array): Promise<number> {
+    if (!(target instanceof Uint8Array)) throw new InvalidParamsError(`get ${JSON.stringify(key)}: the target must be a Buffer/Uint8Array`);
+    return this.run(async (c) => {
+      if (!c.shared) {
+        const r = await this.call(c, m('Get'), { key, max_inline: Math.min(target.byteLength, c.maxInline) || 1 });
+        const value = r.value as Buffer;
+        if (value.length !== Number(r.size)) throw new InvalidParamsError(`get ${JSON.stringify(key)}: the target holds ${target.byteLength} B, the object is ${Number(r.size)} B`);
+        target.set(value);
+        return value.length;
+      }
+      if (this.locate(target)) return this.getIntoSpan(c, key, target);
+      const lease = this.pool.tryAcquire(target.byteLength) ?? (await this.pool.acquire(target.byteLength));
+      try {
+        const got = await this.getIntoSpan(c, key, lease.buffer);
+        target.set(lease.buffer.subarray(0, got));
+        return got;
+      } finally {
+        lease.release();
+      }
+    });
+  }
+
+  private async getIntoSpan(c: Connection, key: string, view: Uint8Array): Promise<number> {
+    const r = await this.call(c, m('GetInto'), { key, target: await this.span(c, view) });
+    return Number(r.size);
+  }
+
+  async getBatch(keys: readonly string[]): Promise<BatchGetResult[]> {
+    if (keys.length === 0) return [];
+    return this.run(async (c) => {
+      if (!c.shared) {
+        const r = await this.call(c, m('BatchGet'), { keys: [...keys] });
+        return keys.map((key, i) => {
+          const x = (r.results as (ItemReply & { value: Buffer })[])[i];
+          return x.status_code === ErrorCode.OK ? { key, value: Buffer.from(x.value) } : { key, error: remoteStoreError(x.status_code, x.error, `get ${JSON.stringify(key)}`) };
+        });
+      }
+      const sizes = await this.call(c, m('BatchGet'), { keys: [...keys] }).catch(() => undefined);
+      if (sizes) {
+        return keys.map((key, i) => {
+          const x = (sizes.results as (ItemReply & { value: Buffer })[])[i];
+          return x.status_code === ErrorCode.OK ? { key, value: Buffer.from(x.value) } : { key, error: remoteStoreError(x.status_code, x.error, `get ${JSON.stringify(key)}`) };
+        });
+      }
+      // Too large to come back inside one reply: read each into a lease of its size.
+      return Promise.all(keys.map((key) => this.get(key).then((value) => ({ key, value }), (error: StoreError) => ({ key, error }))));
+    });
+  }
+
+  async getIntoBatch(items: readonly { key: string; target: Uint8Array }[]): Promise<BatchGetIntoResult[]> {
+    if (items.length === 0) return [];
+    return this.run(async (c) => {
+      if (!c.shared || items.some((it) => !this.locate(it.target))) {
+        // Targets outside shared memory: one call per key, each staged.
+        return Promise.all(items.map((it) => this.getInto(it.key, it.target).then((size) => ({ key: it.key, size }), (error: StoreError) => ({ key: it.key, error }))));
+      }
+      const reqItems = [];
+      for (const it of items) reqItems.push({ key: it.key, target: await this.span(c, it.target) });
+      const r = await this.call(c, m('BatchGetInto'), { items: reqItems });
+      return items.map((it, i) => {
+        const x = (r.results as ItemReply[])[i];
+        return x.status_code === ErrorCode.OK ? { key: it.key, size: Number(x.size) } : { key: it.key, error: remoteStoreError(x.status_code, x.error, `get ${JSON.stringify(it.key)}`) };
+      });
+    });
+  }
+
+  /** Memory in a shared region: puts from it and gets into it move no byte through this process. */
+  allocBuffer(size: number, timeoutMs?: number): Promise<BufferLease> {
+    if (this.closed) return Promise.reject(new UnavailableError('DummyClient: closed'));
+    return this.pool.acquire(size, timeoutMs);
+  }
+
+  // ------------------------------------------------------------------ metadata
+
+  async isExist(key: string): Promise<boolean> {
+    return (await this.run((c) => this.call(c, m('IsExist'), { key }))).exists as boolean;
+  }
+
+  async batchIsExist(keys: readonly string[]): Promise<boolean[]> {
+    return (await this.run((c) => this.call(c, m('BatchIsExist'), { keys: [...keys] }))).exists as boolean[];
+  }
+
+  async getSize(key: string): Promise<number> {
+    return Number((await this.run((c) => this.call(c, m('GetSize'), { key }))).size);
+  }
+
+  async remove(key: string, force = false): Promise<void> {
+    await this.run((c) => this.call(c, m('Remove'), { key, force }));
+  }
+
+  async removeByRegex(keyRegex: string): Promise<number> {
+    return Number((await this.run((c) => this.call(c, m('RemoveByRegex'), { key_regex: keyRegex }))).count);
+  }
+
+  async queryByRegex(keyRegex: string): Promise<Map<string, ReplicaInfo__Output[]>> {
+    const r = await this.run((c) => this.call(c, m('QueryByRegex'), { key_regex: keyRegex }));
+    return new Map(Object.entries(r.object_map as Record<string, { replica_list: ReplicaInfo__Output[] }>).map(([k, v]) => [k, v.replica_list]));
+  }
+
+  async removeAll(): Promise<number> {
+    return Number((await this.run((c) => this.call(c, m('RemoveAll'), {}))).count);
+  }
+
+  async batchQueryIp(clientIds: readonly string[] = []): Promise<Map<string, string[]>> {
+    const r = await this.run((c) => this.call(c, m('BatchQueryIp'), { client_ids: [...clientIds] }));
+    return new Map(Object.entries(r.client_ip_map as Record<string, { ip_addresses: string[] }>).map(([k, v]) => [k, v.ip_addresses]));
+  }
+
+  async batchReplicaClear(objectKeys: readonly string[], segmentName = ''): Promise<string[]> {
+    return (await this.run((c) => this.call(c, m('BatchReplicaClear'), { object_keys: [...objectKeys], segment_name: segmentName }))).cleared_keys as string[];
+  }
+
+  /** Closes the connection (the real client releases our regions), then unmaps and deletes them. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.pool?.close();
+    this.conn?.channel.close();
+    this.conn = undefined;
+    for (const r of this.regions.splice(0)) {
+      r.mapped.release();
+      removeFile(r.path);
+    }
+  }
+}
+
+interface ItemReply {
+  status_code: number;
+  error: string;
+  size: number;
+}
+
+/** Calls `method`; a transport failure is UnavailableError, a failed status its StoreError. */
+async function callRaw(channel: MasterChannel, method: MethodInfo, req: object, where: string): Promise<Reply> {
+  let r: Reply;
+  try {
+    r = await channel.call<Reply>(method, req);
+  } catch (e) {
+    if (e instanceof TypeError) throw new InvalidParamsError(`${method.name}: ${e.message}`, { cause: e });
+    throw new UnavailableError(`${method.name}: store service ${where}: ${(e as Error).message}`, { cause: e });
+  }
+  if (r.status_code !== ErrorCode.OK) throw remoteStoreError(r.status_code, r.error, method.name);
+  return r;
+}
+
+function hostPort(address: string): { host: string; port: number } {
+  const mm = /^\[?([^\]]*?)\]?:(\d+)$/.exec(address.trim());
+  if (!mm) throw new InvalidParamsError(`DummyClient: invalid real client address "${address}": expected host:port`);
+  return { host: mm[1], port: Number(mm[2]) };
+}
+
+function openSocket(where: { path: string } | { host: string; port: number }): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const s = 'path' in where ? netConnect(where.path) : netConnect({ host: where.host, port: where.port, noDelay: true });
+    const timer = setTimeout(() => {
+      s.destroy();
+      reject(new Error('connect timed out after 5000 ms'));
+    }, 5000);
+    s.once('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    s.once('connect', () => {
+      clearTimeout(timer);
+      s.removeAllListeners('error');
+      resolve(s);
+    });
+  });
+}
+
+function removeFile(path: string): void {
+  liveFiles.delete(path);
+  try {
+    unlinkSync(path);
+  } catch {
+    // already gone
+  }
+}
+
+function slicesOf(value: Value, what: string): Uint8Array[] {
+  const list = value instanceof Uint8Array ? [value] : Array.isArray(value) ? [...value] : null;
+  if (!list || list.some((s) => !(s instanceof Uint8Array))) throw new InvalidParamsError(`${what}: the value must be a Buffer/Uint8Array or an array of them`);
+  if (list.length === 0 || list.some((s) => s.byteLength === 0)) throw new InvalidParamsError(`${what}: the value or a slice is empty`);
+  return list;
+}
+
+function joined(slices: Uint8Array[]): Uint8Array {
+  return slices.length === 1 ? slices[0] : Buffer.concat(slices);
+}
+
+function wireConfig(c: PutConfig | undefined): object {
+  return { replica_num: c?.replica_num ?? 1, with_soft_pin: !!c?.with_soft_pin, with_hard_pin: !!c?.with_hard_pin, preferred_segment: c?.preferred_segment ?? '' };
+}

@@ -1,0 +1,235 @@
+// The real client's ClientService (proto/store_client.proto): one async handler per RPC, run
+// against this process's Client for one dummy client's session. Region forms name spans of the
+// dummy's shared regions (the Client reads and writes them directly: they are attached to its
+// transfer engine); inline forms carry values in the messages (staged in the Client's local
+// buffer). Failures become `status_code` + `error` (the Client's message), never a thrown error.
+import { ErrorCode } from '../common/error-code.js';
+import type { ReplicateConfig__Output } from '../proto/gen/store/ReplicateConfig.js';
+import type { RegionSpan__Output } from '../proto/gen/store/RegionSpan.js';
+import type { PutFromRequest__Output } from '../proto/gen/store/PutFromRequest.js';
+import type { PutRequest__Output } from '../proto/gen/store/PutRequest.js';
+import type { GetIntoRequest__Output } from '../proto/gen/store/GetIntoRequest.js';
+import type { BatchGetResult, BatchGetIntoResult, BatchWriteResult, PutConfig, Value } from '../client/data-path.js';
+import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
+import { InvalidParamsError, StoreError } from '../client/errors.js';
+import type { DummySession } from './dummy-session.js';
+
+/** What the service needs of the real client (client/client.ts implements it). */
+export interface RealClient {
+  readonly clientId: string;
+  readonly endpoint: string;
+  readonly mountedSegments: readonly { name: string }[];
+  put(key: string, value: Value, config?: PutConfig): Promise<void>;
+  upsert(key: string, value: Value, config?: PutConfig): Promise<void>;
+  putBatch(items: readonly { key: string; value: Value; config?: PutConfig }[]): Promise<BatchWriteResult[]>;
+  upsertBatch(items: readonly { key: string; value: Value; config?: PutConfig }[]): Promise<BatchWriteResult[]>;
+  getBounded(key: string, maxBytes: number): Promise<{ size: number; value?: Buffer }>;
+  getInto(key: string, target: Uint8Array): Promise<number>;
+  getBatch(keys: readonly string[]): Promise<BatchGetResult[]>;
+  getIntoBatch(items: readonly { key: string; target: Uint8Array }[]): Promise<BatchGetIntoResult[]>;
+  isExist(key: string): Promise<boolean>;
+  batchIsExist(keys: readonly string[]): Promise<boolean[]>;
+  getSize(key: string): Promise<number>;
+  remove(key: string, force?: boolean): Promise<void>;
+  removeByRegex(keyRegex: string): Promise<number>;
+  queryByRegex(keyRegex: string): Promise<Map<string, ReplicaInfo__Output[]>>;
+  removeAll(): Promise<number>;
+  batchQueryIp(clientIds?: readonly string[]): Promise<Map<string, string[]>>;
+  batchReplicaClear(objectKeys: readonly string[], segmentName?: string): Promise<string[]>;
+}
+
+export interface ClientServiceOptions {
+  /** Changes whenever this process restarts: dummy clients re-register their regions then. */
+  instanceId: string;
+  /** Largest value an inline form carries (Put value, Get reply). */
+  maxInlineBytes: number;
+  shmDir: string;
+}
+
+type Reply = { status_code: number; error?: string; [field: string]: unknown };
+type Handler = (req: never, session: DummySession) => Promise<Reply>;
+
+const OK = { status_code: ErrorCode.OK };
+
+/** status_code + error of a failure. */
+export function failure(e: unknown): Reply {
+  if (e instanceof StoreError) return { status_code: e.code, error: e.message };
+  return { status_code: ErrorCode.INTERNAL_ERROR, error: (e as Error)?.message ?? String(e) };
+}
+
+function itemResult(r: { error?: StoreError }, size = 0): { status_code: number; error: string; size: number } {
+  return r.error ? { status_code: r.error.code, error: r.error.message, size: 0 } : { status_code: ErrorCode.OK, error: '', size };
+}
+
+/** The proto's ReplicateConfig as the Client's PutConfig (absent: defaults). */
+function putConfig(c: ReplicateConfig__Output | null | undefined): PutConfig | undefined {
+  if (!c) return undefined;
+  return { replica_num: c.replica_num || 1, with_soft_pin: c.with_soft_pin, with_hard_pin: c.with_hard_pin, preferred_segment: c.preferred_segment };
+}
+
+function spanList(spans: readonly RegionSpan__Output[]): { region_id: number; offset: number; length: number }[] {
+  return spans.map((s) => ({ region_id: s.region_id, offset: Number(s.offset), length: Number(s.length) }));
+}
+
+export class ClientService {
+  constructor(
+    private readonly client: RealClient,
+    private readonly opts: ClientServiceOptions,
+  ) {}
+
+  /** Handlers by the proto's camelCase method name (the dispatcher looks them up by MethodInfo.call). */
+  readonly handlers: Record<string, Handler> = {
+    hello: async () => ({
+      ...OK,
+      instance_id: this.opts.instanceId,
+      client_id: this.client.clientId,
+      te_endpoint: this.client.endpoint,
+      max_inline_bytes: this.opts.maxInlineBytes,
+      shm_dir: this.opts.shmDir,
+      segments: this.client.mountedSegments.map((s) => s.name),
+    }),
+
+    registerRegion: async (req: { name: string; size: number; offset: number }, s) => ({ ...OK, region_id: s.register(req.name, Number(req.size), Number(req.offset)) }),
+
+    unregisterRegion: async (req: { region_id: number }, s) => {
+      await s.unregister(req.region_id);
+      return OK;
+    },
+
+    putFrom: (req: PutFromRequest__Output, s) => this.writeFrom(req, s, 'put'),
+    upsertFrom: (req: PutFromRequest__Output, s) => this.writeFrom(req, s, 'upsert'),
+    batchPutFrom: (req: { items: PutFromRequest__Output[] }, s) => this.batchWriteFrom(req.items, s, 'put'),
+    batchUpsertFrom: (req: { items: PutFromRequest__Output[] }, s) => this.batchWriteFrom(req.items, s, 'upsert'),
+
+    getInto: async (req: GetIntoRequest__Output, s) => {
+      const { views, done } = s.use(spanList(req.target ? [req.target] : []), `getInto ${JSON.stringify(req.key)}`);
+      if (views.length !== 1) throw new InvalidParamsError('getInto: a target span is required');
+      try {
+        return { ...OK, size: await this.client.getInto(req.key, views[0]) };
+      } finally {
+        done();
+      }
+    },
+
+    batchGetInto: async (req: { items: GetIntoRequest__Output[] }, s) => {
+      const spans = req.items.map((it) => {
+        if (!it.target) throw new InvalidParamsError(`getInto ${JSON.stringify(it.key)}: a target span is required`);
+        return it.target;
+      });
+      const { views, done } = s.use(spanList(spans), `batch getInto of ${req.items.length} keys`);
+      try {
+        const results = await this.client.getIntoBatch(req.items.map((it, i) => ({ key: it.key, target: views[i] })));
+        return { ...OK, results: results.map((r) => itemResult(r, r.size ?? 0)) };
+      } finally {
+        done();
+      }
+    },
+
+    put: (req: PutRequest__Output) => this.writeInline(req, 'put'),
+    upsert: (req: PutRequest__Output) => this.writeInline(req, 'upsert'),
+    batchPut: (req: { items: PutRequest__Output[] }) => this.batchWriteInline(req.items, 'put'),
+    batchUpsert: (req: { items: PutRequest__Output[] }) => this.batchWriteInline(req.items, 'upsert'),
+
+    get: async (req: { key: string; max_inline: number }) => {
+      const max = Math.min(Number(req.max_inline) || this.opts.maxInlineBytes, this.opts.maxInlineBytes);
+      const r = await this.client.getBounded(req.key, max);
+      return { ...OK, size: r.size, value: r.value ?? Buffer.alloc(0) };
+    },
+
+    batchGet: async (req: { keys: string[] }) => {
+      const results = await this.client.getBatch(req.keys);
+      let total = 0;
+      for (const r of results) total += r.value?.length ?? 0;
+      if (total > this.opts.maxInlineBytes) {
+        throw new InvalidParamsError(`batch get of ${req.keys.length} keys: ${total} bytes exceed the ${this.opts.maxInlineBytes}-byte inline limit; read them into a shared region (BatchGetInto)`);
+      }
+      return {
+        ...OK,
+        results: results.map((r) => (r.error ? { status_code: r.error.code, error: r.error.message, value: Buffer.alloc(0), size: 0 } : { ...OK, error: '', value: r.value!, size: r.value!.length })),
+      };
+    },
+
+    isExist: async (req: { key: string }) => ({ ...OK, exists: await this.client.isExist(req.key) }),
+    batchIsExist: async (req: { keys: string[] }) => ({ ...OK, exists: await this.client.batchIsExist(req.keys) }),
+    getSize: async (req: { key: string }) => ({ ...OK, size: await this.client.getSize(req.key) }),
+    remove: async (req: { key: string; force: boolean }) => {
+      await this.client.remove(req.key, req.force);
+      return OK;
+    },
+    removeByRegex: async (req: { key_regex: string }) => ({ ...OK, count: await this.client.removeByRegex(req.key_regex) }),
+    queryByRegex: async (req: { key_regex: string }) => {
+      const found = await this.client.queryByRegex(req.key_regex);
+      return { ...OK, object_map: Object.fromEntries([...found].map(([k, v]) => [k, { replica_list: v }])) };
+    },
+    removeAll: async () => ({ ...OK, count: await this.client.removeAll() }),
+    batchQueryIp: async (req: { client_ids: string[] }) => {
+      const found = await this.client.batchQueryIp(req.client_ids.length > 0 ? req.client_ids : undefined);
+      return { ...OK, client_ip_map: Object.fromEntries([...found].map(([k, v]) => [k, { ip_addresses: v }])) };
+    },
+    batchReplicaClear: async (req: { object_keys: string[]; segment_name: string }) => ({
+      ...OK,
+      cleared_keys: await this.client.batchReplicaClear(req.object_keys, req.segment_name),
+    }),
+  };
+
+  /** Runs handler `call` for `req`; every failure becomes a reply. */
+  async invoke(call: string, req: object, session: DummySession): Promise<Reply> {
+    const h = this.handlers[call];
+    if (!h) return { status_code: ErrorCode.NOT_IMPLEMENTED, error: `ClientService.${call} is not served by this store service` };
+    try {
+      return await h(req as never, session);
+    } catch (e) {
+      return failure(e);
+    }
+  }
+
+  private async writeFrom(req: PutFromRequest__Output, s: DummySession, verb: 'put' | 'upsert'): Promise<Reply> {
+    if (req.slices.length === 0) throw new InvalidParamsError(`${verb} ${JSON.stringify(req.key)}: no value spans`);
+    const { views, done } = s.use(spanList(req.slices), `${verb} ${JSON.stringify(req.key)}`);
+    try {
+      const value = views.length === 1 ? views[0] : views;
+      await (verb === 'put' ? this.client.put(req.key, value, putConfig(req.config)) : this.client.upsert(req.key, value, putConfig(req.config)));
+      return OK;
+    } finally {
+      done();
+    }
+  }
+
+  private async batchWriteFrom(items: PutFromRequest__Output[], s: DummySession, verb: 'put' | 'upsert'): Promise<Reply> {
+    const spans = items.flatMap((it) => spanList(it.slices));
+    for (const it of items) if (it.slices.length === 0) throw new InvalidParamsError(`${verb} ${JSON.stringify(it.key)}: no value spans`);
+    const { views, done } = s.use(spans, `batch ${verb} of ${items.length} keys`);
+    try {
+      let at = 0;
+      const batch = items.map((it) => {
+        const v = views.slice(at, at + it.slices.length);
+        at += it.slices.length;
+        return { key: it.key, value: v.length === 1 ? v[0] : v, config: putConfig(it.config) };
+      });
+      const results = await (verb === 'put' ? this.client.putBatch(batch) : this.client.upsertBatch(batch));
+      return { ...OK, results: results.map((r) => itemResult(r)) };
+    } finally {
+      done();
+    }
+  }
+
+  private checkInline(value: Uint8Array, what: string): void {
+    if (value.length === 0) throw new InvalidParamsError(`${what}: the value is empty`);
+    if (value.length > this.opts.maxInlineBytes) {
+      throw new InvalidParamsError(`${what}: ${value.length} bytes exceed the ${this.opts.maxInlineBytes}-byte inline limit; put it from a shared region (PutFrom)`);
+    }
+  }
+
+  private async writeInline(req: PutRequest__Output, verb: 'put' | 'upsert'): Promise<Reply> {
+    this.checkInline(req.value, `${verb} ${JSON.stringify(req.key)}`);
+    await (verb === 'put' ? this.client.put(req.key, req.value, putConfig(req.config)) : this.client.upsert(req.key, req.value, putConfig(req.config)));
+    return OK;
+  }
+
+  private async batchWriteInline(items: PutRequest__Output[], verb: 'put' | 'upsert'): Promise<Reply> {
+    for (const it of items) this.checkInline(it.value, `${verb} ${JSON.stringify(it.key)}`);
+    const batch = items.map((it) => ({ key: it.key, value: it.value, config: putConfig(it.config) }));
+    const results = await (verb === 'put' ? this.client.putBatch(batch) : this.client.upsertBatch(batch));
+    return { ...OK, results: results.map((r) => itemResult(r)) };
+  }
+}
