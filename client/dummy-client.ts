@@ -144,6 +144,11 @@ export class DummyClient implements StoreClient {
     return client;
   }
 
+  /** Paths of this client's shared region files. */
+  get regionPaths(): string[] {
+    return this.regions.map((r) => r.path);
+  }
+
   /** Whether values move through shared memory (false: inside the messages). */
   get sharedMemory(): boolean {
     return this.conn?.shared ?? true;
