@@ -57,6 +57,11 @@ export interface ClientOptions {
    */
   resultArenaBytes?: number;
   /**
+   * Replica lists kept to serve repeated reads of a key without a master call while the read
+   * lease granted with them holds (client/replica-cache.ts; default 65,536; 0 disables).
+   */
+  replicaCacheEntries?: number;
+  /**
    * Aborts setup: the registration retries stop at once (a backoff wait is cut short) and setup
    * rejects with an UnavailableError saying so, after unmounting whatever it had mounted. Only
    * setup listens to it; a client that was returned is stopped with close().
@@ -308,6 +313,7 @@ export class Client implements StoreClient {
       addressOf: (v) => this.native.addressOf(v),
       resultArena: this.resultArena,
       attachedRegions: this.attached,
+      replicaCacheEntries: this.options.replicaCacheEntries,
       localMemcpy: s.localMemcpy,
       now: this.now,
       lookupEndpoint: async (name) => (await this.metadata.lookup(name))?.te_endpoint ?? null,
@@ -352,6 +358,7 @@ export class Client implements StoreClient {
       intervalMs: this.options.heartbeatIntervalMs ?? 1000,
       ping: () => this.m().ping({ client_id: this.clientId }),
       remount: async () => {
+        this.data.clearReplicaCache(); // a master that lost us also lost the leases it granted
         if (this.segments.size === 0) return; // a pure client has nothing the master must know
         this.log('warn', `master ${s.masterAddress} asked for a remount; remounting ${this.segments.size} segment(s)`);
         for (const seg of this.segments.values()) await this.mount(seg, true);
@@ -380,6 +387,7 @@ export class Client implements StoreClient {
             const old = this.master;
             this.master = next;
             this.masterEndpoint = leader;
+            this.data.clearReplicaCache(); // the old leader's leases mean nothing to the new one
             old?.close();
             this.log('warn', `master leader is now ${leader}; remounting ${this.segments.size} segment(s)`);
             for (const seg of this.segments.values()) await this.mount(seg, true);
@@ -489,6 +497,11 @@ export class Client implements StoreClient {
   /** Reads many objects, each into its target (registered targets directly); per-key size or error. */
   getIntoBatch(items: readonly { key: string; target: Uint8Array }[]): Promise<BatchGetIntoResult[]> {
     return this.data.getIntoBatch(items);
+  }
+
+  /** Reads served from cached replica lists (no master call), misses, and entries held. */
+  get replicaCacheStats(): { hits: number; misses: number; entries: number } {
+    return this.data.replicaCacheStats();
   }
 
   /**

@@ -3,6 +3,7 @@
 // The master is a scripted in-memory placement and the engine copies between plain Buffers keyed
 // by endpoint; the real master and engine are exercised by e2e/data.test.ts.
 import { randomBytes } from 'node:crypto';
+import { ReplicaCache } from './replica-cache.js';
 import { ARENA_RESULT_BYTES, DataPath, LARGE_VALUE_BYTES, type MasterApi } from './data-path.js';
 import { BufferPool } from './buffer-pool.js';
 import { OffsetAllocator } from '../master/core/offset-allocator.js';
@@ -400,5 +401,66 @@ describe('inline reads (an engine that finishes small same-host reads synchronou
     await expect(path.getInto('k', 'nope' as unknown as Uint8Array)).rejects.toBeInstanceOf(InvalidParamsError);
     await expect(path.get('absent')).rejects.toBeInstanceOf(ObjectNotFoundError);
     expect(master.objects.size).toBe(0);
+  });
+});
+
+describe('replica lists reused under their lease', () => {
+  function counted(master: ReturnType<typeof scriptedMaster>): { calls: () => number } {
+    let n = 0;
+    const list = master.api.getReplicaList;
+    master.api.getReplicaList = (r) => {
+      n++;
+      return list(r);
+    };
+    return { calls: () => n };
+  }
+
+  it('a second read within half the lease asks the master nothing; later ones ask again', async () => {
+    let t = 0;
+    const { path, master } = setup({ now: () => t });
+    await path.put('hot', Buffer.from('prefix'));
+    const c = counted(master);
+    expect((await path.get('hot')).toString()).toBe('prefix');
+    t += 2000; // the scripted master grants 5000 ms: reused until 2500
+    expect((await path.get('hot')).toString()).toBe('prefix');
+    const target = Buffer.alloc(6);
+    expect(await path.getInto('hot', target)).toBe(6);
+    expect(c.calls()).toBe(1);
+    expect(path.replicaCacheStats()).toMatchObject({ hits: 2, entries: 1 });
+    t += 600; // past half the lease
+    expect((await path.get('hot')).toString()).toBe('prefix');
+    expect(c.calls()).toBe(2);
+    path.clearReplicaCache();
+    await path.get('hot');
+    expect(c.calls()).toBe(3);
+  });
+
+  it('a read through a cached list that fails is redone with a fresh list', async () => {
+    const { path, master, engine } = setup();
+    await path.put('k', Buffer.from('moved'), { replica_num: 2 });
+    await path.get('k'); // cached: both replicas
+    const c = counted(master);
+    // The object's replicas now live elsewhere (as after a segment was lost and rewritten).
+    const o = master.objects.get('k')!;
+    engine.dead.add(o.replicas[0].handles[0].te_endpoint);
+    engine.dead.add(o.replicas[1].handles[0].te_endpoint);
+    await expect(path.get('k')).rejects.toThrow(/every replica failed/);
+    expect(c.calls()).toBe(1); // the cached attempt failed, then one fresh list was asked for
+  });
+
+  it('keeps at most maxEntries lists, none with 0', async () => {
+    const { path } = setup();
+    for (const k of ['a', 'b', 'c']) await path.put(k, Buffer.from(k));
+    for (const k of ['a', 'b', 'c']) await path.get(k);
+    expect(path.replicaCacheStats().entries).toBe(3);
+    const small = new ReplicaCache(2);
+    const res = { status_code: 0, replica_list: [], lease_ttl_ms: 5000 };
+    small.remember('a', res, 0);
+    small.remember('b', res, 0);
+    small.remember('c', res, 0);
+    expect([small.lookup('a', 1), small.lookup('b', 1), small.lookup('c', 1)].map((e) => e !== undefined)).toEqual([false, true, true]);
+    const off = new ReplicaCache(0);
+    off.remember('a', res, 0);
+    expect(off.lookup('a', 1)).toBeUndefined();
   });
 });

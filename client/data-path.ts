@@ -22,6 +22,7 @@ import {
   UnavailableError,
 } from './errors.js';
 import type { MappedRegion, ResultArenaPort, TransferEnginePort } from './native-port.js';
+import { ReplicaCache } from './replica-cache.js';
 import { RESULT_SLAB_BYTES, RESULT_SLAB_MAX_ITEM, ResultSlab } from './result-slab.js';
 import {
   leaseDeadline,
@@ -95,6 +96,8 @@ export interface DataPathDeps {
    * (dummy clients' shared regions): a live list the owner keeps up to date.
    */
   attachedRegions?: readonly { readonly address: number; readonly size: number }[];
+  /** Replica lists kept for reuse under their read lease (replica-cache.ts); 0 disables. */
+  replicaCacheEntries?: number;
   /** Own-segment pieces by memcpy (else through the engine's loopback). */
   localMemcpy: boolean;
   /** Monotonic clock, ms. */
@@ -166,6 +169,9 @@ interface ResultBuffer {
   address: number | undefined;
 }
 
+/** Replica lists the cache keeps by default (a few hundred bytes each). */
+export const DEFAULT_REPLICA_CACHE_ENTRIES = 65_536;
+
 /** Largest Get the engine may read inline (native kInlineMemcpyMax). */
 export const INLINE_READ_MAX = 64 * 1024;
 
@@ -183,8 +189,10 @@ export class DataPath {
   /** Large caller buffers registered while writes from them are in flight: address -> size, users. */
   private readonly borrowed = new Map<number, { size: number; users: number }>();
   private readonly results: ResultSlab;
+  private readonly replicaCache: ReplicaCache;
 
   constructor(private readonly d: DataPathDeps) {
+    this.replicaCache = new ReplicaCache(d.replicaCacheEntries ?? DEFAULT_REPLICA_CACHE_ENTRIES);
     const arena = d.resultArena;
     this.results = new ResultSlab(RESULT_SLAB_BYTES, RESULT_SLAB_MAX_ITEM, arena && { take: (n) => arena.take(n), addressOf: (b) => d.addressOf(b) });
   }
@@ -492,8 +500,7 @@ export class DataPath {
   get(key: string): Promise<Buffer> {
     const refused = this.refusal(key);
     if (refused) return refused;
-    const start = this.d.now();
-    return this.thenReplicas(key, start, (res) => {
+    return this.withReplicas(key, (res, start) => {
       const replicas = this.readable(res, key);
       const result = this.allocOut(replicaSize(replicas[0]));
       if (this.readInline(replicas[0], result.out)) return this.leaseChecked(result.out, start, res, key);
@@ -509,8 +516,7 @@ export class DataPath {
   getBounded(key: string, maxBytes: number): Promise<{ size: number; value?: Buffer }> {
     const refused = this.refusal(key);
     if (refused) return refused;
-    const start = this.d.now();
-    return this.thenReplicas(key, start, (res) => {
+    return this.withReplicas(key, (res, start) => {
       const replicas = this.readable(res, key);
       const size = replicaSize(replicas[0]);
       if (size > maxBytes) return { size };
@@ -525,8 +531,7 @@ export class DataPath {
     const refused = this.refusal(key);
     if (refused) return refused;
     if (!(target instanceof Uint8Array)) return Promise.reject(new InvalidParamsError(`${getWhat(key)}: the target must be a Buffer/Uint8Array`));
-    const start = this.d.now();
-    return this.thenReplicas(key, start, (res) => {
+    return this.withReplicas(key, (res, start) => {
       const replicas = this.readable(res, key);
       const size = replicaSize(replicas[0]);
       if (target.byteLength < size) throw new InvalidParamsError(`${getWhat(key)}: the target holds ${target.byteLength} B, the object is ${size} B`);
@@ -550,11 +555,49 @@ export class DataPath {
     return undefined;
   }
 
-  /** GetReplicaList, then `then` on the reply in the same continuation as the transport's. */
-  private thenReplicas<R>(key: string, start: number, then: (res: GetReplicaListResponse__Output) => R | PromiseLike<R>): Promise<R> {
+  /**
+   * `then` on the key's replica list: a cached one while its lease holds (no master call), else a
+   * fresh GetReplicaList, `then` running in the transport's own continuation. A read through a
+   * cached list that fails for any reason is redone with a fresh list (reads are idempotent).
+   */
+  private withReplicas<R>(key: string, then: (res: GetReplicaListResponse__Output, start: number) => R | PromiseLike<R>): Promise<R> {
+    const cached = this.replicaCache.lookup(key, this.d.now());
+    if (cached !== undefined) {
+      let r: R | PromiseLike<R>;
+      try {
+        r = then(cached.res, cached.start);
+      } catch {
+        this.replicaCache.forget(key);
+        return this.fetchReplicas(key, then);
+      }
+      if (r === null || typeof r !== 'object' || typeof (r as PromiseLike<R>).then !== 'function') return Promise.resolve(r);
+      return Promise.resolve(r).catch(() => {
+        this.replicaCache.forget(key);
+        return this.fetchReplicas(key, then);
+      });
+    }
+    return this.fetchReplicas(key, then);
+  }
+
+  private fetchReplicas<R>(key: string, then: (res: GetReplicaListResponse__Output, start: number) => R | PromiseLike<R>): Promise<R> {
+    const start = this.d.now();
     const call = () => this.d.master.getReplicaList({ key });
-    if (this.d.rpcThen) return this.d.rpcThen('GetReplicaList', call, then);
-    return this.d.rpc('GetReplicaList', call).then(then);
+    const onReply = (res: GetReplicaListResponse__Output) => {
+      if (res.status_code === ErrorCode.OK) this.replicaCache.remember(key, res, start);
+      return then(res, start);
+    };
+    if (this.d.rpcThen) return this.d.rpcThen('GetReplicaList', call, onReply);
+    return this.d.rpc('GetReplicaList', call).then(onReply);
+  }
+
+  /** Forgets every cached replica list (the master changed: its leases are gone). */
+  clearReplicaCache(): void {
+    this.replicaCache.clear();
+  }
+
+  /** Cached replica lists: reads served without a master call, and entries held. */
+  replicaCacheStats(): { hits: number; misses: number; entries: number } {
+    return { hits: this.replicaCache.hits, misses: this.replicaCache.misses, entries: this.replicaCache.size };
   }
 
   /** The replicas of a GetReplicaList reply in reading order; throws the reply's error or not-found. */
