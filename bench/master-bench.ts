@@ -212,7 +212,7 @@ function heapPerObject(): void {
   const gc = runInNewContext('gc') as () => void;
   const core = new MasterCore({ ...defaultMasterCoreConfig, viewVersion: 1 });
   for (let s = 0; s < SEGMENTS; s++) {
-    core.mountSegment({ buffer: (s + 1) * 2 * TB, size: TB, segment_name: `heap-seg-${s}`, client_id: CLIENT, segment_id: '', te_endpoint: `127.0.0.1:${20000 + s}`, protocol: 'tcp' }, 0);
+    core.mountSegment({ buffer: (s + 1) * 2 * TB, size: TB, segment_name: `heap-seg-${s}`, client_id: CLIENT, segment_id: '', te_endpoint: `127.0.0.1:${20000 + s}`, protocol: 'tcp', incarnation: 0 }, 0);
   }
   gc();
   gc();
@@ -222,7 +222,7 @@ function heapPerObject(): void {
     const key = `model/layer/block-${String(i).padStart(9, '0')}`;
     const r = core.putStart({ key, value_length: VALUE, slice_lengths: [VALUE], config: { replica_num: 1, with_soft_pin: false, with_hard_pin: false, preferred_segment: '' } }, 1);
     if (r.status_code !== 0) throw new Error(`putStart ${i}: ${r.status_code}`);
-    core.putEnd({ key, replica_type: 0 }, 1);
+    core.putEnd({ key, replica_type: 0, slice_checksums: [] }, 1);
   }
   const secs = (performance.now() - t0) / 1000;
   gc();

@@ -73,7 +73,13 @@ describe('compiled proto codec', () => {
     const res = {
       status_code: -300,
       lease_ttl_ms: Number.MAX_SAFE_INTEGER,
-      replica_list: [{ status: 3, handles: [{ segment_name: long, size: 1, buffer: Number.MAX_SAFE_INTEGER, status: 1, te_endpoint: 'é:1', memory_type: 1 }] }],
+      replica_list: [
+        {
+          status: 3,
+          handles: [{ segment_name: long, size: 1, buffer: Number.MAX_SAFE_INTEGER, status: 1, te_endpoint: 'é:1', memory_type: 1, incarnation: Number.MAX_SAFE_INTEGER, generation: 2 ** 52 + 1 }],
+        },
+      ],
+      slice_checksums: [0, 1, 0xffffffff],
     };
     expect(decodeWith(codec, encodeWith(codec, res))).toEqual(res);
   });

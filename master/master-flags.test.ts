@@ -85,6 +85,7 @@ describe('store_master flags', () => {
     const { flags } = parseMasterFlags(['--default_kv_lease_ttl=1s', '--client_ttl=3', '--allocation_strategy=free_ratio_first']);
     expect(coreConfigFromFlags(flags, 7)).toEqual({
       defaultKvLeaseTtlMs: 1000,
+      suspectSegmentMs: 5000,
       defaultKvSoftPinTtlMs: 1_800_000,
       allowEvictSoftPinnedObjects: true,
       evictionRatio: 0.05,

@@ -32,6 +32,7 @@ export const masterFlagSpecs: FlagSpec[] = [
   { name: 'eviction_ratio', kind: 'float', min: 0, max: 1, default: 0.05, help: 'fraction of objects evicted when eviction triggers', group: 'Allocation' },
   { name: 'eviction_high_watermark_ratio', kind: 'float', min: 0, max: 1, default: 0.95, help: 'usage ratio that triggers eviction', group: 'Allocation' },
   { name: 'client_ttl', kind: 'duration', unit: 's', min: 1, default: 10_000, defaultText: '10 (s)', help: 'silence after which a client is considered disconnected and its segments unmounted', group: 'Allocation' },
+  { name: 'unreachable_segment_timeout', kind: 'duration', unit: 's', min: 0, default: 5_000, defaultText: '5 (s)', help: 'a segment a writer reported unreachable gets no new placements for this long unless nothing else has room (0: reports are ignored)', group: 'Allocation' },
   // High availability
   { name: 'enable_ha', kind: 'bool', default: false, help: 'high-availability mode (also spelled --enable-ha)', group: 'High availability' },
   { name: 'ha_backend_type', kind: 'enum', values: ['etcd', 'redis', 'k8s'], default: 'etcd', help: 'coordination backend', group: 'High availability' },
@@ -97,6 +98,7 @@ export interface MasterFlags {
   eviction_ratio: number;
   eviction_high_watermark_ratio: number;
   client_ttl: number;
+  unreachable_segment_timeout: number;
   enable_ha: boolean;
   ha_backend_type: 'etcd' | 'redis' | 'k8s';
   ha_backend_connstring: string;

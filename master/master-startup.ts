@@ -14,6 +14,7 @@ export interface CoreConfigFromFlags {
   putStartDiscardTimeoutMs: number;
   putStartReleaseTimeoutMs: number;
   clientTtlMs: number;
+  suspectSegmentMs: number;
   allocationStrategy: 'random' | 'free_ratio_first' | 'cxl';
   memoryAllocator: 'offset';
   enableCxl: boolean;
@@ -30,6 +31,7 @@ export function coreConfigFromFlags(f: MasterFlags, viewVersion: number): CoreCo
     putStartDiscardTimeoutMs: f.put_start_discard_timeout_sec,
     putStartReleaseTimeoutMs: f.put_start_release_timeout_sec,
     clientTtlMs: f.client_ttl,
+    suspectSegmentMs: f.unreachable_segment_timeout,
     allocationStrategy: f.allocation_strategy,
     memoryAllocator: f.memory_allocator,
     enableCxl: f.enable_cxl,

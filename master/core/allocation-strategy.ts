@@ -74,6 +74,8 @@ export class SliceAllocation {
   /** Segment ids never used. */
   excluded: ReadonlySet<number> = NO_EXCLUSIONS;
   memoryType: MemoryTypeValue = MemoryType.DRAM;
+  /** Whether segments a writer reported unreachable may be used (nothing else had room). */
+  allowSuspect = false;
   /** Buffers placed so far: segs[i], its allocator block blocks[i], the handle handles[i]. */
   count = 0;
   readonly segs: (Segment | undefined)[] = [];
@@ -120,6 +122,7 @@ export class SliceAllocation {
 
   eligible(seg: Segment): boolean {
     if (seg.status !== 'MOUNTED') return false;
+    if (seg.suspectUntil !== 0 && !this.allowSuspect) return false;
     const id = seg.id;
     for (let i = 0; i < this.usedCount; i++) if (this.used[i] === id) return false;
     return this.excluded.size === 0 || !this.excluded.has(id);

@@ -113,37 +113,37 @@ export class ScriptRunner {
       case 'mount': {
         const seg = req(a, 'seg');
         const base = 0x1000_0000 * (this.bases.size + 1);
-        const r = core.mountSegment({ buffer: base, size: num(a, 'size'), segment_name: seg, client_id: a.get('client') ?? 'c1', segment_id: '', te_endpoint: '', protocol: '' }, now);
+        const r = core.mountSegment({ buffer: base, size: num(a, 'size'), segment_name: seg, client_id: a.get('client') ?? 'c1', segment_id: '', te_endpoint: '', protocol: '', incarnation: 0 }, now);
         if (r.status_code === 0) this.bases.set(seg, base);
         return status(r.status_code);
       }
       case 'unmount':
         return status(core.unmountSegment({ segment_name: req(a, 'seg'), client_id: '', grace_period_seconds: num(a, 'grace', 0) }, now).status_code);
       case 'ping': {
-        const r = core.ping({ client_id: req(a, 'client') }, now);
+        const r = core.ping({ client_id: req(a, 'client'), fence_acks: [] }, now);
         return r.status_code === 0 && r.need_remount ? 'ok need_remount' : status(r.status_code);
       }
       case 'put': {
         const s = core.putStart(this.putReq(a), now);
         if (s.status_code !== 0) return status(s.status_code);
-        return `${status(core.putEnd({ key: key(), replica_type: MEMORY }, now).status_code)} ${this.replicas(s.replica_list)}`;
+        return `${status(core.putEnd({ key: key(), replica_type: MEMORY, slice_checksums: [] }, now).status_code)} ${this.replicas(s.replica_list)}`;
       }
       case 'put-start': {
         const r = core.putStart(this.putReq(a), now);
         return r.status_code === 0 ? `ok ${this.replicas(r.replica_list)}` : status(r.status_code);
       }
       case 'put-end':
-        return status(core.putEnd({ key: key(), replica_type: MEMORY }, now).status_code);
+        return status(core.putEnd({ key: key(), replica_type: MEMORY, slice_checksums: [] }, now).status_code);
       case 'put-revoke':
-        return status(core.putRevoke({ key: key(), replica_type: MEMORY }, now).status_code);
+        return status(core.putRevoke({ key: key(), replica_type: MEMORY, failed_segments: [] }, now).status_code);
       case 'upsert-start': {
         const r = core.upsertStart(this.putReq(a), now);
         return r.status_code === 0 ? `ok${r.reused ? ' reused' : ''} ${this.replicas(r.replica_list)}` : status(r.status_code);
       }
       case 'upsert-end':
-        return status(core.upsertEnd({ key: key(), replica_type: MEMORY }, now).status_code);
+        return status(core.upsertEnd({ key: key(), replica_type: MEMORY, slice_checksums: [] }, now).status_code);
       case 'upsert-revoke':
-        return status(core.upsertRevoke({ key: key(), replica_type: MEMORY }, now).status_code);
+        return status(core.upsertRevoke({ key: key(), replica_type: MEMORY, failed_segments: [] }, now).status_code);
       case 'get': {
         const r = core.getReplicaList({ key: key() }, now);
         return r.status_code === 0 ? `ok lease=${r.lease_ttl_ms}ms ${this.replicas(r.replica_list)}` : status(r.status_code);

@@ -15,7 +15,7 @@ function main(): void {
   const core = new MasterCore({ ...defaultMasterCoreConfig }, new SeededRng(1));
   for (let i = 0; i < 4; i++) {
     core.mountSegment(
-      { buffer: 2 ** 40 * (i + 1), size: 2 ** 40, segment_name: `seg-${i}`, client_id: 'c', segment_id: '', te_endpoint: `10.0.0.${i}:1`, protocol: 'tcp' },
+      { buffer: 2 ** 40 * (i + 1), size: 2 ** 40, segment_name: `seg-${i}`, client_id: 'c', segment_id: '', te_endpoint: `10.0.0.${i}:1`, protocol: 'tcp', incarnation: 0 },
       0,
     );
   }
@@ -27,7 +27,7 @@ function main(): void {
   for (let i = 0; i < n; i++) {
     const key = `key-${i}`;
     core.putStart({ key, value_length: 4096, config, slice_lengths: [4096] }, now);
-    core.putEnd({ key, replica_type: 0 }, now);
+    core.putEnd({ key, replica_type: 0, slice_checksums: [] }, now);
     now += 0.001;
   }
   const putMs = performance.now() - t0;
@@ -42,11 +42,11 @@ function main(): void {
   core.stats(now + 10);
   console.log(`stats: ${(performance.now() - t0).toFixed(2)} ms`);
   // A small segment holding 1000 objects, to time an unmount that touches only those.
-  core.mountSegment({ buffer: 2 ** 46, size: 2 ** 30, segment_name: 'small', client_id: 'c', segment_id: '', te_endpoint: '10.0.1.1:1', protocol: 'tcp' }, now);
+  core.mountSegment({ buffer: 2 ** 46, size: 2 ** 30, segment_name: 'small', client_id: 'c', segment_id: '', te_endpoint: '10.0.1.1:1', protocol: 'tcp', incarnation: 0 }, now);
   for (let i = 0; i < 1000; i++) {
     const key = `small-${i}`;
     core.putStart({ key, value_length: 4096, config: { ...config, preferred_segment: 'small' }, slice_lengths: [4096] }, now);
-    core.putEnd({ key, replica_type: 0 }, now);
+    core.putEnd({ key, replica_type: 0, slice_checksums: [] }, now);
   }
   // One eviction round (evictionRatio of the objects), paid in bounded steps as sweep() does.
   const evictAt = now + 100_000;

@@ -10,6 +10,7 @@ export interface MasterCoreConfig {
   putStartDiscardTimeoutMs: number; // 30000
   putStartReleaseTimeoutMs: number; // 300000
   clientTtlMs: number; // 10000
+  suspectSegmentMs: number; // --unreachable_segment_timeout (5000)
   allocationStrategy: 'random' | 'free_ratio_first' | 'cxl';
   memoryAllocator: 'offset';
   enableCxl: boolean;
@@ -25,6 +26,7 @@ export const defaultMasterCoreConfig: MasterCoreConfig = {
   putStartDiscardTimeoutMs: 30_000,
   putStartReleaseTimeoutMs: 300_000,
   clientTtlMs: 10_000,
+  suspectSegmentMs: 5_000,
   allocationStrategy: 'random',
   memoryAllocator: 'offset',
   enableCxl: false,
@@ -75,6 +77,7 @@ export function validateMasterCoreConfig(c: MasterCoreConfig): void {
   nonNegative('putStartDiscardTimeoutMs');
   nonNegative('putStartReleaseTimeoutMs');
   nonNegative('clientTtlMs');
+  nonNegative('suspectSegmentMs');
   nonNegative('viewVersion');
   if (!(c.evictionRatio > 0 && c.evictionRatio <= 1)) problems.push(`evictionRatio must be in (0, 1], got ${c.evictionRatio}`);
   if (!(c.evictionHighWatermarkRatio > 0 && c.evictionHighWatermarkRatio <= 1)) {

@@ -11,8 +11,8 @@ export function makeCore(overrides: Partial<MasterCoreConfig> = {}, seed = 1): M
   return new MasterCore({ ...defaultMasterCoreConfig, ...overrides }, new SeededRng(seed));
 }
 
-export function mountReq(name: string, size: number, clientId = 'client-a', buffer = 0x10000000, teEndpoint = '') {
-  return { buffer, size, segment_name: name, client_id: clientId, segment_id: '', te_endpoint: teEndpoint, protocol: '' };
+export function mountReq(name: string, size: number, clientId = 'client-a', buffer = 0x10000000, teEndpoint = '', incarnation = 0) {
+  return { buffer, size, segment_name: name, client_id: clientId, segment_id: '', te_endpoint: teEndpoint, protocol: '', incarnation };
 }
 
 export function putReq(key: string, slices: number[] | number, config: Partial<ReplicateConfig__Output> = {}): PutStartRequest__Output {
@@ -29,7 +29,7 @@ export function putReq(key: string, slices: number[] | number, config: Partial<R
 export function putObject(core: MasterCore, key: string, slices: number[] | number, now: number, config: Partial<ReplicateConfig__Output> = {}): void {
   const start = core.putStart(putReq(key, slices, config), now);
   if (start.status_code !== 0) throw new Error(`putStart(${key}) failed: ${start.status_code}`);
-  const end = core.putEnd({ key, replica_type: MEMORY }, now);
+  const end = core.putEnd({ key, replica_type: MEMORY, slice_checksums: [] }, now);
   if (end.status_code !== 0) throw new Error(`putEnd(${key}) failed: ${end.status_code}`);
 }
 

@@ -40,6 +40,7 @@ import type { RemoveByRegexRequest__Output } from '../../proto/gen/store/RemoveB
 import type { RemoveByRegexResponse__Output } from '../../proto/gen/store/RemoveByRegexResponse.js';
 import type { RemoveRequest__Output } from '../../proto/gen/store/RemoveRequest.js';
 import type { RemoveResponse__Output } from '../../proto/gen/store/RemoveResponse.js';
+import type { SegmentFence__Output } from '../../proto/gen/store/SegmentFence.js';
 import type { ReplicaInfo__Output } from '../../proto/gen/store/ReplicaInfo.js';
 import { ReplicaStatus } from '../../proto/gen/store/ReplicaStatus.js';
 import { ReplicaType } from '../../proto/gen/store/ReplicaType.js';
@@ -62,7 +63,7 @@ import { EvictionRound } from './eviction-round.js';
 import { FreeRatioFirstStrategy } from './free-ratio-first-strategy.js';
 import { InFlightList } from './in-flight-list.js';
 import { LeaseTracker } from './lease-tracker.js';
-import { FLAG_CXL, FLAG_HARD_PIN, FLAG_LISTED, FLAG_REUSED, FLAG_SOFT_PIN, FLAG_UPSERT, handlesOn, ObjectMeta } from './object-meta.js';
+import { FLAG_CXL, FLAG_HARD_PIN, FLAG_LISTED, FLAG_REUSED, FLAG_SOFT_PIN, FLAG_UPSERT, handlesOn, ObjectMeta, writeGeneration } from './object-meta.js';
 import { ObjectTable } from './object-table.js';
 import { RandomStrategy } from './random-strategy.js';
 import { dropReplicasOn, freeHandles } from './replica-placement.js';
@@ -114,6 +115,9 @@ export const MOUNT_LIMITS = { segment_name: 1024, client_id: 256, te_endpoint: 5
 
 /** At most this many spare ObjectMetas are kept for reuse (see MasterCore.spareMetas). */
 const SPARE_METAS = 4096;
+
+/** Fences of a ping reply with nothing to fence (shared: replies are read-only). */
+const NO_FENCES = Object.freeze([]) as unknown as SegmentFence__Output[];
 
 function pinFlags(softPin: boolean, hardPin: boolean): number {
   return (softPin ? FLAG_SOFT_PIN : 0) | (hardPin ? FLAG_HARD_PIN : 0);
@@ -218,11 +222,33 @@ export class MasterCore {
   ping(req: PingRequest__Output, now: number): PingResponse__Output {
     const view_version = this.config.viewVersion;
     if (typeof req.client_id !== 'string' || req.client_id.length === 0) {
-      return { status_code: ErrorCode.INVALID_PARAMS, view_version, need_remount: false };
+      return { status_code: ErrorCode.INVALID_PARAMS, view_version, need_remount: false, fences: [] };
     }
-    if (!this.clients.has(req.client_id)) return { status_code: ErrorCode.OK, view_version, need_remount: true };
+    if (!this.clients.has(req.client_id)) return { status_code: ErrorCode.OK, view_version, need_remount: true, fences: [] };
     this.clients.touch(req.client_id, now);
-    return { status_code: ErrorCode.OK, view_version, need_remount: false };
+    for (const ack of req.fence_acks ?? []) {
+      const seg = this.segments.byName(ack.segment_name);
+      if (seg === undefined || seg.clientId !== req.client_id) continue;
+      for (const block of seg.fence.ack(Number(ack.version))) seg.allocator.freeBlock(block);
+    }
+    return { status_code: ErrorCode.OK, view_version, need_remount: false, fences: this.fencesOf(req.client_id, now) };
+  }
+
+  /** The write fences the owner of these segments has to install (write-fence.ts). */
+  private fencesOf(clientId: string, now: number): SegmentFence__Output[] {
+    let out: SegmentFence__Output[] | undefined;
+    for (const seg of this.segments.all()) {
+      if (seg.clientId !== clientId || !seg.fence.pending) continue;
+      const f = seg.fence.fence(this.oldestOpenGeneration(seg.id, now));
+      (out ??= []).push({ segment_name: seg.name, version: f.version, below: f.below, revoked: f.revoked });
+    }
+    return out ?? NO_FENCES;
+  }
+
+  /** The generation of the oldest unfinished write with space on the segment, else the next one to be handed out. */
+  private oldestOpenGeneration(segmentId: number, now: number): number {
+    for (let m = this.inFlight.head; m !== null; m = m.next) if (m.hasHandleOn(segmentId)) return writeGeneration(m);
+    return now + 1;
   }
 
   mountSegment(req: MountSegmentRequest__Output, now: number): MountSegmentResponse__Output {
@@ -235,13 +261,15 @@ export class MasterCore {
     if (!Number.isSafeInteger(size) || size <= 0) return fail(ErrorCode.INVALID_PARAMS);
     if (!Number.isSafeInteger(buffer) || buffer < 0 || !Number.isSafeInteger(buffer + size)) return fail(ErrorCode.INVALID_PARAMS);
     if (req.segment_id && !isUuid(req.segment_id)) return fail(ErrorCode.INVALID_PARAMS);
+    const incarnation = Number(req.incarnation ?? 0);
+    if (!Number.isSafeInteger(incarnation) || incarnation < 0) return fail(ErrorCode.INVALID_PARAMS);
     if (this.segments.byName(name) !== undefined) return fail(ErrorCode.SEGMENT_ALREADY_EXISTS);
     if (req.segment_id && this.segments.hasSegmentId(req.segment_id.toLowerCase())) return fail(ErrorCode.SEGMENT_ALREADY_EXISTS);
     let segmentId = req.segment_id ? req.segment_id.toLowerCase() : randomUuid(this.rng);
     while (this.segments.hasSegmentId(segmentId)) segmentId = randomUuid(this.rng);
     // Without a transfer-engine endpoint the segment name is the endpoint (P2P handshake naming).
     const te = req.te_endpoint || name;
-    this.segments.add(name, segmentId, clientId, buffer, size, te, req.protocol || 'tcp');
+    this.segments.add(name, segmentId, clientId, buffer, size, te, req.protocol || 'tcp', incarnation);
     this.clients.touch(clientId, now);
     return { status_code: ErrorCode.OK, segment_id: segmentId };
   }
@@ -358,18 +386,20 @@ export class MasterCore {
   }
 
   putEnd(req: PutEndRequest__Output, now: number): PutEndResponse__Output {
-    return { status_code: this.endWrite(req, now) };
+    return { status_code: this.endWrite(req, now, req.slice_checksums) };
   }
 
   batchPutEnd(req: BatchKeysRequest__Output, now: number): BatchKeysResponse__Output {
     return this.batchEndWrite(req, now);
   }
 
-  putRevoke(req: PutRevokeRequest__Output, _now: number): PutRevokeResponse__Output {
+  putRevoke(req: PutRevokeRequest__Output, now: number): PutRevokeResponse__Output {
+    this.suspect(req.failed_segments, now);
     return { status_code: this.revokeWrite(req) };
   }
 
-  batchPutRevoke(req: BatchKeysRequest__Output, _now: number): BatchKeysResponse__Output {
+  batchPutRevoke(req: BatchKeysRequest__Output, now: number): BatchKeysResponse__Output {
+    this.suspect(req.failed_segments, now);
     return this.batchKeys(req, (call) => this.revokeWrite(call));
   }
 
@@ -434,19 +464,34 @@ export class MasterCore {
   }
 
   upsertEnd(req: UpsertEndRequest__Output, now: number): UpsertEndResponse__Output {
-    return { status_code: this.endWrite(req, now) };
+    return { status_code: this.endWrite(req, now, req.slice_checksums) };
   }
 
   batchUpsertEnd(req: BatchKeysRequest__Output, now: number): BatchKeysResponse__Output {
     return this.batchEndWrite(req, now);
   }
 
-  upsertRevoke(req: UpsertRevokeRequest__Output, _now: number): UpsertRevokeResponse__Output {
+  upsertRevoke(req: UpsertRevokeRequest__Output, now: number): UpsertRevokeResponse__Output {
+    this.suspect(req.failed_segments, now);
     return { status_code: this.revokeWrite(req) };
   }
 
-  batchUpsertRevoke(req: BatchKeysRequest__Output, _now: number): BatchKeysResponse__Output {
+  batchUpsertRevoke(req: BatchKeysRequest__Output, now: number): BatchKeysResponse__Output {
+    this.suspect(req.failed_segments, now);
     return this.batchKeys(req, (call) => this.revokeWrite(call));
+  }
+
+  /**
+   * Segments a writer could not reach get no new placement for suspectSegmentMs (or until their
+   * owner mounts again), so the writer's retry and other puts go elsewhere instead of failing
+   * until client_ttl drops the segment. Placement still uses them when nothing else has room.
+   */
+  private suspect(names: readonly string[] | undefined, now: number): void {
+    if (names === undefined || names.length === 0 || this.config.suspectSegmentMs === 0) return;
+    for (const name of names.slice(0, 64)) {
+      const seg = typeof name === 'string' ? this.segments.byName(name) : undefined;
+      if (seg !== undefined) this.segments.suspect(seg, now + this.config.suspectSegmentMs);
+    }
   }
 
   // --- Removal ---
@@ -559,6 +604,7 @@ export class MasterCore {
         report.unmountedSegments.push(seg.name);
       }
     }
+    this.segments.clearSuspects(now);
     this.leases.active(now); // lets expired lease entries go
     if (this.eviction.debt > 0 || this.usageRatio() >= this.config.evictionHighWatermarkRatio) {
       const e = this.evict(now, SWEEP_EVICTION_BATCH);
@@ -629,7 +675,7 @@ export class MasterCore {
   queryKey(key: string): ReplicaInfo__Output[] | undefined {
     const meta = this.objects.get(key);
     if (meta === undefined) return undefined;
-    return meta.complete ? this.view(meta) : [];
+    return meta.complete ? replicaList(this.segments, meta) : [];
   }
 
   /** Keys on the eviction lists, least recently used first (diagnostics and scripts; O(objects)). */
@@ -648,8 +694,9 @@ export class MasterCore {
 
   // --- Internals ---
 
+  /** The replicas of an upsert just started, as its writer needs them (with the write's generation). */
   private view(meta: ObjectMeta): ReplicaInfo__Output[] {
-    return replicaList(this.segments, meta);
+    return replicaList(this.segments, meta, writeGeneration(meta));
   }
 
   /** An unfinished write may be taken over once the discard timeout has passed. */
@@ -695,6 +742,15 @@ export class MasterCore {
     const preferred = this.preferredFor(preferredSegment);
     const placer = this.placer;
     let code = placer.place(sliceLengths, replicaNum, preferred);
+    if (code === ErrorCode.NO_AVAILABLE_HANDLE && this.segments.suspects > 0) {
+      // Only suspect segments had room: better than no placement (the writer may reach them).
+      this.segments.includeSuspects = placer.allowSuspect = true;
+      try {
+        code = placer.place(sliceLengths, replicaNum, preferred);
+      } finally {
+        this.segments.includeSuspects = placer.allowSuspect = false;
+      }
+    }
     if (code !== ErrorCode.NO_AVAILABLE_HANDLE) return code;
     let bytes = 0;
     for (let j = 0; j < sliceLengths.length; j++) bytes += sliceLengths[j]!;
@@ -740,6 +796,7 @@ export class MasterCore {
       meta.key = key;
       meta.prev = null;
       meta.next = null;
+      meta.checksums = null;
     }
     this.countPins(flags, 1);
     this.objects.set(key, meta);
@@ -766,9 +823,10 @@ export class MasterCore {
     const found = this.lookUpEnds(keys);
     const replicaType = req.replica_type;
     const results = new Array<{ key: string; status_code: number }>(keys.length);
+    const sums = req.checksums;
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i]!;
-      results[i] = { key, status_code: this.endWriteOf(key, replicaType, found[i], now) };
+      results[i] = { key, status_code: this.endWriteOf(key, replicaType, found[i], now, sums?.[i]?.crc32c) };
     }
     return { status_code: ErrorCode.OK, results };
   }
@@ -800,16 +858,22 @@ export class MasterCore {
   }
 
   /** PutEnd / UpsertEnd: the write is done, replicas COMPLETE. Ending a complete object is a no-op. */
-  private endWrite(call: KeyCall, now: number): number {
-    return this.endWriteOf(call.key, call.replica_type, typeof call.key === 'string' ? this.objects.get(call.key) : undefined, now);
+  private endWrite(call: KeyCall, now: number, checksums?: readonly number[]): number {
+    return this.endWriteOf(call.key, call.replica_type, typeof call.key === 'string' ? this.objects.get(call.key) : undefined, now, checksums);
   }
 
   /** endWrite of the object already looked up for `key` (`meta`: objects.get(key)). */
-  private endWriteOf(key: string, replicaType: number, meta: ObjectMeta | undefined, now: number): number {
+  private endWriteOf(key: string, replicaType: number, meta: ObjectMeta | undefined, now: number, checksums?: readonly number[]): number {
     const code = checkKey(key, replicaType);
     if (code !== ErrorCode.OK) return code;
     if (meta === undefined) return ErrorCode.OBJECT_NOT_FOUND;
     if (meta.complete) return ErrorCode.OK;
+    if (checksums !== undefined && checksums.length !== 0) {
+      if (checksums.length !== meta.slices || !checksums.every((c) => Number.isInteger(c) && c >= 0 && c <= 0xffffffff)) return ErrorCode.INVALID_PARAMS;
+      meta.checksums = checksums;
+    } else {
+      meta.checksums = null;
+    }
     if (this.previous.size !== 0) {
       const prev = this.previous.get(key);
       if (prev !== undefined) {
@@ -842,7 +906,7 @@ export class MasterCore {
    * in-place upsert has overwritten the old bytes, so they cannot be trusted).
    */
   private abortWrite(key: string, meta: ObjectMeta): void {
-    freeHandles(this.segments, meta.h);
+    this.quarantine(meta);
     this.inFlight.delete(meta);
     const prev = this.previous.get(key);
     if (prev !== undefined) {
@@ -854,6 +918,22 @@ export class MasterCore {
       return;
     }
     this.forgetObject(key, meta);
+  }
+
+  /**
+   * The space of an unfinished write that is given up: its writer may still have bytes on the way,
+   * so each segment holds it until its owner fences the write's generation (write-fence.ts). A
+   * segment mounted without an incarnation has an owner that cannot fence (a tool, an older
+   * client): its space is freed at once, as it always was.
+   */
+  private quarantine(meta: ObjectMeta): void {
+    const gen = writeGeneration(meta);
+    for (let k = 0; k < meta.handleCount; k++) {
+      const seg = this.segments.byId(meta.segAt(k));
+      if (seg === undefined) continue;
+      if (seg.incarnation === 0) seg.allocator.freeBlock(meta.blockAt(k));
+      else seg.fence.hold(meta.blockAt(k), gen);
+    }
   }
 
   private deleteObject(key: string, meta: ObjectMeta): void {

@@ -59,6 +59,11 @@ export class ObjectMeta {
    */
   declare prev: ObjectMeta | null;
   declare next: ObjectMeta | null;
+  /**
+   * CRC-32C of each slice as the writer recorded it at PutEnd: one slice's as a signed 32-bit
+   * integer (a small integer for V8, no number box), several as an array of them; null: none.
+   */
+  declare private crc: number | number[] | null;
 
   private constructor() {}
 
@@ -89,6 +94,7 @@ export class ObjectMeta {
       key,
       prev: null,
       next: null,
+      crc: null,
     } as unknown as ObjectMeta;
     meta.leaseUntil = leaseUntil;
     meta.lastAccess = lastAccess;
@@ -123,6 +129,25 @@ export class ObjectMeta {
     this.block0 = block;
     this.size0 = size;
     this.hs = null;
+  }
+
+  /** The slices' CRC-32C values (unsigned), or [] when the writer recorded none. */
+  get checksums(): number[] {
+    const c = this.crc;
+    if (c === null) return [];
+    if (typeof c === 'number') return [c >>> 0];
+    return c.map((x) => x >>> 0);
+  }
+
+  set checksums(v: readonly number[] | null) {
+    if (v === null || v.length === 0) this.crc = null;
+    else if (v.length === 1) this.crc = v[0]! | 0;
+    else this.crc = v.map((x) => x | 0);
+  }
+
+  /** Whether the writer recorded checksums (no array built). */
+  get hasChecksums(): boolean {
+    return this.crc !== null;
   }
 
   /** Handles (replicas x slices). */
@@ -217,6 +242,14 @@ export class ObjectMeta {
   hasHandleOn(segmentId: number): boolean {
     return this.hs === null ? this.seg0 === segmentId && segmentId !== 0 : handlesOn(this.hs, segmentId);
   }
+}
+
+/**
+ * The generation of an unfinished write: its start time (the master's clock gives whole ms) plus
+ * one, so that 0 never names a write (write-fence.ts explains generations).
+ */
+export function writeGeneration(meta: ObjectMeta): number {
+  return meta.lastAccess + 1;
 }
 
 /** Whether the packed handles `h` (HANDLE_FIELDS numbers each, segment id first) have one on the segment. */

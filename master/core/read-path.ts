@@ -80,10 +80,10 @@ export class ReadPath {
 
   getReplicaList(key: string, now: number): GetReplicaListResponse__Output {
     const code = validateKey(key);
-    if (code !== ErrorCode.OK) return { status_code: code, replica_list: [], lease_ttl_ms: 0 };
+    if (code !== ErrorCode.OK) return { status_code: code, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
     const meta = this.objects.get(key);
-    if (meta === undefined) return { status_code: ErrorCode.OBJECT_NOT_FOUND, replica_list: [], lease_ttl_ms: 0 };
-    if (!meta.complete) return { status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: [], lease_ttl_ms: 0 };
+    if (meta === undefined) return { status_code: ErrorCode.OBJECT_NOT_FOUND, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
+    if (!meta.complete) return { status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
     this.leases.advance(now);
     this.access(meta, now + this.leaseTtlMs, now);
     return new GrantedReplicas(this.segments, meta, this.leaseTtlMs);
@@ -111,11 +111,11 @@ export class ReadPath {
       } else {
         found[i] = undefined;
         if (code !== ErrorCode.OK) {
-          results[i] = { status_code: code, replica_list: [], lease_ttl_ms: 0 };
+          results[i] = { status_code: code, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
         } else if (meta === undefined) {
-          results[i] = notFound ??= Object.freeze({ status_code: ErrorCode.OBJECT_NOT_FOUND, replica_list: NO_REPLICAS, lease_ttl_ms: 0 });
+          results[i] = notFound ??= Object.freeze({ status_code: ErrorCode.OBJECT_NOT_FOUND, replica_list: NO_REPLICAS, lease_ttl_ms: 0, slice_checksums: [] });
         } else {
-          results[i] = notReady ??= Object.freeze({ status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: NO_REPLICAS, lease_ttl_ms: 0 });
+          results[i] = notReady ??= Object.freeze({ status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: NO_REPLICAS, lease_ttl_ms: 0, slice_checksums: [] });
         }
       }
     }

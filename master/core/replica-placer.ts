@@ -14,6 +14,8 @@ import type { SegmentRegistry } from './segment-registry.js';
 export class ReplicaPlacer {
   /** Whether a buffer of the last placement sits in CXL memory. */
   cxl = false;
+  /** Whether segments reported unreachable may be placed on (segment-registry.ts `suspect`). */
+  allowSuspect = false;
   /** Replicas and slices of the last placement. */
   private replicas = 0;
   private slices = 0;
@@ -46,6 +48,7 @@ export class ReplicaPlacer {
     for (let j = 0; j < slices; j++) {
       const length = sliceLengths[j]!;
       p.reset(length, replicaNum, preferred);
+      p.allowSuspect = this.allowSuspect;
       const code = this.strategy.place(this.segments, p, this.rng);
       if (code !== ErrorCode.OK) {
         p.forget();

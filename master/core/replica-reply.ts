@@ -15,7 +15,7 @@ import { MemoryType, type MemoryType__Output } from '../../proto/gen/store/Memor
 import type { PutStartResponse__Output } from '../../proto/gen/store/PutStartResponse.js';
 import type { ReplicaInfo__Output } from '../../proto/gen/store/ReplicaInfo.js';
 import { ReplicaStatus } from '../../proto/gen/store/ReplicaStatus.js';
-import { FLAG_CXL, HANDLE_FIELDS, type ObjectMeta, type ReplicaStatusValue } from './object-meta.js';
+import { FLAG_CXL, HANDLE_FIELDS, writeGeneration, type ObjectMeta, type ReplicaStatusValue } from './object-meta.js';
 import type { Segment, SegmentRegistry } from './segment-registry.js';
 
 // Tags (field number << 3 | wire type) of the fields written here; see proto/store_master.proto.
@@ -27,14 +27,20 @@ const HANDLE_SIZE = 0x10; // BufHandle.size = 2
 const HANDLE_BUFFER = 0x18; // BufHandle.buffer = 3
 const HANDLE_STATUS = 0x20; // BufHandle.status = 4
 const HANDLE_MEMORY_TYPE = 0x30; // BufHandle.memory_type = 6
+const HANDLE_GENERATION = 0x40; // BufHandle.generation = 8
+const REPLY_SLICE_CHECKSUMS = 0x22; // GetReplicaListResponse.slice_checksums = 4 (packed)
 
-/** A segment's constant handle fields in wire form: segment_name (field 1) and te_endpoint (field 5). */
+/** A segment's constant handle fields in wire form: segment_name (1), te_endpoint (5), incarnation (7). */
 interface SegmentWire {
   name: Buffer;
   endpoint: Buffer;
+  incarnation: Buffer;
 }
 
 const segmentWire = new WeakMap<Segment, SegmentWire>();
+
+/** The checksums of an object whose writer recorded none (shared: replies are read-only). */
+const NO_CHECKSUMS = Object.freeze([]) as unknown as number[];
 
 /** Field `tag` holding string `s`, encoded (empty when `s` is empty: proto3 leaves defaults out). */
 function stringField(tag: number, s: string): Buffer {
@@ -51,10 +57,24 @@ function stringField(tag: number, s: string): Buffer {
   return Buffer.concat([Buffer.from([tag, ...len]), body]);
 }
 
+/** Field `tag` holding the varint `v` (empty for 0). */
+function varintField(tag: number, v: number): Buffer {
+  if (v === 0) return Buffer.alloc(0);
+  const out = [tag];
+  for (let n = v; ; n = Math.floor(n / 128)) {
+    if (n < 0x80) {
+      out.push(n);
+      break;
+    }
+    out.push((n % 128) | 0x80);
+  }
+  return Buffer.from(out);
+}
+
 function wireOf(seg: Segment): SegmentWire {
   let w = segmentWire.get(seg);
   if (w === undefined) {
-    w = { name: stringField(0x0a, seg.name), endpoint: stringField(0x2a, seg.teEndpoint) };
+    w = { name: stringField(0x0a, seg.name), endpoint: stringField(0x2a, seg.teEndpoint), incarnation: varintField(0x38, seg.incarnation) };
     segmentWire.set(seg, w);
   }
   return w;
@@ -76,8 +96,11 @@ class ReplicaCapture {
   private readonly size0: number;
   private readonly more: (Segment | number)[] | null;
   private list: ReplicaInfo__Output[] | undefined;
+  /** The write's generation in every handle (PutStart replies), 0 in read replies. */
+  protected readonly generation: number;
 
-  constructor(segments: SegmentRegistry, meta: ObjectMeta) {
+  constructor(segments: SegmentRegistry, meta: ObjectMeta, generation = 0) {
+    this.generation = generation;
     this.slices = meta.slices;
     this.status = meta.status;
     this.memoryType = (meta.flags & FLAG_CXL) !== 0 ? MemoryType.CXL : MemoryType.DRAM;
@@ -121,7 +144,16 @@ class ReplicaCapture {
     const bufStatus = this.bufStatus;
     this.forEach((seg, addr, size, k) => {
       if (k % slices === 0) list.push({ handles: [], status: this.status });
-      const handle: BufHandle__Output = { segment_name: seg.name, size, buffer: addr, status: bufStatus, te_endpoint: seg.teEndpoint, memory_type: this.memoryType };
+      const handle: BufHandle__Output = {
+        segment_name: seg.name,
+        size,
+        buffer: addr,
+        status: bufStatus,
+        te_endpoint: seg.teEndpoint,
+        memory_type: this.memoryType,
+        incarnation: seg.incarnation,
+        generation: this.generation,
+      };
       list[list.length - 1]!.handles.push(handle);
     });
     this.list = list;
@@ -181,18 +213,29 @@ class ReplicaCapture {
       w.byte(HANDLE_MEMORY_TYPE);
       w.varint(this.memoryType);
     }
+    w.raw(sw.incarnation);
+    if (this.generation !== 0) {
+      w.byte(HANDLE_GENERATION);
+      w.varint(this.generation);
+    }
     w.endLen(start);
   }
 }
 
-/** The plain ReplicaInfo messages of an object's replicas as they are now (admin and regex queries, upserts). */
-export function replicaList(segments: SegmentRegistry, meta: ObjectMeta): ReplicaInfo__Output[] {
-  return new ReplicaCapture(segments, meta).replica_list;
+/**
+ * The plain ReplicaInfo messages of an object's replicas as they are now (admin and regex queries,
+ * upserts: those pass the write's generation).
+ */
+export function replicaList(segments: SegmentRegistry, meta: ObjectMeta, generation = 0): ReplicaInfo__Output[] {
+  return new ReplicaCapture(segments, meta, generation).replica_list;
 }
 
 /** A granted GetReplicaList: status OK, the replicas, and the lease TTL the read must finish in. */
 export class GrantedReplicas extends ReplicaCapture implements GetReplicaListResponse__Output, SelfEncoding {
   readonly status_code = ErrorCode.OK;
+
+  /** The slices' CRC-32C as the writer recorded them ([] when it recorded none). */
+  readonly slice_checksums: number[];
 
   constructor(
     segments: SegmentRegistry,
@@ -200,6 +243,7 @@ export class GrantedReplicas extends ReplicaCapture implements GetReplicaListRes
     readonly lease_ttl_ms: number,
   ) {
     super(segments, meta);
+    this.slice_checksums = meta.hasChecksums ? meta.checksums : NO_CHECKSUMS;
   }
 
   declare readonly [WIRE_TYPE]: string;
@@ -210,16 +254,27 @@ export class GrantedReplicas extends ReplicaCapture implements GetReplicaListRes
       w.byte(REPLY_LEASE_TTL_MS);
       w.varint(this.lease_ttl_ms);
     }
+    const sums = this.slice_checksums;
+    if (sums.length !== 0) {
+      w.byte(REPLY_SLICE_CHECKSUMS);
+      const start = w.beginLen();
+      for (let i = 0; i < sums.length; i++) w.varint(sums[i]!);
+      w.endLen(start);
+    }
   }
 
   toJSON(): GetReplicaListResponse__Output {
-    return { status_code: this.status_code, replica_list: this.replica_list, lease_ttl_ms: this.lease_ttl_ms };
+    return { status_code: this.status_code, replica_list: this.replica_list, lease_ttl_ms: this.lease_ttl_ms, slice_checksums: this.slice_checksums };
   }
 }
 
-/** A successful PutStart: status OK and the space reserved for the writer. */
+/** A successful PutStart: status OK and the space reserved for the writer, with the write's generation. */
 export class PlacedReplicas extends ReplicaCapture implements PutStartResponse__Output, SelfEncoding {
   readonly status_code = ErrorCode.OK;
+
+  constructor(segments: SegmentRegistry, meta: ObjectMeta) {
+    super(segments, meta, writeGeneration(meta));
+  }
 
   declare readonly [WIRE_TYPE]: string;
 

@@ -3,6 +3,7 @@
 // for new allocations (MOUNTED, not in an unmount grace period) in mount order.
 import { OffsetAllocator } from './offset-allocator.js';
 import type { BufferAllocator } from './buffer-allocator.js';
+import { WriteFence } from './write-fence.js';
 
 export type SegmentStatus = 'MOUNTED' | 'UNMOUNTING';
 
@@ -10,7 +11,11 @@ export class Segment {
   status: SegmentStatus = 'MOUNTED';
   /** Monotonic ms at which an UNMOUNTING segment is finally unmounted. */
   unmountAt = 0;
+  /** A writer reported it unreachable: no new placement on it before this time (monotonic ms). */
+  suspectUntil = 0;
   readonly allocator: BufferAllocator;
+  /** Space of given-up writes held until the owner fences them (write-fence.ts). */
+  readonly fence = new WriteFence();
 
   constructor(
     readonly id: number,
@@ -21,6 +26,8 @@ export class Segment {
     readonly size: number,
     readonly teEndpoint: string,
     readonly protocol: string,
+    /** The owner engine's registration of the memory (0: not checked by transfers). */
+    readonly incarnation: number = 0,
   ) {
     this.allocator = new OffsetAllocator(name, baseAddress, size);
   }
@@ -46,13 +53,14 @@ export class SegmentRegistry implements SegmentPool {
   private readonly bySegmentId = new Map<string, Segment>();
   private nextId = 1;
   private openCache: Segment[] | null = null;
+  private withSuspects = false;
 
   get size(): number {
     return this.byNameMap.size;
   }
 
-  add(name: string, segmentId: string, clientId: string, base: number, size: number, teEndpoint: string, protocol: string): Segment {
-    const seg = new Segment(this.nextId++, name, segmentId, clientId, base, size, teEndpoint, protocol);
+  add(name: string, segmentId: string, clientId: string, base: number, size: number, teEndpoint: string, protocol: string, incarnation = 0): Segment {
+    const seg = new Segment(this.nextId++, name, segmentId, clientId, base, size, teEndpoint, protocol, incarnation);
     this.byNameMap.set(name, seg);
     this.byIdArr[seg.id] = seg;
     this.bySegmentId.set(segmentId, seg);
@@ -74,6 +82,38 @@ export class SegmentRegistry implements SegmentPool {
     this.openCache = null;
   }
 
+  /** Takes a segment out of placement until `until` (a writer could not reach it). */
+  suspect(seg: Segment, until: number): void {
+    if (seg.suspectUntil >= until) return;
+    seg.suspectUntil = until;
+    this.openCache = null;
+  }
+
+  /** Ends suspicions that ran out by `now`; whether any did. */
+  clearSuspects(now: number): boolean {
+    let changed = false;
+    for (const seg of this.byNameMap.values()) {
+      if (seg.suspectUntil !== 0 && seg.suspectUntil <= now) {
+        seg.suspectUntil = 0;
+        changed = true;
+      }
+    }
+    if (changed) this.openCache = null;
+    return changed;
+  }
+
+  /** While true, suspect segments are placed on too (nothing else had room). */
+  set includeSuspects(v: boolean) {
+    if (this.withSuspects !== v) this.openCache = null;
+    this.withSuspects = v;
+  }
+
+  get suspects(): number {
+    let n = 0;
+    for (const seg of this.byNameMap.values()) if (seg.suspectUntil !== 0) n++;
+    return n;
+  }
+
   byName(name: string): Segment | undefined {
     return this.byNameMap.get(name);
   }
@@ -91,7 +131,7 @@ export class SegmentRegistry implements SegmentPool {
   }
 
   allocatable(): readonly Segment[] {
-    if (this.openCache === null) this.openCache = [...this.byNameMap.values()].filter((s) => s.status === 'MOUNTED');
+    if (this.openCache === null) this.openCache = [...this.byNameMap.values()].filter((s) => s.status === 'MOUNTED' && (this.withSuspects || s.suspectUntil === 0));
     return this.openCache;
   }
 }
