@@ -230,10 +230,12 @@ describe('copyWithCrc32c', () => {
     );
   });
 
-  it('copies of streaming-store size (1 MiB and up) at unaligned destinations', () => {
+  it('copies around the streaming-store size (2 MiB) at unaligned destinations', () => {
     for (const [len, doff] of [
       [MiB, 0],
-      [MiB + 5, 3],
+      [2 * MiB - 1, 5],
+      [2 * MiB, 0],
+      [2 * MiB + 5, 3],
       [3 * MiB + 77, 61],
     ]) {
       const src = pseudoRandomBytes(len, len);

@@ -11,7 +11,7 @@
 //   sse42     x86-64 with SSE4.2 and PCLMULQDQ: the crc32 instruction on three independent streams
 //             whose results are joined by a carry-less multiply (about 8 bytes per cycle).
 //   portable  everywhere else: slicing-by-8 tables (about 1 byte per cycle).
-// Copies of 1 MiB or more use streaming (non-temporal) stores on the hardware backends.
+// Copies of 2 MiB or more use streaming (non-temporal) stores on the hardware backends.
 // KVSTORE_CRC32C_IMPL=portable|sse42|avx512 (read once, at the first call) forces a backend the
 // CPU has; an unknown or unavailable name leaves the automatic choice.
 #pragma once
