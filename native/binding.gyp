@@ -29,6 +29,7 @@
         "src/crc32c_portable.cc",
         "src/crc32c_sse42.cc",
         "src/crc32c_avx512.cc",
+        "src/crc32c_arm64.cc",
         "src/checksum_bench.cc",
         "src/addon_checksum.cc"
       ],

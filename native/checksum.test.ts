@@ -1,8 +1,12 @@
 // CRC-32C primitives: known vectors (RFC 3720 B.4, "123456789"), every backend against a bitwise
 // reference on random lengths and unaligned offsets, each backend forced through
-// KVSTORE_CRC32C_IMPL in a child process, combine against the CRC of the whole, copyWithCrc32c
-// against copy + crc (including overlapping views and the streaming-store sizes), bad arguments.
-import { execFileSync } from 'node:child_process';
+// KVSTORE_CRC32C_IMPL in a child process, the aarch64 backend under qemu-user, combine against the
+// CRC of the whole, copyWithCrc32c against copy + crc (including overlapping views and the
+// streaming-store sizes), bad arguments.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import fc from 'fast-check';
 import {
   ChecksumError,
@@ -14,7 +18,7 @@ import {
   crc32cUsing,
   type Crc32cImplementation,
 } from './index.js';
-import { addonPath, ensureAddon } from './test-fixtures/ensure-addon.js';
+import { addonPath, ensureAddon, nativeDir } from './test-fixtures/ensure-addon.js';
 
 beforeAll(() => ensureAddon());
 
@@ -151,7 +155,7 @@ describe('KVSTORE_CRC32C_IMPL forces a backend for the whole process', () => {
   };
   const data = Uint8Array.from({ length: 70000 }, (_, i) => (i * 31 + 7) & 0xff);
 
-  it.each(['portable', 'sse42', 'avx512'])('%s', (impl) => {
+  it.each(['portable', 'sse42', 'avx512', 'arm64'])('%s', (impl) => {
     if (!implementations().includes(impl as Crc32cImplementation)) {
       // Not this CPU: the variable must then leave the automatic choice.
       expect(inChild(impl).active).toBe(crc32cImplementations().available.at(-1));
@@ -165,6 +169,30 @@ describe('KVSTORE_CRC32C_IMPL forces a backend for the whole process', () => {
     expect(inChild('sse5')).toEqual(auto);
     expect(auto.active).toBe(implementations().at(-1));
   });
+});
+
+describe('the aarch64 backend (cross-compiled, run under qemu-user)', () => {
+  const has = (cmd: string) => spawnSync(cmd, ['--version'], { stdio: 'ignore' }).status === 0;
+  const tools = has('aarch64-linux-gnu-g++') && has('qemu-aarch64');
+  const src = resolve(nativeDir, 'src');
+  (tools ? test : test.skip)(
+    `the C++ self-test passes for every backend of an aarch64 build${tools ? '' : ' (skipped: needs aarch64-linux-gnu-g++ and qemu-aarch64: apt-get install g++-aarch64-linux-gnu qemu-user)'}`,
+    () => {
+      const dir = mkdtempSync(join(tmpdir(), 'kvstore-crc-arm64-'));
+      try {
+        const exe = join(dir, 'selftest');
+        const sources = ['crc32c.cc', 'crc32c_portable.cc', 'crc32c_sse42.cc', 'crc32c_avx512.cc', 'crc32c_arm64.cc'].map((f) => join(src, f));
+        execFileSync('aarch64-linux-gnu-g++', ['-O2', '-std=c++17', '-static', '-o', exe, resolve(nativeDir, 'test-fixtures/crc32c-selftest.cc'), ...sources]);
+        for (const forced of [undefined, 'portable']) {
+          const env = { ...process.env, KVSTORE_CRC32C_IMPL: forced ?? '' };
+          const out = execFileSync('qemu-aarch64', [exe], { env, encoding: 'utf8' });
+          expect(out.trim()).toBe(`ok portable arm64 (active ${forced ?? 'arm64'})`);
+        }
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });
 
 describe('crc32cCombine', () => {

@@ -5,7 +5,7 @@ import { addon } from './addon.js';
 import { ChecksumError } from './errors.js';
 
 /** The native backends; the best one the CPU has is used unless KVSTORE_CRC32C_IMPL names another. */
-export type Crc32cImplementation = 'portable' | 'sse42' | 'avx512';
+export type Crc32cImplementation = 'portable' | 'sse42' | 'avx512' | 'arm64';
 
 /**
  * The standard CRC-32C of `data`'s bytes, continuing from `seed` (the CRC of the bytes before,

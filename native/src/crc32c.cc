@@ -24,15 +24,16 @@ constexpr Backend kBackends[kCrc32cImplCount] = {
     {crc32c_backend::PortableUpdate, crc32c_backend::PortableCopyUpdate},
     {crc32c_backend::Sse42Update, crc32c_backend::Sse42CopyUpdate},
     {crc32c_backend::Avx512Update, crc32c_backend::Avx512CopyUpdate},
+    {crc32c_backend::Arm64Update, crc32c_backend::Arm64CopyUpdate},
 };
 
-constexpr const char* kNames[kCrc32cImplCount] = {"portable", "sse42", "avx512"};
+constexpr const char* kNames[kCrc32cImplCount] = {"portable", "sse42", "avx512", "arm64"};
 
 Crc32cImpl ChooseImpl() {
   Crc32cImpl forced;
   const char* env = std::getenv("KVSTORE_CRC32C_IMPL");
   if (env && *env && Crc32cImplFromName(env, &forced) && Crc32cImplAvailable(forced)) return forced;
-  for (Crc32cImpl best : {Crc32cImpl::kAvx512, Crc32cImpl::kSse42}) {
+  for (Crc32cImpl best : {Crc32cImpl::kAvx512, Crc32cImpl::kSse42, Crc32cImpl::kArm64}) {
     if (Crc32cImplAvailable(best)) return best;
   }
   return Crc32cImpl::kPortable;
@@ -67,6 +68,8 @@ bool Crc32cImplAvailable(Crc32cImpl impl) {
       return crc32c_backend::Sse42Supported();
     case Crc32cImpl::kAvx512:
       return crc32c_backend::Avx512Supported();
+    case Crc32cImpl::kArm64:
+      return crc32c_backend::Arm64Supported();
   }
   return false;
 }

@@ -1,5 +1,6 @@
 // The interface every CRC-32C backend implements (one file per backend: crc32c_portable.cc,
-// crc32c_sse42.cc, crc32c_avx512.cc). These work on the raw CRC register: crc32c.cc adds the pre/post inversion.
+// crc32c_sse42.cc, crc32c_avx512.cc, crc32c_arm64.cc). These work on the raw CRC register:
+// crc32c.cc adds the pre/post inversion.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -28,5 +29,10 @@ uint32_t Sse42CopyUpdate(uint32_t reg, uint8_t* dst, const uint8_t* src, size_t 
 bool Avx512Supported();
 uint32_t Avx512Update(uint32_t reg, const uint8_t* src, size_t n);
 uint32_t Avx512CopyUpdate(uint32_t reg, uint8_t* dst, const uint8_t* src, size_t n);
+
+// False unless this is an aarch64 build on a CPU with the CRC extension.
+bool Arm64Supported();
+uint32_t Arm64Update(uint32_t reg, const uint8_t* src, size_t n);
+uint32_t Arm64CopyUpdate(uint32_t reg, uint8_t* dst, const uint8_t* src, size_t n);
 
 }  // namespace kvstore::crc32c_backend
