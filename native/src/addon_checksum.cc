@@ -64,8 +64,9 @@ Napi::Value Crc32cJs(const Napi::CallbackInfo& info) {
     const Bytes b = ViewBytes(env, info[0], "data");
     const uint32_t seed = ToU32(info[1], "seed");
     Crc32cImpl impl;
-    const uint32_t crc = b.length == 0 ? seed : OptionalImpl(info, 2, &impl) ? Crc32cWith(impl, seed, b.data, b.length) : Crc32c(seed, b.data, b.length);
-    return Napi::Number::New(env, crc);
+    const bool forced = OptionalImpl(info, 2, &impl);
+    if (b.length == 0) return Napi::Number::New(env, seed);
+    return Napi::Number::New(env, forced ? Crc32cWith(impl, seed, b.data, b.length) : Crc32c(seed, b.data, b.length));
   });
 }
 
