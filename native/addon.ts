@@ -58,6 +58,19 @@ export interface RawAddon {
   rawPumpRun(endpoint: string, size: number, count: number, mode: 'stream' | 'pingpong'): Promise<number>;
   /** Seconds for `iterations` memcpys of `size` bytes, cycling over `span` bytes of buffers (default: one pair). */
   memcpyRun(size: number, iterations: number, span?: number): Promise<number>;
+  /** CRC-32C of the view's bytes from `seed`; `implementation` forces a backend (tests, benchmarks). */
+  crc32c(data: ArrayBufferView, seed: number, implementation?: string): number;
+  /** Copies src to the start of dst and returns the CRC-32C of src. */
+  copyWithCrc32c(dst: ArrayBufferView, src: ArrayBufferView, seed: number, implementation?: string): number;
+  crc32cCombine(crcA: number, crcB: number, lengthB: number | bigint): number;
+  crc32cInfo(): { active: string; available: string[] };
+  /** Seconds of each loop for `iterations` operations of `size` bytes cycling over `span` bytes. */
+  crc32cBench(
+    size: number,
+    iterations: number,
+    span: number,
+    implementation?: string,
+  ): Promise<{ memcpy: number; crc32c: number; separate: number; fused: number }>;
   rdmaAvailable: boolean;
 }
 

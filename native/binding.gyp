@@ -1,4 +1,4 @@
-# node-gyp build of the native data path: memory mappings and the TCP transfer engine.
+# node-gyp build of the native data path: memory mappings, the TCP transfer engine and CRC-32C.
 {
   "targets": [
     {
@@ -24,7 +24,14 @@
         "src/raw_pump.cc",
         "src/shareable_registry.cc",
         "src/shm_server.cc",
-        "src/shm_peer.cc"
+        "src/shm_peer.cc",
+        "src/crc32c.cc",
+        "src/crc32c_portable.cc",
+        "src/crc32c_sse42.cc",
+        "src/crc32c_avx512.cc",
+        "src/crc32c_arm64.cc",
+        "src/checksum_bench.cc",
+        "src/addon_checksum.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NODE_ADDON_API_DISABLE_CPP_EXCEPTIONS", "NAPI_VERSION=8"],

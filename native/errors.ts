@@ -52,3 +52,20 @@ export class MemoryError extends Error {
     return new MemoryError(code, messageOf(e), { cause: e });
   }
 }
+
+export const ChecksumErrorCode = {
+  INVALID_ARGUMENT: 'INVALID_ARGUMENT',
+} as const;
+export type ChecksumErrorCode = (typeof ChecksumErrorCode)[keyof typeof ChecksumErrorCode];
+
+export class ChecksumError extends Error {
+  override readonly name = 'ChecksumError';
+  constructor(readonly code: ChecksumErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+  static from(e: unknown): ChecksumError {
+    if (e instanceof ChecksumError) return e;
+    const code = codeOf(e, ChecksumErrorCode.INVALID_ARGUMENT) as ChecksumErrorCode;
+    return new ChecksumError(code, messageOf(e), { cause: e });
+  }
+}

@@ -1,8 +1,17 @@
-// Public surface of the native data path: memory mappings and the TCP transfer engine.
+// Public surface of the native data path: memory mappings, the TCP transfer engine and CRC-32C.
 export { mapMemory, addressOf, arenaStats, type MapOptions, type MemoryKind, type MemoryRegion } from './memory.js';
 export { ResultArena, type ResultArenaStats } from './result-arena.js';
 export { TransferEngine, ENGINE_DEFAULTS, type TransferOp, type TransferEngineOptions } from './transfer-engine.js';
-export { TransferError, TransferErrorCode, MemoryError, MemoryErrorCode } from './errors.js';
+export { TransferError, TransferErrorCode, MemoryError, MemoryErrorCode, ChecksumError, ChecksumErrorCode } from './errors.js';
+export {
+  crc32c,
+  copyWithCrc32c,
+  crc32cCombine,
+  crc32cImplementations,
+  crc32cUsing,
+  copyWithCrc32cUsing,
+  type Crc32cImplementation,
+} from './checksum.js';
 export {
   clientPortRange,
   isValidClientPort,

@@ -1,4 +1,5 @@
-// Module entry of the native addon: registers the memory, result arena, engine and benchmark exports.
+// Module entry of the native addon: registers the memory, result arena, engine, checksum and benchmark
+// exports.
 #include <cmath>
 
 #include "addon_util.h"
@@ -32,6 +33,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   kvstore::InitEngine(env, exports);
   kvstore::InitBench(env, exports);
   kvstore::InitResultArena(env, exports);
+  kvstore::InitChecksum(env, exports);
   exports.Set("rdmaAvailable", Napi::Boolean::New(env, false));
   return exports;
 }
