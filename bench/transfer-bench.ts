@@ -19,9 +19,8 @@ import { promisify } from 'node:util';
 import { addon } from '../native/addon.js';
 import { Client } from '../client/client.js';
 import { LocalCluster } from '../sidecar/local-cluster.js';
+import { fmtSize, KiB, measure, memcpyGbps, MiB, type Row } from './bench-util.js';
 
-const KiB = 1024;
-const MiB = 1024 * KiB;
 const SIZES = [4 * KiB, 64 * KiB, MiB, 4 * MiB, 16 * MiB];
 const BATCH = 8;
 const BYTES_PER_ROW = Number(process.env.BENCH_BYTES ?? 192 * MiB);
@@ -32,37 +31,7 @@ const LEASE_TTL_MS = 2000;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const run = promisify(execFile);
 
-const fmtSize = (n: number) => (n >= MiB ? `${n / MiB} MiB` : `${n / KiB} KiB`);
-const pct = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : NaN);
 const opsFor = (size: number) => Math.max(24, Math.min(3000, Math.floor(BYTES_PER_ROW / size)));
-
-interface Row {
-  gbps: number;
-  opsPerSec: number;
-  p50ms: number;
-  p99ms: number;
-}
-
-/** Runs ops 0..n-1 with `inflight` lanes; each call of `op` handles `per` objects. */
-async function measure(n: number, size: number, inflight: number, per: number, op: (first: number) => Promise<void>): Promise<Row> {
-  const lat: number[] = [];
-  let next = 0;
-  const start = performance.now();
-  await Promise.all(
-    Array.from({ length: inflight }, async () => {
-      while (next < n) {
-        const first = next;
-        next += per;
-        const t = performance.now();
-        await op(first);
-        lat.push(performance.now() - t);
-      }
-    }),
-  );
-  const s = (performance.now() - start) / 1000;
-  lat.sort((a, b) => a - b);
-  return { gbps: (n * size) / s / 1e9, opsPerSec: n / s, p50ms: pct(lat, 0.5), p99ms: pct(lat, 0.99) };
-}
 
 async function freePort(): Promise<number> {
   const s = createServer().listen(0, '127.0.0.1');
@@ -85,14 +54,6 @@ async function pumpGbps(endpoint: string, size: number): Promise<number> {
   await addon().rawPumpRun(endpoint, size, Math.min(count, 50), 'stream');
   const s = await addon().rawPumpRun(endpoint, size, count, 'stream');
   return (size * count) / s / 1e9;
-}
-
-/** memcpy GB/s: hot = the same two buffers every time; cold = cycling over COLD_SPAN bytes of buffers. */
-async function memcpyGbps(size: number, span = 0): Promise<number> {
-  const iters = Math.max(10, Math.floor((1024 * MiB) / size));
-  await addon().memcpyRun(size, 10, span);
-  const s = await addon().memcpyRun(size, iters, span);
-  return (size * iters) / s / 1e9;
 }
 
 /** Unmeasured warm-up: JIT of client and master, the engine's connections and shm grants. */
