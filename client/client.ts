@@ -17,6 +17,7 @@ import { openMetadataStore } from './metadata/open-metadata-store.js';
 import type { MetadataStore } from './metadata/metadata-store.js';
 import { loadNative, type MappedRegion, type NativePort, type ResultArenaPort, type TransferEnginePort } from './native-port.js';
 import { resolveSettings, setupBackoffMs, type ClientSetupConfig, type ClientSettings } from './setup-config.js';
+import { ClientMetrics, clientMetricsSettings, type ClientOp } from './client-metrics.js';
 
 export interface ClientOptions {
   /** Heartbeat period (default 1000 ms; the master's --client_ttl defaults to 10 s). */
@@ -60,7 +61,35 @@ export interface ClientOptions {
    * setup listens to it; a client that was returned is stopped with close().
    */
   signal?: AbortSignal;
+  /**
+   * Client metrics: an instance to record into, or false for none. Default: per
+   * MC_STORE_CLIENT_METRIC (on unless 0/false), summary logged every MC_STORE_CLIENT_METRIC_INTERVAL
+   * seconds (0: never), labelled with MC_STORE_CLUSTER_ID.
+   */
+  metrics?: ClientMetrics | false;
 }
+
+/** A segment of this client: mounted, draining (unmounted with a grace period) or unmounted (memory still held). */
+export interface SegmentInfo {
+  name: string;
+  id: string;
+  address: number;
+  size: number;
+  state: 'mounted' | 'draining' | 'unmounted';
+}
+
+/** Bytes of a Put value (0 for a value the data path will refuse). */
+function valueBytes(v: unknown): number {
+  if (v instanceof Uint8Array) return v.byteLength;
+  if (!Array.isArray(v)) return 0;
+  let n = 0;
+  for (const s of v) if (s instanceof Uint8Array) n += s.byteLength;
+  return n;
+}
+
+const noBytes = (): number => 0;
+const bufferBytes = (b: Buffer): number => b.length;
+const sizeBytes = (n: number): number => n;
 
 /** Waits `ms`, or less when `signal` aborts first (the caller checks the signal afterwards). */
 function backoff(ms: number, signal: AbortSignal | undefined): Promise<void> {
@@ -137,6 +166,13 @@ export class Client {
   private readonly mountedInSetup = new Set<OwnSegment>();
   private readonly log: NonNullable<ClientOptions['log']>;
   private readonly now: () => number;
+  /** Segments unmounted with the master (draining: in their grace period) whose memory is still held. */
+  private readonly unmounting = new Map<OwnSegment, 'draining' | 'unmounted'>();
+  /** Suffix of the next extra segment's name (`<endpoint>/<n>`). */
+  private extraSegments = 0;
+  private stopSummary: (() => void) | undefined;
+  /** This client's metrics (undefined when MC_STORE_CLIENT_METRIC is off or options.metrics is false). */
+  readonly metrics: ClientMetrics | undefined;
 
   private constructor(
     readonly settings: ClientSettings,
@@ -147,6 +183,14 @@ export class Client {
   ) {
     this.log = options.log ?? defaultLog;
     this.now = options.now ?? (() => performance.now());
+    const ms = clientMetricsSettings(options.env ?? process.env);
+    for (const w of ms.warnings) this.log('warn', w);
+    this.metrics = options.metrics === false ? undefined : (options.metrics ?? ClientMetrics.fromSettings(ms));
+    if (this.metrics && ms.intervalSeconds > 0) {
+      const t = setInterval(() => this.log('info', this.metrics!.summary()), ms.intervalSeconds * 1000);
+      t.unref();
+      this.stopSummary = () => clearInterval(t);
+    }
   }
 
   /**
@@ -200,9 +244,15 @@ export class Client {
     return this.engine.endpoint;
   }
 
-  /** Segments this client mounted (name, id, address, size). */
-  get mountedSegments(): { name: string; id: string; address: number; size: number }[] {
-    return [...this.segments.values()].map((s) => ({ name: s.name, id: s.id, address: s.region.address, size: s.region.size }));
+  /** Segments this client holds (name, id, address, size, state). */
+  get mountedSegments(): SegmentInfo[] {
+    return [...this.segments.values()].map((s) => ({
+      name: s.name,
+      id: s.id,
+      address: s.region.address,
+      size: s.region.size,
+      state: this.unmounting.get(s) ?? 'mounted',
+    }));
   }
 
   private mapRegion(size: number, name: string): MappedRegion {
@@ -289,11 +339,14 @@ export class Client {
       addressOf: (v) => this.native.addressOf(v),
       resultArena: this.resultArena,
       localMemcpy: s.localMemcpy,
+      meter: this.metrics,
       now: this.now,
       lookupEndpoint: async (name) => (await this.metadata.lookup(name))?.te_endpoint ?? null,
       rpc: (what, call) => this.rpc(what, call),
       rpcThen: (what, call, then) => this.rpcThen(what, call, then),
     });
+
+    if (this.metrics) this.addRegionGauges(this.metrics);
 
     const signal = this.options.signal;
     for (let attempt = 1; ; attempt++) {
@@ -332,10 +385,11 @@ export class Client {
       intervalMs: this.options.heartbeatIntervalMs ?? 1000,
       ping: () => this.m().ping({ client_id: this.clientId }),
       remount: async () => {
-        if (this.segments.size === 0) return; // a pure client has nothing the master must know
-        this.log('warn', `master ${s.masterAddress} asked for a remount; remounting ${this.segments.size} segment(s)`);
-        for (const seg of this.segments.values()) await this.mount(seg, true);
-        this.log('info', `remounted ${this.segments.size} segment(s) with master ${s.masterAddress}`);
+        const segs = this.remountable();
+        if (segs.length === 0) return; // a pure client has nothing the master must know
+        this.log('warn', `master ${s.masterAddress} asked for a remount; remounting ${segs.length} segment(s)`);
+        for (const seg of segs) await this.mount(seg, true);
+        this.log('info', `remounted ${segs.length} segment(s) with master ${s.masterAddress}`);
       },
       onError: (e) => {
         // First failure, then every 30th: a long outage should not flood the log.
@@ -345,6 +399,32 @@ export class Client {
     });
     this.heartbeat.start();
     if (parseMasterAddress(s.masterAddress, this.options.env ?? process.env).kind !== 'direct') this.followLeader();
+  }
+
+  /** Gauges of the memory this client holds, read at scrape time. */
+  private addRegionGauges(m: ClientMetrics): void {
+    if (m.registry.getSingleMetric('store_client_regions_mapped')) return; // a ClientMetrics shared by several clients
+    const regions = (): { count: number; bytes: number } => {
+      let count = 0;
+      let bytes = 0;
+      for (const seg of this.segments.values()) {
+        count++;
+        bytes += seg.region.size;
+      }
+      if (this.localRegion) {
+        count++;
+        bytes += this.localRegion.size;
+      }
+      if (this.resultArena) {
+        count++;
+        bytes += this.resultArena.size;
+      }
+      count += this.pool?.stats().overflowRegions ?? 0;
+      return { count, bytes };
+    };
+    m.addGauge('store_client_regions_mapped', 'memory regions this client holds mapped: segments (draining ones too), local buffer, result arena, overflow buffers', () => regions().count);
+    m.addGauge('store_client_mapped_bytes', 'bytes of the segments, local buffer and result arena this client holds mapped', () => regions().bytes);
+    m.addGauge('store_client_segments_mounted', 'segments this client has mounted with the master (not being unmounted)', () => this.remountable().length);
   }
 
   /** HA mode: when another master is elected, switch to it and remount there. */
@@ -361,9 +441,10 @@ export class Client {
             this.master = next;
             this.masterEndpoint = leader;
             old?.close();
-            this.log('warn', `master leader is now ${leader}; remounting ${this.segments.size} segment(s)`);
-            for (const seg of this.segments.values()) await this.mount(seg, true);
-            this.log('info', `remounted ${this.segments.size} segment(s) on master leader ${leader}`);
+            const segs = this.remountable();
+            this.log('warn', `master leader is now ${leader}; remounting ${segs.length} segment(s)`);
+            for (const seg of segs) await this.mount(seg, true);
+            this.log('info', `remounted ${segs.length} segment(s) on master leader ${leader}`);
           } catch (e) {
             this.log('warn', `switch to master leader ${leader} failed: ${(e as Error).message}`);
           }
@@ -371,6 +452,11 @@ export class Client {
       },
       { env: this.options.env ?? process.env, onError: (e) => this.log('warn', `leader lookup failed: ${e.message}`) },
     );
+  }
+
+  /** Segments a (new) master must know: all but those being unmounted. */
+  private remountable(): OwnSegment[] {
+    return [...this.segments.values()].filter((seg) => !this.unmounting.has(seg));
   }
 
   private m(): MasterClient {
@@ -428,37 +514,72 @@ export class Client {
 
   // ------------------------------------------------------------ objects
 
+  /**
+   * Runs one operation, recording it in the client metrics when they are on: calls, latency,
+   * `bytesOf` its result, errors by code. Without metrics it is `run()` itself (no extra promise).
+   */
+  private measure<T>(op: ClientOp, run: () => Promise<T>, bytesOf: (v: T) => number, items = 1): Promise<T> {
+    const m = this.metrics;
+    if (!m) return run();
+    const start = m.start();
+    let p: Promise<T>;
+    try {
+      p = run();
+    } catch (e) {
+      m.fail(op, start, e, items);
+      throw e;
+    }
+    return m.track(op, start, p, bytesOf, items);
+  }
+
+  /** Bytes of a batch's successful items (`size` of item i), counting the failed ones as errors of `op`. */
+  private batchBytes<R extends { error?: StoreError }>(op: ClientOp, size: (r: R, i: number) => number): (results: R[]) => number {
+    return (results) => {
+      let n = 0;
+      const errors: StoreError[] = [];
+      results.forEach((r, i) => {
+        if (r.error) errors.push(r.error);
+        else n += size(r, i);
+      });
+      if (errors.length > 0) this.metrics?.itemErrors(op, errors);
+      return n;
+    };
+  }
+
   /** Stores `value` under `key` (immutable until removed). Rejects with ObjectExistsError if present. */
   put(key: string, value: Value, config?: PutConfig): Promise<void> {
-    return this.data.put(key, value, config);
+    return this.measure('put', () => this.data.put(key, value, config), () => valueBytes(value));
   }
 
   /** Inserts or replaces `key`, reusing the existing placement when the layout allows. */
   upsert(key: string, value: Value, config?: PutConfig): Promise<void> {
-    return this.data.upsert(key, value, config);
+    return this.measure('upsert', () => this.data.upsert(key, value, config), () => valueBytes(value));
   }
 
   /** Many puts: one BatchPutStart, one transfer batch, one BatchPutEnd. Per-key results. */
   putBatch(items: readonly { key: string; value: Value; config?: PutConfig }[]): Promise<BatchWriteResult[]> {
-    return this.data.putBatch(items);
+    const n = Array.isArray(items) ? items.length : 0;
+    return this.measure('put_batch', () => this.data.putBatch(items), this.batchBytes('put_batch', (_r, i) => valueBytes(items[i]?.value)), n);
   }
 
   upsertBatch(items: readonly { key: string; value: Value; config?: PutConfig }[]): Promise<BatchWriteResult[]> {
-    return this.data.upsertBatch(items);
+    const n = Array.isArray(items) ? items.length : 0;
+    return this.measure('upsert_batch', () => this.data.upsertBatch(items), this.batchBytes('upsert_batch', (_r, i) => valueBytes(items[i]?.value)), n);
   }
 
   /** The object's bytes. ObjectNotFoundError when absent; LeaseExpiredError if the read outlived its lease. */
   get(key: string): Promise<Buffer> {
-    return this.data.get(key);
+    return this.measure('get', () => this.data.get(key), bufferBytes);
   }
 
   /** Reads into `target` (zero-copy when it is registered memory, e.g. from allocBuffer); returns the size. */
   getInto(key: string, target: Uint8Array): Promise<number> {
-    return this.data.getInto(key, target);
+    return this.measure('get_into', () => this.data.getInto(key, target), sizeBytes);
   }
 
   getBatch(keys: readonly string[]): Promise<BatchGetResult[]> {
-    return this.data.getBatch(keys);
+    const n = Array.isArray(keys) ? keys.length : 0;
+    return this.measure('get_batch', () => this.data.getBatch(keys), this.batchBytes('get_batch', (r) => r.value?.length ?? 0), n);
   }
 
   /** A lease of registered staging memory: values written there are put without a copy. */
@@ -467,21 +588,33 @@ export class Client {
     return this.pool.acquire(size, timeoutMs);
   }
 
-  async isExist(key: string): Promise<boolean> {
+  isExist(key: string): Promise<boolean> {
+    return this.measure('is_exist', () => this.isExistNow(key), noBytes);
+  }
+
+  private async isExistNow(key: string): Promise<boolean> {
     const res = await this.rpc('ExistKey', () => this.m().existKey({ key }));
     if (res.status_code === ErrorCode.OBJECT_NOT_FOUND) return false;
     this.status(res.status_code, `isExist ${JSON.stringify(key)}`);
     return res.exists;
   }
 
-  async batchIsExist(keys: readonly string[]): Promise<boolean[]> {
+  batchIsExist(keys: readonly string[]): Promise<boolean[]> {
+    return this.measure('batch_is_exist', () => this.batchIsExistNow(keys), noBytes, Array.isArray(keys) ? keys.length : 0);
+  }
+
+  private async batchIsExistNow(keys: readonly string[]): Promise<boolean[]> {
     const res = await this.rpc('BatchExistKey', () => this.m().batchExistKey({ keys: [...keys] }));
     this.status(res.status_code, `batchIsExist of ${keys.length} keys`);
     return keys.map((_, i) => res.results[i]?.status_code === ErrorCode.OK && !!res.results[i]?.exists);
   }
 
   /** Size in bytes of the stored object (takes a read lease, like a Get). */
-  async getSize(key: string): Promise<number> {
+  getSize(key: string): Promise<number> {
+    return this.measure('get_size', () => this.getSizeNow(key), noBytes);
+  }
+
+  private async getSizeNow(key: string): Promise<number> {
     const res = await this.rpc('GetReplicaList', () => this.m().getReplicaList({ key }));
     this.status(res.status_code, `getSize ${JSON.stringify(key)}`);
     const r = res.replica_list.find((x) => x.status === 3 /* COMPLETE */);
@@ -490,46 +623,160 @@ export class Client {
   }
 
   /** Removes the object. `force` also removes a hard-pinned one. Refused while a reader holds a lease. */
-  async remove(key: string, force = false): Promise<void> {
+  remove(key: string, force = false): Promise<void> {
+    return this.measure('remove', () => this.removeNow(key, force), noBytes);
+  }
+
+  private async removeNow(key: string, force: boolean): Promise<void> {
     const res = await this.rpc('Remove', () => this.m().remove({ key, force }));
     this.status(res.status_code, `remove ${JSON.stringify(key)}`);
   }
 
   /** Removes every object whose key matches the regular expression; returns how many. */
-  async removeByRegex(keyRegex: string): Promise<number> {
+  removeByRegex(keyRegex: string): Promise<number> {
+    return this.measure('remove_by_regex', () => this.removeByRegexNow(keyRegex), noBytes);
+  }
+
+  private async removeByRegexNow(keyRegex: string): Promise<number> {
     const res = await this.rpc('RemoveByRegex', () => this.m().removeByRegex({ key_regex: keyRegex }));
     this.status(res.status_code, `removeByRegex ${JSON.stringify(keyRegex)}`);
     return Number(res.removed_count);
   }
 
   /** Replica lists of every object whose key matches, by key. */
-  async queryByRegex(keyRegex: string): Promise<Map<string, ReplicaInfo__Output[]>> {
+  queryByRegex(keyRegex: string): Promise<Map<string, ReplicaInfo__Output[]>> {
+    return this.measure('query_by_regex', () => this.queryByRegexNow(keyRegex), noBytes);
+  }
+
+  private async queryByRegexNow(keyRegex: string): Promise<Map<string, ReplicaInfo__Output[]>> {
     const res = await this.rpc('GetReplicaListByRegex', () => this.m().getReplicaListByRegex({ key_regex: keyRegex }));
     this.status(res.status_code, `queryByRegex ${JSON.stringify(keyRegex)}`);
     return new Map(Object.entries(res.object_map).map(([k, v]) => [k, v.replica_list]));
   }
 
   /** Removes every object without an active lease; returns how many. */
-  async removeAll(): Promise<number> {
+  removeAll(): Promise<number> {
+    return this.measure('remove_all', () => this.removeAllNow(), noBytes);
+  }
+
+  private async removeAllNow(): Promise<number> {
     const res = await this.rpc('RemoveAll', () => this.m().removeAll({}));
     this.status(res.status_code, 'removeAll');
     return Number(res.removed_count);
   }
 
   /** Network addresses of the given clients' segments (default: this client). */
-  async batchQueryIp(clientIds: readonly string[] = [this.clientId]): Promise<Map<string, string[]>> {
+  batchQueryIp(clientIds: readonly string[] = [this.clientId]): Promise<Map<string, string[]>> {
+    return this.measure('batch_query_ip', () => this.batchQueryIpNow(clientIds), noBytes);
+  }
+
+  private async batchQueryIpNow(clientIds: readonly string[]): Promise<Map<string, string[]>> {
     const res = await this.rpc('BatchQueryIp', () => this.m().batchQueryIp({ client_ids: [...clientIds] }));
     this.status(res.status_code, 'batchQueryIp');
     return new Map(Object.entries(res.client_ip_map).map(([k, v]) => [k, v.ip_addresses]));
   }
 
   /** Clears replicas of this client's objects (all, or only those on `segmentName`); returns the cleared keys. */
-  async batchReplicaClear(objectKeys: readonly string[], segmentName = '', clientId = this.clientId): Promise<string[]> {
+  batchReplicaClear(objectKeys: readonly string[], segmentName = '', clientId = this.clientId): Promise<string[]> {
+    return this.measure('batch_replica_clear', () => this.batchReplicaClearNow(objectKeys, segmentName, clientId), noBytes);
+  }
+
+  private async batchReplicaClearNow(objectKeys: readonly string[], segmentName: string, clientId: string): Promise<string[]> {
     const res = await this.rpc('BatchReplicaClear', () =>
       this.m().batchReplicaClear({ object_keys: [...objectKeys], client_id: clientId, segment_name: segmentName }),
     );
     this.status(res.status_code, 'batchReplicaClear');
     return res.cleared_keys;
+  }
+
+  // ------------------------------------------------------------ segments
+
+  /**
+   * Mounts `region` as one more segment of this client (named `<engine endpoint>/<n>`, so with
+   * P2PHANDSHAKE peers still find the engine from the name): registers it with the engine,
+   * publishes it to the metadata service and mounts it with the master; from then on it is
+   * remounted with the others after a master restart or a leader change. On success the client
+   * owns the region (unmapped by releaseSegment() or close()); on failure nothing is left
+   * registered, published or mounted, and the region is still the caller's.
+   */
+  async addSegment(region: MappedRegion): Promise<{ name: string; id: string }> {
+    if (this.closing) throw new UnavailableError('addSegment: the client is closed');
+    const seg: OwnSegment = { name: `${this.engine.endpoint}/${++this.extraSegments}`, id: randomUUID(), region };
+    this.engine.registerRegion(region.address, region.size);
+    try {
+      await this.mount(seg, false);
+    } catch (e) {
+      await this.undoMount(seg);
+      throw e instanceof StoreError ? e : new UnavailableError(`mount of segment ${seg.name}: ${(e as Error).message}`, { cause: e });
+    }
+    if (this.closing) {
+      // close() ran meanwhile and did not see this segment.
+      await this.undoMount(seg);
+      throw new UnavailableError('addSegment: the client was closed during the mount');
+    }
+    this.segments.set(seg.name, seg);
+    return { name: seg.name, id: seg.id };
+  }
+
+  /** Best effort: unmount (the master may have taken a mount whose answer was lost), unpublish, unregister. */
+  private async undoMount(seg: OwnSegment): Promise<void> {
+    await this.master?.unmountSegment({ segment_name: seg.name, client_id: this.clientId, grace_period_seconds: 0 }).catch(() => undefined);
+    await this.metadata.remove(seg.name).catch(() => undefined);
+    try {
+      this.engine.unregisterRegion(seg.region.address);
+    } catch {
+      // the engine was closed meanwhile: nothing is registered any more
+    }
+  }
+
+  private segmentById(id: string): OwnSegment {
+    for (const seg of this.segments.values()) if (seg.id === id) return seg;
+    throw new InvalidParamsError(`no segment with id ${id} is held by this client`);
+  }
+
+  /**
+   * Unmounts a segment with the master: `graceSeconds` 0 at once; > 0 the master keeps it
+   * readable but closed to new allocations for that long, then unmounts it. The memory stays
+   * registered and mapped (reads granted before the unmount may still run) until
+   * releaseSegment(); the segment is no longer remounted after a master restart.
+   */
+  async unmountSegment(id: string, graceSeconds = 0): Promise<void> {
+    if (!Number.isFinite(graceSeconds) || graceSeconds < 0) throw new InvalidParamsError(`unmountSegment: grace period must be >= 0 seconds, got ${graceSeconds}`);
+    const seg = this.segmentById(id);
+    if (this.unmounting.get(seg) === 'unmounted') return;
+    const previous = this.unmounting.get(seg);
+    this.unmounting.set(seg, graceSeconds > 0 ? 'draining' : 'unmounted');
+    let res;
+    try {
+      // The master counts whole seconds; rounding up keeps the segment readable at least as asked.
+      res = await this.rpc('UnmountSegment', () =>
+        this.m().unmountSegment({ segment_name: seg.name, client_id: this.clientId, grace_period_seconds: Math.ceil(graceSeconds) }),
+      );
+    } catch (e) {
+      if (previous) this.unmounting.set(seg, previous);
+      else this.unmounting.delete(seg);
+      throw e;
+    }
+    // SEGMENT_NOT_FOUND: a restarted master never knew it, or a grace period already ran out.
+    if (res.status_code !== ErrorCode.OK && res.status_code !== ErrorCode.SEGMENT_NOT_FOUND) {
+      if (previous) this.unmounting.set(seg, previous);
+      else this.unmounting.delete(seg);
+      throw StoreError.fromCode(res.status_code, `unmount of segment ${seg.name}`);
+    }
+  }
+
+  /**
+   * Gives a segment's memory back: unmounts it with the master at once unless that was done,
+   * unpublishes it, unregisters it from the engine (waiting for TCP chunks in flight on it) and
+   * unmaps it. Reads still running on it fail with a TransferError, never with other bytes.
+   */
+  async releaseSegment(id: string): Promise<void> {
+    const seg = this.segmentById(id);
+    if (this.unmounting.get(seg) !== 'unmounted') await this.unmountSegment(id, 0);
+    this.segments.delete(seg.name);
+    this.unmounting.delete(seg);
+    await this.metadata.remove(seg.name).catch((e) => this.log('warn', `unpublish of ${seg.name} failed: ${(e as Error).message}`));
+    this.unmapRegion(seg.region);
   }
 
   // ------------------------------------------------------------ lifecycle
@@ -538,6 +785,7 @@ export class Client {
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
+    this.stopSummary?.();
     this.stopLeaderWatch?.();
     await this.heartbeat?.stop();
     await this.unmountAll(this.segments.values());
@@ -564,6 +812,7 @@ export class Client {
   /** Frees local resources (no master calls). */
   private async release(): Promise<void> {
     this.closing = true;
+    this.stopSummary?.();
     this.stopLeaderWatch?.();
     await this.heartbeat?.stop();
     this.pool?.close();
