@@ -1,15 +1,21 @@
 #!/usr/bin/env node
 // store_service: the standalone store service. A real client that contributes its global segment
 // to the cluster (no Get/Put traffic of its own unless given a local buffer), with an HTTP server
-// for /health. Prints one "store_service ready ..." line when mounted; on SIGTERM/SIGINT it
-// unmounts its segments from the master, unpublishes them and exits 0. Bad flags exit 2.
+// for /health, /segments, /metrics and the REST mount API (sidecar/rest-api.ts). Prints one
+// "store_service ready ..." line when mounted; on SIGTERM/SIGINT it unmounts every segment with
+// --shutdown_grace_seconds (sidecar/segment-mounts.ts), unpublishes them and exits 0. Bad flags exit 2.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import promClient from 'prom-client';
 import { FlagError, HelpRequested } from '../common/flags.js';
 import { loggerFromFlags, type Logger } from '../common/logger.js';
 import { Client } from '../client/client.js';
 import { StoreError } from '../client/errors.js';
 import { parseStoreServiceArgs, type StoreServiceConfig } from './store-service-flags.js';
 import { MALFORMED_TARGET, requestUrl } from '../common/request-url.js';
+import { loadNative } from '../client/native-port.js';
+import { handleRestRequest } from './rest-api.js';
+import { SegmentMounts } from './segment-mounts.js';
+import { PAGE_SIZE } from './mount-request.js';
 
 function listen(server: Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -107,6 +113,19 @@ async function main(): Promise<void> {
   }
 
   let stopping = false;
+  const native = await loadNative();
+  const huge = client.settings.hugepage;
+  const mounts = new SegmentMounts({
+    owner: client,
+    mapMemory: (o) => native.mapMemory(o),
+    maxSegmentSize: cfg.maxSegmentSize,
+    leaseTtlMs: cfg.leaseTtlMs,
+    alignment: huge ? (client.settings.hugepageSize === '1GB' ? 1024 ** 3 : 2 * 1024 ** 2) : PAGE_SIZE,
+    hugepage: huge ? { size: client.settings.hugepageSize } : undefined,
+    log: (level, msg) => (level === 'error' ? log.error(msg) : level === 'warn' ? log.warn(msg) : log.info(msg)),
+  });
+  if (client.metrics) promClient.collectDefaultMetrics({ register: client.metrics.registry });
+  const rest = { mounts, protocol: client.settings.protocol, metrics: client.metrics, stopping: () => stopping };
   http.removeListener('request', starting);
   http.on('request', (req, res) => {
     const url = requestUrl(req);
@@ -115,10 +134,9 @@ async function main(): Promise<void> {
     } else if (req.method === 'GET' && url.pathname === '/health') {
       res.writeHead(stopping ? 503 : 200, { 'content-type': 'text/plain' }).end(stopping ? 'STOPPING' : 'OK');
     } else if (req.method === 'GET' && url.pathname === '/segments') {
-      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(
-        JSON.stringify({ client_id: client.clientId, te_endpoint: client.endpoint, segments: client.mountedSegments }),
-      );
-    } else {
+      const segments = client.mountedSegments.map((seg) => ({ ...seg, origin: mounts.describe(seg.id)?.origin ?? 'global', location: mounts.describe(seg.id)?.location ?? '' }));
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify({ client_id: client.clientId, te_endpoint: client.endpoint, segments }));
+    } else if (!handleRestRequest(req, res, url.pathname, rest)) {
       res.writeHead(404, { 'content-type': 'text/plain' }).end(`no route ${req.method} ${url.pathname}`);
     }
   });
@@ -126,9 +144,12 @@ async function main(): Promise<void> {
   const stop = (signal: string): void => {
     if (stopping) return;
     stopping = true;
-    log.info(`${signal} received: unmounting and stopping`);
-    client
-      .close()
+    const grace = cfg.shutdownGraceSeconds;
+    log.info(`${signal} received: unmounting ${grace > 0 ? `with a ${grace} s grace period (+ ${cfg.leaseTtlMs} ms read lease)` : 'at once'} and stopping`);
+    mounts
+      .shutdown(grace)
+      .catch((e: Error) => log.error(`graceful unmount failed: ${e.message}`))
+      .then(() => client.close())
       .catch((e: Error) => log.error(`close failed: ${e.message}`))
       .finally(() => {
         http.closeAllConnections();
