@@ -233,6 +233,7 @@ export class SegmentMounts {
     this.log('info', `shutdown: ${live.length} segment(s) closed to new allocations; memory released after ${graceSeconds} s + the ${this.o.leaseTtlMs} ms read lease`);
     await this.sleep(graceSeconds * 1000);
     await Promise.allSettled(live.map((s) => this.o.owner.unmountSegment(s.id, 0)));
+    this.log('info', `shutdown: grace period over, segments unmounted; memory released after the ${this.o.leaseTtlMs} ms read lease`);
     await this.sleep(this.o.leaseTtlMs);
   }
 }
