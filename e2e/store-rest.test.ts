@@ -340,3 +340,24 @@ describe('SIGTERM', () => {
     }
   }, 30_000);
 });
+
+describe('a restarted master', () => {
+  it('gets the REST segments remounted with the global one; a segment being unmounted is not', async () => {
+    const own = await LocalCluster.start({ storeServices: 0, segmentSize: '16MB' });
+    try {
+      const s = await own.addService();
+      const [kept] = (await post('/api/mount', { size: MiB }, 'application/json', s)).body.segment_ids as string[];
+      const [leaving] = (await post('/api/mount_shm', { name: shmName, size: MiB }, 'application/json', s)).body.segment_ids as string[];
+      expect((await post('/api/unmount_shm', { segment_ids: leaving, grace_period_seconds: 600 }, 'application/json', s)).status).toBe(200);
+      const rows = await segments(s);
+      const name = (id: string) => rows.find((r) => r.id === id)!.name;
+      await own.restartMaster();
+      const [, count] = await s.waitFor(/remounted (\d+) segment\(s\) with master/);
+      expect(Number(count)).toBe(2);
+      const listed = (await own.admin('/get_all_segments')).split('\n').filter(Boolean).sort();
+      expect(listed).toEqual([s.segment, name(kept!)].sort());
+    } finally {
+      await own.stop();
+    }
+  }, 60_000);
+});
