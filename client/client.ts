@@ -17,7 +17,7 @@ import { openMetadataStore } from './metadata/open-metadata-store.js';
 import type { MetadataStore } from './metadata/metadata-store.js';
 import { loadNative, type MappedRegion, type NativePort, type ResultArenaPort, type TransferEnginePort } from './native-port.js';
 import { resolveSettings, setupBackoffMs, type ClientSetupConfig, type ClientSettings } from './setup-config.js';
-import { ClientMetrics, clientMetricsSettings, type ClientOp } from './client-metrics.js';
+import { ClientMetrics, clientMetricsSettings, type ClientMetricsSettings, type ClientOp } from './client-metrics.js';
 
 export interface ClientOptions {
   /** Heartbeat period (default 1000 ms; the master's --client_ttl defaults to 10 s). */
@@ -173,6 +173,7 @@ export class Client {
   private stopSummary: (() => void) | undefined;
   /** This client's metrics (undefined when MC_STORE_CLIENT_METRIC is off or options.metrics is false). */
   readonly metrics: ClientMetrics | undefined;
+  private readonly metricsSettings: ClientMetricsSettings;
 
   private constructor(
     readonly settings: ClientSettings,
@@ -183,14 +184,19 @@ export class Client {
   ) {
     this.log = options.log ?? defaultLog;
     this.now = options.now ?? (() => performance.now());
-    const ms = clientMetricsSettings(options.env ?? process.env);
-    for (const w of ms.warnings) this.log('warn', w);
-    this.metrics = options.metrics === false ? undefined : (options.metrics ?? ClientMetrics.fromSettings(ms));
-    if (this.metrics && ms.intervalSeconds > 0) {
-      const t = setInterval(() => this.log('info', this.metrics!.summary()), ms.intervalSeconds * 1000);
-      t.unref();
-      this.stopSummary = () => clearInterval(t);
-    }
+    this.metricsSettings = clientMetricsSettings(options.env ?? process.env);
+    for (const w of this.metricsSettings.warnings) this.log('warn', w);
+    this.metrics = options.metrics === false ? undefined : (options.metrics ?? ClientMetrics.fromSettings(this.metricsSettings));
+  }
+
+  /** The summary line every MC_STORE_CLIENT_METRIC_INTERVAL seconds (started once setup is done). */
+  private startSummary(): void {
+    const m = this.metrics;
+    const secs = this.metricsSettings.intervalSeconds;
+    if (!m || secs <= 0) return;
+    const t = setInterval(() => this.log('info', m.summary()), secs * 1000);
+    t.unref(); // never keeps a process alive on its own
+    this.stopSummary = () => clearInterval(t);
   }
 
   /**
@@ -398,6 +404,7 @@ export class Client {
       },
     });
     this.heartbeat.start();
+    this.startSummary();
     if (parseMasterAddress(s.masterAddress, this.options.env ?? process.env).kind !== 'direct') this.followLeader();
   }
 
