@@ -123,6 +123,22 @@ describe('POST /api/mount', () => {
   });
 });
 
+describe('with P2PHANDSHAKE metadata', () => {
+  it('mounts further segments (named <endpoint>/<n>) and serves objects from them', async () => {
+    const p2p = await cluster.addService(['--metadata_server=P2PHANDSHAKE', '--global_segment_size=16MB']);
+    const r = await post('/api/mount', { size: 2 * MiB }, 'application/json', p2p);
+    expect(r.status).toBe(200);
+    const [id] = r.body.segment_ids as string[];
+    const seg = (await segments(p2p)).find((s) => s.id === id)!;
+    expect(seg.name).toBe(`${p2p.endpoint}/1`);
+    const value = randomBytes(300_000);
+    await client.put('p2p-obj', value, { preferred_segment: seg.name });
+    expect((await handlesOf('p2p-obj'))[0]!.segment_name).toBe(seg.name);
+    expect((await client.get('p2p-obj')).equals(value)).toBe(true);
+    expect((await post('/api/unmount', { segment_ids: id }, 'application/json', p2p)).status).toBe(200);
+  });
+});
+
 describe('POST /api/mount_shm', () => {
   it('mounts a named shm object from an offset: objects written to the segment are in the object at offset + their place', async () => {
     const r = await post('/api/mount_shm', { name: `/${shmName}`, size: 4 * MiB, offset: 8 * MiB, location: 'dram' });
