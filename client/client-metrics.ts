@@ -347,6 +347,68 @@ export class ClientMetrics {
   }
 }
 
+/** What a client holds mapped, for the region gauges. */
+export interface RegionTotals {
+  /** Segments (draining ones too), local buffer, result arena, overflow buffers. */
+  regions: number;
+  /** Bytes of the segments, local buffer and result arena. */
+  bytes: number;
+  /** Segments mounted with the master and not being unmounted. */
+  segmentsMounted: number;
+}
+
+/** Adds the region gauges, read from `totals` at scrape time (once per registry). */
+export function addRegionGauges(m: ClientMetrics, totals: () => RegionTotals): void {
+  if (m.registry.getSingleMetric('store_client_regions_mapped')) return; // a ClientMetrics shared by several clients
+  m.addGauge('store_client_regions_mapped', 'memory regions this client holds mapped: segments (draining ones too), local buffer, result arena, overflow buffers', () => totals().regions);
+  m.addGauge('store_client_mapped_bytes', 'bytes of the segments, local buffer and result arena this client holds mapped', () => totals().bytes);
+  m.addGauge('store_client_segments_mounted', 'segments this client has mounted with the master (not being unmounted)', () => totals().segmentsMounted);
+}
+
+/**
+ * Runs one operation, recording it in `m` when metrics are on: calls, latency, `bytesOf` its
+ * result, errors by code. Without metrics it is `run()` itself (no extra promise).
+ */
+export function measured<T>(m: ClientMetrics | undefined, op: ClientOp, run: () => Promise<T>, bytesOf: (v: T) => number, items = 1): Promise<T> {
+  if (!m) return run();
+  const start = m.start();
+  let p: Promise<T>;
+  try {
+    p = run();
+  } catch (e) {
+    m.fail(op, start, e, items);
+    throw e;
+  }
+  return m.track(op, start, p, bytesOf, items);
+}
+
+/** A bytesOf for batch results: bytes of the items that succeeded (`size`), the failed ones counted as errors of `op`. */
+export function batchBytes<R extends { error?: unknown }>(m: ClientMetrics | undefined, op: ClientOp, size: (r: R, i: number) => number): (results: R[]) => number {
+  return (results) => {
+    let n = 0;
+    const errors: unknown[] = [];
+    results.forEach((r, i) => {
+      if (r.error) errors.push(r.error);
+      else n += size(r, i);
+    });
+    if (errors.length > 0) m?.itemErrors(op, errors);
+    return n;
+  };
+}
+
+/** Bytes of a Put value (0 for a value the data path will refuse). */
+export function valueBytes(v: unknown): number {
+  if (v instanceof Uint8Array) return v.byteLength;
+  if (!Array.isArray(v)) return 0;
+  let n = 0;
+  for (const s of v) if (s instanceof Uint8Array) n += s.byteLength;
+  return n;
+}
+
+export const noBytes = (): number => 0;
+export const bufferBytes = (b: Buffer): number => b.length;
+export const sizeBytes = (n: number): number => n;
+
 /** 1536 -> "1.5 KiB". */
 function formatBytes(n: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];

@@ -17,7 +17,20 @@ import { openMetadataStore } from './metadata/open-metadata-store.js';
 import type { MetadataStore } from './metadata/metadata-store.js';
 import { loadNative, type MappedRegion, type NativePort, type ResultArenaPort, type TransferEnginePort } from './native-port.js';
 import { resolveSettings, setupBackoffMs, type ClientSetupConfig, type ClientSettings } from './setup-config.js';
-import { ClientMetrics, clientMetricsSettings, type ClientMetricsSettings, type ClientOp } from './client-metrics.js';
+import {
+  batchBytes,
+  bufferBytes,
+  ClientMetrics,
+  clientMetricsSettings,
+  measured,
+  addRegionGauges,
+  noBytes,
+  sizeBytes,
+  valueBytes,
+  type ClientMetricsSettings,
+  type ClientOp,
+  type RegionTotals,
+} from './client-metrics.js';
 
 export interface ClientOptions {
   /** Heartbeat period (default 1000 ms; the master's --client_ttl defaults to 10 s). */
@@ -77,19 +90,6 @@ export interface SegmentInfo {
   size: number;
   state: 'mounted' | 'draining' | 'unmounted';
 }
-
-/** Bytes of a Put value (0 for a value the data path will refuse). */
-function valueBytes(v: unknown): number {
-  if (v instanceof Uint8Array) return v.byteLength;
-  if (!Array.isArray(v)) return 0;
-  let n = 0;
-  for (const s of v) if (s instanceof Uint8Array) n += s.byteLength;
-  return n;
-}
-
-const noBytes = (): number => 0;
-const bufferBytes = (b: Buffer): number => b.length;
-const sizeBytes = (n: number): number => n;
 
 /** Waits `ms`, or less when `signal` aborts first (the caller checks the signal afterwards). */
 function backoff(ms: number, signal: AbortSignal | undefined): Promise<void> {
@@ -352,7 +352,7 @@ export class Client {
       rpcThen: (what, call, then) => this.rpcThen(what, call, then),
     });
 
-    if (this.metrics) this.addRegionGauges(this.metrics);
+    if (this.metrics) addRegionGauges(this.metrics, () => this.regionTotals());
 
     const signal = this.options.signal;
     for (let attempt = 1; ; attempt++) {
@@ -408,30 +408,16 @@ export class Client {
     if (parseMasterAddress(s.masterAddress, this.options.env ?? process.env).kind !== 'direct') this.followLeader();
   }
 
-  /** Gauges of the memory this client holds, read at scrape time. */
-  private addRegionGauges(m: ClientMetrics): void {
-    if (m.registry.getSingleMetric('store_client_regions_mapped')) return; // a ClientMetrics shared by several clients
-    const regions = (): { count: number; bytes: number } => {
-      let count = 0;
-      let bytes = 0;
-      for (const seg of this.segments.values()) {
-        count++;
-        bytes += seg.region.size;
-      }
-      if (this.localRegion) {
-        count++;
-        bytes += this.localRegion.size;
-      }
-      if (this.resultArena) {
-        count++;
-        bytes += this.resultArena.size;
-      }
-      count += this.pool?.stats().overflowRegions ?? 0;
-      return { count, bytes };
+  /** The memory this client holds (the region gauges). */
+  private regionTotals(): RegionTotals {
+    const sizes = [...this.segments.values()].map((seg) => seg.region.size);
+    if (this.localRegion) sizes.push(this.localRegion.size);
+    if (this.resultArena) sizes.push(this.resultArena.size);
+    return {
+      regions: sizes.length + (this.pool?.stats().overflowRegions ?? 0),
+      bytes: sizes.reduce((a, b) => a + b, 0),
+      segmentsMounted: this.remountable().length,
     };
-    m.addGauge('store_client_regions_mapped', 'memory regions this client holds mapped: segments (draining ones too), local buffer, result arena, overflow buffers', () => regions().count);
-    m.addGauge('store_client_mapped_bytes', 'bytes of the segments, local buffer and result arena this client holds mapped', () => regions().bytes);
-    m.addGauge('store_client_segments_mounted', 'segments this client has mounted with the master (not being unmounted)', () => this.remountable().length);
   }
 
   /** HA mode: when another master is elected, switch to it and remount there. */
@@ -521,36 +507,9 @@ export class Client {
 
   // ------------------------------------------------------------ objects
 
-  /**
-   * Runs one operation, recording it in the client metrics when they are on: calls, latency,
-   * `bytesOf` its result, errors by code. Without metrics it is `run()` itself (no extra promise).
-   */
+  /** measured() with this client's metrics. */
   private measure<T>(op: ClientOp, run: () => Promise<T>, bytesOf: (v: T) => number, items = 1): Promise<T> {
-    const m = this.metrics;
-    if (!m) return run();
-    const start = m.start();
-    let p: Promise<T>;
-    try {
-      p = run();
-    } catch (e) {
-      m.fail(op, start, e, items);
-      throw e;
-    }
-    return m.track(op, start, p, bytesOf, items);
-  }
-
-  /** Bytes of a batch's successful items (`size` of item i), counting the failed ones as errors of `op`. */
-  private batchBytes<R extends { error?: StoreError }>(op: ClientOp, size: (r: R, i: number) => number): (results: R[]) => number {
-    return (results) => {
-      let n = 0;
-      const errors: StoreError[] = [];
-      results.forEach((r, i) => {
-        if (r.error) errors.push(r.error);
-        else n += size(r, i);
-      });
-      if (errors.length > 0) this.metrics?.itemErrors(op, errors);
-      return n;
-    };
+    return measured(this.metrics, op, run, bytesOf, items);
   }
 
   /** Stores `value` under `key` (immutable until removed). Rejects with ObjectExistsError if present. */
@@ -566,12 +525,12 @@ export class Client {
   /** Many puts: one BatchPutStart, one transfer batch, one BatchPutEnd. Per-key results. */
   putBatch(items: readonly { key: string; value: Value; config?: PutConfig }[]): Promise<BatchWriteResult[]> {
     const n = Array.isArray(items) ? items.length : 0;
-    return this.measure('put_batch', () => this.data.putBatch(items), this.batchBytes('put_batch', (_r, i) => valueBytes(items[i]?.value)), n);
+    return this.measure('put_batch', () => this.data.putBatch(items), batchBytes(this.metrics, 'put_batch', (_r, i) => valueBytes(items[i]?.value)), n);
   }
 
   upsertBatch(items: readonly { key: string; value: Value; config?: PutConfig }[]): Promise<BatchWriteResult[]> {
     const n = Array.isArray(items) ? items.length : 0;
-    return this.measure('upsert_batch', () => this.data.upsertBatch(items), this.batchBytes('upsert_batch', (_r, i) => valueBytes(items[i]?.value)), n);
+    return this.measure('upsert_batch', () => this.data.upsertBatch(items), batchBytes(this.metrics, 'upsert_batch', (_r, i) => valueBytes(items[i]?.value)), n);
   }
 
   /** The object's bytes. ObjectNotFoundError when absent; LeaseExpiredError if the read outlived its lease. */
@@ -586,7 +545,7 @@ export class Client {
 
   getBatch(keys: readonly string[]): Promise<BatchGetResult[]> {
     const n = Array.isArray(keys) ? keys.length : 0;
-    return this.measure('get_batch', () => this.data.getBatch(keys), this.batchBytes('get_batch', (r) => r.value?.length ?? 0), n);
+    return this.measure('get_batch', () => this.data.getBatch(keys), batchBytes(this.metrics, 'get_batch', (r) => r.value?.length ?? 0), n);
   }
 
   /** A lease of registered staging memory: values written there are put without a copy. */
