@@ -19,6 +19,20 @@ import { loadNative, type MappedRegion, type NativePort, type ResultArenaPort, t
 import type { DummyClientOptions } from './dummy-client.js';
 import type { StoreClient } from './store-client.js';
 import { resolveSettings, setupBackoffMs, type ClientSetupConfig, type ClientSettings } from './setup-config.js';
+import {
+  batchBytes,
+  bufferBytes,
+  ClientMetrics,
+  clientMetricsSettings,
+  measured,
+  addRegionGauges,
+  noBytes,
+  sizeBytes,
+  valueBytes,
+  type ClientMetricsSettings,
+  type ClientOp,
+  type RegionTotals,
+} from './client-metrics.js';
 
 export interface ClientOptions {
   /** Heartbeat period (default 1000 ms; the master's --client_ttl defaults to 10 s). */
@@ -67,6 +81,21 @@ export interface ClientOptions {
    * setup listens to it; a client that was returned is stopped with close().
    */
   signal?: AbortSignal;
+  /**
+   * Client metrics: an instance to record into, or false for none. Default: per
+   * MC_STORE_CLIENT_METRIC (on unless 0/false), summary logged every MC_STORE_CLIENT_METRIC_INTERVAL
+   * seconds (0: never), labelled with MC_STORE_CLUSTER_ID.
+   */
+  metrics?: ClientMetrics | false;
+}
+
+/** A segment of this client: mounted, draining (unmounted with a grace period) or unmounted (memory still held). */
+export interface SegmentInfo {
+  name: string;
+  id: string;
+  address: number;
+  size: number;
+  state: 'mounted' | 'draining' | 'unmounted';
 }
 
 /** Waits `ms`, or less when `signal` aborts first (the caller checks the signal afterwards). */
@@ -146,6 +175,14 @@ export class Client implements StoreClient {
   private readonly mountedInSetup = new Set<OwnSegment>();
   private readonly log: NonNullable<ClientOptions['log']>;
   private readonly now: () => number;
+  /** Segments unmounted with the master (draining: in their grace period) whose memory is still held. */
+  private readonly unmounting = new Map<OwnSegment, 'draining' | 'unmounted'>();
+  /** Suffix of the next extra segment's name (`<endpoint>/<n>`). */
+  private extraSegments = 0;
+  private stopSummary: (() => void) | undefined;
+  /** This client's metrics (undefined when MC_STORE_CLIENT_METRIC is off or options.metrics is false). */
+  readonly metrics: ClientMetrics | undefined;
+  private readonly metricsSettings: ClientMetricsSettings;
 
   private constructor(
     readonly settings: ClientSettings,
@@ -156,6 +193,19 @@ export class Client implements StoreClient {
   ) {
     this.log = options.log ?? defaultLog;
     this.now = options.now ?? (() => performance.now());
+    this.metricsSettings = clientMetricsSettings(options.env ?? process.env);
+    for (const w of this.metricsSettings.warnings) this.log('warn', w);
+    this.metrics = options.metrics === false ? undefined : (options.metrics ?? ClientMetrics.fromSettings(this.metricsSettings));
+  }
+
+  /** The summary line every MC_STORE_CLIENT_METRIC_INTERVAL seconds (started once setup is done). */
+  private startSummary(): void {
+    const m = this.metrics;
+    const secs = this.metricsSettings.intervalSeconds;
+    if (!m || secs <= 0) return;
+    const t = setInterval(() => this.log('info', m.summary()), secs * 1000);
+    t.unref(); // never keeps a process alive on its own
+    this.stopSummary = () => clearInterval(t);
   }
 
   /**
@@ -224,9 +274,15 @@ export class Client implements StoreClient {
     return this.engine.endpoint;
   }
 
-  /** Segments this client mounted (name, id, address, size). */
-  get mountedSegments(): { name: string; id: string; address: number; size: number }[] {
-    return [...this.segments.values()].map((s) => ({ name: s.name, id: s.id, address: s.region.address, size: s.region.size }));
+  /** Segments this client holds (name, id, address, size, state). */
+  get mountedSegments(): SegmentInfo[] {
+    return [...this.segments.values()].map((s) => ({
+      name: s.name,
+      id: s.id,
+      address: s.region.address,
+      size: s.region.size,
+      state: this.unmounting.get(s) ?? 'mounted',
+    }));
   }
 
   private mapRegion(size: number, name: string): MappedRegion {
@@ -315,11 +371,14 @@ export class Client implements StoreClient {
       attachedRegions: this.attached,
       replicaCacheEntries: this.options.replicaCacheEntries,
       localMemcpy: s.localMemcpy,
+      meter: this.metrics,
       now: this.now,
       lookupEndpoint: async (name) => (await this.metadata.lookup(name))?.te_endpoint ?? null,
       rpc: (what, call) => this.rpc(what, call),
       rpcThen: (what, call, then) => this.rpcThen(what, call, then),
     });
+
+    if (this.metrics) addRegionGauges(this.metrics, () => this.regionTotals());
 
     const signal = this.options.signal;
     for (let attempt = 1; ; attempt++) {
@@ -359,10 +418,11 @@ export class Client implements StoreClient {
       ping: () => this.m().ping({ client_id: this.clientId }),
       remount: async () => {
         this.data.clearReplicaCache(); // a master that lost us also lost the leases it granted
-        if (this.segments.size === 0) return; // a pure client has nothing the master must know
-        this.log('warn', `master ${s.masterAddress} asked for a remount; remounting ${this.segments.size} segment(s)`);
-        for (const seg of this.segments.values()) await this.mount(seg, true);
-        this.log('info', `remounted ${this.segments.size} segment(s) with master ${s.masterAddress}`);
+        const segs = this.remountable();
+        if (segs.length === 0) return; // a pure client has nothing the master must know
+        this.log('warn', `master ${s.masterAddress} asked for a remount; remounting ${segs.length} segment(s)`);
+        for (const seg of segs) await this.mount(seg, true);
+        this.log('info', `remounted ${segs.length} segment(s) with master ${s.masterAddress}`);
       },
       onError: (e) => {
         // First failure, then every 30th: a long outage should not flood the log.
@@ -371,7 +431,20 @@ export class Client implements StoreClient {
       },
     });
     this.heartbeat.start();
+    this.startSummary();
     if (parseMasterAddress(s.masterAddress, this.options.env ?? process.env).kind !== 'direct') this.followLeader();
+  }
+
+  /** The memory this client holds (the region gauges). */
+  private regionTotals(): RegionTotals {
+    const sizes = [...this.segments.values()].map((seg) => seg.region.size);
+    if (this.localRegion) sizes.push(this.localRegion.size);
+    if (this.resultArena) sizes.push(this.resultArena.size);
+    return {
+      regions: sizes.length + (this.pool?.stats().overflowRegions ?? 0),
+      bytes: sizes.reduce((a, b) => a + b, 0),
+      segmentsMounted: this.remountable().length,
+    };
   }
 
   /** HA mode: when another master is elected, switch to it and remount there. */
@@ -389,9 +462,10 @@ export class Client implements StoreClient {
             this.masterEndpoint = leader;
             this.data.clearReplicaCache(); // the old leader's leases mean nothing to the new one
             old?.close();
-            this.log('warn', `master leader is now ${leader}; remounting ${this.segments.size} segment(s)`);
-            for (const seg of this.segments.values()) await this.mount(seg, true);
-            this.log('info', `remounted ${this.segments.size} segment(s) on master leader ${leader}`);
+            const segs = this.remountable();
+            this.log('warn', `master leader is now ${leader}; remounting ${segs.length} segment(s)`);
+            for (const seg of segs) await this.mount(seg, true);
+            this.log('info', `remounted ${segs.length} segment(s) on master leader ${leader}`);
           } catch (e) {
             this.log('warn', `switch to master leader ${leader} failed: ${(e as Error).message}`);
           }
@@ -399,6 +473,11 @@ export class Client implements StoreClient {
       },
       { env: this.options.env ?? process.env, onError: (e) => this.log('warn', `leader lookup failed: ${e.message}`) },
     );
+  }
+
+  /** Segments a (new) master must know: all but those being unmounted. */
+  private remountable(): OwnSegment[] {
+    return [...this.segments.values()].filter((seg) => !this.unmounting.has(seg));
   }
 
   private m(): MasterClient {
@@ -456,47 +535,56 @@ export class Client implements StoreClient {
 
   // ------------------------------------------------------------ objects
 
+  /** measured() with this client's metrics. */
+  private measure<T>(op: ClientOp, run: () => Promise<T>, bytesOf: (v: T) => number, items = 1): Promise<T> {
+    return measured(this.metrics, op, run, bytesOf, items);
+  }
+
   /** Stores `value` under `key` (immutable until removed). Rejects with ObjectExistsError if present. */
   put(key: string, value: Value, config?: PutConfig): Promise<void> {
-    return this.data.put(key, value, config);
+    return this.measure('put', () => this.data.put(key, value, config), () => valueBytes(value));
   }
 
   /** Inserts or replaces `key`, reusing the existing placement when the layout allows. */
   upsert(key: string, value: Value, config?: PutConfig): Promise<void> {
-    return this.data.upsert(key, value, config);
+    return this.measure('upsert', () => this.data.upsert(key, value, config), () => valueBytes(value));
   }
 
   /** Many puts: one BatchPutStart, one transfer batch, one BatchPutEnd. Per-key results. */
   putBatch(items: readonly { key: string; value: Value; config?: PutConfig }[]): Promise<BatchWriteResult[]> {
-    return this.data.putBatch(items);
+    const n = Array.isArray(items) ? items.length : 0;
+    return this.measure('put_batch', () => this.data.putBatch(items), batchBytes(this.metrics, 'put_batch', (_r, i) => valueBytes(items[i]?.value)), n);
   }
 
   upsertBatch(items: readonly { key: string; value: Value; config?: PutConfig }[]): Promise<BatchWriteResult[]> {
-    return this.data.upsertBatch(items);
+    const n = Array.isArray(items) ? items.length : 0;
+    return this.measure('upsert_batch', () => this.data.upsertBatch(items), batchBytes(this.metrics, 'upsert_batch', (_r, i) => valueBytes(items[i]?.value)), n);
   }
 
   /** The object's bytes. ObjectNotFoundError when absent; LeaseExpiredError if the read outlived its lease. */
   get(key: string): Promise<Buffer> {
-    return this.data.get(key);
+    return this.measure('get', () => this.data.get(key), bufferBytes);
   }
 
   /** The object's size, and its bytes when it holds at most `maxBytes` (a larger one is not read). */
   getBounded(key: string, maxBytes: number): Promise<{ size: number; value?: Buffer }> {
-    return this.data.getBounded(key, maxBytes);
+    return this.measure('get', () => this.data.getBounded(key, maxBytes), (r) => r.value?.length ?? 0);
   }
 
   /** Reads into `target` (zero-copy when it is registered memory, e.g. from allocBuffer); returns the size. */
   getInto(key: string, target: Uint8Array): Promise<number> {
-    return this.data.getInto(key, target);
+    return this.measure('get_into', () => this.data.getInto(key, target), sizeBytes);
   }
 
   getBatch(keys: readonly string[]): Promise<BatchGetResult[]> {
-    return this.data.getBatch(keys);
+    const n = Array.isArray(keys) ? keys.length : 0;
+    return this.measure('get_batch', () => this.data.getBatch(keys), batchBytes(this.metrics, 'get_batch', (r) => r.value?.length ?? 0), n);
   }
 
   /** Reads many objects, each into its target (registered targets directly); per-key size or error. */
   getIntoBatch(items: readonly { key: string; target: Uint8Array }[]): Promise<BatchGetIntoResult[]> {
-    return this.data.getIntoBatch(items);
+    const n = Array.isArray(items) ? items.length : 0;
+    return this.measure('get_into_batch', () => this.data.getIntoBatch(items), batchBytes(this.metrics, 'get_into_batch', (r) => r.size ?? 0), n);
   }
 
   /** Reads served from cached replica lists (no master call), misses, and entries held. */
@@ -529,21 +617,33 @@ export class Client implements StoreClient {
     return this.pool.acquire(size, timeoutMs);
   }
 
-  async isExist(key: string): Promise<boolean> {
+  isExist(key: string): Promise<boolean> {
+    return this.measure('is_exist', () => this.isExistNow(key), noBytes);
+  }
+
+  private async isExistNow(key: string): Promise<boolean> {
     const res = await this.rpc('ExistKey', () => this.m().existKey({ key }));
     if (res.status_code === ErrorCode.OBJECT_NOT_FOUND) return false;
     this.status(res.status_code, `isExist ${JSON.stringify(key)}`);
     return res.exists;
   }
 
-  async batchIsExist(keys: readonly string[]): Promise<boolean[]> {
+  batchIsExist(keys: readonly string[]): Promise<boolean[]> {
+    return this.measure('batch_is_exist', () => this.batchIsExistNow(keys), noBytes, Array.isArray(keys) ? keys.length : 0);
+  }
+
+  private async batchIsExistNow(keys: readonly string[]): Promise<boolean[]> {
     const res = await this.rpc('BatchExistKey', () => this.m().batchExistKey({ keys: [...keys] }));
     this.status(res.status_code, `batchIsExist of ${keys.length} keys`);
     return keys.map((_, i) => res.results[i]?.status_code === ErrorCode.OK && !!res.results[i]?.exists);
   }
 
   /** Size in bytes of the stored object (takes a read lease, like a Get). */
-  async getSize(key: string): Promise<number> {
+  getSize(key: string): Promise<number> {
+    return this.measure('get_size', () => this.getSizeNow(key), noBytes);
+  }
+
+  private async getSizeNow(key: string): Promise<number> {
     const res = await this.rpc('GetReplicaList', () => this.m().getReplicaList({ key }));
     this.status(res.status_code, `getSize ${JSON.stringify(key)}`);
     const r = res.replica_list.find((x) => x.status === 3 /* COMPLETE */);
@@ -552,46 +652,160 @@ export class Client implements StoreClient {
   }
 
   /** Removes the object. `force` also removes a hard-pinned one. Refused while a reader holds a lease. */
-  async remove(key: string, force = false): Promise<void> {
+  remove(key: string, force = false): Promise<void> {
+    return this.measure('remove', () => this.removeNow(key, force), noBytes);
+  }
+
+  private async removeNow(key: string, force: boolean): Promise<void> {
     const res = await this.rpc('Remove', () => this.m().remove({ key, force }));
     this.status(res.status_code, `remove ${JSON.stringify(key)}`);
   }
 
   /** Removes every object whose key matches the regular expression; returns how many. */
-  async removeByRegex(keyRegex: string): Promise<number> {
+  removeByRegex(keyRegex: string): Promise<number> {
+    return this.measure('remove_by_regex', () => this.removeByRegexNow(keyRegex), noBytes);
+  }
+
+  private async removeByRegexNow(keyRegex: string): Promise<number> {
     const res = await this.rpc('RemoveByRegex', () => this.m().removeByRegex({ key_regex: keyRegex }));
     this.status(res.status_code, `removeByRegex ${JSON.stringify(keyRegex)}`);
     return Number(res.removed_count);
   }
 
   /** Replica lists of every object whose key matches, by key. */
-  async queryByRegex(keyRegex: string): Promise<Map<string, ReplicaInfo__Output[]>> {
+  queryByRegex(keyRegex: string): Promise<Map<string, ReplicaInfo__Output[]>> {
+    return this.measure('query_by_regex', () => this.queryByRegexNow(keyRegex), noBytes);
+  }
+
+  private async queryByRegexNow(keyRegex: string): Promise<Map<string, ReplicaInfo__Output[]>> {
     const res = await this.rpc('GetReplicaListByRegex', () => this.m().getReplicaListByRegex({ key_regex: keyRegex }));
     this.status(res.status_code, `queryByRegex ${JSON.stringify(keyRegex)}`);
     return new Map(Object.entries(res.object_map).map(([k, v]) => [k, v.replica_list]));
   }
 
   /** Removes every object without an active lease; returns how many. */
-  async removeAll(): Promise<number> {
+  removeAll(): Promise<number> {
+    return this.measure('remove_all', () => this.removeAllNow(), noBytes);
+  }
+
+  private async removeAllNow(): Promise<number> {
     const res = await this.rpc('RemoveAll', () => this.m().removeAll({}));
     this.status(res.status_code, 'removeAll');
     return Number(res.removed_count);
   }
 
   /** Network addresses of the given clients' segments (default: this client). */
-  async batchQueryIp(clientIds: readonly string[] = [this.clientId]): Promise<Map<string, string[]>> {
+  batchQueryIp(clientIds: readonly string[] = [this.clientId]): Promise<Map<string, string[]>> {
+    return this.measure('batch_query_ip', () => this.batchQueryIpNow(clientIds), noBytes);
+  }
+
+  private async batchQueryIpNow(clientIds: readonly string[]): Promise<Map<string, string[]>> {
     const res = await this.rpc('BatchQueryIp', () => this.m().batchQueryIp({ client_ids: [...clientIds] }));
     this.status(res.status_code, 'batchQueryIp');
     return new Map(Object.entries(res.client_ip_map).map(([k, v]) => [k, v.ip_addresses]));
   }
 
   /** Clears replicas of this client's objects (all, or only those on `segmentName`); returns the cleared keys. */
-  async batchReplicaClear(objectKeys: readonly string[], segmentName = '', clientId = this.clientId): Promise<string[]> {
+  batchReplicaClear(objectKeys: readonly string[], segmentName = '', clientId = this.clientId): Promise<string[]> {
+    return this.measure('batch_replica_clear', () => this.batchReplicaClearNow(objectKeys, segmentName, clientId), noBytes);
+  }
+
+  private async batchReplicaClearNow(objectKeys: readonly string[], segmentName: string, clientId: string): Promise<string[]> {
     const res = await this.rpc('BatchReplicaClear', () =>
       this.m().batchReplicaClear({ object_keys: [...objectKeys], client_id: clientId, segment_name: segmentName }),
     );
     this.status(res.status_code, 'batchReplicaClear');
     return res.cleared_keys;
+  }
+
+  // ------------------------------------------------------------ segments
+
+  /**
+   * Mounts `region` as one more segment of this client (named `<engine endpoint>/<n>`, so with
+   * P2PHANDSHAKE peers still find the engine from the name): registers it with the engine,
+   * publishes it to the metadata service and mounts it with the master; from then on it is
+   * remounted with the others after a master restart or a leader change. On success the client
+   * owns the region (unmapped by releaseSegment() or close()); on failure nothing is left
+   * registered, published or mounted, and the region is still the caller's.
+   */
+  async addSegment(region: MappedRegion): Promise<{ name: string; id: string }> {
+    if (this.closing) throw new UnavailableError('addSegment: the client is closed');
+    const seg: OwnSegment = { name: `${this.engine.endpoint}/${++this.extraSegments}`, id: randomUUID(), region };
+    this.engine.registerRegion(region.address, region.size);
+    try {
+      await this.mount(seg, false);
+    } catch (e) {
+      await this.undoMount(seg);
+      throw e instanceof StoreError ? e : new UnavailableError(`mount of segment ${seg.name}: ${(e as Error).message}`, { cause: e });
+    }
+    if (this.closing) {
+      // close() ran meanwhile and did not see this segment.
+      await this.undoMount(seg);
+      throw new UnavailableError('addSegment: the client was closed during the mount');
+    }
+    this.segments.set(seg.name, seg);
+    return { name: seg.name, id: seg.id };
+  }
+
+  /** Best effort: unmount (the master may have taken a mount whose answer was lost), unpublish, unregister. */
+  private async undoMount(seg: OwnSegment): Promise<void> {
+    await this.master?.unmountSegment({ segment_name: seg.name, client_id: this.clientId, grace_period_seconds: 0 }).catch(() => undefined);
+    await this.metadata.remove(seg.name).catch(() => undefined);
+    try {
+      this.engine.unregisterRegion(seg.region.address);
+    } catch {
+      // the engine was closed meanwhile: nothing is registered any more
+    }
+  }
+
+  private segmentById(id: string): OwnSegment {
+    for (const seg of this.segments.values()) if (seg.id === id) return seg;
+    throw new InvalidParamsError(`no segment with id ${id} is held by this client`);
+  }
+
+  /**
+   * Unmounts a segment with the master: `graceSeconds` 0 at once; > 0 the master keeps it
+   * readable but closed to new allocations for that long, then unmounts it. The memory stays
+   * registered and mapped (reads granted before the unmount may still run) until
+   * releaseSegment(); the segment is no longer remounted after a master restart.
+   */
+  async unmountSegment(id: string, graceSeconds = 0): Promise<void> {
+    if (!Number.isFinite(graceSeconds) || graceSeconds < 0) throw new InvalidParamsError(`unmountSegment: grace period must be >= 0 seconds, got ${graceSeconds}`);
+    const seg = this.segmentById(id);
+    if (this.unmounting.get(seg) === 'unmounted') return;
+    const previous = this.unmounting.get(seg);
+    this.unmounting.set(seg, graceSeconds > 0 ? 'draining' : 'unmounted');
+    let res;
+    try {
+      // The master counts whole seconds; rounding up keeps the segment readable at least as asked.
+      res = await this.rpc('UnmountSegment', () =>
+        this.m().unmountSegment({ segment_name: seg.name, client_id: this.clientId, grace_period_seconds: Math.ceil(graceSeconds) }),
+      );
+    } catch (e) {
+      if (previous) this.unmounting.set(seg, previous);
+      else this.unmounting.delete(seg);
+      throw e;
+    }
+    // SEGMENT_NOT_FOUND: a restarted master never knew it, or a grace period already ran out.
+    if (res.status_code !== ErrorCode.OK && res.status_code !== ErrorCode.SEGMENT_NOT_FOUND) {
+      if (previous) this.unmounting.set(seg, previous);
+      else this.unmounting.delete(seg);
+      throw StoreError.fromCode(res.status_code, `unmount of segment ${seg.name}`);
+    }
+  }
+
+  /**
+   * Gives a segment's memory back: unmounts it with the master at once unless that was done,
+   * unpublishes it, unregisters it from the engine (waiting for TCP chunks in flight on it) and
+   * unmaps it. Reads still running on it fail with a TransferError, never with other bytes.
+   */
+  async releaseSegment(id: string): Promise<void> {
+    const seg = this.segmentById(id);
+    if (this.unmounting.get(seg) !== 'unmounted') await this.unmountSegment(id, 0);
+    this.segments.delete(seg.name);
+    this.unmounting.delete(seg);
+    await this.metadata.remove(seg.name).catch((e) => this.log('warn', `unpublish of ${seg.name} failed: ${(e as Error).message}`));
+    this.unmapRegion(seg.region);
   }
 
   // ------------------------------------------------------------ lifecycle
@@ -600,6 +814,7 @@ export class Client implements StoreClient {
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
+    this.stopSummary?.();
     this.stopLeaderWatch?.();
     await this.heartbeat?.stop();
     await this.unmountAll(this.segments.values());
@@ -626,6 +841,7 @@ export class Client implements StoreClient {
   /** Frees local resources (no master calls). */
   private async release(): Promise<void> {
     this.closing = true;
+    this.stopSummary?.();
     this.stopLeaderWatch?.();
     await this.heartbeat?.stop();
     this.pool?.close();

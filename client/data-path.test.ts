@@ -4,11 +4,12 @@
 // by endpoint; the real master and engine are exercised by e2e/data.test.ts.
 import { randomBytes } from 'node:crypto';
 import { ReplicaCache } from './replica-cache.js';
-import { ARENA_RESULT_BYTES, DataPath, LARGE_VALUE_BYTES, type MasterApi } from './data-path.js';
+import { ARENA_RESULT_BYTES, DataPath, LARGE_VALUE_BYTES, type MasterApi, type OwnSegment } from './data-path.js';
 import { BufferPool } from './buffer-pool.js';
 import { OffsetAllocator } from '../master/core/offset-allocator.js';
 import { InvalidParamsError, LeaseExpiredError, ObjectNotFoundError, TransferError, UnavailableError } from './errors.js';
-import type { EngineTransferOp, ResultArenaPort, TransferEnginePort } from './native-port.js';
+import type { EngineTransferOp, MappedRegion, ResultArenaPort, TransferEnginePort } from './native-port.js';
+import type { Direction, TransferMeter, TransportKind } from './client-metrics.js';
 import { ReplicaStatus } from '../proto/gen/store/ReplicaStatus.js';
 import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
 import type { PutStartRequest } from '../proto/gen/store/PutStartRequest.js';
@@ -147,7 +148,22 @@ function scriptedMaster(endpoints: string[]) {
   return { api, ended, revoked, objects };
 }
 
-function setup(opts: { pool?: boolean; arena?: ReturnType<typeof fakeArena>; inline?: boolean; now?: () => number } = {}) {
+/** An own segment over the engine's memory of `endpoint` (so memcpy and engine see the same bytes). */
+function ownSegment(engine: MemoryEngine, endpoint: string): OwnSegment {
+  const mem = engine.segments.get(endpoint)!;
+  const region = { address: 0, size: mem.length, view: (o: number, n: number) => mem.subarray(o, o + n) } as unknown as MappedRegion;
+  return { name: endpoint, id: endpoint, region };
+}
+
+/** Records every meter call as "kind dir bytes". */
+function recordingMeter(): TransferMeter & { calls: string[] } {
+  const calls: string[] = [];
+  return { calls, transfer: (kind: TransportKind, dir: Direction, bytes: number) => void calls.push(`${kind} ${dir} ${bytes}`) };
+}
+
+function setup(
+  opts: { pool?: boolean; arena?: ReturnType<typeof fakeArena>; inline?: boolean; now?: () => number; own?: string[]; maxRegions?: number; meter?: TransferMeter } = {},
+) {
   const local = Buffer.alloc(4 << 20);
   const engine = opts.inline ? new InlineMemoryEngine(local) : new MemoryEngine(local);
   for (const ep of ['a:1', 'b:1', 'c:1']) engine.segments.set(ep, Buffer.alloc(SEG_SIZE));
@@ -160,12 +176,18 @@ function setup(opts: { pool?: boolean; arena?: ReturnType<typeof fakeArena>; inl
   const pool =
     opts.pool === false
       ? undefined
-      : new BufferPool({ primary: { address: POOL_BASE, size: local.length, view: (o: number, n: number) => local.subarray(o, o + n), release: () => {} }, allocator: new OffsetAllocator('local', 0, local.length) });
+      : new BufferPool({
+          primary: { address: POOL_BASE, size: local.length, view: (o: number, n: number) => local.subarray(o, o + n), release: () => {} },
+          allocator: new OffsetAllocator('local', 0, local.length),
+          maxRegions: opts.maxRegions,
+        });
+  const segments = new Map((opts.own ?? []).map((ep) => [ep, ownSegment(engine, ep)]));
   const path = new DataPath({
     master: master.api,
     engine,
     pool,
-    segments: new Map(),
+    segments,
+    meter: opts.meter,
     // Small caller buffers sit outside registered memory (staged); large ones and large results
     // get a fake address the engine can resolve once they are registered.
     addressOf: (v) => {
@@ -182,7 +204,7 @@ function setup(opts: { pool?: boolean; arena?: ReturnType<typeof fakeArena>; inl
     lookupEndpoint: async () => null,
     rpc: (_what, call) => call(),
   });
-  return { path, engine, master, pool };
+  return { path, engine, master, pool, segments };
 }
 
 describe('data path', () => {
@@ -318,6 +340,29 @@ describe('data path', () => {
     expect(engine.writesFrom[3]).toBeLessThan(POOL_BASE + (4 << 20));
   });
 
+  it('an own segment unmounted while a Put waits for staging fails the Put with a TransferError', async () => {
+    const { path, pool, segments, master } = setup({ own: ['a:1'], maxRegions: 1 });
+    const held = await pool!.acquire(16); // the Put's staging lease must wait for this one
+    const put = path.put('k', Buffer.from('two replicas'), { replica_num: 2 }); // a:1 (own, memcpy) and b:1
+    await new Promise((r) => setImmediate(r));
+    segments.delete('a:1'); // the segment is unmounted and unmapped meanwhile
+    held.release();
+    const err = await put.catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TransferError);
+    expect((err as Error).message).toMatch(/own segment a:1 was unmounted during the operation/);
+    expect(master.revoked).toEqual(['k']);
+  });
+
+  it('tells the meter how each piece moved: memcpy for own segments, the engine for the rest', async () => {
+    const meter = recordingMeter();
+    const { path } = setup({ own: ['a:1'], meter });
+    await path.put('k', [Buffer.alloc(100, 1), Buffer.alloc(50, 2)], { replica_num: 2 }); // a:1 own, b:1 remote
+    expect(meter.calls.sort()).toEqual(['engine write 100', 'engine write 50', 'memcpy write 100', 'memcpy write 50']);
+    meter.calls.length = 0;
+    expect((await path.get('k')).length).toBe(150); // own replica first
+    expect(meter.calls).toEqual(['memcpy read 150']);
+  });
+
   it('a pure server refuses Get and Put before any master call', async () => {
     const { path, master } = setup({ pool: false });
     await expect(path.put('k', Buffer.from('x'))).rejects.toBeInstanceOf(UnavailableError);
@@ -369,6 +414,15 @@ describe('inline reads (an engine that finishes small same-host reads synchronou
     const err = await path.get('k').catch((e) => e);
     expect(err).toBeInstanceOf(TransferError);
     expect(err.message).toMatch(/every replica failed \(2 tried\)/);
+  });
+
+  it('inline reads are reported to the meter as inline', async () => {
+    const meter = recordingMeter();
+    const { path } = setup({ inline: true, meter });
+    await path.put('k', randomBytes(4096));
+    meter.calls.length = 0;
+    await path.get('k');
+    expect(meter.calls).toEqual(['inline read 4096']);
   });
 
   it('values above 64 KiB are never read inline', async () => {

@@ -23,6 +23,7 @@ import {
 } from './errors.js';
 import type { MappedRegion, ResultArenaPort, TransferEnginePort } from './native-port.js';
 import { ReplicaCache } from './replica-cache.js';
+import type { TransferMeter } from './client-metrics.js';
 import { RESULT_SLAB_BYTES, RESULT_SLAB_MAX_ITEM, ResultSlab } from './result-slab.js';
 import {
   leaseDeadline,
@@ -111,6 +112,8 @@ export interface DataPathDeps {
    * typed as by rpc (errors thrown by `then` pass through as they are). Optional.
    */
   rpcThen?: <T, R>(what: string, call: () => Promise<T>, then: (v: T) => R | PromiseLike<R>) => Promise<R>;
+  /** Told how each piece's bytes moved once it has (client metrics); optional. */
+  meter?: TransferMeter;
 }
 
 interface WriteRpcs {
@@ -263,7 +266,9 @@ export class DataPath {
 
   /** A view of own-segment memory for a handle, refusing anything outside the segment. */
   private segmentView(h: BufHandle__Output, length: number): Buffer {
-    const s = this.d.segments.get(h.segment_name)!;
+    const s = this.d.segments.get(h.segment_name);
+    // Unmounted (and unmapped) since the replica list was read: an error, never a stale view.
+    if (!s) throw new TransferError(`own segment ${h.segment_name} was unmounted during the operation`);
     const off = Number(h.buffer) - s.region.address;
     if (off < 0 || off + length > s.region.size) {
       throw new TransferError(`handle 0x${Number(h.buffer).toString(16)}+${length} lies outside own segment ${h.segment_name}`, {
@@ -407,11 +412,14 @@ export class DataPath {
         }
       }
       const ops: TransferOp[] = [];
+      const meter = this.d.meter;
       for (const o of plans) {
         if (this.needsLookup(o.pieces.map((x) => x.p))) await this.resolveEndpoints(o.pieces.map((x) => x.p));
         for (const { p, slice } of o.pieces) {
-          if (p.local) asBuffer(o.slices[slice]).copy(this.segmentView(p.handle, p.length));
-          else if (p.length > 0) ops.push(this.op('write', p, sources.get(o.slices[slice])!));
+          if (p.local) {
+            asBuffer(o.slices[slice]).copy(this.segmentView(p.handle, p.length));
+            meter?.transfer('memcpy', 'write', p.length);
+          } else if (p.length > 0) ops.push(this.op('write', p, sources.get(o.slices[slice])!));
         }
       }
       if (ops.length > 0) {
@@ -420,6 +428,7 @@ export class DataPath {
         } catch (e) {
           throw transferFailure(e, `${what}: write`);
         }
+        if (meter) for (const op of ops) meter.transfer('engine', 'write', op.length);
       }
     } finally {
       lease?.release();
@@ -627,6 +636,7 @@ export class DataPath {
     const handles = r.handles;
     try {
       let offset = 0;
+      let copied = 0;
       for (let i = 0; i < handles.length; i++) {
         const h = handles[i];
         const size = Number(h.size);
@@ -635,12 +645,19 @@ export class DataPath {
         offset += size;
         if (this.isOwn(h.segment_name)) {
           this.segmentView(h, size).copy(target);
+          copied += size;
           continue;
         }
         const endpoint = h.te_endpoint || this.endpoints.get(h.segment_name);
         if (!endpoint || !engine.readInline(endpoint, Number(h.buffer), target)) return false;
       }
-      return offset === out.length;
+      if (offset !== out.length) return false;
+      const meter = this.d.meter;
+      if (meter) {
+        if (copied > 0) meter.transfer('memcpy', 'read', copied);
+        if (offset > copied) meter.transfer('inline', 'read', offset - copied);
+      }
+      return true;
     } catch {
       return false;
     }
@@ -708,19 +725,25 @@ export class DataPath {
         if (direct === undefined) continue;
         for (const p of objects[k].pieces) if (!p.local && p.length > 0) ops.push(this.op('read', p, direct + p.offset));
       }
+      const meter = this.d.meter;
       if (ops.length > 0) {
         try {
           await this.d.engine.transfer(ops);
         } catch (e) {
           throw transferFailure(e, `${what}: read`);
         }
+        if (meter) for (const op of ops) meter.transfer('engine', 'read', op.length);
       }
       if (lease) {
         const buf = lease.buffer;
         for (const s of staged!) buf.copy(s.out, s.p.offset, s.at, s.at + s.p.length);
       }
       for (const o of objects) {
-        for (const p of o.pieces) if (p.local) this.segmentView(p.handle, p.length).copy(o.out, p.offset);
+        for (const p of o.pieces) {
+          if (!p.local) continue;
+          this.segmentView(p.handle, p.length).copy(o.out, p.offset);
+          meter?.transfer('memcpy', 'read', p.length);
+        }
       }
     } finally {
       lease?.release();

@@ -165,6 +165,9 @@ export class LocalCluster {
         `--master_server=${this.master.rpc}`,
         `--metadata_server=${this.master.metadata}`,
         `--global_segment_size=${this.opts.segmentSize ?? '256MB'}`,
+        // Stopping is immediate here (tests and benches stop whole clusters); a test of the
+        // graceful shutdown passes its own --shutdown_grace_seconds, which wins (later flag).
+        '--shutdown_grace_seconds=0',
         ...(this.opts.serviceArgs ?? []),
         ...extraArgs,
       ],

@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // store_service: the standalone store service. A real client that contributes its global segment
 // to the cluster (no Get/Put traffic of its own unless given a local buffer), with an HTTP server
-// for /health. Prints one "store_service ready ..." line when mounted; on SIGTERM/SIGINT it
-// unmounts its segments from the master, unpublishes them and exits 0. Bad flags exit 2.
+// for /health, /segments, /metrics and the REST mount API (sidecar/rest-api.ts). Prints one
+// "store_service ready ..." line when mounted; on SIGTERM/SIGINT it unmounts every segment with
+// --shutdown_grace_seconds (sidecar/segment-mounts.ts), unpublishes them and exits 0. Bad flags exit 2.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import promClient from 'prom-client';
 import { FlagError, HelpRequested } from '../common/flags.js';
 import { loggerFromFlags, type Logger } from '../common/logger.js';
 import { randomUUID } from 'node:crypto';
@@ -14,6 +16,9 @@ import { ClientServiceServer } from './client-service-server.js';
 import { StoreError } from '../client/errors.js';
 import { parseStoreServiceArgs, type StoreServiceConfig } from './store-service-flags.js';
 import { MALFORMED_TARGET, requestUrl } from '../common/request-url.js';
+import { handleRestRequest } from './rest-api.js';
+import { SegmentMounts } from './segment-mounts.js';
+import { PAGE_SIZE } from './mount-request.js';
 
 /** Largest value the dummy-client service carries inside a message (inline Put value, Get reply). */
 const MAX_INLINE_BYTES = 16 * 1024 * 1024;
@@ -145,6 +150,23 @@ async function main(): Promise<void> {
   dummies.serve(new ClientService(real, { instanceId: randomUUID(), maxInlineBytes: MAX_INLINE_BYTES, shmDir: cfg.shmDir }));
 
   let stopping = false;
+  const huge = real.settings.hugepage;
+  const mounts = new SegmentMounts({
+    owner: real,
+    mapMemory: (o) => native.mapMemory(o),
+    maxSegmentSize: cfg.maxSegmentSize,
+    leaseTtlMs: cfg.leaseTtlMs,
+    alignment: huge ? (real.settings.hugepageSize === '1GB' ? 1024 ** 3 : 2 * 1024 ** 2) : PAGE_SIZE,
+    hugepage: huge ? { size: real.settings.hugepageSize } : undefined,
+    log: (level, msg) => (level === 'error' ? log.error(msg) : level === 'warn' ? log.warn(msg) : log.info(msg)),
+  });
+  if (real.metrics) {
+    promClient.collectDefaultMetrics({ register: real.metrics.registry });
+    real.metrics.addGauge('store_dummy_clients_connected', 'dummy clients connected to this real client (KVD1 channel connections)', () => dummies.stats().connections);
+    real.metrics.addGauge('store_dummy_regions_mapped', "dummy clients' shared regions mapped by this real client", () => dummies.stats().regions);
+    real.metrics.addGauge('store_dummy_region_bytes_mapped', "bytes of dummy clients' shared regions mapped by this real client", () => dummies.stats().regionBytes);
+  }
+  const rest = { mounts, protocol: real.settings.protocol, metrics: real.metrics, stopping: () => stopping };
   http.removeListener('request', starting);
   http.on('request', (req, res) => {
     const url = requestUrl(req);
@@ -153,10 +175,11 @@ async function main(): Promise<void> {
     } else if (req.method === 'GET' && url.pathname === '/health') {
       res.writeHead(stopping ? 503 : 200, { 'content-type': 'text/plain' }).end(stopping ? 'STOPPING' : 'OK');
     } else if (req.method === 'GET' && url.pathname === '/segments') {
+      const segments = real.mountedSegments.map((seg) => ({ ...seg, origin: mounts.describe(seg.id)?.origin ?? 'global', location: mounts.describe(seg.id)?.location ?? '' }));
       res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(
-        JSON.stringify({ client_id: real.clientId, te_endpoint: real.endpoint, segments: real.mountedSegments, dummy_clients: dummies.stats() }),
+        JSON.stringify({ client_id: real.clientId, te_endpoint: real.endpoint, segments, dummy_clients: dummies.stats() }),
       );
-    } else {
+    } else if (!handleRestRequest(req, res, url.pathname, rest)) {
       res.writeHead(404, { 'content-type': 'text/plain' }).end(`no route ${req.method} ${url.pathname}`);
     }
   });
@@ -164,9 +187,13 @@ async function main(): Promise<void> {
   const stop = (signal: string): void => {
     if (stopping) return;
     stopping = true;
-    log.info(`${signal} received: unmounting and stopping`);
-    dummies
-      .close()
+    const grace = cfg.shutdownGraceSeconds;
+    log.info(`${signal} received: unmounting ${grace > 0 ? `with a ${grace} s grace period (+ ${cfg.leaseTtlMs} ms read lease)` : 'at once'} and stopping`);
+    // Dummy clients are served through the grace period (their reads end before the memory goes).
+    mounts
+      .shutdown(grace)
+      .catch((e: Error) => log.error(`graceful unmount failed: ${e.message}`))
+      .then(() => dummies.close())
       .then(() => real.close())
       .catch((e: Error) => log.error(`close failed: ${e.message}`))
       .finally(() => {

@@ -22,7 +22,7 @@ const read = (p: string) => {
 describe('store_service flags', () => {
   it('has the spec defaults', () => {
     const c = parseStoreServiceArgs([], read);
-    expect(c).toMatchObject({ host: '0.0.0.0', port: 8080, rpcPort: 50052 });
+    expect(c).toMatchObject({ host: '0.0.0.0', port: 8080, rpcPort: 50052, maxSegmentSize: 64 * 1024 ** 3, shutdownGraceSeconds: 5, leaseTtlMs: 5000 });
     expect(c.client).toMatchObject({ global_segment_size: 4 * 1024 ** 3, master_server_address: 'localhost:50051', metadata_server: 'http://localhost:8080/metadata', protocol: 'tcp' });
   });
 
@@ -64,5 +64,14 @@ describe('store_service flags', () => {
     fails(['--config=bad-size.json'], /global_segment_size/);
     fails(['--global_segment_size=0', '--local_buffer_size=0'], /hold nothing/);
     fails(['--protocol=udp'], /--protocol/);
+    fails(['--max_segment_size=1000'], /--max_segment_size.*multiple of 4096/);
+    fails(['--max_segment_size=0'], /--max_segment_size/);
+    fails(['--shutdown_grace_seconds=-1'], /--shutdown_grace_seconds/);
+    fails(['--default_kv_lease_ttl=soon'], /--default_kv_lease_ttl/);
+  });
+
+  it('takes the mount and shutdown settings', () => {
+    const c = parseStoreServiceArgs(['--max_segment_size=16MB', '--shutdown_grace_seconds=0.5', '--default_kv_lease_ttl=2s'], read);
+    expect(c).toMatchObject({ maxSegmentSize: 16 * 1024 ** 2, shutdownGraceSeconds: 0.5, leaseTtlMs: 2000 });
   });
 });

@@ -6,6 +6,9 @@ import { FlagError, FlagTable, type FlagSpec, type FlagValue } from '../common/f
 import { loggingFlags } from '../common/logger.js';
 import { metadataServerProblem, type ClientSetupConfig } from '../client/setup-config.js';
 
+/** --max_segment_size default: the spec leaves the number open; 64 GiB keeps a 1 TiB region at 16 segments. */
+export const MAX_SEGMENT_SIZE_DEFAULT = 64 * 1024 ** 3;
+
 const specs: FlagSpec[] = [
   { name: 'config', kind: 'string', default: '', help: 'JSON file with local_hostname, metadata_server, global_segment_size, local_buffer_size, protocol, device_name, master_server_address' },
   { name: 'host', kind: 'string', default: '0.0.0.0', help: 'bind address of the HTTP server (/health)' },
@@ -22,6 +25,9 @@ const specs: FlagSpec[] = [
   { name: 'protocol', kind: 'enum', default: 'tcp', values: ['tcp', 'rdma'], help: 'transfer protocol (rdma is not available in this build)' },
   { name: 'prefault_segment', kind: 'bool', default: true, help: 'touch every page of the segment at startup (no first-touch faults under peer writes; fails early without the memory)' },
   { name: 'device_name', kind: 'string', default: '', help: 'transfer-engine device name' },
+  { name: 'max_segment_size', kind: 'size', default: MAX_SEGMENT_SIZE_DEFAULT, defaultText: '64GB', help: 'largest segment the REST mount API creates; a bigger region is split into several (a multiple of 4 KiB)' },
+  { name: 'shutdown_grace_seconds', kind: 'float', default: 5, min: 0, max: 3600, help: 'on SIGTERM/SIGINT every segment stays readable (closed to new allocations) this long, then the read lease runs out, then the memory goes (0: at once)' },
+  { name: 'default_kv_lease_ttl', kind: 'duration', default: 5000, unit: 'ms', help: "the master's read lease (its --default_kv_lease_ttl): how long memory outlives a segment's final unmount, so reads granted before it can finish" },
   ...loggingFlags,
 ];
 
@@ -48,6 +54,12 @@ export interface StoreServiceConfig {
   threads: number | undefined;
   /** Shared directory of region files and the Unix socket; '' when disabled. */
   shmDir: string;
+  /** Largest segment of the REST mount API (bytes, a multiple of 4 KiB). */
+  maxSegmentSize: number;
+  /** Grace period of the unmounts at SIGTERM/SIGINT (seconds; 0: immediate). */
+  shutdownGraceSeconds: number;
+  /** The master's read lease TTL (ms). */
+  leaseTtlMs: number;
   values: Record<string, FlagValue>;
 }
 
@@ -89,6 +101,8 @@ export function parseStoreServiceArgs(
     throw new FlagError('--global_segment_size', 'a store service needs --global_segment_size > 0 (or a --local_buffer_size): it would hold nothing');
   }
   // Checked here too, so a typo exits 2 naming the flag instead of failing setup later.
+  const maxSeg = v.max_segment_size as number;
+  if (maxSeg <= 0 || maxSeg % 4096 !== 0) throw new FlagError('--max_segment_size', `--max_segment_size must be a positive multiple of 4096 bytes, got ${maxSeg}`);
   const metadataProblem = metadataServerProblem(v.metadata_server as string);
   if (metadataProblem) throw new FlagError('--metadata_server', `--metadata_server: ${metadataProblem}`);
   return {
@@ -106,6 +120,9 @@ export function parseStoreServiceArgs(
     rpcPort: v.rpc_port as number,
     threads: explicit.has('threads') ? (v.threads as number) : undefined,
     shmDir,
+    maxSegmentSize: maxSeg,
+    shutdownGraceSeconds: v.shutdown_grace_seconds as number,
+    leaseTtlMs: v.default_kv_lease_ttl as number,
     values: v,
   };
 }

@@ -60,6 +60,14 @@ describe('metadata address forms', () => {
     await expect(p2p.lookup('not-an-endpoint')).rejects.toThrow(/host:port/);
     await expect(p2p.publish('other:1', desc)).rejects.toThrow(/must be the engine endpoint/);
   });
+
+  it('P2PHANDSHAKE takes "<endpoint>/<suffix>" names for a client\'s further segments', async () => {
+    const p2p = openMetadataStore('P2PHANDSHAKE');
+    expect(await p2p.lookup('10.0.0.2:13001/3')).toMatchObject({ te_endpoint: '10.0.0.2:13001' });
+    await expect(p2p.publish(`${desc.te_endpoint}/1`, desc)).resolves.toBeUndefined();
+    await expect(p2p.publish(`${desc.te_endpoint}x/1`, desc)).rejects.toThrow(/must be the engine endpoint/);
+    await expect(p2p.lookup('not-an-endpoint/1')).rejects.toThrow(/host:port/);
+  });
 });
 
 describe('HTTP metadata server backend', () => {

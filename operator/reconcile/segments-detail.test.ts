@@ -45,7 +45,7 @@ describe('segments detail from a real master', () => {
     const dir = mkdtempSync(join(tmpdir(), 'store-seg-'));
     // The JSON config the operator renders for a StoreSegment pod (server role: local buffer 0).
     writeFileSync(join(dir, 'store.json'), JSON.stringify({ metadata_server: `http://127.0.0.1:${meta}/metadata`, master_server_address: `127.0.0.1:${rpc}`, global_segment_size: 64 * 2 ** 20, local_buffer_size: 0, protocol: 'tcp', device_name: '' }));
-    await start(['dist/sidecar/main.js', `--config=${join(dir, 'store.json')}`, '--host=127.0.0.1', `--port=${http}`, '--local_hostname=127.0.0.1'], /store_service ready/);
+    await start(['dist/sidecar/main.js', `--config=${join(dir, 'store.json')}`, '--host=127.0.0.1', `--port=${http}`, '--local_hostname=127.0.0.1', '--shutdown_grace_seconds=0'], /store_service ready/);
 
     const detail = await httpSegmentsFetcher(`http://127.0.0.1:${metrics}`);
     expect(detail.total_segments).toBe(1);
