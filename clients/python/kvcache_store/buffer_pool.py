@@ -219,6 +219,7 @@ class BufferPool:
             deadline = time.monotonic() + wait
             me = object()
             self._waiters.append(me)
+            self._cond.notify_all()  # observers of stats() (tests) may wait on the condition
             try:
                 while True:
                     if self._closed:

@@ -96,6 +96,7 @@ class Master(Proc):
 
 class StoreService(Proc):
     def __init__(self, master: Master, shm_dir: str, rpc_port: int = 0, segment: str = "256MB", extra: Optional[List[str]] = None):
+        self._master = master
         super().__init__(
             "store_service",
             [
