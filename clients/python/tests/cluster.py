@@ -86,8 +86,8 @@ class Master(Proc):
                 "--http_metadata_server_host=127.0.0.1",
                 "--http_metadata_server_port=0",
                 "--enable_metric_reporting=false",
-                # reads hold a lease this long: short, so the tests can remove what they read
-                "--default_kv_lease_ttl=200ms",
+                # reads hold a lease this long: longer than a large read on a busy machine (a read that outlives its lease fails with LeaseExpiredError), short enough for the tests to see leases end
+                "--default_kv_lease_ttl=2000ms",
             ],
         )
         m = self.wait_for(MASTER_READY)

@@ -177,7 +177,7 @@ def test_metadata_methods(client, rclient, key):
     assert isinstance(ips, dict)
     assert rclient.batch_replica_clear([f"{key}-nothing"]) == []
     n = client.remove_by_regex(f"^{key}-rx-[01]$")
-    # removal skips objects under a read lease (200 ms here): retry until they are gone
+    # removal skips objects under a read lease (2 s here): retry until they are gone
     assert n in (0, 1, 2)
     assert client.health_check() == 0
 

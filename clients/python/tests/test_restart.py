@@ -10,13 +10,23 @@ import threading
 
 import pytest
 
-from cluster import StoreService, free_port
+from cluster import Master, StoreService, free_port
 from kvcache_store import DeadlineExceededError, DummyClient, ReplicateConfig, UnavailableError
 
 
 @pytest.fixture
-def own_service(master):
+def own_master():
+    # a killed store service stays listed at its master until the client TTL: keep that from
+    # the other tests' placements
+    m = Master()
+    yield m
+    m.stop()
+
+
+@pytest.fixture
+def own_service(own_master):
     """A store service of this test only, on a port picked here (a restart reuses it)."""
+    master = own_master
     d = tempfile.mkdtemp(prefix="kvstore-shm-restart-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     port = free_port()
     holder = {"svc": StoreService(master, d, rpc_port=port), "dir": d, "port": port}
