@@ -47,6 +47,13 @@ class _Call:
 
 class Channel:
     def __init__(self, sock: socket.socket, where: str, spin_us: float = 100.0):
+        # the magic goes first, before any thread can send a frame
+        sock.settimeout(5.0)
+        try:
+            sock.sendall(MAGIC)
+        except OSError as e:
+            sock.close()
+            raise UnavailableError(f"real client {where}: cannot start the channel: {e}") from None
         sock.setblocking(False)
         self.where = where
         self.spin_s = max(0.0, spin_us) / 1e6
@@ -63,7 +70,6 @@ class Channel:
         self._poll_in.register(self._fd, select.POLLIN)
         self._poll_out = select.poll()
         self._poll_out.register(self._fd, select.POLLOUT)
-        self._magic_sent = False
 
     @property
     def closed(self) -> bool:
@@ -87,11 +93,6 @@ class Channel:
             rid = self._next_id
             self._pending[rid] = c
         frame = encode_request(rid, index, payload)
-        if not self._magic_sent:
-            with self._send_lock:
-                if not self._magic_sent:
-                    frame = MAGIC + frame
-                    self._magic_sent = True
         try:
             self._send(frame, deadline, method)
         except UnavailableError as e:

@@ -139,10 +139,11 @@ class DummyClient:
                 raise InvalidParamsError(f"setup: timeout must be a positive number of seconds, got {timeout!r}")
             self._setup(resolve_endpoint(address, socket_path, shm_dir, env), size, max_regions, max_bytes, acquire_timeout, overflow, timeout, spin_us, client_name)
             return 0
-        except StoreError as e:
+        except (StoreError, TypeError, ValueError) as e:
+            e = _as_store_error(e)
             self.close()
             if self.raise_errors:
-                raise
+                raise e from None
             log.error("kvcache_store: setup failed: %s", e)
             return e.code
 
@@ -239,7 +240,7 @@ class DummyClient:
                         self._stats["reconnects"] += 1
                 self.instance_id = c.instance_id
                 return c
-            except StoreError as e:
+            except (StoreError, TypeError, ValueError) as e:
                 if self._closed:
                     raise UnavailableError("DummyClient: closed") from None
                 if isinstance(e, InvalidParamsError):
@@ -287,7 +288,8 @@ class DummyClient:
 
     # ------------------------------------------------------------------ return conventions
 
-    def _code(self, e: StoreError, exists_ok: bool = False) -> int:
+    def _code(self, e: Exception, exists_ok: bool = False) -> int:
+        e = _as_store_error(e)
         if self.raise_errors:
             raise e
         if exists_ok and e.code == E.OBJECT_ALREADY_EXISTS:
@@ -383,7 +385,7 @@ class DummyClient:
         try:
             self._write("put", key, _parts(value, "put"), config, timeout)
             return 0
-        except StoreError as e:
+        except (StoreError, TypeError, ValueError) as e:
             return self._code(e, exists_ok=True)
 
     def upsert(self, key: str, value, config=None, *, timeout: Optional[float] = None) -> int:
@@ -391,7 +393,7 @@ class DummyClient:
         try:
             self._write("upsert", key, _parts(value, "upsert"), config, timeout)
             return 0
-        except StoreError as e:
+        except (StoreError, TypeError, ValueError) as e:
             return self._code(e)
 
     def put_from(self, key: str, buffer_ptr, size: Optional[int] = None, config=None, *, timeout: Optional[float] = None) -> int:
@@ -400,14 +402,14 @@ class DummyClient:
         try:
             self._write("put", key, [as_buffer(buffer_ptr, size, what=f"put_from {key!r}")], config, timeout)
             return 0
-        except StoreError as e:
+        except (StoreError, TypeError, ValueError) as e:
             return self._code(e, exists_ok=True)
 
     def upsert_from(self, key: str, buffer_ptr, size: Optional[int] = None, config=None, *, timeout: Optional[float] = None) -> int:
         try:
             self._write("upsert", key, [as_buffer(buffer_ptr, size, what=f"upsert_from {key!r}")], config, timeout)
             return 0
-        except StoreError as e:
+        except (StoreError, TypeError, ValueError) as e:
             return self._code(e)
 
     def _batch_write(self, verb: str, keys: Sequence[str], bufs: List[Buf], config, timeout) -> List[int]:
@@ -462,7 +464,7 @@ class DummyClient:
     def _batch(self, verb, keys, make_bufs, config, timeout) -> List[int]:
         try:
             return self._batch_write(verb, keys, make_bufs(), config, timeout)
-        except StoreError as e:
+        except (StoreError, TypeError, ValueError) as e:
             return [self._code(e)] * len(keys)
 
     def _bufs(self, keys, ptrs, sizes, what: str, writable: bool = False) -> List[Buf]:
@@ -514,7 +516,7 @@ class DummyClient:
         raise_errors the typed error, e.g. ObjectNotFoundError)."""
         try:
             return self._get(key, timeout)
-        except StoreError as e:
+        except (StoreError, TypeError, ValueError) as e:
             self._code(e)
             return b""
 
@@ -556,7 +558,7 @@ class DummyClient:
             target = as_buffer(buffer_ptr, size, writable=True, what=f"get_into {key!r}")
             deadline = self._deadline(timeout)
             return self._get_into(self._connection(deadline), key, target, deadline)
-        except StoreError as e:
+        except (StoreError, TypeError, ValueError) as e:
             return self._code(e)
 
     def batch_get_into(self, keys: Sequence[str], buffer_ptrs: Sequence, sizes: Sequence[int], *, timeout: Optional[float] = None) -> List[int]:
@@ -612,13 +614,13 @@ class DummyClient:
             finally:
                 if lease is not None:
                     lease.release()
-        except StoreError as e:
+        except (StoreError, TypeError, ValueError) as e:
             return [self._code(e)] * len(keys)
 
     def _item_get_into(self, c, key, target, deadline) -> int:
         try:
             return self._get_into(c, key, target, deadline)
-        except StoreError as e:
+        except (StoreError, TypeError, ValueError) as e:
             if isinstance(e, UnavailableError):
                 raise
             return e.code
@@ -638,7 +640,7 @@ class DummyClient:
             out = [r.value if r.status_code == 0 else b"" for r in res.results]
             self._count("inline_bytes_get", sum(len(v) for v in out))
             return out + [b""] * (len(keys) - len(out))
-        except StoreError as e:
+        except (StoreError, TypeError, ValueError) as e:
             self._code(e)
             return [b""] * len(keys)
 
@@ -663,7 +665,7 @@ class DummyClient:
             if self._pool is None or self._pool.locate(b.address, b.size) is None:
                 self._registered[b.address] = b.size
             return 0
-        except StoreError as e:
+        except (StoreError, TypeError, ValueError) as e:
             return self._code(e)
 
     def unregister_buffer(self, buffer_ptr: int) -> int:
@@ -691,7 +693,7 @@ class DummyClient:
         """1 when the key exists, 0 when not, a negative code on failure."""
         try:
             return 1 if self._simple("IsExist", pb.KeyRequest(key=key), timeout).exists else 0
-        except StoreError as e:
+        except (StoreError, TypeError, ValueError) as e:
             return self._code(e)
 
     def batch_is_exist(self, keys: Sequence[str], *, timeout: Optional[float] = None) -> List[int]:
@@ -699,21 +701,21 @@ class DummyClient:
             if not keys:
                 return []
             return [1 if x else 0 for x in self._simple("BatchIsExist", pb.KeysRequest(keys=list(keys)), timeout).exists]
-        except StoreError as e:
+        except (StoreError, TypeError, ValueError) as e:
             return [self._code(e)] * len(keys)
 
     def get_size(self, key: str, *, timeout: Optional[float] = None) -> int:
         """The value's size in bytes, or a negative code (OBJECT_NOT_FOUND when missing)."""
         try:
             return int(self._simple("GetSize", pb.KeyRequest(key=key), timeout).size)
-        except StoreError as e:
+        except (StoreError, TypeError, ValueError) as e:
             return self._code(e)
 
     def remove(self, key: str, force: bool = False, *, timeout: Optional[float] = None) -> int:
         try:
             self._simple("Remove", pb.ClientRemoveRequest(key=key, force=bool(force)), timeout)
             return 0
-        except StoreError as e:
+        except (StoreError, TypeError, ValueError) as e:
             return self._code(e)
 
     def remove_by_regex(self, regex_pattern: str, force: bool = False, *, timeout: Optional[float] = None) -> int:
@@ -722,14 +724,14 @@ class DummyClient:
         try:
             _no_force(force, "remove_by_regex")
             return int(self._simple("RemoveByRegex", pb.RegexRequest(key_regex=regex_pattern), timeout).count)
-        except StoreError as e:
+        except (StoreError, TypeError, ValueError) as e:
             return self._code(e)
 
     def remove_all(self, force: bool = False, *, timeout: Optional[float] = None) -> int:
         try:
             _no_force(force, "remove_all")
             return int(self._simple("RemoveAll", pb.EmptyRequest(), timeout).count)
-        except StoreError as e:
+        except (StoreError, TypeError, ValueError) as e:
             return self._code(e)
 
     def query_by_regex(self, regex_pattern: str, *, timeout: Optional[float] = None) -> Dict[str, List[dict]]:
@@ -783,6 +785,15 @@ class DummyClient:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _as_store_error(e: Exception) -> StoreError:
+    """Wrong argument types (caught by protobuf or Python) become InvalidParamsError."""
+    if isinstance(e, StoreError):
+        return e
+    err = InvalidParamsError(f"invalid argument: {e}")
+    err.__cause__ = e
+    return err
 
 
 def _parts(value, what: str) -> List[Buf]:

@@ -249,3 +249,15 @@ def test_get_over_tcp_when_the_socket_file_is_absent(service, shm_dir, tmp_path,
         assert c.stats()["inline_bytes_put"] > 0
     finally:
         c.close()
+
+
+def test_wrong_argument_types_are_invalid_params_not_crashes(client, rclient, key):
+    assert client.get(123) == b""
+    assert client.put(None, b"x") == E.INVALID_PARAMS
+    assert client.is_exist(["a"]) == E.INVALID_PARAMS
+    assert client.batch_put([key], [object()]) == [E.INVALID_PARAMS]
+    assert client.get_into(key, "text", 4) == E.INVALID_PARAMS
+    with pytest.raises(InvalidParamsError):
+        rclient.get_size(42)
+    with pytest.raises(InvalidParamsError):
+        rclient.put(key, 3.5)
