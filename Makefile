@@ -1,7 +1,7 @@
 # One entry point for the project's jobs. `make run` is the main job, `make test` the whole suite.
 NODE_MODULES := node_modules/.installed
 
-.PHONY: all install build test test-python unit e2e run bench clean lint
+.PHONY: all install build test test-python pytest-python unit e2e run bench clean lint
 
 all: build
 
@@ -21,7 +21,7 @@ JEST := npm run jest -- --ci --forceExit
 
 test: build
 	$(JEST)
-	$(MAKE) test-python
+	$(MAKE) pytest-python
 
 # The Python client's tests (clients/python): a venv of its own (created once), the package
 # installed editable with its test extra and the pinned grpcio-tools (the generated-code check),
@@ -35,8 +35,11 @@ $(PY_VENV)/.installed: $(PY_DIR)/pyproject.toml
 	$(PY_VENV)/bin/pip install -q -e "$(PY_DIR)[test]" grpcio-tools==1.66.2
 	touch $@
 
-test-python: build $(PY_VENV)/.installed
-	cd $(PY_DIR) && .venv/bin/python -m pytest -q tests
+test-python: build
+	$(MAKE) pytest-python
+
+pytest-python: $(PY_VENV)/.installed
+	cd $(PY_DIR) && .venv/bin/python -m pytest -q -rs tests
 
 unit: build
 	$(JEST) --testPathIgnorePatterns='/e2e/|/node_modules/|/dist/'

@@ -77,7 +77,8 @@ class BufferLease:
             self._mv.release()
             self._mv = None
         self._released = True
-        self._pool._return(self)
+        self._pool._return(self._record())
+        self._mm = None
 
     def _close_views(self) -> None:
         if self._mv is not None:
@@ -112,12 +113,21 @@ class BufferLease:
             self.release()
 
     def __del__(self) -> None:
-        # A lease dropped without release(): give the range back when no view can reach it.
-        if not getattr(self, "_released", True) and not self._pool._closed:
-            try:
-                self.release()
-            except Exception:
-                pass  # a view outlives it: the range stays allocated (never handed to someone else)
+        # A lease dropped without release(): its range goes back once no view can reach it. The
+        # pool is not touched here (a collection may run while this thread holds its lock): the
+        # range is queued and the pool takes it back on its next acquire.
+        if getattr(self, "_released", True) or self._pool._closed:
+            return
+        try:
+            if self.tracked:
+                self._close_views()
+        except Exception:
+            return  # a view outlives it: the range stays allocated (never handed to someone else)
+        self._released = True
+        self._pool._dropped.append(self._record())
+
+    def _record(self) -> tuple:
+        return (self.size, self.overflow, self.region, self.offset, self.ptr if self._mm is not None else None)
 
     def __repr__(self) -> str:
         state = "released" if self._released else ("overflow" if self.overflow else "live")
@@ -147,6 +157,7 @@ class BufferPool:
         self._leased_bytes = 0
         self._overflow = 0
         self._closed = False
+        self._dropped: collections.deque = collections.deque()
         # address windows: sorted starts, and (end, region, file offset of start) per start
         self._starts: List[int] = []
         self._windows: dict = {}
@@ -201,13 +212,20 @@ class BufferPool:
     def try_acquire(self, size: int, tracked: bool = False) -> Optional[BufferLease]:
         """A lease now, or None when the caps or the space do not allow one (or others wait)."""
         with self._cond:
+            drops = self._reap() if self._dropped else []
             self._check(size)
-            return None if self._waiters else self._grant(size, tracked)
+            lease = None if self._waiters else self._grant(size, tracked)
+        self._drop_all(drops)
+        return lease
 
     def acquire(self, size: int, timeout: Optional[float] = None, tracked: bool = False) -> BufferLease:
         """A lease, waiting in FIFO order up to `timeout` seconds (None: the pool's default;
         0: do not wait); BufferExhaustedError after that."""
         wait = self.default_timeout if timeout is None else timeout
+        if self._dropped:
+            with self._cond:
+                drops = self._reap()
+            self._drop_all(drops)
         with self._cond:
             self._check(size)
             if not self._waiters:
@@ -270,23 +288,42 @@ class BufferPool:
         self._leased_bytes += size
         return lease
 
-    def _return(self, lease: BufferLease) -> None:
-        drop = None
+    def _return(self, record: tuple) -> None:
         with self._cond:
-            self._leases -= 1
-            self._leased_bytes -= lease.size
-            if lease.overflow:
-                self._overflow -= 1
-                self._remove_window(lease.region.address)
-                drop = lease.region
-            else:
-                if lease._mm is not None:
-                    self._remove_window(lease.ptr)
-                    lease._mm = None
-                self.allocator.free(lease.offset)
+            drop = self._take_back(record)
+            drops = self._reap()
             self._cond.notify_all()
-        if drop is not None and self._drop_region is not None:
-            self._drop_region(drop)
+        for region in ([drop] if drop else []) + drops:
+            if self._drop_region is not None:
+                self._drop_region(region)
+
+    def _take_back(self, record: tuple) -> Optional[SharedRegion]:
+        """Returns a lease's range (lock held); the overflow region to drop, if any."""
+        size, overflow, region, offset, window = record
+        self._leases -= 1
+        self._leased_bytes -= size
+        if overflow:
+            self._overflow -= 1
+            self._remove_window(region.address)
+            return region
+        if window is not None:
+            self._remove_window(window)
+        self.allocator.free(offset)
+        return None
+
+    def _reap(self) -> list:
+        """Takes back the leases dropped without release() (lock held)."""
+        drops = []
+        while self._dropped:
+            r = self._take_back(self._dropped.popleft())
+            if r is not None:
+                drops.append(r)
+        return drops
+
+    def _drop_all(self, regions: list) -> None:
+        for region in regions:
+            if self._drop_region is not None:
+                self._drop_region(region)
 
     def close(self) -> None:
         """Fails every waiter; leases outstanding stay valid until released."""

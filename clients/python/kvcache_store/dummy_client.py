@@ -718,6 +718,10 @@ class DummyClient:
         except (StoreError, TypeError, ValueError) as e:
             return self._code(e)
 
+    def batch_remove(self, keys: Sequence[str], force: bool = False, *, timeout: Optional[float] = None) -> List[int]:
+        """Removes each key (one call per key: the service has no batch removal): 0 / code per key."""
+        return [self.remove(k, force, timeout=timeout) for k in keys]
+
     def remove_by_regex(self, regex_pattern: str, force: bool = False, *, timeout: Optional[float] = None) -> int:
         """Removes the unleased objects whose key matches: their count, or a negative code.
         `force` is not served by the real client (objects read recently stay)."""

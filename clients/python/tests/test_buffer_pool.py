@@ -169,3 +169,24 @@ def test_close_fails_waiters(pool_dir):
     t.join(10)
     assert not t.is_alive() and errors
     held.release()
+
+
+def test_a_lease_dropped_without_release_comes_back_unless_a_view_outlives_it(pool_dir):
+    import gc
+
+    pool, _ = make_pool(pool_dir, size=8 * 4096, overflow=False)
+    kept = pool.acquire(4 * 4096, tracked=True)
+    view = kept.buffer[0:10]
+    del kept
+    gc.collect()
+    # a view can still reach that memory: its range is never handed out again
+    dropped = pool.acquire(4 * 4096, tracked=True)
+    where = dropped.offset
+    del dropped
+    gc.collect()
+    again = pool.acquire(4 * 4096, timeout=0)  # the dropped lease's range, taken back
+    assert again.offset == where
+    assert pool.try_acquire(4096) is None
+    again.release()
+    view.release()
+    assert pool.stats()["leases"] == 1  # the lease whose view outlived it

@@ -187,6 +187,8 @@ def test_remove_and_remove_all_counts(make_client, key):
     c.put(key, b"1")
     assert c.remove(key) == 0
     assert c.is_exist(key) == 0
+    c.put(key + "-a", b"1")
+    assert c.batch_remove([key + "-a", key + "-none"]) == [0, E.OBJECT_NOT_FOUND]
     assert c.remove_all() >= 0
 
 
