@@ -1,0 +1,179 @@
+"""Benchmark of the Python DummyClient against a real client (store_service) on this host.
+
+Cases: put/get of 4 KiB (1 in flight, and 64 in flight from 64 threads), 64 KiB, 1 MiB, 4 MiB,
+and batches of 128 x 4 KiB; each with the value in the shared region (put_from / get_into on an
+alloc_buffer lease: no copy here) and from plain bytes (put / get: staged through the pool).
+Prints one JSON object per line:
+  {"case": ..., "size": ..., "ops_per_s": ..., "gb_per_s": ..., "p50_us": ..., "p99_us": ...}
+ops are calls (a batch counts 128 objects in ops_per_s and gb_per_s; p50/p99 are per call).
+
+The real client: --address host:port (its Unix socket in --shm-dir is used when present), else
+STORE_SIDECAR_ADDRESS / STORE_SHM_DIR, or --start-cluster to start a master and a store service
+from the repository's dist/ (node bench/local_cluster.mjs; run `npm run build` first).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from kvcache_store import DummyClient  # noqa: E402
+
+KiB = 1024
+MiB = 1024 * KiB
+
+
+def pct(samples, q):
+    s = sorted(samples)
+    return s[min(len(s) - 1, int(q * len(s)))] if s else 0.0
+
+
+def emit(case, size, objects, elapsed, lat):
+    print(
+        json.dumps(
+            {
+                "case": case,
+                "size": size,
+                "ops_per_s": round(objects / elapsed, 1),
+                "gb_per_s": round(objects * size / elapsed / 1e9, 3),
+                "p50_us": round(pct(lat, 0.50) * 1e6, 1),
+                "p99_us": round(pct(lat, 0.99) * 1e6, 1),
+            }
+        ),
+        flush=True,
+    )
+
+
+def timed(fn, n):
+    lat = []
+    t0 = time.perf_counter()
+    for i in range(n):
+        a = time.perf_counter()
+        fn(i)
+        lat.append(time.perf_counter() - a)
+    return time.perf_counter() - t0, lat
+
+
+def check(r, what):
+    if (isinstance(r, int) and r < 0) or r == b"":
+        raise SystemExit(f"bench: {what} failed: {r}")
+    return r
+
+
+def memcpy(size=4 * MiB, span=256 * MiB, n=200):
+    """Cold memcpy of `size` bytes (source and target cycling over `span`), for the ratio."""
+    src = bytearray(os.urandom(1 << 20)) * (span // (1 << 20))
+    dst = bytearray(span)
+    s, d = memoryview(src), memoryview(dst)
+    slots = span // size
+    el, lat = timed(lambda i: d.__setitem__(slice((i % slots) * size, (i % slots + 1) * size), s[((i + 7) % slots) * size:((i + 7) % slots + 1) * size]), n)
+    emit("memcpy (cold, this process)", size, n, el, lat)
+
+
+def run(c: DummyClient, prefix: str, counts: dict) -> None:
+    for size in (4 * KiB, 64 * KiB, MiB, 4 * MiB):
+        n = counts[size]
+        value = os.urandom(size)
+        with c.alloc_buffer(size) as lease:
+            lease.buffer[:] = value
+            el, lat = timed(lambda i: check(c.put_from(f"{prefix}-zc-{size}-{i}", lease.ptr, size), "put_from"), n)
+            emit("put_from lease", size, n, el, lat)
+            el, lat = timed(lambda i: check(c.get_into(f"{prefix}-zc-{size}-{i % n}", lease.ptr, size), "get_into"), n)
+            emit("get_into lease", size, n, el, lat)
+        el, lat = timed(lambda i: check(c.put(f"{prefix}-b-{size}-{i}", value), "put"), n)
+        emit("put bytes", size, n, el, lat)
+        el, lat = timed(lambda i: check(c.get(f"{prefix}-b-{size}-{i % n}"), "get"), n)
+        emit("get bytes", size, n, el, lat)
+        if size == 4 * KiB:
+            el, lat = timed(lambda i: check(c.get(f"{prefix}-b-{size}-0"), "get"), n)
+            emit("get bytes (same key)", size, n, el, lat)
+            threaded(c, prefix, value, 64, n)
+    batch(c, prefix, 128, counts["batch"])
+
+
+def threaded(c, prefix, value, threads, n):
+    per = max(1, n // threads)
+    size = len(value)
+    for verb in ("put", "get"):
+        lats = [[] for _ in range(threads)]
+        start = threading.Barrier(threads + 1)
+
+        def work(t):
+            start.wait()
+            for i in range(per):
+                k = f"{prefix}-t-{t}-{i}"
+                a = time.perf_counter()
+                check(c.put(k, value) if verb == "put" else c.get(k), verb)
+                lats[t].append(time.perf_counter() - a)
+
+        ts = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+        for th in ts:
+            th.start()
+        start.wait()
+        t0 = time.perf_counter()
+        for th in ts:
+            th.join()
+        emit(f"{verb} bytes, {threads} threads", size, per * threads, time.perf_counter() - t0, [x for l in lats for x in l])
+
+
+def batch(c, prefix, k, rounds):
+    size = 4 * KiB
+    value = os.urandom(size)
+    with c.alloc_buffer(size * k) as lease:
+        for j in range(k):
+            lease.buffer[j * size:(j + 1) * size] = value
+        ptrs = [lease.ptr + j * size for j in range(k)]
+        sizes = [size] * k
+        el, lat = timed(lambda i: [check(r, "batch_put_from") for r in c.batch_put_from([f"{prefix}-bz-{i}-{j}" for j in range(k)], ptrs, sizes)], rounds)
+        emit(f"batch_put_from {k} lease", size, rounds * k, el, lat)
+        el, lat = timed(lambda i: [check(r, "batch_get_into") for r in c.batch_get_into([f"{prefix}-bz-{i}-{j}" for j in range(k)], ptrs, sizes)], rounds)
+        emit(f"batch_get_into {k} lease", size, rounds * k, el, lat)
+    vals = [value] * k
+    el, lat = timed(lambda i: [check(r, "batch_put") for r in c.batch_put([f"{prefix}-bb-{i}-{j}" for j in range(k)], vals)], rounds)
+    emit(f"batch_put {k} bytes", size, rounds * k, el, lat)
+    el, lat = timed(lambda i: [check(r, "batch_get") for r in c.batch_get([f"{prefix}-bb-{i}-{j}" for j in range(k)])], rounds)
+    emit(f"batch_get {k} bytes", size, rounds * k, el, lat)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--address", default=os.environ.get("STORE_SIDECAR_ADDRESS", ""))
+    ap.add_argument("--socket", default=None, help="the real client's Unix socket (default <shm-dir>/kvstore-<port>.sock)")
+    ap.add_argument("--shm-dir", default=os.environ.get("STORE_SHM_DIR", "/dev/shm"))
+    ap.add_argument("--start-cluster", action="store_true", help="start a master and a store service from dist/")
+    ap.add_argument("--scale", type=float, default=1.0, help="multiply the operation counts")
+    ap.add_argument("--spin-us", type=float, default=100.0)
+    args = ap.parse_args()
+    cluster = None
+    if args.start_cluster:
+        cluster = subprocess.Popen(["node", os.path.join(HERE, "local_cluster.mjs")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        info = json.loads(cluster.stdout.readline())
+        args.address, args.shm_dir = info["rpc"], info["shm_dir"]
+    if not args.address:
+        raise SystemExit("bench_dummy: give --address (or STORE_SIDECAR_ADDRESS) or --start-cluster")
+    s = args.scale
+    counts = {4 * KiB: int(3000 * s), 64 * KiB: int(1000 * s), MiB: int(200 * s), 4 * MiB: int(60 * s), "batch": int(40 * s)}
+    c = DummyClient(raise_errors=True)
+    try:
+        c.setup(address=args.address, socket_path=args.socket, shm_dir=args.shm_dir, buffer_size=256 * MiB, spin_us=args.spin_us)
+        print(json.dumps({"info": "bench_dummy", "transport": "unix" if c.endpoint.describe().endswith(".sock") else "tcp", "load": os.getloadavg()[0]}), flush=True)
+        # warm-up: connection, region registration, first faults
+        for i in range(200):
+            c.put(f"warm-{os.getpid()}-{i}", b"w" * 4096)
+            c.get(f"warm-{os.getpid()}-{i}")
+        memcpy()
+        run(c, f"bench-{os.getpid()}-{int(time.time())}", counts)
+    finally:
+        c.close()
+        if cluster is not None:
+            cluster.stdin.close()
+            cluster.wait(60)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,746 @@
+"""DummyClient: the store client of an inference process that holds no cluster memory.
+
+It forwards every call to a real client (store_service, usually the injected sidecar) over the
+KVD1 channel (channel.py): the Unix socket in the shared directory when there is one, else TCP.
+Values live in shared regions (shm_region.py), files that the real client maps once and reads
+and writes directly, so a value put from alloc_buffer() memory, or read into it, is never copied
+in either process. Memory outside the regions is staged through a lease of the pool (one memmove
+here). When the real client cannot map our files (another host), values travel inside the
+messages.
+
+Method names, argument order and return conventions follow Mooncake's MooncakeDistributedStore,
+so an engine integration switches with its import:
+    from kvcache_store import DummyClient as MooncakeDistributedStore
+By default failures are return values as there (0 ok / negative ErrorCode, b"" for a failed
+get); `DummyClient(raise_errors=True)` raises the typed errors of errors.py instead. Methods
+returning collections Mooncake has no return code for (query_by_regex, batch_query_ip,
+batch_replica_clear, alloc_buffer) always raise. The connection is shared by all threads, every
+call has a deadline (`timeout`), and a restart of the real client is survived: calls in flight
+fail with UnavailableError, the next call reconnects and registers the regions again.
+"""
+import logging
+import os
+import threading
+import time
+from typing import Dict, List, Optional, Sequence
+
+from . import errors as E
+from ._proto import store_client_pb2 as pb
+from .buffer_pool import BufferLease, BufferPool
+from .channel import Channel
+from .config import to_wire
+from .connection import resolve_endpoint, open_socket
+from .dummy_metadata import MetadataCalls
+from .errors import DeadlineExceededError, InvalidParamsError, StoreError, UnavailableError
+from .protocol import METHODS
+from .shm_region import SharedRegion
+from .values import Buf, as_buffer, copy_in, copy_out
+
+log = logging.getLogger("kvcache_store")
+
+MiB = 1024 * 1024
+DEFAULT_BUFFER_SIZE = 256 * MiB
+DEFAULT_TIMEOUT = 30.0
+#: Gets of at most this many bytes come back inside the reply; larger ones go through a lease.
+INLINE_GET_BYTES = 64 * 1024
+_now = time.monotonic
+
+
+class _Conn:
+    """One connection to the real client and the ids of our regions on it."""
+
+    def __init__(self, channel: Channel, hello):
+        self.channel = channel
+        self.instance_id = hello.instance_id
+        self.client_id = hello.client_id
+        self.max_inline = int(hello.max_inline_bytes) or 16 * MiB
+        self.shared = True
+        self.ids: Dict[str, int] = {}
+        self.reg_lock = threading.Lock()
+
+
+def _size_env(env, name: str, fallback: int) -> int:
+    v = env.get(name)
+    if not v:
+        return fallback
+    try:
+        n = int(v)
+    except ValueError:
+        n = 0
+    if n <= 0:
+        raise InvalidParamsError(f"{name} must be a positive number of bytes, got {v!r}")
+    return n
+
+
+class DummyClient(MetadataCalls):
+    def __init__(self, raise_errors: bool = False):
+        self.raise_errors = raise_errors
+        self._conn: Optional[_Conn] = None
+        self._connect_lock = threading.Lock()
+        self._regions: List[SharedRegion] = []
+        self._pool: Optional[BufferPool] = None
+        self._closed = False
+        self._timeout = DEFAULT_TIMEOUT
+        self._registered: Dict[int, int] = {}
+        self._late = threading.local()
+        self._stats_lock = threading.Lock()
+        self._stats = {
+            "zero_copy_bytes_put": 0,
+            "zero_copy_bytes_get": 0,
+            "staged_bytes_put": 0,
+            "staged_bytes_get": 0,
+            "inline_bytes_put": 0,
+            "inline_bytes_get": 0,
+            "reconnects": 0,
+        }
+        self.endpoint = None
+        self.instance_id = ""
+
+    # ------------------------------------------------------------------ setup
+
+    def setup(
+        self,
+        local_hostname=None,
+        metadata_server=None,
+        global_segment_size=0,
+        local_buffer_size=None,
+        protocol=None,
+        rdma_devices=None,
+        master_server_addr=None,
+        *,
+        address: Optional[str] = None,
+        socket_path: Optional[str] = None,
+        shm_dir: Optional[str] = None,
+        buffer_size: Optional[int] = None,
+        max_regions: int = 0,
+        max_bytes: int = 0,
+        acquire_timeout: float = 10.0,
+        overflow: bool = True,
+        timeout: float = DEFAULT_TIMEOUT,
+        spin_us: float = 100.0,
+        client_name: Optional[str] = None,
+        env=None,
+    ) -> int:
+        """Connects to the real client. Mooncake's positional arguments are accepted: the cluster
+        ones (hostname, metadata server, segment size, protocol, devices, master) belong to the
+        real client and are ignored here; `local_buffer_size` sizes the shared buffer pool.
+        A dict as the only argument is read as keyword arguments. Returns 0 (or raises with
+        raise_errors=True; else a negative ErrorCode)."""
+        if isinstance(local_hostname, dict):
+            return self.setup(**local_hostname)
+        try:
+            env = os.environ if env is None else env
+            if global_segment_size:
+                log.info("kvcache_store: global_segment_size is ignored by a dummy client (the real client owns the segment)")
+            size = buffer_size or local_buffer_size or _size_env(env, "STORE_DUMMY_BUFFER_SIZE", DEFAULT_BUFFER_SIZE)
+            if not isinstance(size, int) or size <= 0:
+                raise InvalidParamsError(f"setup: the buffer size must be a positive integer, got {size!r}")
+            if not (isinstance(timeout, (int, float)) and timeout > 0):
+                raise InvalidParamsError(f"setup: timeout must be a positive number of seconds, got {timeout!r}")
+            self._setup(resolve_endpoint(address, socket_path, shm_dir, env), size, max_regions, max_bytes, acquire_timeout, overflow, timeout, spin_us, client_name)
+            return 0
+        except (StoreError, TypeError, ValueError) as e:
+            e = _as_store_error(e)
+            self.close()
+            if self.raise_errors:
+                raise e from None
+            log.error("kvcache_store: setup failed: %s", e)
+            return e.code
+
+    def setup_dummy(self, mem_pool_size: int, local_buffer_size: int, server_address: str, **kw) -> int:
+        """Mooncake's dummy-client setup: the shared pool holds both sizes; `server_address` is
+        the real client's host:port."""
+        size = int(mem_pool_size or 0) + int(local_buffer_size or 0)
+        return self.setup(buffer_size=size or None, address=server_address, **kw)
+
+    def _setup(self, ep, size, max_regions, max_bytes, acquire_timeout, overflow, timeout, spin_us, client_name) -> None:
+        if self._pool is not None:
+            raise InvalidParamsError("setup: this client is set up already")
+        self.endpoint = ep
+        self._timeout = float(timeout)
+        self._spin_us = spin_us
+        self._client_name = client_name or f"python pid {os.getpid()}"
+        primary = self._new_region(size)
+        self._pool = BufferPool(
+            primary,
+            new_region=self._new_region if overflow else None,
+            drop_region=self._drop_region,
+            max_regions=max_regions,
+            max_bytes=max_bytes,
+            default_timeout=acquire_timeout,
+        )
+        self._connection(_now() + self._timeout)
+
+    # ------------------------------------------------------------------ regions
+
+    def _new_region(self, size: int) -> SharedRegion:
+        r = SharedRegion(self.endpoint.shm_dir, size)
+        self._regions.append(r)
+        return r
+
+    def _drop_region(self, region: SharedRegion) -> None:
+        """Unregisters (waiting for the real client, except inside a late reply's cleanup, which
+        runs on the reading thread) and deletes an overflow region."""
+        if region in self._regions:
+            self._regions.remove(region)
+        c = self._conn
+        rid = c.ids.pop(region.name, None) if c is not None else None
+        if c is not None and rid is not None and not c.channel.closed:
+            req = pb.UnregisterRegionRequest(region_id=rid).SerializeToString()
+            m = METHODS["UnregisterRegion"]
+            if getattr(self._late, "active", False):
+                c.channel.call_nowait(m.name, m.index, req)
+            else:
+                try:
+                    c.channel.call(m.name, m.index, req, _now() + min(self._timeout, 5.0))
+                except StoreError:
+                    pass  # the connection went: the real client released it then
+        region.close()
+
+    def _region_id(self, c: _Conn, region: SharedRegion, deadline: float) -> int:
+        rid = c.ids.get(region.name)
+        if rid is not None:
+            return rid
+        with c.reg_lock:
+            rid = c.ids.get(region.name)
+            if rid is None:
+                res = self._call(c, "RegisterRegion", pb.RegisterRegionRequest(name=region.name, size=region.size, offset=0), deadline)
+                rid = c.ids[region.name] = res.region_id
+        return rid
+
+    # ------------------------------------------------------------------ connection
+
+    def _connection(self, deadline: float) -> _Conn:
+        c = self._conn
+        if c is not None and not c.channel.closed:
+            return c
+        if self._closed:
+            raise UnavailableError("DummyClient: closed")
+        if self._pool is None:
+            raise UnavailableError("DummyClient: not set up (call setup() first)")
+        with self._connect_lock:
+            c = self._conn
+            if c is not None and not c.channel.closed:
+                return c
+            c = self._reconnect(deadline)
+            self._conn = c
+            return c
+
+    def _reconnect(self, deadline: float) -> _Conn:
+        wait = 0.05
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                c = self._open(deadline)
+                if self.instance_id and c.instance_id != self.instance_id:
+                    log.warning("kvcache_store: the real client restarted (instance %s); regions registered again", c.instance_id)
+                if self.instance_id:
+                    with self._stats_lock:
+                        self._stats["reconnects"] += 1
+                self.instance_id = c.instance_id
+                return c
+            except (StoreError, TypeError, ValueError) as e:
+                if self._closed:
+                    raise UnavailableError("DummyClient: closed") from None
+                if isinstance(e, InvalidParamsError):
+                    raise
+                if _now() + wait > deadline:
+                    raise UnavailableError(f"DummyClient: real client {self.endpoint.describe()} unreachable after {attempt} attempt(s): {e.message}") from None
+                if attempt == 1:
+                    log.warning("kvcache_store: real client %s unreachable (%s); retrying", self.endpoint.describe(), e.message)
+                time.sleep(wait)  # backoff between connection attempts
+                wait = min(wait * 2, 1.0)
+
+    def _open(self, deadline: float) -> _Conn:
+        sock = open_socket(self.endpoint, deadline)
+        channel = Channel(sock, self.endpoint.describe(), self._spin_us)
+        try:
+            hello = self._call_on(channel, "Hello", pb.HelloRequest(client_name=self._client_name, protocol_version=1), deadline)
+            c = _Conn(channel, hello)
+            try:
+                self._region_id(c, self._pool.primary, deadline)
+            except InvalidParamsError as e:
+                c.shared = False
+                log.warning("kvcache_store: the real client at %s cannot map our shared files (%s); values travel inside messages", channel.where, e.message)
+            return c
+        except BaseException:
+            channel.close()
+            raise
+
+    def _call_on(self, channel: Channel, name: str, req, deadline: float, on_late=None):
+        m = METHODS[name]
+        payload = channel.call(name, m.index, req.SerializeToString(), deadline, on_late)
+        res = m.response.FromString(payload)
+        if res.status_code != 0:
+            raise StoreError.from_code(res.status_code, res.error or f"{name}: {E.code_name(res.status_code)}")
+        return res
+
+    def _call(self, c: _Conn, name: str, req, deadline: float, on_late=None):
+        return self._call_on(c.channel, name, req, deadline, on_late)
+
+    def _deadline(self, timeout: Optional[float]) -> float:
+        return _now() + (self._timeout if timeout is None else timeout)
+
+    def _count(self, key: str, n: int) -> None:
+        with self._stats_lock:
+            self._stats[key] += n
+
+    # ------------------------------------------------------------------ return conventions
+
+    def _code(self, e: Exception, exists_ok: bool = False) -> int:
+        e = _as_store_error(e)
+        if self.raise_errors:
+            raise e
+        if exists_ok and e.code == E.OBJECT_ALREADY_EXISTS:
+            return 0
+        return e.code
+
+    def _item_code(self, r, exists_ok: bool) -> int:
+        if r.status_code == E.OBJECT_ALREADY_EXISTS and exists_ok and not self.raise_errors:
+            return 0
+        return r.status_code
+
+    # ------------------------------------------------------------------ staging
+
+    def _stage(self, c: _Conn, bufs: Sequence[Buf], deadline: float):
+        """Spans for `bufs`: in place when inside a region, else copied into one lease (returned,
+        to be released by the caller after the call)."""
+        pool = self._pool
+        locs = [pool.locate(b.address, b.size) if b.address is not None else None for b in bufs]
+        outside = sum(b.size for b, loc in zip(bufs, locs) if loc is None)
+        lease = None
+        if outside:
+            lease = pool.try_acquire(outside) or pool.acquire(outside, timeout=max(0.0, deadline - _now()))
+        try:
+            spans = []
+            at = 0
+            for b, loc in zip(bufs, locs):
+                if loc is None:
+                    view = lease.region.view[lease.offset + at:lease.offset + at + b.size]
+                    copy_in(view, lease.ptr + at, b)
+                    del view
+                    loc = (lease.region, lease.offset + at)
+                    at += b.size
+                region, offset = loc
+                spans.append(pb.RegionSpan(region_id=self._region_id(c, region, deadline), offset=offset, length=b.size))
+        except BaseException:
+            if lease is not None:
+                lease.release()
+            raise
+        return spans, lease, outside
+
+    def _late_release(self, lease: Optional[BufferLease]):
+        """Cleanup of a call that missed its deadline: the real client may still use the lease
+        until its reply comes (or the connection ends), so it is released only then."""
+        if lease is None:
+            return None
+
+        def release():
+            self._late.active = True
+            try:
+                lease.release()
+            finally:
+                self._late.active = False
+
+        return release
+
+    def _run_with_lease(self, c: _Conn, name: str, req, deadline: float, lease: Optional[BufferLease]):
+        try:
+            res = self._call(c, name, req, deadline, self._late_release(lease))
+        except DeadlineExceededError:
+            raise  # the lease is released when the late reply comes
+        except BaseException:
+            if lease is not None:
+                lease.release()
+            raise
+        if lease is not None:
+            lease.release()
+        return res
+
+    # ------------------------------------------------------------------ writes
+
+    def _write(self, verb: str, key: str, parts: List[Buf], config, timeout) -> None:
+        deadline = self._deadline(timeout)
+        c = self._connection(deadline)
+        if not isinstance(key, str) or not key:
+            raise InvalidParamsError(f"{verb}: the key must be a non-empty string, got {key!r}")
+        if not c.shared:
+            req = pb.PutRequest(key=key, value=b"".join(_bytes_of(b) for b in parts))
+            to_wire(config, req.config)
+            self._call(c, "Put" if verb == "put" else "Upsert", req, deadline)
+            self._count("inline_bytes_put", len(req.value))
+            return
+        spans, lease, staged = self._stage(c, parts, deadline)
+        req = pb.PutFromRequest(key=key, slices=spans)
+        to_wire(config, req.config)
+        self._run_with_lease(c, "PutFrom" if verb == "put" else "UpsertFrom", req, deadline, lease)
+        self._count("staged_bytes_put", staged)
+        self._count("zero_copy_bytes_put", sum(b.size for b in parts) - staged)
+
+    def put(self, key: str, value, config=None, *, timeout: Optional[float] = None) -> int:
+        """Stores `value` (bytes-like, numpy array, torch tensor, BufferLease, or a list of them
+        stored as one object). 0 on success (an existing key counts as success, as in Mooncake;
+        with raise_errors it raises ObjectExistsError)."""
+        try:
+            self._write("put", key, _parts(value, "put"), config, timeout)
+            return 0
+        except (StoreError, TypeError, ValueError) as e:
+            return self._code(e, exists_ok=True)
+
+    def upsert(self, key: str, value, config=None, *, timeout: Optional[float] = None) -> int:
+        """Inserts or replaces. 0 on success."""
+        try:
+            self._write("upsert", key, _parts(value, "upsert"), config, timeout)
+            return 0
+        except (StoreError, TypeError, ValueError) as e:
+            return self._code(e)
+
+    def put_from(self, key: str, buffer_ptr, size: Optional[int] = None, config=None, *, timeout: Optional[float] = None) -> int:
+        """Stores `size` bytes at `buffer_ptr` (a pointer, or any buffer; size optional then).
+        Zero copy when the memory lies in a shared region (alloc_buffer)."""
+        try:
+            self._write("put", key, [as_buffer(buffer_ptr, size, what=f"put_from {key!r}")], config, timeout)
+            return 0
+        except (StoreError, TypeError, ValueError) as e:
+            return self._code(e, exists_ok=True)
+
+    def upsert_from(self, key: str, buffer_ptr, size: Optional[int] = None, config=None, *, timeout: Optional[float] = None) -> int:
+        try:
+            self._write("upsert", key, [as_buffer(buffer_ptr, size, what=f"upsert_from {key!r}")], config, timeout)
+            return 0
+        except (StoreError, TypeError, ValueError) as e:
+            return self._code(e)
+
+    def _batch_write(self, verb: str, keys: Sequence[str], bufs: List[Buf], config, timeout) -> List[int]:
+        if len(keys) != len(bufs):
+            raise InvalidParamsError(f"batch {verb}: {len(keys)} keys but {len(bufs)} values")
+        if not keys:
+            return []
+        deadline = self._deadline(timeout)
+        c = self._connection(deadline)
+        exists_ok = verb == "put"
+        if not c.shared:
+            req = pb.BatchPutRequest()
+            for k, b in zip(keys, bufs):
+                it = req.items.add(key=k, value=_bytes_of(b))
+                to_wire(config, it.config)
+            res = self._call(c, "BatchPut" if verb == "put" else "BatchUpsert", req, deadline)
+            self._count("inline_bytes_put", sum(b.size for b in bufs))
+        else:
+            spans, lease, staged = self._stage(c, bufs, deadline)
+            req = pb.BatchPutFromRequest()
+            for k, s in zip(keys, spans):
+                it = req.items.add(key=k)
+                it.slices.append(s)
+                to_wire(config, it.config)
+            res = self._run_with_lease(c, "BatchPutFrom" if verb == "put" else "BatchUpsertFrom", req, deadline, lease)
+            self._count("staged_bytes_put", staged)
+            self._count("zero_copy_bytes_put", sum(b.size for b in bufs) - staged)
+        out = [self._item_code(r, exists_ok) for r in res.results]
+        return out + [E.INTERNAL_ERROR] * (len(keys) - len(out))
+
+    def batch_put_from(self, keys: Sequence[str], buffer_ptrs: Sequence, sizes: Sequence[int], config=None, *, timeout: Optional[float] = None) -> List[int]:
+        """Stores each key from its buffer in one call: a list of 0 / negative ErrorCode per key."""
+        return self._batch("put", keys, lambda: self._bufs(keys, buffer_ptrs, sizes, "batch_put_from"), config, timeout)
+
+    def batch_upsert_from(self, keys: Sequence[str], buffer_ptrs: Sequence, sizes: Sequence[int], config=None, *, timeout: Optional[float] = None) -> List[int]:
+        return self._batch("upsert", keys, lambda: self._bufs(keys, buffer_ptrs, sizes, "batch_upsert_from"), config, timeout)
+
+    def batch_put(self, keys: Sequence[str], values: Sequence, config=None, *, timeout: Optional[float] = None) -> List[int]:
+        """Stores each key's value (bytes-like, numpy, torch...): a list of 0 / negative codes."""
+        return self._batch("put", keys, lambda: [as_buffer(v, what=f"batch_put {k!r}") for k, v in zip(keys, values)], config, timeout)
+
+    def batch_upsert(self, keys: Sequence[str], values: Sequence, config=None, *, timeout: Optional[float] = None) -> List[int]:
+        return self._batch("upsert", keys, lambda: [as_buffer(v, what=f"batch_upsert {k!r}") for k, v in zip(keys, values)], config, timeout)
+
+    def put_batch(self, keys: Sequence[str], values: Sequence, config=None, *, timeout: Optional[float] = None) -> int:
+        """Mooncake's form of batch_put: 0 when every key is stored, else the first failure."""
+        return next((r for r in self.batch_put(keys, values, config, timeout=timeout) if r != 0), 0)
+
+    def upsert_batch(self, keys: Sequence[str], values: Sequence, config=None, *, timeout: Optional[float] = None) -> int:
+        return next((r for r in self.batch_upsert(keys, values, config, timeout=timeout) if r != 0), 0)
+
+    def _batch(self, verb, keys, make_bufs, config, timeout) -> List[int]:
+        try:
+            return self._batch_write(verb, keys, make_bufs(), config, timeout)
+        except (StoreError, TypeError, ValueError) as e:
+            return [self._code(e)] * len(keys)
+
+    def _bufs(self, keys, ptrs, sizes, what: str, writable: bool = False) -> List[Buf]:
+        if not (len(keys) == len(ptrs) == len(sizes)):
+            raise InvalidParamsError(f"{what}: {len(keys)} keys, {len(ptrs)} buffers and {len(sizes)} sizes must match")
+        return [as_buffer(p, s, writable, f"{what} {k!r}") for k, p, s in zip(keys, ptrs, sizes)]
+
+    # ------------------------------------------------------------------ reads
+
+    def _get(self, key: str, timeout) -> bytes:
+        deadline = self._deadline(timeout)
+        c = self._connection(deadline)
+        res = self._call(c, "Get", pb.GetRequest(key=key, max_inline=INLINE_GET_BYTES if c.shared else c.max_inline), deadline)
+        size = int(res.size)
+        if len(res.value) == size:
+            self._count("inline_bytes_get", size)
+            return res.value
+        if not c.shared:
+            raise InvalidParamsError(f"get {key!r}: {size} bytes exceed the {c.max_inline}-byte limit of values inside messages")
+        lease = self._pool.try_acquire(size) or self._pool.acquire(size, timeout=max(0.0, deadline - _now()))
+        out = self._get_into_lease(c, key, lease, size, deadline)
+        self._count("staged_bytes_get", len(out))
+        return out
+
+    def _get_into_lease(self, c: _Conn, key: str, lease: BufferLease, size: int, deadline: float) -> bytes:
+        try:
+            span = pb.RegionSpan(region_id=self._region_id(c, lease.region, deadline), offset=lease.offset, length=size)
+        except BaseException:
+            lease.release()
+            raise
+        res = self._run_with_lease_keep(c, "GetInto", pb.GetIntoRequest(key=key, target=span), deadline, lease)
+        try:
+            return bytes(lease.region.view[lease.offset:lease.offset + int(res.size)])
+        finally:
+            lease.release()
+
+    def _run_with_lease_keep(self, c, name, req, deadline, lease):
+        """Like _run_with_lease, but on success the caller still holds the lease."""
+        try:
+            return self._call(c, name, req, deadline, self._late_release(lease))
+        except DeadlineExceededError:
+            raise
+        except BaseException:
+            lease.release()
+            raise
+
+    def get(self, key: str, *, timeout: Optional[float] = None) -> bytes:
+        """The value, or b"" when it is missing or the call failed (as in Mooncake; with
+        raise_errors the typed error, e.g. ObjectNotFoundError)."""
+        try:
+            return self._get(key, timeout)
+        except (StoreError, TypeError, ValueError) as e:
+            self._code(e)
+            return b""
+
+    def _get_into(self, c: _Conn, key: str, target: Buf, deadline: float) -> int:
+        loc = self._pool.locate(target.address, target.size) if target.address is not None and c.shared else None
+        if loc is not None:
+            region, offset = loc
+            span = pb.RegionSpan(region_id=self._region_id(c, region, deadline), offset=offset, length=target.size)
+            n = int(self._call(c, "GetInto", pb.GetIntoRequest(key=key, target=span), deadline).size)
+            self._count("zero_copy_bytes_get", n)
+            return n
+        if target.size <= INLINE_GET_BYTES or not c.shared:
+            res = self._call(c, "Get", pb.GetRequest(key=key, max_inline=min(target.size, c.max_inline)), deadline)
+            if len(res.value) != int(res.size):
+                raise InvalidParamsError(f"get_into {key!r}: the buffer holds {target.size} B, the object is {int(res.size)} B")
+            n = len(res.value)
+            copy_out(target, memoryview(res.value), 0, n) if target.view is not None else _memmove_from_bytes(target.address, res.value)
+            self._count("inline_bytes_get", n)
+            return n
+        lease = self._pool.try_acquire(target.size) or self._pool.acquire(target.size, timeout=max(0.0, deadline - _now()))
+        try:
+            span = pb.RegionSpan(region_id=self._region_id(c, lease.region, deadline), offset=lease.offset, length=target.size)
+        except BaseException:
+            lease.release()
+            raise
+        res = self._run_with_lease_keep(c, "GetInto", pb.GetIntoRequest(key=key, target=span), deadline, lease)
+        try:
+            n = int(res.size)
+            copy_out(target, lease.region.view[lease.offset:lease.offset + n], lease.ptr, n)
+            self._count("staged_bytes_get", n)
+            return n
+        finally:
+            lease.release()
+
+    def get_into(self, key: str, buffer_ptr, size: Optional[int] = None, *, timeout: Optional[float] = None) -> int:
+        """Reads the value into `buffer_ptr` (a pointer with its size, or a writable buffer):
+        the number of bytes read, or a negative ErrorCode (e.g. the buffer is too small)."""
+        try:
+            target = as_buffer(buffer_ptr, size, writable=True, what=f"get_into {key!r}")
+            deadline = self._deadline(timeout)
+            return self._get_into(self._connection(deadline), key, target, deadline)
+        except (StoreError, TypeError, ValueError) as e:
+            return self._code(e)
+
+    def batch_get_into(self, keys: Sequence[str], buffer_ptrs: Sequence, sizes: Sequence[int], *, timeout: Optional[float] = None) -> List[int]:
+        """Reads each key into its buffer in one call: bytes read or a negative code per key."""
+        try:
+            targets = self._bufs(keys, buffer_ptrs, sizes, "batch_get_into", writable=True)
+            if not targets:
+                return []
+            deadline = self._deadline(timeout)
+            c = self._connection(deadline)
+            if not c.shared:
+                return [self._item_get_into(c, k, t, deadline) for k, t in zip(keys, targets)]
+            pool = self._pool
+            locs = [pool.locate(t.address, t.size) if t.address is not None else None for t in targets]
+            staged = sum(t.size for t, loc in zip(targets, locs) if loc is None)
+            lease = None
+            if staged:
+                lease = pool.try_acquire(staged) or pool.acquire(staged, timeout=max(0.0, deadline - _now()))
+            req = pb.BatchGetIntoRequest()
+            places = []
+            at = 0
+            try:
+                for k, t, loc in zip(keys, targets, locs):
+                    if loc is None:
+                        loc = (lease.region, lease.offset + at)
+                        places.append(at)
+                        at += t.size
+                    else:
+                        places.append(None)
+                    region, offset = loc
+                    req.items.add(key=k, target=pb.RegionSpan(region_id=self._region_id(c, region, deadline), offset=offset, length=t.size))
+            except BaseException:
+                if lease is not None:
+                    lease.release()
+                raise
+            res = self._run_with_lease_keep(c, "BatchGetInto", req, deadline, lease) if lease else self._call(c, "BatchGetInto", req, deadline)
+            try:
+                out = []
+                for t, place, r in zip(targets, places, res.results):
+                    if r.status_code != 0:
+                        out.append(r.status_code)
+                        continue
+                    n = int(r.size)
+                    if place is not None:
+                        src = lease.region.view[lease.offset + place:lease.offset + place + n]
+                        copy_out(t, src, lease.ptr + place, n)
+                        del src
+                        self._count("staged_bytes_get", n)
+                    else:
+                        self._count("zero_copy_bytes_get", n)
+                    out.append(n)
+                return out + [E.INTERNAL_ERROR] * (len(keys) - len(out))
+            finally:
+                if lease is not None:
+                    lease.release()
+        except (StoreError, TypeError, ValueError) as e:
+            return [self._code(e)] * len(keys)
+
+    def _item_get_into(self, c, key, target, deadline) -> int:
+        try:
+            return self._get_into(c, key, target, deadline)
+        except (StoreError, TypeError, ValueError) as e:
+            if isinstance(e, UnavailableError):
+                raise
+            return e.code
+
+    def batch_get(self, keys: Sequence[str], *, timeout: Optional[float] = None) -> List[bytes]:
+        """Each key's value, b"" for a key missing or failed (Mooncake's get_batch)."""
+        try:
+            if not keys:
+                return []
+            deadline = self._deadline(timeout)
+            c = self._connection(deadline)
+            try:
+                res = self._call(c, "BatchGet", pb.BatchGetRequest(keys=list(keys)), deadline)
+            except InvalidParamsError:
+                # too large to come back inside one reply: one get per key, each through a lease
+                return [self.get(k, timeout=max(0.001, deadline - _now())) for k in keys]
+            out = [r.value if r.status_code == 0 else b"" for r in res.results]
+            self._count("inline_bytes_get", sum(len(v) for v in out))
+            return out + [b""] * (len(keys) - len(out))
+        except (StoreError, TypeError, ValueError) as e:
+            self._code(e)
+            return [b""] * len(keys)
+
+    get_batch = batch_get
+
+    # ------------------------------------------------------------------ buffers
+
+    def alloc_buffer(self, size: int, timeout: Optional[float] = None) -> BufferLease:
+        """A lease of `size` bytes in the shared region (`.buffer` memoryview, `.ptr`, `.size`,
+        `.release()`, context manager): put_from / get_into on it copy nothing. Waits up to
+        `timeout` seconds (default: the pool's acquire_timeout) in FIFO order; raises
+        BufferExhaustedError after that."""
+        if self._closed or self._pool is None:
+            raise UnavailableError("DummyClient: closed" if self._closed else "DummyClient: not set up (call setup() first)")
+        return self._pool.acquire(size, timeout, tracked=True)
+
+    def register_buffer(self, buffer_ptr: int, size: int) -> int:
+        """Memory inside a shared region needs nothing; other memory is accepted and remembered:
+        puts from it and gets into it are staged through a lease (one copy here)."""
+        try:
+            b = as_buffer(buffer_ptr, size, what="register_buffer")
+            if self._pool is None or self._pool.locate(b.address, b.size) is None:
+                self._registered[b.address] = b.size
+            return 0
+        except (StoreError, TypeError, ValueError) as e:
+            return self._code(e)
+
+    def unregister_buffer(self, buffer_ptr: int) -> int:
+        self._registered.pop(buffer_ptr, None)
+        return 0
+
+    def stats(self) -> dict:
+        """Bytes moved per path (zero copy, staged through a lease, inline in messages),
+        reconnections, and the buffer pool's state."""
+        with self._stats_lock:
+            out = dict(self._stats)
+        out["pool"] = self._pool.stats() if self._pool else {}
+        out["registered_buffers"] = len(self._registered)
+        c = self._conn
+        out["shared_memory"] = bool(c.shared) if c else None
+        return out
+
+    # ------------------------------------------------------------------ metadata
+
+    def _simple(self, name: str, req, timeout):
+        deadline = self._deadline(timeout)
+        return self._call(self._connection(deadline), name, req, deadline)
+
+    # ------------------------------------------------------------------ end
+
+    def close(self) -> int:
+        """Closes the connection (the real client releases our regions), then unmaps and deletes
+        the region files. Leases still held stay readable until released."""
+        if self._closed:
+            return 0
+        self._closed = True
+        if self._pool is not None:
+            self._pool.close()
+        c = self._conn
+        self._conn = None
+        if c is not None:
+            c.channel.close()
+        for r in self._regions:
+            r.close()
+        self._regions.clear()
+        return 0
+
+    def __enter__(self) -> "DummyClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _as_store_error(e: Exception) -> StoreError:
+    """Wrong argument types (caught by protobuf or Python) become InvalidParamsError."""
+    if isinstance(e, StoreError):
+        return e
+    err = InvalidParamsError(f"invalid argument: {e}")
+    err.__cause__ = e
+    return err
+
+
+def _parts(value, what: str) -> List[Buf]:
+    if isinstance(value, (list, tuple)):
+        if not value:
+            raise InvalidParamsError(f"{what}: the value is an empty list")
+        return [as_buffer(v, what=what) for v in value]
+    return [as_buffer(value, what=what)]
+
+
+def _bytes_of(b: Buf) -> bytes:
+    if b.view is not None:
+        return b.view.tobytes()
+    import ctypes
+
+    return ctypes.string_at(b.address, b.size)
+
+
+def _memmove_from_bytes(address: int, data: bytes) -> None:
+    import ctypes
+
+    ctypes.memmove(address, data, len(data))

@@ -1,0 +1,52 @@
+"""A dummy client process killed (SIGKILL) during a large put_from: every key it wrote is either
+absent or complete and bit-exact, and the store service no longer maps its region."""
+import os
+import re
+import signal
+import sys
+import tempfile
+
+import numpy as np
+import pytest
+
+from cluster import Proc, StoreService
+from kvcache_store import ObjectNotFoundError
+
+SIZE = 48 << 20
+
+
+@pytest.fixture
+def kill_service(master):
+    d = tempfile.mkdtemp(prefix="kvstore-shm-kill-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    svc = StoreService(master, d, segment="1GB")
+    yield svc
+    svc.stop()
+    for f in os.listdir(d):
+        os.unlink(os.path.join(d, f))
+    os.rmdir(d)
+
+
+def test_dummy_killed_mid_put(kill_service, make_client, key):
+    svc = kill_service
+    child = Proc("put_child", [sys.executable, os.path.join(os.path.dirname(__file__), "put_child.py"), svc.rpc, svc.shm_dir, key, str(SIZE)])
+    region = child.wait_for(re.compile(r"region (\S+)")).group(1)
+    child.wait_for(re.compile(rf"putting {re.escape(key)}-2\n"))
+    assert region in svc.maps()
+    child.kill(signal.SIGKILL)
+    # the service logs this once the connection's calls have finished and its regions are unmapped
+    svc.wait_for(re.compile(r"dummy client disconnected: .*its regions are released"))
+    assert region not in svc.maps()
+
+    written = int(re.findall(rf"putting {re.escape(key)}-(\d+)", child.output())[-1])
+    want = (np.arange(SIZE, dtype=np.uint64).astype(np.uint8) ^ 0x5A).tobytes()
+    c = make_client(raise_errors=True, address=svc.rpc, shm_dir=svc.shm_dir)
+    complete = 0
+    for i in range(written + 1):
+        try:
+            got = c.get(f"{key}-{i}")
+        except ObjectNotFoundError:
+            continue
+        assert got == want, f"{key}-{i} is readable but not the value put"
+        complete += 1
+    assert complete >= 2  # keys 0 and 1 were done before the kill
+    os.unlink(os.path.join(svc.shm_dir, region))  # the killed process could not delete it
