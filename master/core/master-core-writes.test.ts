@@ -26,7 +26,7 @@ describe('put lifecycle', () => {
     const replica = start.replica_list[0]!;
     expect(replica.status).toBe(ReplicaStatus.INITIALIZED);
     expect(replica.handles).toEqual([
-      { segment_name: 'seg-0', size: 4096, buffer: 0x1000_0000, status: BufStatus.INIT, te_endpoint: '10.0.0.0:17000', memory_type: MemoryType.DRAM, incarnation: 0, generation: 11 },
+      { segment_name: 'seg-0', size: 4096, buffer: 0x1000_0000, status: BufStatus.BUF_STATUS_INIT, te_endpoint: '10.0.0.0:17000', memory_type: MemoryType.DRAM, incarnation: 0, generation: 11 },
     ]); // generation: the write's start (10) + 1
     // not readable before PutEnd
     expect(core.getReplicaList({ key: 'k' }, 11).status_code).toBe(ErrorCode.REPLICA_IS_NOT_READY);
@@ -37,7 +37,7 @@ describe('put lifecycle', () => {
     expect(got.status_code).toBe(ErrorCode.OK);
     expect(got.lease_ttl_ms).toBe(defaultMasterCoreConfig.defaultKvLeaseTtlMs);
     expect(got.replica_list[0]!.status).toBe(ReplicaStatus.COMPLETE);
-    expect(got.replica_list[0]!.handles[0]!.status).toBe(BufStatus.COMPLETE);
+    expect(got.replica_list[0]!.handles[0]!.status).toBe(BufStatus.BUF_STATUS_COMPLETE);
     expect(got.replica_list[0]!.handles[0]!.buffer).toBe(0x1000_0000);
     // PutEnd again is harmless (a retried call)
     expect(core.putEnd({ key: 'k', replica_type: MEMORY }, 14).status_code).toBe(ErrorCode.OK);

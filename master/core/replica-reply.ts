@@ -133,7 +133,7 @@ class ReplicaCapture {
   }
 
   private get bufStatus(): BufStatus__Output {
-    return this.status === ReplicaStatus.COMPLETE ? BufStatus.COMPLETE : BufStatus.INIT;
+    return this.status === ReplicaStatus.COMPLETE ? BufStatus.BUF_STATUS_COMPLETE : BufStatus.BUF_STATUS_INIT;
   }
 
   /** The plain ReplicaInfo messages, built once on first use. */

@@ -140,6 +140,85 @@ def batch(c, prefix, k, rounds):
     emit(f"batch_get {k} bytes", size, rounds * k, el, lat)
 
 
+SIDECAR_CASES = [
+    ("4 KiB x1", 4 * KiB, 1, 1),
+    ("4 KiB x64", 4 * KiB, 64, 1),
+    ("64 KiB x1", 64 * KiB, 1, 1),
+    ("1 MiB x1", MiB, 1, 1),
+    ("4 MiB x1", 4 * MiB, 1, 1),
+    ("batch 128 x 4 KiB", 4 * KiB, 1, 128),
+]
+
+
+def lanes_run(n, per, lanes, op):
+    """Runs op(first, lane) for first = 0, per, 2*per... < n on `lanes` threads; returns (elapsed, latencies)."""
+    lock = threading.Lock()
+    nxt = [0]
+    lat = [[] for _ in range(lanes)]
+
+    def work(t):
+        while True:
+            with lock:
+                first = nxt[0]
+                if first >= n:
+                    return
+                nxt[0] += per
+            a = time.perf_counter()
+            op(first, t)
+            lat[t].append(time.perf_counter() - a)
+
+    t0 = time.perf_counter()
+    if lanes == 1:
+        work(0)
+    else:
+        ts = [threading.Thread(target=work, args=(t,)) for t in range(lanes)]
+        for th in ts:
+            th.start()
+        for th in ts:
+            th.join()
+    return time.perf_counter() - t0, [x for l in lat for x in l]
+
+
+def sidecar_cases(c: DummyClient, prefix: str, preferred: str, bytes_per_row: int) -> None:
+    """The cases of `npm run bench:sidecar` (bench/sidecar-bench.ts), under its row names: values
+    in alloc_buffer leases, objects placed on `preferred`, gets read twice (first read of each key,
+    then again while the read lease holds)."""
+    from kvcache_store import ReplicateConfig
+
+    cfg = ReplicateConfig(preferred_segment=preferred)
+    for name, size, inflight, k in SIDECAR_CASES:
+        n = max(k * 4, min(8192 if k > 1 else 3000, bytes_per_row // size))
+        leases = [c.alloc_buffer(size * k) for _ in range(inflight)]
+        key = lambda i: f"{prefix}-{name.replace(' ', '')}-{i}"  # noqa: E731
+
+        def put(first, t):
+            lz = leases[t]
+            if k == 1:
+                check(c.put_from(key(first), lz.ptr, size, cfg), "put_from")
+            else:
+                m = min(k, n - first)
+                for r in c.batch_put_from([key(first + j) for j in range(m)], [lz.ptr + j * size for j in range(m)], [size] * m, cfg):
+                    check(r, "batch_put_from")
+
+        def get(first, t):
+            lz = leases[t]
+            if k == 1:
+                check(c.get_into(key(first), lz.ptr, size), "get_into")
+            else:
+                m = min(k, n - first)
+                for r in c.batch_get_into([key(first + j) for j in range(m)], [lz.ptr + j * size for j in range(m)], [size] * m):
+                    check(r, "batch_get_into")
+
+        el, lat = lanes_run(n, k, inflight, put)
+        emit(f"put {name}", size, n, el, lat)
+        el, lat = lanes_run(n, k, inflight, get)
+        emit(f"get {name} (first read)", size, n, el, lat)
+        el, lat = lanes_run(n, k, inflight, get)
+        emit(f"get {name} (repeated)", size, n, el, lat)
+        for lz in leases:
+            lz.release()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--address", default=os.environ.get("STORE_SIDECAR_ADDRESS", ""))
@@ -148,26 +227,31 @@ def main() -> None:
     ap.add_argument("--start-cluster", action="store_true", help="start a master and a store service from dist/")
     ap.add_argument("--scale", type=float, default=1.0, help="multiply the operation counts")
     ap.add_argument("--spin-us", type=float, default=100.0)
+    ap.add_argument("--preferred-segment", default=None, help="run bench:sidecar's cases, placing objects on this segment")
+    ap.add_argument("--bytes-per-row", type=int, default=96 * MiB, help="with --preferred-segment: bytes per case (at most 3000 calls)")
     args = ap.parse_args()
     cluster = None
     if args.start_cluster:
         cluster = subprocess.Popen(["node", os.path.join(HERE, "local_cluster.mjs")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         info = json.loads(cluster.stdout.readline())
         args.address, args.shm_dir = info["rpc"], info["shm_dir"]
-    if not args.address:
+    if not args.address and not args.socket:
         raise SystemExit("bench_dummy: give --address (or STORE_SIDECAR_ADDRESS) or --start-cluster")
     s = args.scale
     counts = {4 * KiB: int(3000 * s), 64 * KiB: int(1000 * s), MiB: int(200 * s), 4 * MiB: int(60 * s), "batch": int(40 * s)}
     c = DummyClient(raise_errors=True)
     try:
-        c.setup(address=args.address, socket_path=args.socket, shm_dir=args.shm_dir, buffer_size=256 * MiB, spin_us=args.spin_us)
+        c.setup(address=args.address, socket_path=args.socket, shm_dir=args.shm_dir, buffer_size=768 * MiB, spin_us=args.spin_us)
         print(json.dumps({"info": "bench_dummy", "transport": "unix" if c.endpoint.describe().endswith(".sock") else "tcp", "load": os.getloadavg()[0]}), flush=True)
         # warm-up: connection, region registration, first faults
         for i in range(200):
             c.put(f"warm-{os.getpid()}-{i}", b"w" * 4096)
             c.get(f"warm-{os.getpid()}-{i}")
-        memcpy()
-        run(c, f"bench-{os.getpid()}-{int(time.time())}", counts)
+        if args.preferred_segment is not None:
+            sidecar_cases(c, f"py-{os.getpid()}-{int(time.time())}", args.preferred_segment, args.bytes_per_row)
+        else:
+            memcpy()
+            run(c, f"bench-{os.getpid()}-{int(time.time())}", counts)
     finally:
         c.close()
         if cluster is not None:
