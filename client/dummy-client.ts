@@ -50,11 +50,16 @@ export interface DummyClientOptions {
   log?: (level: 'info' | 'warn' | 'error', message: string) => void;
 }
 
-/** A file in the shared directory, mapped here; the real client maps it too. */
+/**
+ * A file in the shared directory, mapped here; the real client maps it too. A shared lock on it is
+ * held while it lives: the real client deletes region files nobody holds a lock on (their owner
+ * died without deleting them).
+ */
 interface SharedRegion {
   readonly name: string;
   readonly path: string;
   readonly mapped: MappedRegion;
+  readonly lock: { release(): void };
 }
 
 interface Connection {
@@ -165,7 +170,15 @@ export class DummyClient implements StoreClient {
     } catch (e) {
       throw new UnavailableError(`DummyClient: cannot create shared region ${path} of ${size} bytes: ${(e as Error).message}`, { cause: e });
     }
-    const r: SharedRegion = { name, path, mapped };
+    let lock: { release(): void };
+    try {
+      lock = this.native.lockShared(path);
+    } catch (e) {
+      mapped.release();
+      removeFile(path);
+      throw new UnavailableError(`DummyClient: cannot lock shared region ${path}: ${(e as Error).message}`, { cause: e });
+    }
+    const r: SharedRegion = { name, path, mapped, lock };
     trackFile(path);
     this.regions.push(r);
     return r;
@@ -198,6 +211,7 @@ export class DummyClient implements StoreClient {
     }
     r.mapped.release();
     removeFile(r.path);
+    r.lock.release();
   }
 
   /** The region holding all of `view`, and the offset of its first byte there. */
@@ -517,6 +531,7 @@ export class DummyClient implements StoreClient {
     for (const r of this.regions.splice(0)) {
       r.mapped.release();
       removeFile(r.path);
+      r.lock.release();
     }
   }
 }

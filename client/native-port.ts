@@ -36,6 +36,10 @@ export interface NativePort {
   ResultArena: new (size: number) => ResultArenaPort;
   TransferEngine: new (opts?: TransferEngineOptions) => TransferEnginePort;
   clientPortRange(env?: Record<string, string | undefined>): { min: number; max: number };
+  /** A shared flock on a file, held until release() (native/file-lock.ts). */
+  lockShared(path: string): { release(): void };
+  /** Deletes `path` unless a process holds a lock on it; true when it is gone. */
+  unlinkIfUnlocked(path: string): boolean;
 }
 
 /** Loads the addon (built by node-gyp); the error says how to build it when it is missing. */

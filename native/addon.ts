@@ -52,6 +52,9 @@ export interface RawAddon {
   mapMemory(req: RawMapRequest): RawRegion;
   addressOf(view: ArrayBufferView | ArrayBuffer): number;
   arenaStats(): { decided: boolean; enabled: boolean; poolSize: number; used: number; fallbacks: number };
+  lockShared(path: string): number;
+  unlockFile(fd: number): void;
+  unlinkIfUnlocked(path: string): boolean;
   TransferEngine: new (opts: object) => RawEngine;
   ResultArena: new (size: number) => RawResultArena;
   rawPumpListen(host?: string): number;

@@ -5,6 +5,7 @@
       "target_name": "kvstore_native",
       "sources": [
         "src/addon.cc",
+        "src/addon_file_lock.cc",
         "src/addon_memory.cc",
         "src/addon_engine.cc",
         "src/addon_bench.cc",

@@ -29,3 +29,4 @@ import { addon } from './addon.js';
 export function rdmaAvailable(): boolean {
   return addon().rdmaAvailable;
 }
+export { lockShared, unlinkIfUnlocked, type FileLock } from './file-lock.js';

@@ -211,8 +211,8 @@ export class ClientServiceServer {
           this.connections.delete(conn);
           conn.session
             .close()
-            .then(() => this.opts.log.info(`dummy client disconnected: ${peer}; its regions are released`))
-            .catch((e: Error) => this.opts.log.error(`releasing the regions of ${peer}: ${e.message}`));
+            .then(() => this.opts.log.info(`dummy client disconnected: ${conn.session.label}; its regions are released`))
+            .catch((e: Error) => this.opts.log.error(`releasing the regions of ${conn.session.label}: ${e.message}`));
         });
         const rest = head.subarray(4);
         if (rest.length > 0) conn.onData(rest);

@@ -79,15 +79,10 @@ export class ClientService {
 
   /** Handlers by the proto's camelCase method name (the dispatcher looks them up by MethodInfo.call). */
   readonly handlers: Record<string, Handler> = {
-    hello: async () => ({
-      ...OK,
-      instance_id: this.opts.instanceId,
-      client_id: this.client.clientId,
-      te_endpoint: this.client.endpoint,
-      max_inline_bytes: this.opts.maxInlineBytes,
-      shm_dir: this.opts.shmDir,
-      segments: this.client.mountedSegments.map((s) => s.name),
-    }),
+    hello: async (req: { client_name: string }, s) => {
+      if (typeof req.client_name === 'string') s.clientName = req.client_name.slice(0, 200).replace(/[\x00-\x1f\x7f]/g, '?');
+      return this.helloReply();
+    },
 
     registerRegion: async (req: { name: string; size: number; offset: number }, s) => ({ ...OK, region_id: s.register(req.name, Number(req.size), Number(req.offset)) }),
 
@@ -171,6 +166,18 @@ export class ClientService {
       cleared_keys: await this.client.batchReplicaClear(req.object_keys, req.segment_name),
     }),
   };
+
+  private helloReply(): Reply {
+    return {
+      ...OK,
+      instance_id: this.opts.instanceId,
+      client_id: this.client.clientId,
+      te_endpoint: this.client.endpoint,
+      max_inline_bytes: this.opts.maxInlineBytes,
+      shm_dir: this.opts.shmDir,
+      segments: this.client.mountedSegments.map((s) => s.name),
+    };
+  }
 
   /** Runs handler `call` for `req`; every failure becomes a reply. */
   async invoke(call: string, req: object, session: DummySession): Promise<Reply> {

@@ -15,6 +15,8 @@ export const MAX_REGIONS_PER_SESSION = 1024;
 
 export interface SessionHost {
   shmDir: string;
+  /** Deletes a region file of a connection that ended if its dummy client died (orphan-regions.ts). */
+  removeIfOrphaned?(path: string): void;
   mapMemory(opts: MapMemoryOptions): MappedRegion;
   attachRegion(region: MappedRegion): void;
   detachRegion(region: MappedRegion): Promise<void>;
@@ -42,6 +44,8 @@ export class DummySession {
   private readonly regions = new Map<number, SessionRegion>();
   private nextId = 1;
   private closed = false;
+  /** The name the dummy client gave in Hello (for logs). */
+  clientName = '';
 
   constructor(
     private readonly host: SessionHost,
@@ -50,6 +54,11 @@ export class DummySession {
     /** False for gRPC calls: they have no connection whose end would release a region. */
     private readonly regionsAllowed = true,
   ) {}
+
+  /** Who this is, for logs: the Hello name and the connection. */
+  get label(): string {
+    return this.clientName ? `"${this.clientName}" (${this.peer})` : this.peer;
+  }
 
   get regionCount(): number {
     return this.regions.size;
@@ -149,6 +158,9 @@ export class DummySession {
       .finally(() => {
         r.mapped.release();
         this.regions.delete(r.id);
+        // The file is the dummy client's: gone already if it closed; left behind if it died (then
+        // nobody holds its lock any more, and it is deleted here).
+        if (this.closed) this.host.removeIfOrphaned?.(join(this.host.shmDir, r.name));
       });
     return r.released;
   }

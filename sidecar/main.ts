@@ -13,6 +13,7 @@ import { Client } from '../client/client.js';
 import { loadNative } from '../client/native-port.js';
 import { ClientService } from './client-service.js';
 import { ClientServiceServer } from './client-service-server.js';
+import { removeIfOrphaned, sweepOrphanRegions } from './orphan-regions.js';
 import { StoreError } from '../client/errors.js';
 import { parseStoreServiceArgs, type StoreServiceConfig } from './store-service-flags.js';
 import { MALFORMED_TARGET, requestUrl } from '../common/request-url.js';
@@ -103,6 +104,12 @@ async function main(): Promise<void> {
   const dummies = new ClientServiceServer(
     {
       shmDir: cfg.shmDir,
+      removeIfOrphaned: (p) =>
+        removeIfOrphaned(
+          p,
+          (q) => native.unlinkIfUnlocked(q),
+          (q) => log.info(`deleted ${q}: its dummy client died`),
+        ),
       mapMemory: (o) => native.mapMemory(o),
       attachRegion: (r) => client!.attachRegion(r),
       detachRegion: (r) => client!.detachRegion(r),
@@ -122,6 +129,10 @@ async function main(): Promise<void> {
     process.exit(2);
   }
 
+  if (cfg.shmDir) {
+    const orphans = sweepOrphanRegions(cfg.shmDir, (p) => native.unlinkIfUnlocked(p));
+    if (orphans.length > 0) log.info(`deleted ${orphans.length} region file(s) of dummy clients that died: ${orphans.slice(0, 5).join(', ')}${orphans.length > 5 ? ', ...' : ''}`);
+  }
   log.info(`dummy clients: --rpc_port=${rpc.port} (KVD1 channel and gRPC on ${cfg.host})${rpc.socketPath ? `, Unix socket ${rpc.socketPath}` : ''}`);
 
   try {

@@ -34,6 +34,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   kvstore::InitBench(env, exports);
   kvstore::InitResultArena(env, exports);
   kvstore::InitChecksum(env, exports);
+  kvstore::InitFileLock(env, exports);
   exports.Set("rdmaAvailable", Napi::Boolean::New(env, false));
   return exports;
 }

@@ -50,5 +50,6 @@ Napi::Object InitEngine(Napi::Env env, Napi::Object exports);
 Napi::Object InitBench(Napi::Env env, Napi::Object exports);
 Napi::Object InitResultArena(Napi::Env env, Napi::Object exports);
 Napi::Object InitChecksum(Napi::Env env, Napi::Object exports);
+Napi::Object InitFileLock(Napi::Env env, Napi::Object exports);
 
 }  // namespace kvstore

@@ -9,6 +9,7 @@ buffer_pool.py): both mappings share the same pages.
 """
 import atexit
 import ctypes
+import fcntl
 import mmap
 import os
 import threading
@@ -67,6 +68,9 @@ class SharedRegion:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
             with _live_lock:
                 _live_paths.add(self.path)
+            # Held while this process lives (the kernel drops it at death): the real client deletes
+            # region files nobody holds a lock on, so a crashed process leaves none behind.
+            fcntl.flock(self._fd, fcntl.LOCK_SH)
             os.ftruncate(self._fd, self.size)
             self.mm = mmap.mmap(self._fd, self.size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
         except OSError as e:
