@@ -39,10 +39,13 @@ void ShmControlServer::Stop() { listener_.Stop(); }
 void ShmControlServer::Serve(int fd) {
   int err = 0;
   for (;;) {
-    if (WaitReadable(fd, -1, &err) != IoStatus::kOk) break;
-    const Deadline deadline = DeadlineIn(io_timeout_ms_ > 0 ? io_timeout_ms_ : 1 << 30);
+    // The first byte may take forever (no idle limit); the rest of the request ioTimeoutMs.
     ShmRequest req;
-    const IoStatus st = RecvAllBy(fd, &req, sizeof req, deadline, &err);
+    char* raw = reinterpret_cast<char*>(&req);
+    size_t got = 0;
+    if (RecvSomeBy(fd, raw, sizeof req, Deadline::max(), &got, &err) != IoStatus::kOk) break;
+    const Deadline deadline = DeadlineIn(io_timeout_ms_);
+    const IoStatus st = RecvAllBy(fd, raw + got, sizeof req - got, deadline, &err);
     if (st == IoStatus::kTimeout) EngineCounters::Bump(counters_->closed_io_timeout);
     if (st != IoStatus::kOk) break;
     if (req.magic != kShmRequestMagic) {

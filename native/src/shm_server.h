@@ -8,6 +8,7 @@
 #include "connection_gate.h"
 #include "connection_listener.h"
 #include "region_table.h"
+#include "socket_io.h"
 #include "unique_fd.h"
 
 namespace kvstore {
@@ -15,7 +16,7 @@ namespace kvstore {
 class ShmControlServer {
  public:
   ShmControlServer(RegionTable* regions, int io_timeout_ms, ConnectionGate* gate)
-      : regions_(regions), io_timeout_ms_(io_timeout_ms), counters_(gate->counters()) {
+      : regions_(regions), io_timeout_ms_(io_timeout_ms > 0 ? io_timeout_ms : 1 << 30), counters_(gate->counters()) {
     listener_.SetGate(gate);
   }
   // False when the name is taken (then same-host peers simply use TCP).
@@ -28,7 +29,8 @@ class ShmControlServer {
   RegionTable* regions_;
   int io_timeout_ms_;
   EngineCounters* counters_;
-  ConnectionListener listener_{[this](int fd) { Serve(fd); }};
+  // SO_RCVTIMEO = ioTimeoutMs: how often a blocked read checks its deadline.
+  ConnectionListener listener_{[this](int fd) { Serve(fd); }, [this](int fd) { SetSocketTimeout(fd, io_timeout_ms_); }};
 };
 
 }  // namespace kvstore

@@ -101,7 +101,7 @@ IoStatus WaitUntil(int fd, short events, Deadline deadline, int* err) {
 
 IoStatus RecvSomeBy(int fd, void* buf, size_t len, Deadline deadline, size_t* got, int* err) {
   for (;;) {
-    const ssize_t n = ::recv(fd, buf, len, MSG_DONTWAIT);
+    const ssize_t n = ::recv(fd, buf, len, 0);
     if (n > 0) {
       *got = static_cast<size_t>(n);
       return IoStatus::kOk;
@@ -112,8 +112,11 @@ IoStatus RecvSomeBy(int fd, void* buf, size_t len, Deadline deadline, size_t* go
       *err = errno;
       return IoStatus::kError;
     }
-    const IoStatus st = WaitUntil(fd, POLLIN, deadline, err);
-    if (st != IoStatus::kOk) return st;
+    // SO_RCVTIMEO passed with nothing read: done if the deadline passed too, else wait again.
+    if (std::chrono::steady_clock::now() >= deadline) {
+      *err = errno;
+      return IoStatus::kTimeout;
+    }
   }
 }
 
@@ -121,6 +124,7 @@ IoStatus RecvAllBy(int fd, void* buf, size_t len, Deadline deadline, int* err) {
   char* p = static_cast<char*>(buf);
   size_t done = 0;
   while (done < len) {
+    if (done > 0 && std::chrono::steady_clock::now() >= deadline) return IoStatus::kTimeout;
     size_t got = 0;
     const IoStatus st = RecvSomeBy(fd, p + done, len - done, deadline, &got, err);
     if (st != IoStatus::kOk) return st;
@@ -158,18 +162,6 @@ IoStatus SendAllVBy(int fd, struct iovec* iov, int iovcnt, Deadline deadline, in
 IoStatus SendAllBy(int fd, const void* buf, size_t len, Deadline deadline, int* err) {
   struct iovec iov { const_cast<void*>(buf), len };
   return SendAllVBy(fd, &iov, 1, deadline, err);
-}
-
-IoStatus WaitReadable(int fd, int timeout_ms, int* err) {
-  for (;;) {
-    struct pollfd p { fd, POLLIN, 0 };
-    const int n = ::poll(&p, 1, timeout_ms < 0 ? -1 : timeout_ms);
-    if (n > 0) return IoStatus::kOk;
-    if (n == 0) return IoStatus::kTimeout;
-    if (errno == EINTR) continue;  // a signal: the idle wait restarts (it only errs on the long side)
-    *err = errno;
-    return IoStatus::kError;
-  }
 }
 
 bool SplitEndpoint(const std::string& endpoint, std::string* host, std::string* port) {

@@ -29,8 +29,12 @@ IoStatus RecvAll(int fd, void* buf, size_t len, int* err, bool idle_ok = false);
 IoStatus SendAllV(int fd, struct iovec* iov, int iovcnt, int* err);
 IoStatus SendAll(int fd, const void* buf, size_t len, int* err);
 
-// Deadline-bounded forms: each call is non-blocking (MSG_DONTWAIT) and waits in poll() only for
-// the time left, so the whole buffer must move before `deadline` (kTimeout otherwise).
+// Deadline-bounded forms, so a peer trickling one byte at a time cannot hold a thread: the whole
+// buffer must move before `deadline`. Reads block in recv() on a socket whose SO_RCVTIMEO is set
+// (TuneSocket / SetSocketTimeout): each wait ends after at most that long and the deadline is
+// checked after every recv(), so a read ends at most one SO_RCVTIMEO past its deadline, with one
+// syscall per recv in the common case. Sends are non-blocking (MSG_DONTWAIT) and wait in poll()
+// only for the time left.
 using Deadline = std::chrono::steady_clock::time_point;
 inline Deadline DeadlineIn(int ms) { return std::chrono::steady_clock::now() + std::chrono::milliseconds(ms); }
 IoStatus RecvAllBy(int fd, void* buf, size_t len, Deadline deadline, int* err);
@@ -38,9 +42,6 @@ IoStatus RecvAllBy(int fd, void* buf, size_t len, Deadline deadline, int* err);
 IoStatus RecvSomeBy(int fd, void* buf, size_t len, Deadline deadline, size_t* got, int* err);
 IoStatus SendAllVBy(int fd, struct iovec* iov, int iovcnt, Deadline deadline, int* err);
 IoStatus SendAllBy(int fd, const void* buf, size_t len, Deadline deadline, int* err);
-// Waits up to timeout_ms (< 0: no limit) for fd to become readable (data, EOF or error all count:
-// the next recv reports which). kTimeout when nothing came.
-IoStatus WaitReadable(int fd, int timeout_ms, int* err);
 
 // "host:port" or "[v6]:port" -> connected socket. Throws NativeError CONNECTION_FAILED.
 UniqueFd ConnectEndpoint(const std::string& endpoint, const SocketTuning& t);

@@ -17,6 +17,14 @@
 
 namespace kvstore {
 
+TcpServer::TcpServer(RegionTable* regions, SocketTuning tuning, ServeLimits limits, ConnectionGate* gate)
+    : regions_(regions), tuning_(tuning), limits_(limits), counters_(gate->counters()) {
+  if (limits_.io_timeout_ms <= 0) limits_.io_timeout_ms = 1 << 30;
+  tuning_.timeout_ms = limits_.io_timeout_ms;
+  if (limits_.idle_timeout_ms > 0 && limits_.idle_timeout_ms < tuning_.timeout_ms) tuning_.timeout_ms = limits_.idle_timeout_ms;
+  listener_.SetGate(gate);
+}
+
 int TcpServer::Start(const std::string& host, int min_port, int max_port, int start_offset) {
   if (min_port < 1 || max_port > 65535 || min_port > max_port) {
     throw NativeError("INVALID_ARGUMENT", "port range " + std::to_string(min_port) + ".." + std::to_string(max_port) + " is invalid");
@@ -56,14 +64,7 @@ void TcpServer::Stop() { listener_.Stop(); }
 
 void TcpServer::Serve(int fd) {
   std::vector<char> scratch;
-  int err = 0;
-  for (;;) {
-    const IoStatus st = WaitReadable(fd, limits_.idle_timeout_ms > 0 ? limits_.idle_timeout_ms : -1, &err);
-    if (st == IoStatus::kTimeout) {
-      EngineCounters::Bump(counters_->closed_idle);
-      return;
-    }
-    if (st != IoStatus::kOk || !ServeRequest(fd, &scratch)) return;
+  while (ServeRequest(fd, &scratch)) {
   }
 }
 
@@ -73,22 +74,30 @@ void TcpServer::CountFailure(IoStatus st) {
 
 bool TcpServer::ServeRequest(int fd, std::vector<char>* scratch) {
   int err = 0;
-  const Deadline deadline = DeadlineIn(limits_.io_timeout_ms > 0 ? limits_.io_timeout_ms : 1 << 30);
   RequestHeader req;
   char* raw = reinterpret_cast<char*>(&req);
-  for (size_t got = 0; got < sizeof req;) {
-    size_t n = 0;
-    const IoStatus st = RecvSomeBy(fd, raw + got, sizeof req - got, deadline, &n, &err);
-    if (st != IoStatus::kOk) {
-      CountFailure(st);
-      return false;
-    }
-    got += n;
+  // The first bytes may take idleTimeoutMs; the rest of the request, ioTimeoutMs from then.
+  size_t got = 0;
+  const Deadline idle = limits_.idle_timeout_ms > 0 ? DeadlineIn(limits_.idle_timeout_ms) : Deadline::max();
+  IoStatus st = RecvSomeBy(fd, raw, sizeof req, idle, &got, &err);
+  if (st == IoStatus::kTimeout) EngineCounters::Bump(counters_->closed_idle);
+  if (st != IoStatus::kOk) return false;
+  const Deadline deadline = DeadlineIn(limits_.io_timeout_ms);
+  for (;;) {
     // Checked as soon as it is in: an old (v1) peer's shorter header must not wait for more bytes.
     if (got >= sizeof req.magic && req.magic != kRequestMagic) {
       EngineCounters::Bump(counters_->bad_requests);
       return false;
     }
+    if (got == sizeof req) break;
+    if (std::chrono::steady_clock::now() >= deadline) st = IoStatus::kTimeout;
+    size_t n = 0;
+    if (st == IoStatus::kOk) st = RecvSomeBy(fd, raw + got, sizeof req - got, deadline, &n, &err);
+    if (st != IoStatus::kOk) {
+      CountFailure(st);
+      return false;
+    }
+    got += n;
   }
   const bool write = req.op == static_cast<uint16_t>(WireOp::kWrite);
   if ((!write && req.op != static_cast<uint16_t>(WireOp::kRead)) || req.length > kMaxChunkOnWire) {
@@ -117,7 +126,6 @@ bool TcpServer::ServeRequest(int fd, std::vector<char>* scratch) {
     }
   }
   char* target = reinterpret_cast<char*>(static_cast<uintptr_t>(req.address));
-  IoStatus st = IoStatus::kOk;
   if (write) {
     if (pin.held()) {
       st = RecvAllBy(fd, target, req.length, deadline, &err);

@@ -24,10 +24,7 @@ struct ServeLimits {
 
 class TcpServer {
  public:
-  TcpServer(RegionTable* regions, SocketTuning tuning, ServeLimits limits, ConnectionGate* gate)
-      : regions_(regions), tuning_(tuning), limits_(limits), counters_(gate->counters()) {
-    listener_.SetGate(gate);
-  }
+  TcpServer(RegionTable* regions, SocketTuning tuning, ServeLimits limits, ConnectionGate* gate);
   // Binds the first free port in [min_port, max_port], trying from min_port + start_offset and
   // wrapping. Returns the bound port. Throws NativeError CONNECTION_FAILED.
   int Start(const std::string& host, int min_port, int max_port, int start_offset);
@@ -35,13 +32,13 @@ class TcpServer {
 
  private:
   void Serve(int fd);
-  // One request whose first bytes are readable; false when the connection must close.
+  // One request; false when the connection must close.
   bool ServeRequest(int fd, std::vector<char>* scratch);
   // A request cut off by its deadline is counted (the connection then closes).
   void CountFailure(IoStatus st);
 
   RegionTable* regions_;
-  SocketTuning tuning_;
+  SocketTuning tuning_;  // its timeout (SO_RCVTIMEO) is how often a blocked read checks its deadline
   ServeLimits limits_;
   EngineCounters* counters_;
   ConnectionListener listener_{[this](int fd) { Serve(fd); }, [this](int fd) { TuneSocket(fd, tuning_); }};
