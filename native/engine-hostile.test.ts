@@ -227,6 +227,23 @@ describe('connection limits', () => {
   });
 });
 
+test('out of file descriptors: each waiting connection is accepted and closed (counted), accept() does not stall or spin, and serving resumes', async () => {
+  // The peer's descriptor limit is lowered before it starts (prlimit execs it), a little above what it uses.
+  const probe = await peer({ idleTimeoutMs: 0 });
+  const base = readdirSync(`/proc/${probe.pid}/fd`).length;
+  await probe.stop();
+  const limit = base + 20;
+  const victim = await peer({ idleTimeoutMs: 0, maxConnectionsPerPeer: 1000 }, { wrap: ['prlimit', `--nofile=${limit}:${limit}`] });
+  const f = await flood(victim.endpoint, 100, '127.0.0.5');
+  // Every attempt ends up admitted or refused; none is left waiting in the backlog.
+  const s = await statsUntil(victim, (x) => x.connectionsOpen + x.refusedNoResources === 100);
+  expect(s.refusedNoResources).toBeGreaterThan(0);
+  await f.closedAtLeast(s.refusedNoResources);
+  await f.end();
+  await statsUntil(victim, (x) => x.connectionsOpen === 0);
+  await goodTransfer(victim);
+});
+
 const asNobody = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'];
 const canDropPrivileges = (() => {
   if (process.getuid?.() !== 0) return 'the test runs as root (it starts the peer as uid 65534 under RLIMIT_NPROC)';

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -52,10 +53,11 @@ void ConnectionListener::Stop() {
   if (accept_thread_.joinable()) accept_thread_.join();
   std::list<std::unique_ptr<Conn>> conns;
   {
+    // Under mu_: a connection thread closes its own fd under mu_ too, so no number is reused here.
     std::lock_guard<std::mutex> lk(mu_);
     conns.swap(conns_);
+    for (auto& c : conns) if (c->fd.valid()) ::shutdown(c->fd.get(), SHUT_RDWR);
   }
-  for (auto& c : conns) ::shutdown(c->fd.get(), SHUT_RDWR);
   for (auto& c : conns) if (c->thread.joinable()) c->thread.join();
   listen_fd_.reset();
 }
@@ -76,7 +78,11 @@ void ConnectionListener::NoResources() {
 }
 
 bool ConnectionListener::RefuseWithSpare() {
-  if (!spare_.valid()) return false;
+  // accept() fails with EMFILE whether or not a connection waits: give up the spare only for one
+  // that is there (a blocking accept would otherwise eat the next connection, even one arriving
+  // after descriptors came back).
+  struct pollfd p { listen_fd_.get(), POLLIN, 0 };
+  if (!spare_.valid() || ::poll(&p, 1, 0) != 1 || !(p.revents & POLLIN)) return false;
   spare_.reset();
   const int fd = ::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC);
   if (fd >= 0) ::close(fd);
@@ -98,9 +104,11 @@ void ConnectionListener::AcceptLoop() {
       if (stopping_.load()) break;
       if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
         if ((err == EMFILE || err == ENFILE) && RefuseWithSpare()) continue;
-        // Nothing to give up: wait for descriptors or memory to come back, never spin.
+        // Nothing to refuse, or nothing to refuse it with: wait for a connection or for the
+        // resources to come back (checked again after the backoff), never spin.
         backoff_ms = backoff_ms == 0 ? 5 : std::min(backoff_ms * 2, 200);
-        std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+        struct pollfd p { listen_fd_.get(), POLLIN, 0 };
+        ::poll(&p, 1, backoff_ms);
         continue;
       }
       break;
@@ -134,8 +142,10 @@ void ConnectionListener::Admit(UniqueFd fd, const sockaddr_storage& addr) {
         serve_(raw->fd.get());
       } catch (...) {  // never let an exception end the process from an I/O thread
       }
-      ::shutdown(raw->fd.get(), SHUT_RDWR);
       if (gate_) gate_->Leave(raw->peer);
+      // The fd goes now, not at the next accept: a process out of descriptors gets them back.
+      std::lock_guard<std::mutex> lk(mu_);
+      raw->fd.reset();
       raw->done.store(true);
     });
     if (gate_) EngineCounters::Bump(gate_->counters()->accepted);

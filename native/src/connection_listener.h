@@ -1,9 +1,11 @@
 // A listening socket served thread-per-connection: the accept loop, the set of connection
-// threads (finished ones reaped on the next accept) and an orderly Stop(). The TCP transport
+// threads (each closes its fd as it ends; finished threads are joined on the next accept) and an
+// orderly Stop(). The TCP transport
 // and the same-host shm control socket both serve this way; each gives only its Serve function.
 // Resource exhaustion never ends the process: a connection over the gate's caps, one that gets
 // no thread, and (through a reserved spare descriptor) one that arrives while the process is out
-// of fds are accepted and closed at once, counted; accept() backs off instead of spinning.
+// of fds are accepted and closed at once, counted; accept() waits (poll, backing off up to 200 ms)
+// instead of spinning while nothing can be done.
 #pragma once
 #include <sys/socket.h>
 
