@@ -32,7 +32,7 @@ export interface RegionPeer {
   proc: ChildProcess;
   sha256(offset: number, length: number): Promise<string>;
   fill(offset: number, length: number, byte: number): Promise<void>;
-  command(cmd: 'unregister' | 'register' | 'scratch' | 'ping'): Promise<Record<string, unknown>>;
+  command(cmd: 'unregister' | 'register' | 'scratch' | 'ping' | 'timer'): Promise<Record<string, unknown>>;
   /** Maps and registers a second region with serve: false. */
   mapLocal(size: number): Promise<{ address: number; incarnation: number }>;
   setFence(below: number, revoked?: number[]): Promise<Watched>;

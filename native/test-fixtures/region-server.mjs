@@ -12,6 +12,7 @@
 //   {"cmd":"transfer","op":"read"|"write","endpoint":s,"remoteAddress":n,"offset":n,"length":n,...}
 //       -> {"ok":true} or {"error":code,"message":s} (offset: into this peer's own region)
 //   {"cmd":"stats"} -> engine.stats()      {"cmd":"ping"} -> {"ok":true}
+//   {"cmd":"timer"} -> {"ok":true} from a 10 ms setTimeout (the event loop's timers fire)
 // Usage: node region-server.mjs <size> <seed> [engineOptionsJson (+ "regionKind": memfd|anonymous)]
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
@@ -110,6 +111,7 @@ const handlers = {
   },
   stats: () => engine.stats(),
   ping: () => ({ ok: true }),
+  timer: () => new Promise((res) => setTimeout(() => res({ ok: true }), 10)),
 };
 
 // Commands run one at a time, in order, so replies come back in the order asked.
