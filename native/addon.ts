@@ -33,7 +33,8 @@ export interface RawEngine {
   registerRegion(address: number, size: number, opts?: { serve?: boolean }): number;
   unregisterRegion(address: number): Promise<boolean>;
   setFence(address: number, fence: { below: number; revoked?: number[] }): Promise<void>;
-  transfer(ops: ReadonlyArray<object>): Promise<void>;
+  /** `checked`: some op names an incarnation or a generation (read only then; default true). */
+  transfer(ops: ReadonlyArray<object>, checked?: boolean): Promise<void>;
   /** The handle readInline() takes for `endpoint`; -1 while the engine has no channel to it. */
   peerIndex(endpoint: string): number;
   readInline(peerIndex: number, remoteAddress: number, target: Uint8Array, incarnation?: number): boolean;

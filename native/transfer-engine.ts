@@ -219,7 +219,10 @@ export class TransferEngine {
   /** Runs a batch; resolves when every op finished, rejects with TransferError otherwise. */
   transfer(ops: ReadonlyArray<TransferOp>): Promise<void> {
     if (this.#closed) return Promise.reject(new TransferError(TransferErrorCode.TRANSFER_FAILED, 'TransferEngine: closed'));
-    return this.#raw.transfer(ops).catch((e: unknown) => {
+    // Whether any op names an incarnation or a generation: the addon reads those fields only then.
+    let checked = false;
+    for (let i = 0; i < ops.length && !checked; i++) checked = !!(ops[i].incarnation || ops[i].generation);
+    return this.#raw.transfer(ops, checked).catch((e: unknown) => {
       throw TransferError.from(e);
     });
   }
@@ -243,7 +246,8 @@ export class TransferEngine {
       this.#peers.set(endpoint, peer);
     }
     try {
-      return this.#raw.readInline(peer, remoteAddress, target, incarnation);
+      // Without an incarnation the addon gets three arguments (one N-API call fewer per small Get).
+      return incarnation === undefined ? this.#raw.readInline(peer, remoteAddress, target) : this.#raw.readInline(peer, remoteAddress, target, incarnation);
     } catch (e) {
       throw TransferError.from(e);
     }

@@ -240,6 +240,9 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
       if (tsfn_released_) throw NativeError("TRANSFER_FAILED", "transfer engine is closed");
       if (info.Length() < 1 || !info[0].IsArray()) throw NativeError("INVALID_ARGUMENT", "transfer(ops) needs an array");
       Napi::Array arr = info[0].As<Napi::Array>();
+      // transfer(ops, checked): the wrapper says whether any op names an incarnation or a
+      // generation; two more property reads per op cost ~0.15 us, a tenth of a small inline copy.
+      const bool checked = info.Length() < 2 || info[1].ToBoolean().Value();
       std::vector<TransferOpSpec> ops(arr.Length());
       for (uint32_t i = 0; i < arr.Length(); ++i) {
         Napi::Value v = arr.Get(i);
@@ -253,8 +256,10 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
         ops[i].remote = ToU64(o.Get("remoteAddress"), "remoteAddress");
         ops[i].local = ToU64(o.Get("localAddress"), "localAddress");
         ops[i].length = ToU64(o.Get("length"), "length");
-        ops[i].incarnation = OptionalU64(o, "incarnation");
-        ops[i].generation = OptionalU64(o, "generation");
+        if (checked) {
+          ops[i].incarnation = OptionalU64(o, "incarnation");
+          ops[i].generation = OptionalU64(o, "generation");
+        }
       }
       auto batch = std::make_shared<Batch>();
       batch->id = next_id_++;
