@@ -107,34 +107,30 @@ bool ShmPeer::Alive() {
   return !(n > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)));
 }
 
-bool ShmPeer::FindGrantLocked(uint64_t address, uint64_t length, ShmTarget* out) {
+bool ShmPeer::FindGrantLocked(uint64_t address, uint64_t length, ShmTarget* out, bool keep) {
   DropStaleGrantsLocked();
   for (const auto& g : grants_) {
     if (address >= g.region_start && address + length <= g.region_start + g.region_length) {
       out->at = g.local_region ? g.local_region + (address - g.region_start) : nullptr;
       out->incarnation = g.incarnation;
-      out->keep = g.mapping;
+      out->fence = g.mapping ? g.mapping->fence.get() : nullptr;
+      if (keep) out->keep = g.mapping;
       return true;
     }
   }
   return false;
 }
 
-bool ShmPeer::ResolveCached(uint64_t address, uint64_t length, ShmTarget* out) {
-  std::lock_guard<std::mutex> lk(grants_mu_);
-  return FindGrantLocked(address, length, out) && out->at != nullptr;
-}
-
 ShmTarget ShmPeer::Resolve(uint64_t address, uint64_t length) {
   ShmTarget cached;
   {
     std::lock_guard<std::mutex> lk(grants_mu_);
-    if (FindGrantLocked(address, length, &cached)) return cached;
+    if (FindGrantLocked(address, length, &cached, true)) return cached;
   }
   std::unique_lock<std::mutex> ctrl_lk(ctrl_mu_);
   {
     std::lock_guard<std::mutex> lk(grants_mu_);  // another thread may have asked meanwhile
-    if (FindGrantLocked(address, length, &cached)) return cached;
+    if (FindGrantLocked(address, length, &cached, true)) return cached;
   }
   ShmRequest req{kShmRequestMagic, 0, address, length};
   int err = 0;
@@ -199,10 +195,11 @@ ShmTarget ShmPeer::Resolve(uint64_t address, uint64_t length) {
     grants_.push_back(g);
     out.at = g.local_region ? g.local_region + (address - g.region_start) : nullptr;
     out.incarnation = g.incarnation;
+    out.fence = g.mapping ? g.mapping->fence.get() : nullptr;
     out.keep = g.mapping;
   }
   ctrl_lk.unlock();
-  // Outside the locks: inline transfers (ResolveCached on the JS thread) must not wait for it.
+  // Outside the locks: inline transfers (the JS thread, under the grants lock) must not wait for it.
   if (out.keep) PopulateResident(out.keep->addr, out.keep->len);
   return out;
 }

@@ -29,10 +29,12 @@ struct GrantMapping {
 };
 
 // Where a chunk's bytes are on this side: at == nullptr when the peer said the region is not
-// fd-backed (use TCP).
+// fd-backed (use TCP). `keep` holds the mapping for a chunk on an I/O thread; the JS thread's
+// inline copies hold the grants lock instead (no reference count on their path).
 struct ShmTarget {
   char* at = nullptr;
   uint64_t incarnation = 0;
+  const FencePageView* fence = nullptr;
   std::shared_ptr<const GrantMapping> keep;
 };
 
@@ -49,8 +51,13 @@ class ShmPeer {
   // The target for the peer's [address, +length), asking the peer when no grant is cached.
   // Throws NativeError ADDRESS_OUT_OF_RANGE / TRANSFER_FAILED / TIMEOUT.
   ShmTarget Resolve(uint64_t address, uint64_t length);
-  // Like Resolve() but never asks the peer: false unless a live grant is cached.
-  bool ResolveCached(uint64_t address, uint64_t length, ShmTarget* out);
+  // The inline paths (JS thread, at most 64 KiB): while the returned lock is held no grant is
+  // dropped or unmapped, and FindCachedLocked gives a target (no `keep`) without asking the peer;
+  // false unless a live, fd-backed grant is cached. Hold it only for the copy.
+  std::unique_lock<std::mutex> LockGrants() { return std::unique_lock<std::mutex>(grants_mu_); }
+  bool FindCachedLocked(uint64_t address, uint64_t length, ShmTarget* out) {
+    return FindGrantLocked(address, length, out, false) && out->at != nullptr;
+  }
   // One poll() of the control socket: false once the peer hung up (exact, a syscall).
   bool Alive();
   // False once the watcher thread saw the control socket hang up (an atomic load, no syscall;
@@ -71,8 +78,9 @@ class ShmPeer {
     std::shared_ptr<const GrantMapping> mapping;
   };
   void DropStaleGrantsLocked();
-  // Under grants_mu_: drops stale grants, then finds the one covering the range.
-  bool FindGrantLocked(uint64_t address, uint64_t length, ShmTarget* out);
+  // Under grants_mu_: drops stale grants, then finds the one covering the range (with a
+  // reference to its mapping when `keep`).
+  bool FindGrantLocked(uint64_t address, uint64_t length, ShmTarget* out, bool keep);
   static void PopulateResident(void* map, size_t length);
   ShmPeer(std::string endpoint, UniqueFd ctrl) : endpoint_(std::move(endpoint)), ctrl_(std::move(ctrl)) {}
   // Blocks in poll() for a hang-up (never for data: replies stay for Resolve) and sets hung_.

@@ -41,7 +41,7 @@ void PeerChannel::Submit(std::vector<Chunk>&& chunks) {
 
 void PeerChannel::CheckShmTarget(const ShmTarget& t, const Chunk& c) {
   if (c.incarnation != 0 && t.incarnation != c.incarnation) ThrowStale(endpoint_, c.range_start, c.range_length, c.incarnation);
-  if (c.op == static_cast<uint16_t>(WireOp::kWrite) && t.keep && t.keep->fence->Refuses(c.generation)) {
+  if (c.op == static_cast<uint16_t>(WireOp::kWrite) && t.fence && t.fence->Refuses(c.generation)) {
     ThrowFenced(endpoint_, c.range_start, c.range_length, c.generation);
   }
 }
@@ -54,9 +54,13 @@ bool PeerChannel::TryMemcpyInline(const std::vector<Chunk>& ops, Batch* batch) {
     shm = shm_;
   }
   if (!shm || !shm->Alive()) return false;
-  std::vector<ShmTarget> targets(ops.size());
+  // Under the grants lock for the whole (small) copy: no revocation can unmap a grant meanwhile.
+  auto lk = shm->LockGrants();
+  ShmTarget one;
+  std::vector<ShmTarget> many(ops.size() > 1 ? ops.size() : 0);
+  ShmTarget* targets = ops.size() > 1 ? many.data() : &one;
   for (size_t i = 0; i < ops.size(); ++i) {
-    if (!shm->ResolveCached(ops[i].range_start, ops[i].range_length, &targets[i])) return false;
+    if (!shm->FindCachedLocked(ops[i].range_start, ops[i].range_length, &targets[i])) return false;
   }
   // Every op is checked before any byte moves: a refused op leaves the whole batch unmoved.
   try {
@@ -81,8 +85,9 @@ bool PeerChannel::TryReadInline(uint64_t remote, char* dst, uint64_t length, uin
     shm = shm_;
   }
   if (!shm || !shm->AliveHint()) return false;
+  auto lk = shm->LockGrants();  // held for the copy (at most 64 KiB): no revocation unmaps it meanwhile
   ShmTarget t;
-  if (!shm->ResolveCached(remote, length, &t)) return false;
+  if (!shm->FindCachedLocked(remote, length, &t)) return false;
   if (incarnation != 0 && t.incarnation != incarnation) return false;
   std::memcpy(dst, t.at, length);
   return true;
