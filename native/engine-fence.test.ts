@@ -123,7 +123,12 @@ describe.each([
     await (await p.setFence(3, [])).settled;
     expect(await write(5)).toBe('FENCED');
     expect(await write(12)).toBe('OK');
-    if (!shmTransport) expect((await p.stats()).fencedRefused).toBe(5 * Math.ceil(size / MiB)); // counted per chunk
+    if (!shmTransport) {
+      // Counted per chunk; a batch's later chunks are skipped once one failed, so 1..chunks per refused op.
+      const fenced = (await p.stats()).fencedRefused;
+      expect(fenced).toBeGreaterThanOrEqual(5);
+      expect(fenced).toBeLessThanOrEqual(5 * Math.ceil(size / MiB));
+    }
   });
 
   test('regions a peer registered with serve: false are unreachable, READ and WRITE', async () => {
