@@ -1,12 +1,13 @@
 // Transfer-engine benchmark (`npm run bench:engine` after `npm run build`): two processes on
 // 127.0.0.1, READ and WRITE of 4 KiB .. 16 MiB with 1 and 8 in flight, against a raw C++ TCP
-// pump between the same two processes and against memcpy, measured in the same run. Prints
-// figures and ratios; asserts nothing.
+// pump between the same two processes and against memcpy, measured in the same run; then the
+// CPU cost per op of the 4 KiB inline paths (with and without incarnation/generation checks).
+// Prints figures and ratios; asserts nothing.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { addon } from '../native/addon.js';
-import { mapMemory, TransferEngine, type TransferOp } from '../native/index.js';
+import { mapMemory, TransferEngine, type MemoryRegion, type TransferOp } from '../native/index.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -22,6 +23,7 @@ const TUNING = process.env.BENCH_SOCKBUF !== undefined ? { socketBufferSize: Num
 interface PeerInfo {
   endpoint: string;
   address: number;
+  incarnation: number;
   pumpPort: number;
 }
 
@@ -30,9 +32,9 @@ function runPeer(): void {
   new Uint8Array(region.buffer).fill(0x3c); // fault the pages in
   const engine = new TransferEngine({ ...PORTS, ...TUNING });
   const endpoint = engine.start();
-  engine.registerRegion(region.address, region.size);
+  const incarnation = engine.registerRegion(region.address, region.size);
   const pumpPort = addon().rawPumpListen('127.0.0.1');
-  process.stdout.write(JSON.stringify({ endpoint, address: region.address, pumpPort } satisfies PeerInfo) + '\n');
+  process.stdout.write(JSON.stringify({ endpoint, address: region.address, incarnation, pumpPort } satisfies PeerInfo) + '\n');
   process.stdin.on('data', () => {});
   process.stdin.on('end', () => {
     engine.close();
@@ -142,6 +144,46 @@ async function compareGrid(
   }
 }
 
+/** This process's CPU microseconds per call of `fn` (best of 5 rounds): steadier than wall time on a shared machine. */
+async function cpuPerOp(fn: () => Promise<unknown> | unknown): Promise<number> {
+  const N = 20_000;
+  for (let i = 0; i < 2000; i++) await fn();
+  let best = Infinity;
+  for (let round = 0; round < 5; round++) {
+    const c0 = process.cpuUsage();
+    for (let i = 0; i < N; i++) await fn();
+    const c = process.cpuUsage(c0);
+    best = Math.min(best, (c.user + c.system) / N);
+  }
+  return best;
+}
+
+// The inline paths (4 KiB, done on the calling thread) measured as CPU time per op, without and
+// with the incarnation/generation checks that fenced placements add.
+async function inlineCpu(peer: PeerInfo, local: MemoryRegion, memEngine: TransferEngine, memEp: string, dst: number): Promise<void> {
+  const shm = new TransferEngine({ ...PORTS, shmTransport: true });
+  shm.start();
+  shm.registerRegion(local.address, local.size);
+  const size = 4 * KiB;
+  const op = (kind: 'read' | 'write', extra: Partial<TransferOp> = {}): TransferOp => ({
+    op: kind, endpoint: peer.endpoint, remoteAddress: peer.address, localAddress: local.address, length: size, ...extra,
+  });
+  await shm.transfer([op('read')]); // channel and grant
+  const target = Buffer.alloc(size);
+  const checked = { incarnation: peer.incarnation, generation: 1 };
+  const cases: Array<[string, () => unknown]> = [
+    ['shm write transfer()', () => shm.transfer([op('write')])],
+    ['shm write, incarnation+generation', () => shm.transfer([op('write', checked)])],
+    ['shm read transfer()', () => shm.transfer([op('read')])],
+    ['shm readInline()', () => shm.readInline(peer.endpoint, peer.address, target)],
+    ['shm readInline(incarnation)', () => shm.readInline(peer.endpoint, peer.address, target, peer.incarnation)],
+    ['memcpyLocal write transfer()', () => memEngine.transfer([{ op: 'write', endpoint: memEp, remoteAddress: dst, localAddress: local.address, length: size }])],
+  ];
+  console.log('\n== inline paths, 4 KiB: CPU us per op in this process (best of 5 x 20000) ==');
+  for (const [name, fn] of cases) console.log(` ${name.padEnd(36)} ${(await cpuPerOp(fn)).toFixed(3).padStart(7)}`);
+  shm.close();
+}
+
 async function main(): Promise<void> {
   const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--peer'], { stdio: ['pipe', 'pipe', 'inherit'] });
   const peer = await new Promise<PeerInfo>((resolve, reject) => {
@@ -198,6 +240,7 @@ async function main(): Promise<void> {
     const m = median(mems);
     console.log(` ${fmtSize(size).padStart(8)} ${g.toFixed(3).padStart(13)} ${m.toFixed(3).padStart(13)} ${(g / m).toFixed(2).padStart(7)}x ${median(rs.map((r) => r.p50us)).toFixed(1).padStart(8)}`);
   }
+  await inlineCpu(peer, local, memEngine, memEp, dst.address);
   memEngine.close();
   engine.close();
   child.stdin!.end();

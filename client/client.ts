@@ -297,9 +297,10 @@ export class Client implements StoreClient {
     return region;
   }
 
-  private unmapRegion(region: MappedRegion): void {
+  /** Unregisters the region and unmaps it once no chunk moves bytes in it any more. */
+  private async unmapRegion(region: MappedRegion): Promise<void> {
     try {
-      this.engine.unregisterRegion(region.address);
+      await this.engine.unregisterRegion(region.address);
     } finally {
       region.release();
     }
@@ -320,7 +321,7 @@ export class Client implements StoreClient {
             ? undefined
             : (size) => {
                 const r = this.mapRegion(size, `store-overflow-${this.clientId}`);
-                return { address: r.address, size: r.size, view: (o, n) => r.view(o, n), release: () => this.unmapRegion(r) };
+                return { address: r.address, size: r.size, view: (o, n) => r.view(o, n), release: () => void this.unmapRegion(r).catch((e) => this.log('warn', `unmapping an overflow buffer failed: ${(e as Error).message}`)) };
               },
         maxRegions: po.maxRegions ?? po.max_regions,
         maxBytes: po.maxBytes ?? po.max_bytes,

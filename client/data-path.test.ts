@@ -55,9 +55,10 @@ class MemoryEngine implements TransferEnginePort {
   }
   registerRegion(address: number) {
     this.registered.add(address);
+    return 1;
   }
-  unregisterRegion(address: number) {
-    this.registered.delete(address);
+  async unregisterRegion(address: number) {
+    return this.registered.delete(address);
   }
   /** The buffer and offset behind a local address: a registered extra region, else the pool. */
   private localAt(address: number): [Buffer, number] {

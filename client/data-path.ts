@@ -300,12 +300,12 @@ export class DataPath {
     return a;
   }
 
-  /** Ends one use of a borrowed buffer; the last unregisters it (waiting for chunks still on it). */
-  private giveBack(address: number): void {
+  /** Ends one use of a borrowed buffer; the last unregisters it (resolving once no chunk is on it). */
+  private async giveBack(address: number): Promise<void> {
     const b = this.borrowed.get(address);
     if (!b || --b.users > 0) return;
     this.borrowed.delete(address);
-    this.d.engine.unregisterRegion(address);
+    await this.d.engine.unregisterRegion(address);
   }
 
   /** Whether some remote piece's handle carries no endpoint we know (a metadata lookup is due). */
@@ -432,7 +432,9 @@ export class DataPath {
       }
     } finally {
       lease?.release();
-      for (const a of borrowed) this.giveBack(a);
+      // The caller gets its buffer back only when no chunk can still touch it.
+      // (giveBack rejects only for a malformed address; it must not mask the write's own error.)
+      await Promise.all(borrowed.map((a) => this.giveBack(a).catch(() => {})));
     }
   }
 

@@ -9,14 +9,16 @@ import type { TransferOp as EngineTransferOp, TransferEngineOptions } from '../n
 export interface TransferEnginePort {
   readonly endpoint: string;
   start(): string;
-  registerRegion(address: number, size: number): void;
-  unregisterRegion(address: number): void;
+  /** Returns the registration's incarnation (native/transfer-engine.ts). */
+  registerRegion(address: number, size: number, opts?: { serve?: boolean }): number;
+  /** Resolves once no chunk moves bytes in the region any more: only then may its memory go. */
+  unregisterRegion(address: number): Promise<boolean>;
   transfer(ops: EngineTransferOp[]): Promise<void>;
   /**
    * A small same-host READ finished now into `target`: true when the bytes are there, false
    * (nothing copied) when transfer() must do it (native/transfer-engine.ts).
    */
-  readInline(endpoint: string, remoteAddress: number, target: Uint8Array): boolean;
+  readInline(endpoint: string, remoteAddress: number, target: Uint8Array, incarnation?: number): boolean;
   close(): void;
 }
 

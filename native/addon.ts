@@ -29,12 +29,26 @@ export interface RawMapRequest {
 
 export interface RawEngine {
   start(minPort: number, maxPort: number, startOffset: number): string;
-  registerRegion(address: number, size: number): void;
-  unregisterRegion(address: number): boolean;
-  transfer(ops: ReadonlyArray<object>): Promise<void>;
+  /** Returns the registration's incarnation. */
+  registerRegion(address: number, size: number, opts?: { serve?: boolean }): number;
+  unregisterRegion(address: number): Promise<boolean>;
+  setFence(address: number, fence: { below: number; revoked?: number[] }): Promise<void>;
+  /** `checked`: some op names an incarnation or a generation (read only then; default true). */
+  transfer(ops: ReadonlyArray<object>, checked?: boolean): Promise<void>;
   /** The handle readInline() takes for `endpoint`; -1 while the engine has no channel to it. */
   peerIndex(endpoint: string): number;
-  readInline(peerIndex: number, remoteAddress: number, target: Uint8Array): boolean;
+  readInline(peerIndex: number, remoteAddress: number, target: Uint8Array, incarnation?: number): boolean;
+  stats(): {
+    connectionsOpen: number;
+    accepted: number;
+    refusedOverCap: number;
+    refusedNoResources: number;
+    closedIdle: number;
+    closedIoTimeout: number;
+    badRequests: number;
+    staleRefused: number;
+    fencedRefused: number;
+  };
   close(): void;
   pendingBatches(): number;
 }

@@ -2,9 +2,10 @@
 // range checks (nothing moves), dead and frozen peers (batches fail, never hang, others fine),
 // local memcpy, close(), and the listening port range.
 import { createHash, randomFillSync } from 'node:crypto';
-import { connect, createServer } from 'node:net';
+import { createServer } from 'node:net';
 import { mapMemory, TransferEngine, TransferError, type MemoryRegion, type TransferOp } from './index.js';
 import { ensureAddon } from './test-fixtures/ensure-addon.js';
+import { rawConnect, requestHeader, REQUEST_MAGIC_V1 } from './test-fixtures/raw-wire.js';
 import { startRegionPeer, type RegionPeer } from './test-fixtures/region-peer.js';
 
 const MiB = 1024 * 1024;
@@ -172,27 +173,30 @@ test('unregistering on the serving side refuses later transfers; registering aga
   expect(sha(localBytes(0, 4096))).toBe(await peer.sha256(0, 4096));
 });
 
-test('garbage and oversized requests on the wire only drop that connection', async () => {
+test('garbage, oversized and old-format (v1) requests on the wire only drop that connection', async () => {
   const before = await peer.sha256(0, 4 * MiB);
-  const [host, port] = [peer.endpoint.split(':')[0], Number(peer.endpoint.split(':')[1])];
-  const sendAndAwaitClose = (payload: Buffer) =>
-    new Promise<void>((resolve, reject) => {
-      const sock = connect(port, host, () => sock.write(payload));
-      sock.on('data', () => {});
-      sock.on('error', reject);
-      sock.on('close', () => resolve());
-    });
+  const badBefore = (await peer.stats()).badRequests;
+  const sendAndAwaitClose = async (payload: Buffer) => {
+    const c = await rawConnect(peer.endpoint);
+    c.sock.write(payload);
+    await c.closed;
+  };
   await sendAndAwaitClose(Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(4)));
   // A well-formed WRITE header asking for 2 GiB: refused before reading any payload.
-  const header = Buffer.alloc(48);
-  header.writeUInt32LE(0x4b565251, 0);
-  header.writeUInt16LE(2, 4);
-  header.writeBigUInt64LE(1n, 8);
-  header.writeBigUInt64LE(BigInt(peer.address), 16);
-  header.writeBigUInt64LE(2n ** 31n, 24);
-  header.writeBigUInt64LE(BigInt(peer.address), 32);
-  header.writeBigUInt64LE(2n ** 31n, 40);
-  await sendAndAwaitClose(header);
+  await sendAndAwaitClose(requestHeader({ op: 'write', address: peer.address, length: 2 ** 31 }));
+  // A version-1 header (48 bytes, magic "KVRQ") for a valid range: refused on its magic at once,
+  // not left waiting for the 16 bytes a v2 header has more, and never read as one.
+  const v1 = Buffer.alloc(48 + 4096, 0x5a);
+  v1.writeUInt32LE(REQUEST_MAGIC_V1, 0);
+  v1.writeUInt16LE(2, 4);
+  v1.writeBigUInt64LE(1n, 8);
+  v1.writeBigUInt64LE(BigInt(peer.address), 16);
+  v1.writeBigUInt64LE(4096n, 24);
+  v1.writeBigUInt64LE(BigInt(peer.address), 32);
+  v1.writeBigUInt64LE(4096n, 40);
+  await sendAndAwaitClose(v1.subarray(0, 48));
+  await sendAndAwaitClose(v1);
+  expect((await peer.stats()).badRequests).toBe(badBefore + 4);
   expect(await peer.sha256(0, 4 * MiB)).toBe(before);
   await engine.transfer([{ op: 'read', endpoint: peer.endpoint, remoteAddress: peer.address, localAddress: local.address, length: 4 * MiB }]);
   expect(sha(localBytes(0, 4 * MiB))).toBe(before);
@@ -263,6 +267,41 @@ test('a peer that stops answering fails the batch with TIMEOUT, and the engine r
   }
 });
 
+test('unregistering a local buffer a batch still uses resolves only once that batch stopped, and never blocks', async () => {
+  const frozen = await startRegionPeer(8 * MiB, 8);
+  extraPeers.push(frozen);
+  const e = new TransferEngine({ ...ports, timeoutMs: 1000, env: {} });
+  const buf = mapMemory({ size: 4 * MiB });
+  try {
+    e.registerRegion(buf.address, buf.size, { serve: false });
+    await e.transfer([{ op: 'read', endpoint: frozen.endpoint, remoteAddress: frozen.address, localAddress: buf.address, length: 1 }]);
+    process.kill(frozen.pid, 'SIGSTOP');
+    let transferDone = false;
+    const stuck = e
+      .transfer([{ op: 'read', endpoint: frozen.endpoint, remoteAddress: frozen.address, localAddress: buf.address, length: 4 * MiB }])
+      .finally(() => (transferDone = true));
+    let unregistered = false;
+    const gone = e.unregisterRegion(buf.address).then((was) => {
+      unregistered = true;
+      return was;
+    });
+    // The buffer is out of the table at once: a new batch on it is refused.
+    await expectTransferError(
+      e.transfer([{ op: 'read', endpoint: frozen.endpoint, remoteAddress: frozen.address, localAddress: buf.address, length: 4096 }]),
+      ['ADDRESS_OUT_OF_RANGE'],
+    );
+    for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r)); // the event loop turns meanwhile
+    expect(unregistered).toBe(false);
+    expect(transferDone).toBe(false);
+    expect(await gone).toBe(true); // after the stuck chunk timed out
+    await expectTransferError(stuck, ['TIMEOUT']);
+  } finally {
+    process.kill(frozen.pid, 'SIGCONT');
+    e.close();
+    buf.release();
+  }
+});
+
 test('close() rejects pending batches instead of leaving them hanging', async () => {
   const frozen = await startRegionPeer(8 * MiB, 6);
   extraPeers.push(frozen);
@@ -299,7 +338,7 @@ test('transfers to this engine itself work over TCP, and with memcpyLocal by mem
       );
       expect(sha(new Uint8Array(b.buffer))).toBe(before);
       // After unregistering, the region is no longer reachable.
-      expect(e.unregisterRegion(b.address)).toBe(true);
+      expect(await e.unregisterRegion(b.address)).toBe(true);
       await expectTransferError(
         e.transfer([{ op: 'read', endpoint: ep, remoteAddress: b.address, localAddress: a.address, length: 10 }]),
         ['ADDRESS_OUT_OF_RANGE'],
@@ -353,7 +392,7 @@ describe('listening port', () => {
   });
 });
 
-test('readInline serves this engine\'s own regions under memcpyLocal (range-checked), into any buffer', () => {
+test('readInline serves this engine\'s own regions under memcpyLocal (range-checked), into any buffer', async () => {
   const e = new TransferEngine({ ...ports, memcpyLocal: true, env: {} });
   const b = mapMemory({ size: 1 * MiB });
   try {
@@ -370,7 +409,7 @@ test('readInline serves this engine\'s own regions under memcpyLocal (range-chec
     // Over the inline size: left to transfer().
     expect(e.readInline(ep, b.address, Buffer.alloc(64 * 1024 + 1))).toBe(false);
     expect(() => e.readInline(ep, -1, target)).toThrow(TransferError);
-    e.unregisterRegion(b.address);
+    await e.unregisterRegion(b.address);
     expect(e.readInline(ep, b.address, target)).toBe(false);
     e.close();
     expect(e.readInline(ep, b.address, target)).toBe(false);

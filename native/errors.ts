@@ -7,6 +7,10 @@ export const TransferErrorCode = {
   TIMEOUT: 'TIMEOUT',
   CONNECTION_FAILED: 'CONNECTION_FAILED',
   INVALID_ARGUMENT: 'INVALID_ARGUMENT',
+  /** The remote region is not the registration the op named (`incarnation`): nothing moved. */
+  STALE_REGION: 'STALE_REGION',
+  /** The remote region's write fence refused the op's `generation`: nothing written. */
+  FENCED: 'FENCED',
 } as const;
 export type TransferErrorCode = (typeof TransferErrorCode)[keyof typeof TransferErrorCode];
 

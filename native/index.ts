@@ -1,7 +1,15 @@
 // Public surface of the native data path: memory mappings, the TCP transfer engine and CRC-32C.
 export { mapMemory, addressOf, arenaStats, type MapOptions, type MemoryKind, type MemoryRegion } from './memory.js';
 export { ResultArena, type ResultArenaStats } from './result-arena.js';
-export { TransferEngine, ENGINE_DEFAULTS, type TransferOp, type TransferEngineOptions } from './transfer-engine.js';
+export {
+  TransferEngine,
+  ENGINE_DEFAULTS,
+  type TransferOp,
+  type TransferEngineOptions,
+  type TransferEngineStats,
+  type RegisterOptions,
+  type WriteFence,
+} from './transfer-engine.js';
 export { TransferError, TransferErrorCode, MemoryError, MemoryErrorCode, ChecksumError, ChecksumErrorCode } from './errors.js';
 export {
   crc32c,

@@ -1,6 +1,8 @@
 // The TCP transfer engine as seen from JS: a listener on a port from the client range, region
-// registration, and transfer(ops) returning one promise per batch. Bytes move on C++ threads,
-// except small same-host reads, which readInline() finishes synchronously on the calling thread.
+// registration (served or local, each with an incarnation), write fences, and transfer(ops)
+// returning one promise per batch. Bytes move on C++ threads, except small same-host reads, which
+// readInline() finishes synchronously on the calling thread. Nothing here blocks the event loop on
+// a peer: unregisterRegion() and setFence() return promises that settle once bytes in flight moved.
 import { addon, type RawEngine } from './addon.js';
 import { TransferError, TransferErrorCode } from './errors.js';
 import { clientPortRange, memcpyLocalDefault, shmTransportDefault } from './env-config.js';
@@ -11,6 +13,47 @@ export interface TransferOp {
   remoteAddress: number;
   localAddress: number;
   length: number;
+  /** Expected incarnation of the remote region (registerRegion's result there); 0/absent = not checked. */
+  incarnation?: number;
+  /** WRITE only: the placement's generation, judged by the remote region's write fence; 0/absent = none. */
+  generation?: number;
+}
+
+/** A served region's write fence: WRITEs whose generation is `< below` or listed in `revoked` are refused. */
+export interface WriteFence {
+  below: number;
+  /** At most 1000 generations; replaces the previously installed list. */
+  revoked?: number[];
+}
+
+export interface RegisterOptions {
+  /**
+   * true (default): peers may reach the region (a segment). false: a local buffer that only this
+   * engine's own transfers use as their local side; peers' requests and shm grants for it are
+   * refused as ADDRESS_OUT_OF_RANGE.
+   */
+  serve?: boolean;
+}
+
+/** Counters of the serving side (TCP listener and shm control socket together). */
+export interface TransferEngineStats {
+  connectionsOpen: number;
+  /** Connections admitted and given a serving thread. */
+  accepted: number;
+  /** Closed at once: over maxConnections or maxConnectionsPerPeer. */
+  refusedOverCap: number;
+  /** Closed at once: no thread, descriptor or memory for them. */
+  refusedNoResources: number;
+  /** Closed after idleTimeoutMs without a request. */
+  closedIdle: number;
+  /** Closed because a request did not finish within ioTimeoutMs. */
+  closedIoTimeout: number;
+  /** Not this protocol (connection closed) or a chunk outside its own op (BAD_REQUEST). */
+  badRequests: number;
+  /** Requests refused because the region's incarnation differs (STALE). */
+  staleRefused: number;
+  /** WRITEs refused by the region's write fence (FENCED). */
+  fencedRefused: number;
 }
 
 export interface TransferEngineOptions {
@@ -28,6 +71,17 @@ export interface TransferEngineOptions {
   shmTransport?: boolean;
   /** SO_SNDBUF/SO_RCVBUF bytes; 0 leaves kernel autotuning. Default 4 MiB. */
   socketBufferSize?: number;
+  /**
+   * Serving side: a request (header, payload, reply) must finish within this many ms of its first
+   * byte or its connection is closed (a peer trickling bytes is cut off). Default: timeoutMs.
+   */
+  ioTimeoutMs?: number;
+  /** Serving side: a connection with no request for this long is closed; 0 = never. Default 120 s. */
+  idleTimeoutMs?: number;
+  /** Serving side: connections open at once (TCP and shm control); more are closed at once. Default 1024. */
+  maxConnections?: number;
+  /** Serving side: connections from one IP address (one process for shm control). Default 64. */
+  maxConnectionsPerPeer?: number;
   /** Environment for defaults (port range, MC_STORE_MEMCPY); default process.env. */
   env?: NodeJS.ProcessEnv;
   /** Random source for the first port tried (spreads processes over the range). */
@@ -40,12 +94,23 @@ export const ENGINE_DEFAULTS = {
   chunkSize: 1024 * 1024,
   timeoutMs: 10_000,
   socketBufferSize: 4 * 1024 * 1024,
+  idleTimeoutMs: 120_000,
+  maxConnections: 1024,
+  maxConnectionsPerPeer: 64,
 } as const;
 
 function positiveInt(name: string, v: number | undefined, fallback: number): number {
   if (v === undefined) return fallback;
   if (!Number.isSafeInteger(v) || v <= 0) {
     throw new TransferError(TransferErrorCode.INVALID_ARGUMENT, `TransferEngine: ${name} must be a positive integer, got ${v}`);
+  }
+  return v;
+}
+
+function nonNegativeInt(name: string, v: number | undefined, fallback: number): number {
+  if (v === undefined) return fallback;
+  if (!Number.isSafeInteger(v) || v < 0) {
+    throw new TransferError(TransferErrorCode.INVALID_ARGUMENT, `TransferEngine: ${name} must be a non-negative integer, got ${v}`);
   }
   return v;
 }
@@ -71,11 +136,16 @@ export class TransferEngine {
       throw new TransferError(TransferErrorCode.INVALID_ARGUMENT, `TransferEngine: port range ${this.minPort}..${this.maxPort} is invalid`);
     }
     this.#random = opts.random ?? Math.random;
+    const timeoutMs = positiveInt('timeoutMs', opts.timeoutMs, ENGINE_DEFAULTS.timeoutMs);
     this.#raw = new (addon().TransferEngine)({
       host: this.host,
       connectionsPerPeer: positiveInt('connectionsPerPeer', opts.connectionsPerPeer, ENGINE_DEFAULTS.connectionsPerPeer),
       chunkSize: positiveInt('chunkSize', opts.chunkSize, ENGINE_DEFAULTS.chunkSize),
-      timeoutMs: positiveInt('timeoutMs', opts.timeoutMs, ENGINE_DEFAULTS.timeoutMs),
+      timeoutMs,
+      ioTimeoutMs: positiveInt('ioTimeoutMs', opts.ioTimeoutMs, timeoutMs),
+      idleTimeoutMs: nonNegativeInt('idleTimeoutMs', opts.idleTimeoutMs, ENGINE_DEFAULTS.idleTimeoutMs),
+      maxConnections: positiveInt('maxConnections', opts.maxConnections, ENGINE_DEFAULTS.maxConnections),
+      maxConnectionsPerPeer: positiveInt('maxConnectionsPerPeer', opts.maxConnectionsPerPeer, ENGINE_DEFAULTS.maxConnectionsPerPeer),
       socketBufferSize: opts.socketBufferSize ?? ENGINE_DEFAULTS.socketBufferSize,
       memcpyLocal: opts.memcpyLocal ?? memcpyLocalDefault(env),
       shmTransport: opts.shmTransport ?? shmTransportDefault(env),
@@ -100,28 +170,59 @@ export class TransferEngine {
     return this.#endpoint;
   }
 
-  /** Lets peers (and local transfers) touch [address, address+size). */
-  registerRegion(address: number, size: number): void {
+  /**
+   * Lets this engine's transfers (and, when served, peers) touch [address, address+size). Returns
+   * the registration's incarnation: a random non-zero integer below 2^53, new for every
+   * registration, which peers name in their ops (`incarnation`) to reach exactly this one.
+   */
+  registerRegion(address: number, size: number, opts?: RegisterOptions): number {
     try {
-      this.#raw.registerRegion(address, size);
+      return this.#raw.registerRegion(address, size, opts);
     } catch (e) {
       throw TransferError.from(e);
     }
   }
 
-  /** Waits for chunks touching the region to finish; returns whether it was registered. */
-  unregisterRegion(address: number): boolean {
+  /**
+   * Removes the region at once (no new chunk starts on it) and resolves, with whether it was
+   * registered, when the chunks already moving bytes in it have finished: only then may its memory
+   * be unmapped. Never blocks the event loop. (Same-host peers copying through a shm grant are not
+   * waited for: their mapping keeps the pages alive; see docs/native.md.)
+   */
+  unregisterRegion(address: number): Promise<boolean> {
     try {
       return this.#raw.unregisterRegion(address);
     } catch (e) {
-      throw TransferError.from(e);
+      return Promise.reject(TransferError.from(e));
     }
+  }
+
+  /**
+   * Installs the write fence of the served region registered at `address` (moving forward only: a
+   * lower `below` is ignored, `revoked` replaces the previous list). Later WRITEs it refuses fail
+   * with FENCED and write nothing; resolves once no WRITE it refuses is still moving bytes into the
+   * region over TCP. Rejects with ADDRESS_OUT_OF_RANGE when no served region starts at `address`.
+   */
+  setFence(address: number, fence: WriteFence): Promise<void> {
+    try {
+      return this.#raw.setFence(address, fence);
+    } catch (e) {
+      return Promise.reject(TransferError.from(e));
+    }
+  }
+
+  /** Serving-side counters (connections, refusals, timeouts). */
+  stats(): TransferEngineStats {
+    return this.#raw.stats();
   }
 
   /** Runs a batch; resolves when every op finished, rejects with TransferError otherwise. */
   transfer(ops: ReadonlyArray<TransferOp>): Promise<void> {
     if (this.#closed) return Promise.reject(new TransferError(TransferErrorCode.TRANSFER_FAILED, 'TransferEngine: closed'));
-    return this.#raw.transfer(ops).catch((e: unknown) => {
+    // Whether any op names an incarnation or a generation: the addon reads those fields only then.
+    let checked = false;
+    for (let i = 0; i < ops.length && !checked; i++) checked = !!(ops[i].incarnation || ops[i].generation);
+    return this.#raw.transfer(ops, checked).catch((e: unknown) => {
       throw TransferError.from(e);
     });
   }
@@ -133,8 +234,10 @@ export class TransferEngine {
    * the range is cached (range checked against it, peer checked alive). Returns false, having
    * copied nothing, when that does not apply: use transfer(), which connects, asks for grants and
    * reports errors. No promise, no batch: a 4 KiB Get's engine step costs a memcpy and a few checks.
+   * With `incarnation` (non-zero) the remote region must be that registration: false otherwise, so
+   * the caller's transfer() reports STALE_REGION.
    */
-  readInline(endpoint: string, remoteAddress: number, target: Uint8Array): boolean {
+  readInline(endpoint: string, remoteAddress: number, target: Uint8Array, incarnation?: number): boolean {
     if (this.#closed) return false;
     let peer = this.#peers.get(endpoint);
     if (peer === undefined) {
@@ -143,7 +246,8 @@ export class TransferEngine {
       this.#peers.set(endpoint, peer);
     }
     try {
-      return this.#raw.readInline(peer, remoteAddress, target);
+      // Without an incarnation the addon gets three arguments (one N-API call fewer per small Get).
+      return incarnation === undefined ? this.#raw.readInline(peer, remoteAddress, target) : this.#raw.readInline(peer, remoteAddress, target, incarnation);
     } catch (e) {
       throw TransferError.from(e);
     }

@@ -1,6 +1,7 @@
 // ShmPeer (see shm_peer.h).
 #include "shm_peer.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -10,6 +11,7 @@
 #include <cerrno>
 #include <algorithm>
 #include <cstring>
+#include <system_error>
 
 #include "native_error.h"
 #include "shm_wire.h"
@@ -21,16 +23,24 @@ std::unique_ptr<ShmPeer> ShmPeer::Connect(const std::string& endpoint, int timeo
   const std::string name = ShmControlName(endpoint);
   struct sockaddr_un addr {};
   if (name.size() > sizeof(addr.sun_path)) return nullptr;
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  // Non-blocking connect: this runs on the JS thread, and a frozen peer whose backlog is full
+  // would otherwise hold it (EAGAIN then: that peer is reached over TCP).
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd.valid()) return nullptr;
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, name.data(), name.size());
   socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0) return nullptr;
+  const int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) return nullptr;
   if (timeout_ms > 0) SetSocketTimeout(fd.get(), timeout_ms);
   std::unique_ptr<ShmPeer> peer(new ShmPeer(endpoint, std::move(fd)));
   ShmPeer* raw = peer.get();
-  peer->watcher_ = std::thread([raw] { raw->Watch(); });
+  try {
+    peer->watcher_ = std::thread([raw] { raw->Watch(); });
+  } catch (const std::system_error& e) {
+    throw NativeError("TRANSFER_FAILED", "could not start a thread to watch same-host peer " + endpoint + ": " + e.what());
+  }
   return peer;
 }
 
@@ -44,10 +54,14 @@ void ShmPeer::Watch() {
   hung_.store(true, std::memory_order_release);
 }
 
+GrantMapping::~GrantMapping() {
+  if (addr) ::munmap(addr, len);
+}
+
 ShmPeer::~ShmPeer() {
   ::shutdown(ctrl_.get(), SHUT_RDWR);  // wakes the watcher (POLLHUP) before ctrl_ closes
   if (watcher_.joinable()) watcher_.join();
-  for (auto& g : grants_) if (g.map_addr) ::munmap(g.map_addr, g.map_len);
+  grants_.clear();
   if (peer_generation_) ::munmap(const_cast<std::atomic<uint64_t>*>(peer_generation_), 4096);
 }
 
@@ -78,17 +92,11 @@ void ShmPeer::PopulateResident(void* map, size_t length) {
   }
 }
 
-void ShmPeer::DropStaleGrants() {
+void ShmPeer::DropStaleGrantsLocked() {
   if (!peer_generation_) return;
   const uint64_t now = peer_generation_->load(std::memory_order_acquire);
-  for (auto it = grants_.begin(); it != grants_.end();) {
-    if (it->generation != now) {
-      if (it->map_addr) ::munmap(it->map_addr, it->map_len);
-      it = grants_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  // A dropped grant's mapping stays until the chunks holding it (ShmTarget::keep) are done.
+  grants_.erase(std::remove_if(grants_.begin(), grants_.end(), [now](const Grant& g) { return g.generation != now; }), grants_.end());
 }
 
 void ShmPeer::Shutdown() { ::shutdown(ctrl_.get(), SHUT_RDWR); }
@@ -99,28 +107,31 @@ bool ShmPeer::Alive() {
   return !(n > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)));
 }
 
-bool ShmPeer::FindGrantLocked(uint64_t address, uint64_t length, char** out) {
-  DropStaleGrants();
+bool ShmPeer::FindGrantLocked(uint64_t address, uint64_t length, ShmTarget* out, bool keep) {
+  DropStaleGrantsLocked();
   for (const auto& g : grants_) {
     if (address >= g.region_start && address + length <= g.region_start + g.region_length) {
-      *out = g.local_region ? g.local_region + (address - g.region_start) : nullptr;
+      out->at = g.local_region ? g.local_region + (address - g.region_start) : nullptr;
+      out->incarnation = g.incarnation;
+      out->fence = g.mapping ? g.mapping->fence.get() : nullptr;
+      if (keep) out->keep = g.mapping;
       return true;
     }
   }
   return false;
 }
 
-char* ShmPeer::ResolveCached(uint64_t address, uint64_t length) {
-  std::lock_guard<std::mutex> lk(mu_);
-  char* at = nullptr;
-  FindGrantLocked(address, length, &at);
-  return at;
-}
-
-char* ShmPeer::Resolve(uint64_t address, uint64_t length) {
-  std::unique_lock<std::mutex> lk(mu_);
-  char* cached = nullptr;
-  if (FindGrantLocked(address, length, &cached)) return cached;
+ShmTarget ShmPeer::Resolve(uint64_t address, uint64_t length) {
+  ShmTarget cached;
+  {
+    std::lock_guard<std::mutex> lk(grants_mu_);
+    if (FindGrantLocked(address, length, &cached, true)) return cached;
+  }
+  std::unique_lock<std::mutex> ctrl_lk(ctrl_mu_);
+  {
+    std::lock_guard<std::mutex> lk(grants_mu_);  // another thread may have asked meanwhile
+    if (FindGrantLocked(address, length, &cached, true)) return cached;
+  }
   ShmRequest req{kShmRequestMagic, 0, address, length};
   int err = 0;
   IoStatus st = SendAll(ctrl_.get(), &req, sizeof req, &err);
@@ -130,22 +141,22 @@ char* ShmPeer::Resolve(uint64_t address, uint64_t length) {
   struct msghdr msg {};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  alignas(struct cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
+  alignas(struct cmsghdr) char control[CMSG_SPACE(kShmGrantFds * sizeof(int))] = {};
   msg.msg_control = control;
   msg.msg_controllen = sizeof control;
   ssize_t n;
   do n = ::recvmsg(ctrl_.get(), &msg, MSG_CMSG_CLOEXEC | MSG_WAITALL); while (n < 0 && errno == EINTR);
-  UniqueFd fd, gen_fd;
+  const int recv_errno = errno;
+  UniqueFd fds[kShmGrantFds];
   for (struct cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
     if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
       const size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      int fds[2] = {-1, -1};
-      std::memcpy(fds, CMSG_DATA(cm), std::min<size_t>(count, 2) * sizeof(int));
-      fd.reset(fds[0]);
-      gen_fd.reset(fds[1]);
+      int got[kShmGrantFds] = {-1, -1, -1};
+      std::memcpy(got, CMSG_DATA(cm), std::min<size_t>(count, kShmGrantFds) * sizeof(int));
+      for (int i = 0; i < kShmGrantFds; ++i) fds[i].reset(got[i]);
     }
   }
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+  if (n < 0 && (recv_errno == EAGAIN || recv_errno == EWOULDBLOCK)) {
     throw NativeError("TIMEOUT", "peer " + endpoint_ + " did not answer the shm control request in time");
   }
   if (n != static_cast<ssize_t>(sizeof resp) || resp.magic != kShmResponseMagic) {
@@ -153,33 +164,43 @@ char* ShmPeer::Resolve(uint64_t address, uint64_t length) {
   }
   if (resp.status == static_cast<int32_t>(ShmStatus::kOutOfRange)) {
     throw NativeError("ADDRESS_OUT_OF_RANGE", "peer " + endpoint_ + " refused remote range [" + std::to_string(address) +
-                                                  ", +" + std::to_string(length) + "): outside its registered regions");
+                                                  ", +" + std::to_string(length) + "): outside its served regions");
   }
-  Grant g{resp.region_start, resp.region_length, nullptr, nullptr, 0, resp.generation};
-  if (!peer_generation_ && gen_fd.valid()) {
-    void* p = ::mmap(nullptr, 4096, PROT_READ, MAP_SHARED, gen_fd.get(), 0);
-    if (p != MAP_FAILED) peer_generation_ = static_cast<const std::atomic<uint64_t>*>(p);
-  }
-  if (!peer_generation_) {
-    // Without the generation page a grant could not be revoked: not shareable then.
-    grants_.push_back(g);
-    return nullptr;
-  }
-  if (resp.status != static_cast<int32_t>(ShmStatus::kOk)) g.generation = peer_generation_->load(std::memory_order_acquire);
-  if (resp.status == static_cast<int32_t>(ShmStatus::kOk) && fd.valid()) {
-    void* p = ::mmap(nullptr, resp.map_length, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), static_cast<off_t>(resp.file_offset));
+  Grant g{resp.region_start, resp.region_length, resp.incarnation, resp.generation, nullptr, nullptr};
+  if (resp.status == static_cast<int32_t>(ShmStatus::kOk) && fds[0].valid() && fds[2].valid()) {
+    void* p = ::mmap(nullptr, resp.map_length, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0].get(), static_cast<off_t>(resp.file_offset));
     if (p != MAP_FAILED) {
-      g.map_addr = p;
-      g.map_len = resp.map_length;
-      g.local_region = static_cast<char*>(p) + (resp.region_start - resp.map_base);
+      auto mapping = std::make_shared<GrantMapping>();
+      mapping->addr = p;
+      mapping->len = resp.map_length;
+      mapping->fence = std::make_unique<FencePageView>(fds[2].get());
+      if (mapping->fence->valid()) {
+        g.mapping = std::move(mapping);
+        g.local_region = static_cast<char*>(p) + (resp.region_start - resp.map_base);
+      }
     }
   }
-  grants_.push_back(g);
-  char* out = g.local_region ? g.local_region + (address - g.region_start) : nullptr;
-  // Outside the lock: inline transfers (ResolveCached on the JS thread) must not wait for it. A
-  // concurrent revocation unmapping it meanwhile only makes madvise fail.
-  lk.unlock();
-  if (g.map_addr) PopulateResident(g.map_addr, g.map_len);
+  ShmTarget out;
+  {
+    std::lock_guard<std::mutex> lk(grants_mu_);
+    if (!peer_generation_ && fds[1].valid()) {
+      void* p = ::mmap(nullptr, 4096, PROT_READ, MAP_SHARED, fds[1].get(), 0);
+      if (p != MAP_FAILED) peer_generation_ = static_cast<const std::atomic<uint64_t>*>(p);
+    }
+    if (!peer_generation_) {
+      // Without the generation page a grant could not be revoked: not shareable then.
+      g.mapping.reset();
+      g.local_region = nullptr;
+    }
+    grants_.push_back(g);
+    out.at = g.local_region ? g.local_region + (address - g.region_start) : nullptr;
+    out.incarnation = g.incarnation;
+    out.fence = g.mapping ? g.mapping->fence.get() : nullptr;
+    out.keep = g.mapping;
+  }
+  ctrl_lk.unlock();
+  // Outside the locks: inline transfers (the JS thread, under the grants lock) must not wait for it.
+  if (out.keep) PopulateResident(out.keep->addr, out.keep->len);
   return out;
 }
 

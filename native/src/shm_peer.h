@@ -1,8 +1,10 @@
 // Sending side of the same-host shm transport for one peer: asks the peer (control socket) for
-// the fd behind a registered range once, maps it, and from then on chunks are memcpy'd. The grant
-// covers the peer's registered region only and expires when the peer unregisters any region
-// (generation page); a hang-up of the control socket (peer gone) turns
-// every later chunk into TRANSFER_FAILED instead of writing into orphaned memory.
+// the fd behind a served range once, maps it, and from then on chunks are memcpy'd. The grant
+// covers the peer's served region only, carries its incarnation and its write-fence page (checked
+// before every WRITE), and expires when a granted region of the peer goes away (generation page);
+// a hang-up of the control socket (peer gone) turns every later chunk into TRANSFER_FAILED
+// instead of writing into orphaned memory. The JS thread only ever takes the short grants lock;
+// the control round-trip to the peer runs under its own lock.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -12,23 +14,50 @@
 #include <thread>
 #include <vector>
 
+#include "fence_page.h"
 #include "unique_fd.h"
 
 namespace kvstore {
 
+// A granted region's mapping here and its fence page; unmapped when the last user lets go, so a
+// revocation never unmaps memory a chunk is still copying.
+struct GrantMapping {
+  void* addr = nullptr;
+  size_t len = 0;
+  std::unique_ptr<FencePageView> fence;
+  ~GrantMapping();
+};
+
+// Where a chunk's bytes are on this side: at == nullptr when the peer said the region is not
+// fd-backed (use TCP). `keep` holds the mapping for a chunk on an I/O thread; the JS thread's
+// inline copies hold the grants lock instead (no reference count on their path).
+struct ShmTarget {
+  char* at = nullptr;
+  uint64_t incarnation = 0;
+  const FencePageView* fence = nullptr;
+  std::shared_ptr<const GrantMapping> keep;
+};
+
 class ShmPeer {
  public:
-  // nullptr when the peer serves no control socket in this network namespace.
+  // nullptr when the peer serves no control socket in this network namespace (or its backlog is
+  // full: the caller never blocks here). Throws NativeError TRANSFER_FAILED when the watcher
+  // thread cannot be started.
   static std::unique_ptr<ShmPeer> Connect(const std::string& endpoint, int timeout_ms);
   ~ShmPeer();
   ShmPeer(const ShmPeer&) = delete;
   ShmPeer& operator=(const ShmPeer&) = delete;
 
-  // Local pointer for the peer's [address, +length), or nullptr when that region is not
-  // fd-backed (use TCP). Throws NativeError ADDRESS_OUT_OF_RANGE / TRANSFER_FAILED / TIMEOUT.
-  char* Resolve(uint64_t address, uint64_t length);
-  // Like Resolve() but never asks the peer: nullptr unless a live grant is cached.
-  char* ResolveCached(uint64_t address, uint64_t length);
+  // The target for the peer's [address, +length), asking the peer when no grant is cached.
+  // Throws NativeError ADDRESS_OUT_OF_RANGE / TRANSFER_FAILED / TIMEOUT.
+  ShmTarget Resolve(uint64_t address, uint64_t length);
+  // The inline paths (JS thread, at most 64 KiB): while the returned lock is held no grant is
+  // dropped or unmapped, and FindCachedLocked gives a target (no `keep`) without asking the peer;
+  // false unless a live, fd-backed grant is cached. Hold it only for the copy.
+  std::unique_lock<std::mutex> LockGrants() { return std::unique_lock<std::mutex>(grants_mu_); }
+  bool FindCachedLocked(uint64_t address, uint64_t length, ShmTarget* out) {
+    return FindGrantLocked(address, length, out, false) && out->at != nullptr;
+  }
   // One poll() of the control socket: false once the peer hung up (exact, a syscall).
   bool Alive();
   // False once the watcher thread saw the control socket hang up (an atomic load, no syscall;
@@ -43,22 +72,23 @@ class ShmPeer {
  private:
   struct Grant {
     uint64_t region_start, region_length;
-    char* local_region;   // nullptr: known not shareable
-    void* map_addr;
-    size_t map_len;
+    uint64_t incarnation;
     uint64_t generation;
+    char* local_region;  // nullptr: known not shareable
+    std::shared_ptr<const GrantMapping> mapping;
   };
-  void DropStaleGrants();
-  // Under mu_: drops stale grants, then finds the one covering the range; true with *out = its
-  // local address (nullptr: the peer said the region is not fd-backed), false when none covers it.
-  bool FindGrantLocked(uint64_t address, uint64_t length, char** out);
+  void DropStaleGrantsLocked();
+  // Under grants_mu_: drops stale grants, then finds the one covering the range (with a
+  // reference to its mapping when `keep`).
+  bool FindGrantLocked(uint64_t address, uint64_t length, ShmTarget* out, bool keep);
   static void PopulateResident(void* map, size_t length);
   ShmPeer(std::string endpoint, UniqueFd ctrl) : endpoint_(std::move(endpoint)), ctrl_(std::move(ctrl)) {}
   // Blocks in poll() for a hang-up (never for data: replies stay for Resolve) and sets hung_.
   void Watch();
 
   std::string endpoint_;
-  std::mutex mu_;
+  std::mutex ctrl_mu_;    // one control round-trip at a time (I/O threads only)
+  std::mutex grants_mu_;  // grants_ and peer_generation_ (short; the JS thread takes it)
   UniqueFd ctrl_;
   std::vector<Grant> grants_;
   const std::atomic<uint64_t>* peer_generation_ = nullptr;  // the peer's page, mapped read-only

@@ -1,6 +1,7 @@
 // ShmControlServer (see shm_server.h).
 #include "shm_server.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -8,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "native_error.h"
 #include "shareable_registry.h"
 #include "shm_wire.h"
 #include "socket_io.h"
@@ -24,7 +26,11 @@ bool ShmControlServer::Start(const std::string& endpoint) {
   std::memcpy(addr.sun_path, name.data(), name.size());
   socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd.get(), 64) != 0) return false;
-  listener_.Start(std::move(fd));
+  try {
+    listener_.Start(std::move(fd));
+  } catch (const NativeError&) {
+    return false;  // no thread for it: same-host peers use TCP
+  }
   return true;
 }
 
@@ -33,24 +39,38 @@ void ShmControlServer::Stop() { listener_.Stop(); }
 void ShmControlServer::Serve(int fd) {
   int err = 0;
   for (;;) {
+    // The first byte may take forever (no idle limit); the rest of the request ioTimeoutMs.
     ShmRequest req;
-    if (RecvAll(fd, &req, sizeof req, &err, true) != IoStatus::kOk || req.magic != kShmRequestMagic) break;
+    char* raw = reinterpret_cast<char*>(&req);
+    size_t got = 0;
+    if (RecvSomeBy(fd, raw, sizeof req, Deadline::max(), &got, &err) != IoStatus::kOk) break;
+    const Deadline deadline = DeadlineIn(io_timeout_ms_);
+    const IoStatus st = RecvAllBy(fd, raw + got, sizeof req - got, deadline, &err);
+    if (st == IoStatus::kTimeout) EngineCounters::Bump(counters_->closed_io_timeout);
+    if (st != IoStatus::kOk) break;
+    if (req.magic != kShmRequestMagic) {
+      EngineCounters::Bump(counters_->bad_requests);
+      break;
+    }
     ShmResponse resp{};
     resp.magic = kShmResponseMagic;
+    RegionTable::Served served;
     ShareableMapping m;
     bool have_fd = false;
-    {
-      auto lock = regions_->Lock();
-      if (!regions_->FindLocked(req.address, req.length, &resp.region_start, &resp.region_length)) {
-        resp.status = static_cast<int32_t>(ShmStatus::kOutOfRange);
-      } else if (regions_->generation_fd() < 0 || !LookupShareable(resp.region_start, resp.region_length, &m)) {
+    if (!regions_->FindServed(req.address, req.length, &served)) {
+      resp.status = static_cast<int32_t>(ShmStatus::kOutOfRange);
+    } else {
+      resp.region_start = served.start;
+      resp.region_length = served.size;
+      resp.incarnation = served.incarnation;
+      resp.generation = regions_->generation();
+      if (regions_->generation_fd() < 0 || !served.shareable || !LookupShareable(served.start, served.size, &m)) {
         resp.status = static_cast<int32_t>(ShmStatus::kNotShareable);
       } else {
         resp.status = static_cast<int32_t>(ShmStatus::kOk);
         resp.map_base = m.map_base;
         resp.map_length = m.map_len;
         resp.file_offset = m.file_offset;
-        resp.generation = regions_->generation();
         have_fd = true;
       }
     }
@@ -58,19 +78,31 @@ void ShmControlServer::Serve(int fd) {
     struct msghdr msg {};
     msg.msg_iov = &iov;
     msg.msg_iovlen = 1;
-    alignas(struct cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
+    alignas(struct cmsghdr) char control[CMSG_SPACE(kShmGrantFds * sizeof(int))] = {};
     if (have_fd) {
       msg.msg_control = control;
       msg.msg_controllen = sizeof control;
       struct cmsghdr* cm = CMSG_FIRSTHDR(&msg);
       cm->cmsg_level = SOL_SOCKET;
       cm->cmsg_type = SCM_RIGHTS;
-      cm->cmsg_len = CMSG_LEN(2 * sizeof(int));
-      int fds[2] = {m.fd.get(), regions_->generation_fd()};
+      cm->cmsg_len = CMSG_LEN(kShmGrantFds * sizeof(int));
+      int fds[kShmGrantFds] = {m.fd.get(), regions_->generation_fd(), served.fence_fd.get()};
       std::memcpy(CMSG_DATA(cm), fds, sizeof fds);
     }
+    // One small message: it goes whole or not at all; a peer that does not read it in time is cut off.
     ssize_t n;
-    do n = ::sendmsg(fd, &msg, MSG_NOSIGNAL); while (n < 0 && errno == EINTR);
+    for (;;) {
+      n = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n >= 0 || (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) break;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        struct pollfd p { fd, POLLOUT, 0 };
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+        if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) == 0) {
+          EngineCounters::Bump(counters_->closed_io_timeout);
+          return;
+        }
+      }
+    }
     if (n != static_cast<ssize_t>(sizeof resp)) break;
   }
 }

@@ -1,15 +1,17 @@
-// Control protocol of the same-host shm transport, over an abstract Unix socket named after the
-// engine's TCP endpoint: "give me the fd behind registered range [address, +length)". The answer
-// carries the registered region's bounds and, when OK, two fds (SCM_RIGHTS): the mapping's and the
-// peer's region-generation page, whose counter moves on every unregister (grants then expire).
+// Control protocol of the same-host shm transport (version 2), over an abstract Unix socket named
+// after the engine's TCP endpoint: "give me the fd behind served range [address, +length)". The
+// answer carries the served region's bounds and incarnation and, when OK, three fds (SCM_RIGHTS):
+// the mapping's, the peer's region-generation page (its counter moves whenever a granted region
+// goes away: grants then expire) and the region's write-fence page (fence_page.h).
 #pragma once
 #include <cstdint>
 #include <string>
 
 namespace kvstore {
 
-constexpr uint32_t kShmRequestMagic = 0x4B565351;   // "KVSQ"
-constexpr uint32_t kShmResponseMagic = 0x4B565341;  // "KVSA"
+constexpr uint32_t kShmRequestMagic = 0x3251534B;   // "KSQ2"
+constexpr uint32_t kShmResponseMagic = 0x3241534B;  // "KSA2"
+constexpr int kShmGrantFds = 3;                     // mapping, generation page, fence page
 
 enum class ShmStatus : int32_t { kOk = 0, kOutOfRange = 1, kNotShareable = 3 };
 
@@ -23,12 +25,13 @@ struct ShmRequest {
 struct ShmResponse {
   uint32_t magic;
   int32_t status;
-  uint64_t region_start;  // the registered region holding the range
+  uint64_t region_start;  // the served region holding the range
   uint64_t region_length;
   uint64_t map_base;      // the fd-backed mapping holding the region (peer's addresses)
   uint64_t map_length;
   uint64_t file_offset;   // of map_base within the fd
   uint64_t generation;    // the peer's region generation when this answer was made
+  uint64_t incarnation;   // of the served region
 };
 #pragma pack(pop)
 

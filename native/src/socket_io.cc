@@ -4,6 +4,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/time.h>
 
 #include <cerrno>
@@ -76,6 +77,91 @@ IoStatus SendAllV(int fd, struct iovec* iov, int iovcnt, int* err) {
 IoStatus SendAll(int fd, const void* buf, size_t len, int* err) {
   struct iovec iov { const_cast<void*>(buf), len };
   return SendAllV(fd, &iov, 1, err);
+}
+
+namespace {
+
+// Waits for `events` on fd until the deadline: kOk when ready (or in error: the next call says
+// which), kTimeout when the deadline passed.
+IoStatus WaitUntil(int fd, short events, Deadline deadline, int* err) {
+  for (;;) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) return IoStatus::kTimeout;
+    struct pollfd p { fd, events, 0 };
+    const int n = ::poll(&p, 1, left > 1000000 ? 1000000 : static_cast<int>(left));
+    if (n > 0) return IoStatus::kOk;
+    if (n == 0) continue;  // re-check the clock: poll() may wake a little early
+    if (errno == EINTR) continue;
+    *err = errno;
+    return IoStatus::kError;
+  }
+}
+
+}  // namespace
+
+IoStatus RecvSomeBy(int fd, void* buf, size_t len, Deadline deadline, size_t* got, int* err) {
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf, len, 0);
+    if (n > 0) {
+      *got = static_cast<size_t>(n);
+      return IoStatus::kOk;
+    }
+    if (n == 0) return IoStatus::kClosed;
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      *err = errno;
+      return IoStatus::kError;
+    }
+    // SO_RCVTIMEO passed with nothing read: done if the deadline passed too, else wait again.
+    if (std::chrono::steady_clock::now() >= deadline) {
+      *err = errno;
+      return IoStatus::kTimeout;
+    }
+  }
+}
+
+IoStatus RecvAllBy(int fd, void* buf, size_t len, Deadline deadline, int* err) {
+  char* p = static_cast<char*>(buf);
+  size_t done = 0;
+  while (done < len) {
+    if (done > 0 && std::chrono::steady_clock::now() >= deadline) return IoStatus::kTimeout;
+    size_t got = 0;
+    const IoStatus st = RecvSomeBy(fd, p + done, len - done, deadline, &got, err);
+    if (st != IoStatus::kOk) return st;
+    done += got;
+  }
+  return IoStatus::kOk;
+}
+
+IoStatus SendAllVBy(int fd, struct iovec* iov, int iovcnt, Deadline deadline, int* err) {
+  while (iovcnt > 0) {
+    struct msghdr msg {};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<size_t>(iovcnt);
+    const ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        *err = errno;
+        return IoStatus::kError;
+      }
+      const IoStatus st = WaitUntil(fd, POLLOUT, deadline, err);
+      if (st != IoStatus::kOk) return st;
+      continue;
+    }
+    size_t left = static_cast<size_t>(n);
+    while (iovcnt > 0 && left >= iov->iov_len) { left -= iov->iov_len; ++iov; --iovcnt; }
+    if (iovcnt > 0) {
+      iov->iov_base = static_cast<char*>(iov->iov_base) + left;
+      iov->iov_len -= left;
+    }
+  }
+  return IoStatus::kOk;
+}
+
+IoStatus SendAllBy(int fd, const void* buf, size_t len, Deadline deadline, int* err) {
+  struct iovec iov { const_cast<void*>(buf), len };
+  return SendAllVBy(fd, &iov, 1, deadline, err);
 }
 
 bool SplitEndpoint(const std::string& endpoint, std::string* host, std::string* port) {

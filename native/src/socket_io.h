@@ -1,9 +1,12 @@
-// Blocking socket helpers for the C++ I/O threads: whole-buffer send/recv with EINTR handling
-// and timeout reporting, socket tuning, endpoint parsing and connecting.
+// Socket helpers for the C++ I/O threads: whole-buffer send/recv with EINTR handling, either
+// blocking (per-call SO_RCVTIMEO/SO_SNDTIMEO) or bounded by a deadline for the whole buffer (so a
+// peer trickling one byte at a time cannot hold a thread past it), socket tuning, endpoint
+// parsing and connecting.
 #pragma once
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include <chrono>
 #include <cstddef>
 #include <string>
 
@@ -25,6 +28,20 @@ IoStatus RecvAll(int fd, void* buf, size_t len, int* err, bool idle_ok = false);
 // Sends all iovecs (modified in place).
 IoStatus SendAllV(int fd, struct iovec* iov, int iovcnt, int* err);
 IoStatus SendAll(int fd, const void* buf, size_t len, int* err);
+
+// Deadline-bounded forms, so a peer trickling one byte at a time cannot hold a thread: the whole
+// buffer must move before `deadline`. Reads block in recv() on a socket whose SO_RCVTIMEO is set
+// (TuneSocket / SetSocketTimeout): each wait ends after at most that long and the deadline is
+// checked after every recv(), so a read ends at most one SO_RCVTIMEO past its deadline, with one
+// syscall per recv in the common case. Sends are non-blocking (MSG_DONTWAIT) and wait in poll()
+// only for the time left.
+using Deadline = std::chrono::steady_clock::time_point;
+inline Deadline DeadlineIn(int ms) { return std::chrono::steady_clock::now() + std::chrono::milliseconds(ms); }
+IoStatus RecvAllBy(int fd, void* buf, size_t len, Deadline deadline, int* err);
+// At least one byte (up to len) by the deadline; *got = bytes read.
+IoStatus RecvSomeBy(int fd, void* buf, size_t len, Deadline deadline, size_t* got, int* err);
+IoStatus SendAllVBy(int fd, struct iovec* iov, int iovcnt, Deadline deadline, int* err);
+IoStatus SendAllBy(int fd, const void* buf, size_t len, Deadline deadline, int* err);
 
 // "host:port" or "[v6]:port" -> connected socket. Throws NativeError CONNECTION_FAILED.
 UniqueFd ConnectEndpoint(const std::string& endpoint, const SocketTuning& t);

@@ -4,12 +4,18 @@
 #include <cstring>
 
 #include "native_error.h"
+#include "refusals.h"
 #include "wire.h"
 
 namespace kvstore {
 
-TcpEngine::TcpEngine(EngineOptions opts, BatchDone done)
-    : opts_(std::move(opts)), done_(std::move(done)), server_(&regions_, opts_.tuning) {
+TcpEngine::TcpEngine(EngineOptions opts, BatchDone done, RegionTable::WaiterDone waiter_done)
+    : opts_(std::move(opts)),
+      done_(std::move(done)),
+      gate_(opts_.max_connections, opts_.max_connections_per_peer, &counters_),
+      regions_(std::move(waiter_done)),
+      server_(&regions_, opts_.tuning, opts_.limits, &gate_),
+      shm_server_(&regions_, opts_.limits.io_timeout_ms, &gate_) {
   if (opts_.chunk_size == 0) opts_.chunk_size = 1 << 20;
   if (opts_.chunk_size > kMaxChunkOnWire) opts_.chunk_size = kMaxChunkOnWire;
 }
@@ -42,11 +48,10 @@ PeerChannel* TcpEngine::Peer(const std::string& endpoint) {
 bool TcpEngine::Submit(const std::vector<TransferOpSpec>& ops, std::shared_ptr<Batch> batch) {
   // Validate everything first: a bad op rejects the batch with nothing moved.
   {
-    auto lock = regions_.Lock();
     for (size_t i = 0; i < ops.size(); ++i) {
       const auto& op = ops[i];
       if (op.length == 0) continue;
-      if (!regions_.ContainsLocked(op.local, op.length)) {
+      if (!regions_.ContainsLocal(op.local, op.length)) {
         throw NativeError("ADDRESS_OUT_OF_RANGE", "op " + std::to_string(i) + ": local range [" + std::to_string(op.local) +
                                                       ", +" + std::to_string(op.length) +
                                                       ") is not inside a region registered with this engine");
@@ -91,15 +96,26 @@ bool TcpEngine::Submit(const std::vector<TransferOpSpec>& ops, std::shared_ptr<B
         c.length = op.length;
         c.range_start = op.remote;
         c.range_length = op.length;
+        c.incarnation = op.incarnation;
+        c.generation = op.generation;
         whole.push_back(c);
       }
-      if (Peer(ops[0].endpoint)->TryMemcpyInline(whole)) return true;
+      if (Peer(ops[0].endpoint)->TryMemcpyInline(whole, batch.get())) return true;
     }
   }
   std::map<PeerChannel*, std::vector<Chunk>> plan;
   size_t total = 0;
   for (const auto& op : ops) {
     if (op.length == 0) continue;
+    // Held until the batch's last chunk: unregistering this local buffer waits for it. (Ops of a
+    // batch mostly share one buffer: one pin covers them.)
+    if (batch->local_pins.empty() || !batch->local_pins.back().Covers(op.local, op.length)) {
+      RegionTable::Pin pin;
+      if (!regions_.PinLocal(op.local, op.length, &pin)) {
+        throw NativeError("ADDRESS_OUT_OF_RANGE", "local range " + RangeText(op.local, op.length) + " is not registered");
+      }
+      batch->local_pins.push_back(std::move(pin));
+    }
     auto& chunks = plan[Peer(op.endpoint)];
     for (uint64_t off = 0; off < op.length; off += opts_.chunk_size) {
       Chunk c;
@@ -110,11 +126,16 @@ bool TcpEngine::Submit(const std::vector<TransferOpSpec>& ops, std::shared_ptr<B
       c.length = std::min<uint64_t>(opts_.chunk_size, op.length - off);
       c.range_start = op.remote;
       c.range_length = op.length;
+      c.incarnation = op.incarnation;
+      c.generation = op.generation;
       chunks.push_back(std::move(c));
       ++total;
     }
   }
-  if (total == 0) return true;
+  if (total == 0) {
+    batch->local_pins.clear();
+    return true;
+  }
   batch->remaining.store(total);
   for (auto& [peer, chunks] : plan) peer->Submit(std::move(chunks));
   return false;
@@ -130,28 +151,31 @@ int TcpEngine::PeerIndex(const std::string& endpoint) {
   return -1;
 }
 
-bool TcpEngine::ReadInline(int peer, uint64_t remote, char* dst, uint64_t length) {
+bool TcpEngine::ReadInline(int peer, uint64_t remote, char* dst, uint64_t length, uint64_t incarnation) {
   if (length == 0 || length > kInlineMemcpyMax || remote + length < remote) return false;
   if (peer == kOwnEndpoint) {
-    if (!opts_.memcpy_local) return false;
-    auto lock = regions_.Lock();
-    if (!regions_.ContainsLocked(remote, length)) return false;
+    // No pin: only the JS thread (this one) unregisters, so the region stays for the copy.
+    if (!opts_.memcpy_local || regions_.CheckRemote(remote, length, false, incarnation, 0) != RegionTable::Verdict::kOk) return false;
     std::memmove(dst, reinterpret_cast<const char*>(static_cast<uintptr_t>(remote)), length);
     return true;
   }
   if (peer < 0 || static_cast<size_t>(peer) >= peer_list_.size()) return false;
-  return peer_list_[peer]->TryReadInline(remote, dst, length);
+  return peer_list_[peer]->TryReadInline(remote, dst, length, incarnation);
 }
 
 void TcpEngine::MemcpyInline(const std::vector<TransferOpSpec>& ops, Batch* batch) {
-  auto lock = regions_.Lock();
-  // Check every remote range first so a refused op leaves the whole batch unmoved.
-  for (const auto& op : ops) {
-    if (op.length > 0 && !regions_.ContainsLocked(op.remote, op.length)) {
-      batch->Fail("ADDRESS_OUT_OF_RANGE", "remote range [" + std::to_string(op.remote) + ", +" + std::to_string(op.length) +
-                                              ") on " + endpoint_ + " is outside every registered region");
-      return;
+  // Check every remote range first so a refused op leaves the whole batch unmoved. No pins: this
+  // runs on the JS thread, the only one that unregisters or fences.
+  try {
+    for (const auto& op : ops) {
+      if (op.length == 0) continue;
+      const bool write = op.op == static_cast<uint16_t>(WireOp::kWrite);
+      ThrowUnlessOk(regions_.CheckRemote(op.remote, op.length, write, op.incarnation, op.generation), endpoint_, op.remote,
+                    op.length, op.incarnation, op.generation);
     }
+  } catch (const NativeError& e) {
+    batch->Fail(e.code(), e.what());
+    return;
   }
   for (const auto& op : ops) {
     if (op.length == 0) continue;

@@ -4,8 +4,10 @@
 #include <sys/socket.h>
 
 #include <cstring>
+#include <system_error>
 
 #include "native_error.h"
+#include "refusals.h"
 #include "wire.h"
 
 namespace kvstore {
@@ -18,7 +20,13 @@ PeerChannel::PeerChannel(std::string endpoint, int connections, SocketTuning tun
   for (int i = 0; i < connections; ++i) workers_.push_back(std::make_unique<Worker>());
   for (auto& w : workers_) {
     Worker* raw = w.get();
-    raw->thread = std::thread([this, raw] { Run(raw); });  // Run() catches per chunk
+    try {
+      raw->thread = std::thread([this, raw] { Run(raw); });  // Run() catches per chunk
+    } catch (const std::system_error& e) {
+      // Out of threads (a pids limit): undo, so the caller can fail this batch and try again later.
+      Stop();
+      throw NativeError("TRANSFER_FAILED", "could not start I/O threads for peer " + endpoint_ + ": " + e.what());
+    }
   }
 }
 
@@ -31,7 +39,14 @@ void PeerChannel::Submit(std::vector<Chunk>&& chunks) {
   else cv_.notify_all();
 }
 
-bool PeerChannel::TryMemcpyInline(const std::vector<Chunk>& ops) {
+void PeerChannel::CheckShmTarget(const ShmTarget& t, const Chunk& c) {
+  if (c.incarnation != 0 && t.incarnation != c.incarnation) ThrowStale(endpoint_, c.range_start, c.range_length, c.incarnation);
+  if (c.op == static_cast<uint16_t>(WireOp::kWrite) && t.fence && t.fence->Refuses(c.generation)) {
+    ThrowFenced(endpoint_, c.range_start, c.range_length, c.generation);
+  }
+}
+
+bool PeerChannel::TryMemcpyInline(const std::vector<Chunk>& ops, Batch* batch) {
   if (!shm_capable_) return false;
   std::shared_ptr<ShmPeer> shm;
   {
@@ -39,20 +54,30 @@ bool PeerChannel::TryMemcpyInline(const std::vector<Chunk>& ops) {
     shm = shm_;
   }
   if (!shm || !shm->Alive()) return false;
-  std::vector<char*> remote(ops.size());
+  // Under the grants lock for the whole (small) copy: no revocation can unmap a grant meanwhile.
+  auto lk = shm->LockGrants();
+  ShmTarget one;
+  std::vector<ShmTarget> many(ops.size() > 1 ? ops.size() : 0);
+  ShmTarget* targets = ops.size() > 1 ? many.data() : &one;
   for (size_t i = 0; i < ops.size(); ++i) {
-    char* region = shm->ResolveCached(ops[i].range_start, ops[i].range_length);
-    if (!region) return false;
-    remote[i] = region + (ops[i].remote - ops[i].range_start);
+    if (!shm->FindCachedLocked(ops[i].range_start, ops[i].range_length, &targets[i])) return false;
+  }
+  // Every op is checked before any byte moves: a refused op leaves the whole batch unmoved.
+  try {
+    for (size_t i = 0; i < ops.size(); ++i) CheckShmTarget(targets[i], ops[i]);
+  } catch (const NativeError& e) {
+    batch->Fail(e.code(), e.what());
+    return true;
   }
   for (size_t i = 0; i < ops.size(); ++i) {
-    if (ops[i].op == static_cast<uint16_t>(WireOp::kRead)) std::memcpy(ops[i].local, remote[i], ops[i].length);
-    else std::memcpy(remote[i], ops[i].local, ops[i].length);
+    char* remote = targets[i].at + (ops[i].remote - ops[i].range_start);
+    if (ops[i].op == static_cast<uint16_t>(WireOp::kRead)) std::memcpy(ops[i].local, remote, ops[i].length);
+    else std::memcpy(remote, ops[i].local, ops[i].length);
   }
   return true;
 }
 
-bool PeerChannel::TryReadInline(uint64_t remote, char* dst, uint64_t length) {
+bool PeerChannel::TryReadInline(uint64_t remote, char* dst, uint64_t length, uint64_t incarnation) {
   if (!shm_capable_) return false;
   std::shared_ptr<ShmPeer> shm;
   {
@@ -60,9 +85,11 @@ bool PeerChannel::TryReadInline(uint64_t remote, char* dst, uint64_t length) {
     shm = shm_;
   }
   if (!shm || !shm->AliveHint()) return false;
-  const char* src = shm->ResolveCached(remote, length);
-  if (!src) return false;
-  std::memcpy(dst, src, length);
+  auto lk = shm->LockGrants();  // held for the copy (at most 64 KiB): no revocation unmaps it meanwhile
+  ShmTarget t;
+  if (!shm->FindCachedLocked(remote, length, &t)) return false;
+  if (incarnation != 0 && t.incarnation != incarnation) return false;
+  std::memcpy(dst, t.at, length);
   return true;
 }
 
@@ -86,7 +113,10 @@ void PeerChannel::Stop() {
 
 void PeerChannel::Finish(Chunk& c) {
   std::shared_ptr<Batch> b = std::move(c.batch);
-  if (b->remaining.fetch_sub(1) == 1) (*done_)(std::move(b));
+  if (b->remaining.fetch_sub(1) == 1) {
+    b->local_pins.clear();  // the batch's local buffers may be unregistered from now on
+    (*done_)(std::move(b));
+  }
 }
 
 void PeerChannel::Run(Worker* w) {
@@ -127,15 +157,13 @@ void PeerChannel::DropConnection(Worker* w) {
 }
 
 void PeerChannel::ExecuteMemcpy(Chunk& c) {
-  auto lock = local_regions_->Lock();
-  if (!local_regions_->ContainsLocked(c.range_start, c.range_length)) {
-    throw NativeError("ADDRESS_OUT_OF_RANGE", "remote range [" + std::to_string(c.range_start) + ", +" +
-                                                  std::to_string(c.range_length) + ") on " + endpoint_ +
-                                                  " is outside every registered region");
-  }
+  const bool write = c.op == static_cast<uint16_t>(WireOp::kWrite);
+  RegionTable::Pin pin;
+  ThrowUnlessOk(local_regions_->PinRemote(c.range_start, c.range_length, write, c.incarnation, c.generation, &pin), endpoint_,
+                c.range_start, c.range_length, c.incarnation, c.generation);
   char* remote = reinterpret_cast<char*>(static_cast<uintptr_t>(c.remote));
-  if (c.op == static_cast<uint16_t>(WireOp::kRead)) std::memcpy(c.local, remote, c.length);
-  else std::memcpy(remote, c.local, c.length);
+  if (write) std::memcpy(remote, c.local, c.length);
+  else std::memcpy(c.local, remote, c.length);
 }
 
 bool PeerChannel::ExecuteShm(Chunk& c) {
@@ -151,9 +179,11 @@ bool PeerChannel::ExecuteShm(Chunk& c) {
     if (shm_ == shm) shm_.reset();
     throw NativeError("TRANSFER_FAILED", "peer " + endpoint_ + " went away (shm control socket closed)");
   }
-  char* region = shm->Resolve(c.range_start, c.range_length);
-  if (!region) return false;  // not fd-backed on the peer: TCP
-  char* remote = region + (c.remote - c.range_start);
+  const ShmTarget t = shm->Resolve(c.range_start, c.range_length);
+  if (!t.at) return false;  // not fd-backed on the peer: TCP
+  CheckShmTarget(t, c);
+  // The window: a fence the peer installs after the check above cannot stop this memcpy.
+  char* remote = t.at + (c.remote - c.range_start);
   if (c.op == static_cast<uint16_t>(WireOp::kRead)) std::memcpy(c.local, remote, c.length);
   else std::memcpy(remote, c.local, c.length);
   return true;
@@ -171,7 +201,11 @@ void PeerChannel::ExecuteTcp(Worker* w, Chunk& c) {
     w->fd = w->conn.get();
   }
   const int fd = w->conn.get();
-  RequestHeader req{kRequestMagic, c.op, 0, w->next_request_id++, c.remote, c.length, c.range_start, c.range_length};
+  // The whole chunk (request, reply, payload) must finish in timeoutMs: a peer that trickles
+  // its answer cannot hold this worker longer.
+  const Deadline deadline = DeadlineIn(tuning_.timeout_ms > 0 ? tuning_.timeout_ms : 1 << 30);
+  RequestHeader req{kRequestMagic,     c.op,          0, w->next_request_id++, c.remote, c.length, c.range_start, c.range_length,
+                    c.incarnation, c.generation};
   int err = 0;
   auto fail_io = [&](IoStatus st, const char* phase) {
     DropConnection(w);
@@ -185,32 +219,32 @@ void PeerChannel::ExecuteTcp(Worker* w, Chunk& c) {
   IoStatus st;
   if (c.op == static_cast<uint16_t>(WireOp::kWrite)) {
     struct iovec iov[2] = {{&req, sizeof req}, {c.local, c.length}};
-    st = SendAllV(fd, iov, 2, &err);
+    st = SendAllVBy(fd, iov, 2, deadline, &err);
   } else {
-    st = SendAll(fd, &req, sizeof req, &err);
+    st = SendAllBy(fd, &req, sizeof req, deadline, &err);
   }
   if (st != IoStatus::kOk) fail_io(st, "sending the request");
   ResponseHeader resp;
-  st = RecvAll(fd, &resp, sizeof resp, &err);
+  st = RecvAllBy(fd, &resp, sizeof resp, deadline, &err);
   if (st != IoStatus::kOk) fail_io(st, "waiting for the response");
   if (resp.magic != kResponseMagic || resp.request_id != req.request_id) {
     DropConnection(w);
     throw NativeError("TRANSFER_FAILED", "protocol error from " + endpoint_ + ": unexpected response header");
   }
-  if (resp.status == static_cast<int32_t>(WireStatus::kOutOfRange)) {
-    throw NativeError("ADDRESS_OUT_OF_RANGE", "peer " + endpoint_ + " refused remote range [" +
-                                                  std::to_string(c.range_start) + ", +" + std::to_string(c.range_length) +
-                                                  "): outside its registered regions");
-  }
-  if (resp.status != static_cast<int32_t>(WireStatus::kOk)) {
-    throw NativeError("TRANSFER_FAILED", "peer " + endpoint_ + " rejected the request (status " + std::to_string(resp.status) + ")");
+  switch (static_cast<WireStatus>(resp.status)) {
+    case WireStatus::kOk: break;
+    case WireStatus::kOutOfRange: ThrowOutOfRange(endpoint_, c.range_start, c.range_length);
+    case WireStatus::kStale: ThrowStale(endpoint_, c.range_start, c.range_length, c.incarnation);
+    case WireStatus::kFenced: ThrowFenced(endpoint_, c.range_start, c.range_length, c.generation);
+    default:
+      throw NativeError("TRANSFER_FAILED", "peer " + endpoint_ + " rejected the request (status " + std::to_string(resp.status) + ")");
   }
   if (c.op == static_cast<uint16_t>(WireOp::kRead)) {
     if (resp.length != c.length) {
       DropConnection(w);
       throw NativeError("TRANSFER_FAILED", "protocol error from " + endpoint_ + ": response length mismatch");
     }
-    st = RecvAll(fd, c.local, c.length, &err);
+    st = RecvAllBy(fd, c.local, c.length, deadline, &err);
     if (st != IoStatus::kOk) fail_io(st, "receiving data");
   }
 }

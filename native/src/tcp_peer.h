@@ -2,6 +2,8 @@
 // each owning one pooled connection (connected lazily, reused, replaced after an error). A
 // large op's chunks spread over whichever connections are free, i.e. striping. The "local"
 // flavour serves this engine's own endpoint with memcpy instead of sockets (MC_STORE_MEMCPY).
+// Every chunk carries the incarnation it expects of the remote region and, for a WRITE, its
+// placement generation; the serving side (or, over shm, the grant and fence page) checks them.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -23,16 +25,19 @@ class PeerChannel {
  public:
   // local_regions != nullptr selects the memcpy flavour; shm != nullptr (a same-host peer
   // serving the shm control socket) memcpy's through the peer's mapped regions, TCP otherwise.
+  // Throws NativeError TRANSFER_FAILED (having started no thread) when the workers cannot start.
   PeerChannel(std::string endpoint, int connections, SocketTuning tuning, RegionTable* local_regions, BatchDone* done,
               std::shared_ptr<ShmPeer> shm = nullptr);
   ~PeerChannel() { Stop(); }
   void Submit(std::vector<Chunk>&& chunks);
-  // Small same-host batches: memcpy on the calling thread when every op's grant is already
-  // cached and the peer is alive. False (nothing copied) otherwise.
-  bool TryMemcpyInline(const std::vector<Chunk>& ops);
+  // Small same-host batches on the calling thread when every op's grant is already cached and the
+  // peer is alive: false (nothing copied) otherwise. True when handled, which includes refusing
+  // the whole batch (batch->Fail, nothing copied) because an op is stale or fenced.
+  bool TryMemcpyInline(const std::vector<Chunk>& ops, Batch* batch);
   // One READ of [remote, +length) into dst on the calling thread, same conditions as above except
-  // that liveness is the watcher's flag (ShmPeer::AliveHint), not a poll() per read.
-  bool TryReadInline(uint64_t remote, char* dst, uint64_t length);
+  // that liveness is the watcher's flag (ShmPeer::AliveHint), not a poll() per read; false also
+  // when the region's incarnation is not `incarnation` (0: any).
+  bool TryReadInline(uint64_t remote, char* dst, uint64_t length, uint64_t incarnation);
   void Stop();
   const std::string& endpoint() const { return endpoint_; }
 
@@ -51,9 +56,10 @@ class PeerChannel {
   void ExecuteMemcpy(Chunk& c);
   // True when handled over shm; false: use TCP.
   bool ExecuteShm(Chunk& c);
+  // Throws STALE_REGION / FENCED for a chunk the grant's incarnation or fence page refuses.
+  void CheckShmTarget(const ShmTarget& t, const Chunk& c);
   void Finish(Chunk& c);
   void DropConnection(Worker* w);
-
 
   std::string endpoint_;
   SocketTuning tuning_;

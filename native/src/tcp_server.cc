@@ -17,6 +17,14 @@
 
 namespace kvstore {
 
+TcpServer::TcpServer(RegionTable* regions, SocketTuning tuning, ServeLimits limits, ConnectionGate* gate)
+    : regions_(regions), tuning_(tuning), limits_(limits), counters_(gate->counters()) {
+  if (limits_.io_timeout_ms <= 0) limits_.io_timeout_ms = 1 << 30;
+  tuning_.timeout_ms = limits_.io_timeout_ms;
+  if (limits_.idle_timeout_ms > 0 && limits_.idle_timeout_ms < tuning_.timeout_ms) tuning_.timeout_ms = limits_.idle_timeout_ms;
+  listener_.SetGate(gate);
+}
+
 int TcpServer::Start(const std::string& host, int min_port, int max_port, int start_offset) {
   if (min_port < 1 || max_port > 65535 || min_port > max_port) {
     throw NativeError("INVALID_ARGUMENT", "port range " + std::to_string(min_port) + ".." + std::to_string(max_port) + " is invalid");
@@ -56,46 +64,95 @@ void TcpServer::Stop() { listener_.Stop(); }
 
 void TcpServer::Serve(int fd) {
   std::vector<char> scratch;
+  while (ServeRequest(fd, &scratch)) {
+  }
+}
+
+void TcpServer::CountFailure(IoStatus st) {
+  if (st == IoStatus::kTimeout) EngineCounters::Bump(counters_->closed_io_timeout);
+}
+
+bool TcpServer::ServeRequest(int fd, std::vector<char>* scratch) {
   int err = 0;
+  RequestHeader req;
+  char* raw = reinterpret_cast<char*>(&req);
+  // The first bytes may take idleTimeoutMs; the rest of the request, ioTimeoutMs from then.
+  size_t got = 0;
+  const Deadline idle = limits_.idle_timeout_ms > 0 ? DeadlineIn(limits_.idle_timeout_ms) : Deadline::max();
+  IoStatus st = RecvSomeBy(fd, raw, sizeof req, idle, &got, &err);
+  if (st == IoStatus::kTimeout) EngineCounters::Bump(counters_->closed_idle);
+  if (st != IoStatus::kOk) return false;
+  const Deadline deadline = DeadlineIn(limits_.io_timeout_ms);
   for (;;) {
-    RequestHeader req;
-    if (RecvAll(fd, &req, sizeof req, &err, /*idle_ok=*/true) != IoStatus::kOk) break;
-    const bool known_op = req.op == static_cast<uint16_t>(WireOp::kRead) || req.op == static_cast<uint16_t>(WireOp::kWrite);
-    if (req.magic != kRequestMagic || !known_op || req.length > kMaxChunkOnWire) break;  // not our protocol: drop
-    ResponseHeader resp{kResponseMagic, static_cast<int32_t>(WireStatus::kOk), req.request_id, 0};
-    const bool in_op = req.address >= req.range_start && req.address + req.length >= req.address &&
-                       req.address + req.length <= req.range_start + req.range_length;
-    bool ok = true;
-    {
-      auto lock = regions_->Lock();
-      const bool allowed = in_op && regions_->ContainsLocked(req.range_start, req.range_length);
-      char* target = reinterpret_cast<char*>(static_cast<uintptr_t>(req.address));
-      if (req.op == static_cast<uint16_t>(WireOp::kWrite)) {
-        if (allowed) {
-          ok = RecvAll(fd, target, req.length, &err) == IoStatus::kOk;
-        } else {
-          // Refuse: swallow the payload into scratch so the connection stays in step.
-          resp.status = static_cast<int32_t>(in_op ? WireStatus::kOutOfRange : WireStatus::kBadRequest);
-          scratch.resize(1 << 16);
-          uint64_t left = req.length;
-          while (ok && left > 0) {
-            size_t n = left < scratch.size() ? left : scratch.size();
-            ok = RecvAll(fd, scratch.data(), n, &err) == IoStatus::kOk;
-            left -= n;
-          }
-        }
-        if (ok) ok = SendAll(fd, &resp, sizeof resp, &err) == IoStatus::kOk;
-      } else if (allowed) {
-        resp.length = req.length;
-        struct iovec iov[2] = {{&resp, sizeof resp}, {target, req.length}};
-        ok = SendAllV(fd, iov, 2, &err) == IoStatus::kOk;
-      } else {
-        resp.status = static_cast<int32_t>(in_op ? WireStatus::kOutOfRange : WireStatus::kBadRequest);
-        ok = SendAll(fd, &resp, sizeof resp, &err) == IoStatus::kOk;
+    // Checked as soon as it is in: an old (v1) peer's shorter header must not wait for more bytes.
+    if (got >= sizeof req.magic && req.magic != kRequestMagic) {
+      EngineCounters::Bump(counters_->bad_requests);
+      return false;
+    }
+    if (got == sizeof req) break;
+    if (std::chrono::steady_clock::now() >= deadline) st = IoStatus::kTimeout;
+    size_t n = 0;
+    if (st == IoStatus::kOk) st = RecvSomeBy(fd, raw + got, sizeof req - got, deadline, &n, &err);
+    if (st != IoStatus::kOk) {
+      CountFailure(st);
+      return false;
+    }
+    got += n;
+  }
+  const bool write = req.op == static_cast<uint16_t>(WireOp::kWrite);
+  if ((!write && req.op != static_cast<uint16_t>(WireOp::kRead)) || req.length > kMaxChunkOnWire) {
+    EngineCounters::Bump(counters_->bad_requests);
+    return false;  // not our protocol: drop
+  }
+  ResponseHeader resp{kResponseMagic, static_cast<int32_t>(WireStatus::kOk), req.request_id, 0};
+  const bool in_op = req.address >= req.range_start && req.address + req.length >= req.address &&
+                     req.address + req.length <= req.range_start + req.range_length;
+  RegionTable::Pin pin;
+  if (!in_op) {
+    resp.status = static_cast<int32_t>(WireStatus::kBadRequest);
+    EngineCounters::Bump(counters_->bad_requests);
+  } else {
+    switch (regions_->PinRemote(req.range_start, req.range_length, write, req.incarnation, req.generation, &pin)) {
+      case RegionTable::Verdict::kOk: break;
+      case RegionTable::Verdict::kOutOfRange: resp.status = static_cast<int32_t>(WireStatus::kOutOfRange); break;
+      case RegionTable::Verdict::kStale:
+        resp.status = static_cast<int32_t>(WireStatus::kStale);
+        EngineCounters::Bump(counters_->stale_refused);
+        break;
+      case RegionTable::Verdict::kFenced:
+        resp.status = static_cast<int32_t>(WireStatus::kFenced);
+        EngineCounters::Bump(counters_->fenced_refused);
+        break;
+    }
+  }
+  char* target = reinterpret_cast<char*>(static_cast<uintptr_t>(req.address));
+  if (write) {
+    if (pin.held()) {
+      st = RecvAllBy(fd, target, req.length, deadline, &err);
+      pin.Release();  // bytes are in (or the connection failed): the region may go now
+    } else {
+      // Refused: swallow the payload (no lock, no region) so the connection stays in step.
+      scratch->resize(1 << 16);
+      for (uint64_t left = req.length; st == IoStatus::kOk && left > 0;) {
+        const size_t n = left < scratch->size() ? left : scratch->size();
+        st = RecvAllBy(fd, scratch->data(), n, deadline, &err);
+        left -= n;
       }
     }
-    if (!ok) break;
+    if (st == IoStatus::kOk) st = SendAllBy(fd, &resp, sizeof resp, deadline, &err);
+  } else if (pin.held()) {
+    resp.length = req.length;
+    struct iovec iov[2] = {{&resp, sizeof resp}, {target, req.length}};
+    st = SendAllVBy(fd, iov, 2, deadline, &err);
+    pin.Release();
+  } else {
+    st = SendAllBy(fd, &resp, sizeof resp, deadline, &err);
   }
+  if (st != IoStatus::kOk) {
+    CountFailure(st);
+    return false;
+  }
+  return true;
 }
 
 }  // namespace kvstore

@@ -1,10 +1,15 @@
 // The serving side of the TCP transport: one listener per engine and one thread per accepted
-// connection. Each request is range-checked against the RegionTable before any byte moves;
-// the thread then recv()s straight into (WRITE) or send()s straight from (READ) the region.
+// connection (capped by the engine's ConnectionGate). Each request pins its region under the
+// RegionTable's short lock after the range, incarnation and fence checks, and the thread then
+// recv()s straight into (WRITE) or send()s straight from (READ) the region holding no lock.
+// Every request must finish within ioTimeoutMs of its first byte, and a connection with no
+// request for idleTimeoutMs is closed.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "connection_gate.h"
 #include "connection_listener.h"
 #include "region_table.h"
 #include "socket_io.h"
@@ -12,9 +17,14 @@
 
 namespace kvstore {
 
+struct ServeLimits {
+  int io_timeout_ms = 10000;     // a request (header, payload, reply) must finish within this
+  int idle_timeout_ms = 120000;  // a connection with no request for this long is closed; 0 = never
+};
+
 class TcpServer {
  public:
-  TcpServer(RegionTable* regions, SocketTuning tuning) : regions_(regions), tuning_(tuning) {}
+  TcpServer(RegionTable* regions, SocketTuning tuning, ServeLimits limits, ConnectionGate* gate);
   // Binds the first free port in [min_port, max_port], trying from min_port + start_offset and
   // wrapping. Returns the bound port. Throws NativeError CONNECTION_FAILED.
   int Start(const std::string& host, int min_port, int max_port, int start_offset);
@@ -22,9 +32,15 @@ class TcpServer {
 
  private:
   void Serve(int fd);
+  // One request; false when the connection must close.
+  bool ServeRequest(int fd, std::vector<char>* scratch);
+  // A request cut off by its deadline is counted (the connection then closes).
+  void CountFailure(IoStatus st);
 
   RegionTable* regions_;
-  SocketTuning tuning_;
+  SocketTuning tuning_;  // its timeout (SO_RCVTIMEO) is how often a blocked read checks its deadline
+  ServeLimits limits_;
+  EngineCounters* counters_;
   ConnectionListener listener_{[this](int fd) { Serve(fd); }, [this](int fd) { TuneSocket(fd, tuning_); }};
 };
 

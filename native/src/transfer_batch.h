@@ -1,5 +1,6 @@
-// One JS transfer() call on the C++ side: a countdown of chunks and the first error. The last
-// chunk to finish hands the batch to the completion callback (exactly once).
+// One JS transfer() call on the C++ side: a countdown of chunks, the first error and the pins of
+// its local ranges (so unregistering a local buffer waits for the batch). The last chunk to
+// finish drops the pins and hands the batch to the completion callback (exactly once).
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -7,6 +8,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
+
+#include "region_table.h"
 
 namespace kvstore {
 
@@ -20,6 +24,7 @@ struct Batch {
   std::mutex mu;
   std::string error_code;  // empty on success
   std::string error_message;
+  std::vector<RegionTable::Pin> local_pins;  // set before the chunks are queued, cleared by the last
 
   void Fail(const std::string& code, const std::string& message) {
     std::lock_guard<std::mutex> lk(mu);
@@ -36,6 +41,8 @@ struct Chunk {
   uint64_t length = 0;
   uint64_t range_start = 0;  // the op's whole remote range
   uint64_t range_length = 0;
+  uint64_t incarnation = 0;  // expected incarnation of the remote region (0: any)
+  uint64_t generation = 0;   // WRITE: the placement's generation (write fence)
 };
 
 }  // namespace kvstore
