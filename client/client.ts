@@ -10,6 +10,7 @@ import { BufferPool, type BufferLease, type PoolRegion } from './buffer-pool.js'
 import { OffsetAllocator } from '../master/core/offset-allocator.js';
 import { DataPath, type BatchGetIntoResult, type BatchGetResult, type BatchWriteResult, type OwnSegment, type PutConfig, type Value } from './data-path.js';
 import { InvalidParamsError, ObjectNotFoundError, StoreError, UnavailableError } from './errors.js';
+import { FenceKeeper } from './fence-keeper.js';
 import { Heartbeat } from './heartbeat.js';
 import { MasterClient } from './master-client.js';
 import { parseMasterAddress, resolveMasterAddress, watchLeader } from './leader-discovery.js';
@@ -52,7 +53,7 @@ export interface ClientOptions {
   /** Per-request timeout of master RPCs (default 10000 ms). */
   requestTimeoutMs?: number;
   /** Transfer engine knobs (defaults are the engine's). */
-  engine?: { connectionsPerPeer?: number; chunkSize?: number; timeoutMs?: number };
+  engine?: { connectionsPerPeer?: number; chunkSize?: number; timeoutMs?: number; shmTransport?: boolean };
   /** Log sink; default: warnings and errors to stderr. */
   log?: (level: 'info' | 'warn' | 'error', message: string) => void;
   /** Environment to read MC_* variables from (default process.env). */
@@ -171,6 +172,9 @@ export class Client implements StoreClient {
   private closing = false;
   /** Memory registered for other processes' data (dummy clients' shared regions). */
   private readonly attached: MappedRegion[] = [];
+  private fences!: FenceKeeper;
+  /** The remount in progress (they run one at a time). */
+  private remounting: Promise<void> = Promise.resolve();
   /** Segments the master has accepted during setup (an aborted setup unmounts exactly these). */
   private readonly mountedInSetup = new Set<OwnSegment>();
   private readonly log: NonNullable<ClientOptions['log']>;
@@ -285,16 +289,19 @@ export class Client implements StoreClient {
     }));
   }
 
-  private mapRegion(size: number, name: string): MappedRegion {
+  /**
+   * Maps and registers memory: `serve` for a segment (peers read and write it; the incarnation of
+   * the registration is returned with it), not for local buffers (this engine's own transfers only).
+   */
+  private mapRegion(size: number, name: string, serve: boolean): { region: MappedRegion; incarnation: number } {
     const s = this.settings;
     const region = this.native.mapMemory({ size, kind: 'memfd', name, hugepage: s.hugepage, hugepageSize: s.hugepageSize });
     try {
-      this.engine.registerRegion(region.address, region.size);
+      return { region, incarnation: this.engine.registerRegion(region.address, region.size, { serve }) };
     } catch (e) {
       region.release();
       throw e;
     }
-    return region;
   }
 
   /** Unregisters the region and unmaps it once no chunk moves bytes in it any more. */
@@ -309,7 +316,7 @@ export class Client implements StoreClient {
   private async init(): Promise<void> {
     const s = this.settings;
     if (s.localBufferSize > 0) {
-      const region = this.mapRegion(s.localBufferSize, `store-local-${this.clientId}`);
+      const { region } = this.mapRegion(s.localBufferSize, `store-local-${this.clientId}`, false);
       this.localRegion = region;
       const primary: PoolRegion = { address: region.address, size: region.size, view: (o, n) => region.view(o, n), release: () => {} };
       const po = this.options.bufferPool ?? {};
@@ -320,7 +327,7 @@ export class Client implements StoreClient {
           po.overflow === false
             ? undefined
             : (size) => {
-                const r = this.mapRegion(size, `store-overflow-${this.clientId}`);
+                const { region: r } = this.mapRegion(size, `store-overflow-${this.clientId}`, false);
                 return { address: r.address, size: r.size, view: (o, n) => r.view(o, n), release: () => void this.unmapRegion(r).catch((e) => this.log('warn', `unmapping an overflow buffer failed: ${(e as Error).message}`)) };
               },
         maxRegions: po.maxRegions ?? po.max_regions,
@@ -334,19 +341,27 @@ export class Client implements StoreClient {
       const arena = new this.native.ResultArena(arenaBytes);
       // Registered for the engine's life. Each result Buffer holds the mapping by itself, so one
       // kept past close() stays valid.
-      this.engine.registerRegion(arena.address, arena.size);
+      this.engine.registerRegion(arena.address, arena.size, { serve: false });
       this.resultArena = arena;
     }
     if (s.globalSegmentSize > 0) {
-      const region = this.mapRegion(s.globalSegmentSize, `store-segment-${this.clientId}`);
+      const { region, incarnation } = this.mapRegion(s.globalSegmentSize, `store-segment-${this.clientId}`, true);
       if (this.options.prefaultSegment) {
         const chunk = 64 * 1024 * 1024;
         for (let off = 0; off < region.size; off += chunk) new Uint8Array(region.buffer, off, Math.min(chunk, region.size - off)).fill(0);
       }
       // The segment is named after the engine endpoint: unique per process, and what P2PHANDSHAKE needs.
       const name = this.engine.endpoint;
-      this.segments.set(name, { name, id: randomUUID(), region });
+      this.segments.set(name, { name, id: randomUUID(), region, incarnation });
     }
+    this.fences = new FenceKeeper({
+      segment: (name) => {
+        const seg = this.segments.get(name);
+        return seg && { address: seg.region.address, incarnation: seg.incarnation };
+      },
+      setFence: (address, fence) => this.engine.setFence(address, fence),
+      log: (msg) => this.log('warn', msg),
+    });
     this.data = new DataPath({
       master: {
         putStart: (r) => this.m().putStart(r),
@@ -416,15 +431,20 @@ export class Client implements StoreClient {
     }
     this.heartbeat = new Heartbeat({
       intervalMs: this.options.heartbeatIntervalMs ?? 1000,
-      ping: () => this.m().ping({ client_id: this.clientId }),
-      remount: async () => {
-        this.data.clearReplicaCache(); // a master that lost us also lost the leases it granted
-        const segs = this.remountable();
-        if (segs.length === 0) return; // a pure client has nothing the master must know
-        this.log('warn', `master ${s.masterAddress} asked for a remount; remounting ${segs.length} segment(s)`);
-        for (const seg of segs) await this.mount(seg, true);
-        this.log('info', `remounted ${segs.length} segment(s) with master ${s.masterAddress}`);
+      ping: async () => {
+        const res = await this.m().ping({ client_id: this.clientId, fence_acks: this.fences.takeAcks() });
+        this.fences.install(res.fences);
+        return res;
       },
+      remount: () =>
+        this.serialized(async () => {
+          this.data.clearReplicaCache(); // a master that lost us also lost the leases it granted
+          const segs = this.remountable();
+          if (segs.length === 0) return; // a pure client has nothing the master must know
+          this.log('warn', `master ${s.masterAddress} asked for a remount; remounting ${segs.length} segment(s)`);
+          for (const seg of segs) await this.mount(seg, true);
+          this.log('info', `remounted ${segs.length} segment(s) with master ${s.masterAddress}`);
+        }),
       onError: (e) => {
         // First failure, then every 30th: a long outage should not flood the log.
         const n = this.heartbeat?.failures ?? 1;
@@ -455,7 +475,7 @@ export class Client implements StoreClient {
       this.settings.masterAddress,
       (leader) => {
         if (!leader || leader === this.masterEndpoint || this.closing) return;
-        switching = switching.then(async () => {
+        switching = switching.then(() => this.serialized(async () => {
           try {
             const next = await MasterClient.connect(leader, { requestTimeoutMs: this.options.requestTimeoutMs });
             const old = this.master;
@@ -470,7 +490,7 @@ export class Client implements StoreClient {
           } catch (e) {
             this.log('warn', `switch to master leader ${leader} failed: ${(e as Error).message}`);
           }
-        });
+        }));
       },
       { env: this.options.env ?? process.env, onError: (e) => this.log('warn', `leader lookup failed: ${e.message}`) },
     );
@@ -486,10 +506,28 @@ export class Client implements StoreClient {
     return this.master;
   }
 
+  /** Runs remounts one at a time (a master restart and a leader change may ask together). */
+  private serialized(fn: () => Promise<void>): Promise<void> {
+    const run = this.remounting.then(fn, fn);
+    this.remounting = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * Publishes and mounts a segment. A remount first registers the memory again, with a new
+   * incarnation: every replica list and write planned for the previous mount (a master that
+   * dropped us, restarted, or lost its leadership) is then refused by the engine instead of
+   * reaching memory whose objects the master no longer knows (docs/integrity.md).
+   */
   private async mount(seg: OwnSegment, remount: boolean): Promise<void> {
     const te_endpoint = this.engine.endpoint;
+    if (remount) {
+      await this.engine.unregisterRegion(seg.region.address);
+      seg.incarnation = this.engine.registerRegion(seg.region.address, seg.region.size, { serve: true });
+      this.fences.forget(seg.name);
+    }
     await this.metadata.publish(seg.name, { te_endpoint, protocol: this.settings.protocol, buffer: seg.region.address, size: seg.region.size });
-    const res = await this.m().mountSegment({
+    const request = {
       buffer: seg.region.address,
       size: seg.region.size,
       segment_name: seg.name,
@@ -497,8 +535,15 @@ export class Client implements StoreClient {
       segment_id: seg.id,
       te_endpoint,
       protocol: this.settings.protocol,
-    });
-    if (res.status_code === ErrorCode.SEGMENT_ALREADY_EXISTS && remount) return;
+      incarnation: seg.incarnation,
+    };
+    let res = await this.m().mountSegment(request);
+    if (res.status_code === ErrorCode.SEGMENT_ALREADY_EXISTS) {
+      // The master still has this name mounted, with an older registration (or, if it is not
+      // ours, the unmount is refused and so is this mount): replace it.
+      const gone = await this.m().unmountSegment({ segment_name: seg.name, client_id: this.clientId, grace_period_seconds: 0 });
+      if (gone.status_code === ErrorCode.OK || gone.status_code === ErrorCode.SEGMENT_NOT_FOUND) res = await this.m().mountSegment(request);
+    }
     if (res.status_code !== ErrorCode.OK) throw StoreError.fromCode(res.status_code, `mount of segment ${seg.name}`);
     if (res.segment_id) seg.id = res.segment_id;
   }
@@ -600,7 +645,7 @@ export class Client implements StoreClient {
    */
   attachRegion(region: MappedRegion): void {
     if (this.closing) throw new UnavailableError('attachRegion: the client is closed');
-    this.engine.registerRegion(region.address, region.size);
+    this.engine.registerRegion(region.address, region.size, { serve: false }); // our transfers' local side only
     this.attached.push(region);
   }
 
@@ -731,8 +776,8 @@ export class Client implements StoreClient {
    */
   async addSegment(region: MappedRegion): Promise<{ name: string; id: string }> {
     if (this.closing) throw new UnavailableError('addSegment: the client is closed');
-    const seg: OwnSegment = { name: `${this.engine.endpoint}/${++this.extraSegments}`, id: randomUUID(), region };
-    this.engine.registerRegion(region.address, region.size);
+    const name = `${this.engine.endpoint}/${++this.extraSegments}`;
+    const seg: OwnSegment = { name, id: randomUUID(), region, incarnation: this.engine.registerRegion(region.address, region.size, { serve: true }) };
     try {
       await this.mount(seg, false);
     } catch (e) {
@@ -752,11 +797,7 @@ export class Client implements StoreClient {
   private async undoMount(seg: OwnSegment): Promise<void> {
     await this.master?.unmountSegment({ segment_name: seg.name, client_id: this.clientId, grace_period_seconds: 0 }).catch(() => undefined);
     await this.metadata.remove(seg.name).catch(() => undefined);
-    try {
-      this.engine.unregisterRegion(seg.region.address);
-    } catch {
-      // the engine was closed meanwhile: nothing is registered any more
-    }
+    await this.engine.unregisterRegion(seg.region.address).catch(() => undefined); // a closed engine has nothing registered
   }
 
   private segmentById(id: string): OwnSegment {

@@ -69,6 +69,14 @@ class MemoryEngine implements TransferEnginePort {
     return [this.local, address - POOL_BASE];
   }
   close() {}
+  /** No inline reads (InlineMemoryEngine has them): every read goes through transfer(). */
+  readInline(_endpoint: string, _remoteAddress: number, _target: Uint8Array): boolean {
+    return false;
+  }
+  readonly fences: { address: number; below: number; revoked?: number[] }[] = [];
+  async setFence(address: number, fence: { below: number; revoked?: number[] }): Promise<void> {
+    this.fences.push({ address, ...fence });
+  }
   async transfer(ops: EngineTransferOp[]): Promise<void> {
     this.batches++;
     for (const op of ops) {
@@ -90,7 +98,7 @@ class InlineMemoryEngine extends MemoryEngine {
   /** Endpoints whose inline reads are refused (no cached grant, say): transfer() must run. */
   readonly refuseInline = new Set<string>();
   inlineReads = 0;
-  readInline(endpoint: string, remoteAddress: number, target: Uint8Array): boolean {
+  override readInline(endpoint: string, remoteAddress: number, target: Uint8Array): boolean {
     if (this.dead.has(endpoint) || this.refuseInline.has(endpoint) || target.byteLength > 64 * 1024) return false;
     const remote = this.segments.get(endpoint)!;
     target.set(remote.subarray(remoteAddress, remoteAddress + target.byteLength));

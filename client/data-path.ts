@@ -71,6 +71,8 @@ export interface OwnSegment {
   name: string;
   id: string;
   region: MappedRegion;
+  /** Its current registration with the engine (docs/integrity.md): handles of another are stale. */
+  incarnation: number;
 }
 
 export type MasterApi = Pick<
@@ -269,6 +271,12 @@ export class DataPath {
     const s = this.d.segments.get(h.segment_name);
     // Unmounted (and unmapped) since the replica list was read: an error, never a stale view.
     if (!s) throw new TransferError(`own segment ${h.segment_name} was unmounted during the operation`);
+    const inc = Number(h.incarnation) || 0;
+    if (inc !== 0 && inc !== s.incarnation) {
+      throw new TransferError(`handle of own segment ${h.segment_name} names registration ${inc}, the segment is now ${s.incarnation}: planned before a remount`, {
+        code: ErrorCode.ADDRESS_OUT_OF_RANGE,
+      });
+    }
     const off = Number(h.buffer) - s.region.address;
     if (off < 0 || off + length > s.region.size) {
       throw new TransferError(`handle 0x${Number(h.buffer).toString(16)}+${length} lies outside own segment ${h.segment_name}`, {
@@ -292,7 +300,7 @@ export class DataPath {
       return a;
     }
     try {
-      this.d.engine.registerRegion(a, src.byteLength);
+      this.d.engine.registerRegion(a, src.byteLength, { serve: false }); // the local side of our writes only
     } catch {
       return undefined;
     }
@@ -651,7 +659,7 @@ export class DataPath {
           continue;
         }
         const endpoint = h.te_endpoint || this.endpoints.get(h.segment_name);
-        if (!endpoint || !engine.readInline(endpoint, Number(h.buffer), target)) return false;
+        if (!endpoint || !engine.readInline(endpoint, Number(h.buffer), target, Number(h.incarnation) || undefined)) return false;
       }
       if (offset !== out.length) return false;
       const meter = this.d.meter;
@@ -752,8 +760,17 @@ export class DataPath {
     }
   }
 
+  /** The engine op of a piece: it names the registration the handle was planned for, and a write its generation. */
   private op(op: 'read' | 'write', p: Piece, localAddress: number): TransferOp {
-    return { op, endpoint: this.endpointOf(p.handle), remoteAddress: Number(p.handle.buffer), localAddress, length: p.length };
+    const h = p.handle;
+    const t: TransferOp = { op, endpoint: this.endpointOf(h), remoteAddress: Number(h.buffer), localAddress, length: p.length };
+    const inc = Number(h.incarnation) || 0;
+    if (inc !== 0) t.incarnation = inc;
+    if (op === 'write') {
+      const gen = Number(h.generation) || 0;
+      if (gen !== 0) t.generation = gen;
+    }
+    return t;
   }
 
   /** Many objects: one BatchGetReplicaList, one transfer batch; a failed object retries alone. */

@@ -15,6 +15,11 @@ export interface TransferEnginePort {
   unregisterRegion(address: number): Promise<boolean>;
   transfer(ops: EngineTransferOp[]): Promise<void>;
   /**
+   * Installs the write fence of a served region: later writes of generations below `below` or in
+   * `revoked` are refused; resolves once no refused write is still moving bytes into it.
+   */
+  setFence(address: number, fence: { below: number; revoked?: number[] }): Promise<void>;
+  /**
    * A small same-host READ finished now into `target`: true when the bytes are there, false
    * (nothing copied) when transfer() must do it (native/transfer-engine.ts).
    */
