@@ -80,7 +80,7 @@ class MemoryEngine implements TransferEnginePort {
   async transfer(ops: EngineTransferOp[]): Promise<void> {
     this.batches++;
     for (const op of ops) {
-      if (this.dead.has(op.endpoint)) throw Object.assign(new Error(`connect ${op.endpoint} refused`), { code: 'CONNECTION_FAILED' });
+      if (this.dead.has(op.endpoint)) throw Object.assign(new Error(`connect ${op.endpoint} refused`), { code: 'CONNECTION_FAILED', endpoints: [op.endpoint] });
     }
     for (const op of ops) {
       const remote = this.segments.get(op.endpoint)!;
@@ -114,12 +114,15 @@ function scriptedMaster(endpoints: string[]) {
   let rr = 0;
   const ended: string[] = [];
   const revoked: string[] = [];
+  /** Segments a writer reported unreachable (placement skips them, like the master's). */
+  const avoided = new Set<string>();
   const start = (req: PutStartRequest) => {
     const key = req.key!;
     if (objects.has(key)) return { status_code: -201, replica_list: [] };
     const replicas: ReplicaInfo__Output[] = [];
     for (let r = 0; r < (req.config?.replica_num ?? 1); r++) {
-      const ep = endpoints[rr++ % endpoints.length];
+      let ep = endpoints[rr++ % endpoints.length];
+      while (avoided.has(ep) && avoided.size < endpoints.length) ep = endpoints[rr++ % endpoints.length];
       const handles = (req.slice_lengths ?? []).map((len) => {
         const at = next.get(ep)!;
         next.set(ep, at + Number(len));
@@ -135,7 +138,8 @@ function scriptedMaster(endpoints: string[]) {
     objects.get(key)!.complete = true;
     return { status_code: 0 };
   };
-  const revoke = (key: string) => {
+  const revoke = (key: string, failed: string[] = []) => {
+    for (const f of failed) avoided.add(f);
     revoked.push(key);
     objects.delete(key);
     return { status_code: 0 };
@@ -149,12 +153,12 @@ function scriptedMaster(endpoints: string[]) {
     batchPutStart: async (r) => ({ status_code: 0, results: r.requests!.map(start) }),
     putEnd: async (r) => end(r.key!),
     batchPutEnd: async (r) => ({ status_code: 0, results: r.keys!.map((k) => ({ key: k, status_code: end(k).status_code })) }),
-    putRevoke: async (r) => revoke(r.key!),
-    batchPutRevoke: async (r) => ({ status_code: 0, results: r.keys!.map((k) => ({ key: k, status_code: revoke(k).status_code })) }),
+    putRevoke: async (r) => revoke(r.key!, r.failed_segments ?? []),
+    batchPutRevoke: async (r) => ({ status_code: 0, results: r.keys!.map((k) => ({ key: k, status_code: revoke(k, r.failed_segments ?? []).status_code })) }),
     getReplicaList: async (r) => list(r.key!),
     batchGetReplicaList: async (r) => ({ status_code: 0, results: r.keys!.map(list) }),
   } as Partial<MasterApi> as MasterApi;
-  return { api, ended, revoked, objects };
+  return { api, ended, revoked, objects, avoided };
 }
 
 /** An own segment over the engine's memory of `endpoint` (so memcpy and engine see the same bytes). */
@@ -239,22 +243,38 @@ describe('data path', () => {
 
   it('a failed Put is revoked, not ended', async () => {
     const { path, engine, master } = setup();
-    engine.dead.add('a:1');
+    for (const ep of ['a:1', 'b:1', 'c:1']) engine.dead.add(ep);
     await expect(path.put('k', Buffer.from('x'))).rejects.toBeInstanceOf(TransferError);
-    expect(master.revoked).toEqual(['k']);
+    expect(master.revoked).toEqual(['k', 'k']); // the first attempt and the retry elsewhere
     expect(master.ended).toEqual([]);
     await expect(path.get('k')).rejects.toBeInstanceOf(ObjectNotFoundError);
   });
 
   it('a batch Put ends the objects that were written and revokes only those that failed', async () => {
     const { path, engine, master } = setup();
-    engine.dead.add('b:1'); // the second object lands on b:1
+    engine.dead.add('b:1'); // k1 lands on b:1 and k2 on c:1: both fail, are revoked and go to a:1
+    engine.dead.add('c:1');
     const r = await path.putBatch(['k0', 'k1', 'k2'].map((key) => ({ key, value: Buffer.from(key) })));
-    expect(r.map((x) => x.error?.name)).toEqual([undefined, 'TransferError', undefined]);
+    expect(r.map((x) => x.error?.name)).toEqual([undefined, undefined, undefined]);
+    expect(master.revoked.sort()).toEqual(['k1', 'k2']);
+    expect(master.ended.sort()).toEqual(['k0', 'k1', 'k2']);
+    for (const k of ['k0', 'k1', 'k2']) expect(master.objects.get(k)!.replicas[0]!.handles[0]!.te_endpoint).toBe('a:1');
+    // nowhere left to go: the error, once both attempts failed
+    engine.dead.add('a:1');
+    const bad = await path.putBatch([{ key: 'k3', value: Buffer.from('k3') }]);
+    expect(bad[0]!.error).toBeInstanceOf(TransferError);
+    expect(master.revoked.filter((k) => k === 'k3')).toHaveLength(2);
+  });
+
+  it('a batch Put whose failed objects find room elsewhere on the retry ends them all', async () => {
+    const { path, engine, master } = setup();
+    engine.dead.add('b:1');
+    const r = await path.putBatch(['k0', 'k1', 'k2'].map((key) => ({ key, value: Buffer.from(key) })));
+    expect(r.map((x) => x.error?.name)).toEqual([undefined, undefined, undefined]);
     expect(master.revoked).toEqual(['k1']);
-    expect(master.ended.sort()).toEqual(['k0', 'k2']);
+    expect(master.ended.sort()).toEqual(['k0', 'k1', 'k2']);
     const got = await path.getBatch(['k0', 'k1', 'k2']);
-    expect(got.map((g) => g.value?.toString() ?? g.error?.name)).toEqual(['k0', 'ObjectNotFoundError', 'k2']);
+    expect(got.map((g) => g.value?.toString() ?? g.error?.name)).toEqual(['k0', 'k1', 'k2']);
   });
 
   it('a batch Get falls back per object when the shared transfer fails', async () => {
@@ -464,6 +484,34 @@ describe('inline reads (an engine that finishes small same-host reads synchronou
     await expect(path.getInto('k', 'nope' as unknown as Uint8Array)).rejects.toBeInstanceOf(InvalidParamsError);
     await expect(path.get('absent')).rejects.toBeInstanceOf(ObjectNotFoundError);
     expect(master.objects.size).toBe(0);
+  });
+});
+
+describe('writes that meet an unreachable segment', () => {
+  it('are revoked naming the segment and placed again elsewhere, once', async () => {
+    const { path, engine, master } = setup();
+    engine.dead.add('b:1');
+    const value = Buffer.from('two replicas despite a dead store');
+    await path.put('k', value, { replica_num: 2 }); // first a+b (b dead), then c+a
+    expect(master.revoked).toEqual(['k']);
+    expect([...master.avoided]).toEqual(['b:1']);
+    expect(master.objects.get('k')!.replicas.map((r) => r.handles[0]!.te_endpoint).sort()).toEqual(['a:1', 'c:1']);
+    expect((await path.get('k')).equals(value)).toBe(true);
+    // every store dead: one retry, then the error
+    engine.dead.add('a:1');
+    engine.dead.add('c:1');
+    await expect(path.put('k2', value)).rejects.toBeInstanceOf(TransferError);
+    expect(master.revoked.filter((k) => k === 'k2')).toHaveLength(2);
+  });
+
+  it('in a batch, only the objects that failed are retried', async () => {
+    const { path, engine, master } = setup();
+    engine.dead.add('c:1');
+    const items = ['x', 'y', 'z'].map((key) => ({ key, value: Buffer.from(key.repeat(10)) }));
+    const res = await path.putBatch(items); // x->a, y->b, z->c (dead): z again elsewhere
+    expect(res.map((r) => r.error)).toEqual([undefined, undefined, undefined]);
+    expect(master.revoked).toEqual(['z']);
+    for (const it of items) expect((await path.get(it.key)).equals(it.value)).toBe(true);
   });
 });
 

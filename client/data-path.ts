@@ -122,10 +122,11 @@ interface WriteRpcs {
   verb: 'put' | 'upsert';
   start(req: PutStartRequest): Promise<{ status_code: number; replica_list: ReplicaInfo__Output[] }>;
   end(key: string): Promise<{ status_code: number }>;
-  revoke(key: string): Promise<{ status_code: number }>;
+  /** `failed`: segments the writer could not reach (the master avoids them for a while). */
+  revoke(key: string, failed: string[]): Promise<{ status_code: number }>;
   batchStart(reqs: PutStartRequest[]): Promise<{ status_code: number; results: { status_code: number; replica_list: ReplicaInfo__Output[] }[] }>;
   batchEnd(keys: string[]): Promise<BatchKeysResponse__Output>;
-  batchRevoke(keys: string[]): Promise<BatchKeysResponse__Output>;
+  batchRevoke(keys: string[], failed: string[]): Promise<BatchKeysResponse__Output>;
 }
 
 function slicesOf(value: Value, what: string): Uint8Array[] {
@@ -157,6 +158,23 @@ function asBuffer(u: Uint8Array): Buffer {
 export function transferFailure(e: unknown, what: string): TransferError {
   const code = (e as { code?: string })?.code === 'ADDRESS_OUT_OF_RANGE' ? ErrorCode.ADDRESS_OUT_OF_RANGE : ErrorCode.TRANSFER_FAILED;
   return new TransferError(`${what}: ${(e as Error)?.message ?? String(e)}`, { cause: e, code });
+}
+
+/** A write that failed for an unreachable segment is tried this many times in all. */
+export const WRITE_ATTEMPTS = 2;
+
+/**
+ * The segments of `replicas` whose engines a failed transfer could not reach: the peers the
+ * engine names in its rejection (native/transfer-engine.ts), mapped to their segment names.
+ */
+export function unreachableSegments(e: unknown, replicas: readonly ReplicaInfo__Output[]): string[] {
+  let err = e as { endpoints?: unknown; cause?: unknown } | undefined;
+  for (let depth = 0; err && depth < 4 && !Array.isArray(err.endpoints); depth++) err = err.cause as typeof err;
+  const endpoints = err && Array.isArray(err.endpoints) ? new Set(err.endpoints as string[]) : undefined;
+  if (!endpoints || endpoints.size === 0) return [];
+  const names = new Set<string>();
+  for (const r of replicas) for (const h of r.handles) if (endpoints.has(h.te_endpoint)) names.add(h.segment_name);
+  return [...names];
 }
 
 /** Puts of caller buffers from this size up register them in place instead of staging a copy. */
@@ -206,20 +224,20 @@ export class DataPath {
     verb: 'put',
     start: (req) => this.d.rpc('PutStart', () => this.d.master.putStart(req)),
     end: (key) => this.d.rpc('PutEnd', () => this.d.master.putEnd({ key })),
-    revoke: (key) => this.d.rpc('PutRevoke', () => this.d.master.putRevoke({ key })),
+    revoke: (key, failed) => this.d.rpc('PutRevoke', () => this.d.master.putRevoke({ key, failed_segments: failed })),
     batchStart: (requests) => this.d.rpc('BatchPutStart', () => this.d.master.batchPutStart({ requests })),
     batchEnd: (keys) => this.d.rpc('BatchPutEnd', () => this.d.master.batchPutEnd({ keys })),
-    batchRevoke: (keys) => this.d.rpc('BatchPutRevoke', () => this.d.master.batchPutRevoke({ keys })),
+    batchRevoke: (keys, failed) => this.d.rpc('BatchPutRevoke', () => this.d.master.batchPutRevoke({ keys, failed_segments: failed })),
   };
 
   private readonly upsertRpcs: WriteRpcs = {
     verb: 'upsert',
     start: (req) => this.d.rpc('UpsertStart', () => this.d.master.upsertStart(req)),
     end: (key) => this.d.rpc('UpsertEnd', () => this.d.master.upsertEnd({ key })),
-    revoke: (key) => this.d.rpc('UpsertRevoke', () => this.d.master.upsertRevoke({ key })),
+    revoke: (key, failed) => this.d.rpc('UpsertRevoke', () => this.d.master.upsertRevoke({ key, failed_segments: failed })),
     batchStart: (requests) => this.d.rpc('BatchUpsertStart', () => this.d.master.batchUpsertStart({ requests })),
     batchEnd: (keys) => this.d.rpc('BatchUpsertEnd', () => this.d.master.batchUpsertEnd({ keys })),
-    batchRevoke: (keys) => this.d.rpc('BatchUpsertRevoke', () => this.d.master.batchUpsertRevoke({ keys })),
+    batchRevoke: (keys, failed) => this.d.rpc('BatchUpsertRevoke', () => this.d.master.batchUpsertRevoke({ keys, failed_segments: failed })),
   };
 
   private pool(what: string): BufferPool {
@@ -363,15 +381,22 @@ export class DataPath {
     checkKey(key, what);
     const slices = slicesOf(value, what);
     const req = this.startRequest(key, slices, config, what);
-    const res = await rpcs.start(req);
-    check(res.status_code, `${what}: start refused`);
-    try {
-      await this.writeReplicas([{ replicas: res.replica_list, slices }], what);
-    } catch (e) {
-      await rpcs.revoke(key).catch(() => {}); // the space returns to the master; the original error matters
-      throw e;
+    for (let attempt = 1; ; attempt++) {
+      const res = await rpcs.start(req);
+      check(res.status_code, `${what}: start refused`);
+      try {
+        await this.writeReplicas([{ replicas: res.replica_list, slices }], what);
+      } catch (e) {
+        // The space returns to the master, told which segments we could not reach; the original error matters.
+        const unreachable = unreachableSegments(e, res.replica_list);
+        await rpcs.revoke(key, unreachable).catch(() => {});
+        // Once more elsewhere: the master now avoids the segments we could not reach.
+        if (attempt < WRITE_ATTEMPTS && unreachable.length > 0) continue;
+        throw e;
+      }
+      check((await rpcs.end(key)).status_code, `${what}: end refused`);
+      return;
     }
-    check((await rpcs.end(key)).status_code, `${what}: end refused`);
   }
 
   /**
@@ -446,7 +471,7 @@ export class DataPath {
     }
   }
 
-  private async writeBatch(rpcs: WriteRpcs, items: readonly { key: string; value: Value; config?: PutConfig }[]): Promise<BatchWriteResult[]> {
+  private async writeBatch(rpcs: WriteRpcs, items: readonly { key: string; value: Value; config?: PutConfig }[], attempt = 1): Promise<BatchWriteResult[]> {
     const what = `batch ${rpcs.verb} of ${items.length} keys`;
     this.pool(what);
     if (items.length === 0) return [];
@@ -497,7 +522,19 @@ export class DataPath {
     }
     const done = granted.filter((g) => !failed.has(g.i));
     const revoke = granted.filter((g) => failed.has(g.i));
-    if (revoke.length > 0) await rpcs.batchRevoke(revoke.map((g) => g.req.key!)).catch(() => undefined);
+    const unreachable = new Set<string>();
+    for (const g of revoke) for (const seg of unreachableSegments(results[g.i].error, g.replicas)) unreachable.add(seg);
+    if (revoke.length > 0) await rpcs.batchRevoke(revoke.map((g) => g.req.key!), [...unreachable]).catch(() => undefined);
+    // Objects that failed for an unreachable segment get one more try elsewhere.
+    const again = attempt < WRITE_ATTEMPTS ? revoke.filter((g) => unreachableSegments(results[g.i].error, g.replicas).length > 0) : [];
+    if (again.length > 0) {
+      const retried = await this.writeBatch(
+        rpcs,
+        again.map((g) => items[g.i]!),
+        attempt + 1,
+      );
+      again.forEach((g, k) => (results[g.i] = retried[k]!));
+    }
     if (done.length > 0) {
       const ended = await rpcs.batchEnd(done.map((g) => g.req.key!));
       const byKey = new Map(ended.results.map((r) => [r.key, r.status_code]));
