@@ -8,7 +8,7 @@ import { ErrorCode } from '../common/error-code.js';
 import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
 import { BufferPool, type BufferLease, type PoolRegion } from './buffer-pool.js';
 import { OffsetAllocator } from '../master/core/offset-allocator.js';
-import { DataPath, type BatchGetResult, type BatchWriteResult, type OwnSegment, type PutConfig, type Value } from './data-path.js';
+import { checkKey, DataPath, type BatchGetResult, type BatchWriteResult, type OwnSegment, type PutConfig, type Value } from './data-path.js';
 import { InvalidParamsError, ObjectNotFoundError, StoreError, UnavailableError } from './errors.js';
 import { Heartbeat } from './heartbeat.js';
 import { MasterClient } from './master-client.js';
@@ -468,6 +468,7 @@ export class Client {
   }
 
   async isExist(key: string): Promise<boolean> {
+    checkKey(key, `isExist ${JSON.stringify(key)}`);
     const res = await this.rpc('ExistKey', () => this.m().existKey({ key }));
     if (res.status_code === ErrorCode.OBJECT_NOT_FOUND) return false;
     this.status(res.status_code, `isExist ${JSON.stringify(key)}`);
@@ -475,6 +476,7 @@ export class Client {
   }
 
   async batchIsExist(keys: readonly string[]): Promise<boolean[]> {
+    for (const k of keys) checkKey(k, `batchIsExist of ${keys.length} keys`);
     const res = await this.rpc('BatchExistKey', () => this.m().batchExistKey({ keys: [...keys] }));
     this.status(res.status_code, `batchIsExist of ${keys.length} keys`);
     return keys.map((_, i) => res.results[i]?.status_code === ErrorCode.OK && !!res.results[i]?.exists);
@@ -482,6 +484,7 @@ export class Client {
 
   /** Size in bytes of the stored object (takes a read lease, like a Get). */
   async getSize(key: string): Promise<number> {
+    checkKey(key, `getSize ${JSON.stringify(key)}`);
     const res = await this.rpc('GetReplicaList', () => this.m().getReplicaList({ key }));
     this.status(res.status_code, `getSize ${JSON.stringify(key)}`);
     const r = res.replica_list.find((x) => x.status === 3 /* COMPLETE */);
@@ -491,6 +494,7 @@ export class Client {
 
   /** Removes the object. `force` also removes a hard-pinned one. Refused while a reader holds a lease. */
   async remove(key: string, force = false): Promise<void> {
+    checkKey(key, `remove ${JSON.stringify(key)}`);
     const res = await this.rpc('Remove', () => this.m().remove({ key, force }));
     this.status(res.status_code, `remove ${JSON.stringify(key)}`);
   }
@@ -525,6 +529,7 @@ export class Client {
 
   /** Clears replicas of this client's objects (all, or only those on `segmentName`); returns the cleared keys. */
   async batchReplicaClear(objectKeys: readonly string[], segmentName = '', clientId = this.clientId): Promise<string[]> {
+    for (const k of objectKeys) checkKey(k, `batchReplicaClear of ${objectKeys.length} keys`);
     const res = await this.rpc('BatchReplicaClear', () =>
       this.m().batchReplicaClear({ object_keys: [...objectKeys], client_id: clientId, segment_name: segmentName }),
     );

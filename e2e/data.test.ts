@@ -130,7 +130,7 @@ describe('round trips over several replicas', () => {
     await expect(client.get('nope')).rejects.toBeInstanceOf(ObjectNotFoundError);
     expect(await client.isExist('nope')).toBe(false);
     expect(await client.isExist('keep')).toBe(true);
-    await expect(client.put('', Buffer.from('x'))).rejects.toThrow(/non-empty string/);
+    await expect(client.put('', Buffer.from('x'))).rejects.toThrow(/the key is empty/);
     await expect(client.put('empty', Buffer.alloc(0))).rejects.toThrow(/empty/);
     await expect(client.put('bad-replicas', Buffer.from('x'), { replica_num: 0 })).rejects.toThrow(/replica_num/);
     expect((await client.get('keep')).toString()).toBe('kept');

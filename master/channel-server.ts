@@ -8,7 +8,7 @@ import { ErrorCode } from '../common/error-code.js';
 import type { Logger } from '../common/logger.js';
 import { decodeWith, type MethodInfo } from '../common/master-proto.js';
 import { MAX_REQUEST_ELEMENTS, packedFieldsOf, requestShapeProblem, type PackedFields } from '../common/request-shape.js';
-import type { RpcDispatcher } from './rpc-dispatcher.js';
+import type { RpcDispatcher, StatusResponse } from './rpc-dispatcher.js';
 
 /** Replies queued in the kernel-bound buffer beyond which a connection's reading pauses. */
 const MAX_UNSENT_BYTES = 16 * 1024 * 1024;
@@ -68,7 +68,7 @@ export class ChannelConnection {
       return;
     }
     let req: object | undefined;
-    let res;
+    let res: StatusResponse | Promise<StatusResponse> | undefined;
     // Refused before decoding: a request whose repeated field would build too many objects.
     const problem = requestShapeProblem(payload, MAX_REQUEST_ELEMENTS, this.packed[methodIndex]);
     if (problem !== undefined) res = this.dispatcher.invalid(methodIndex, 'channel', problem);
@@ -79,9 +79,16 @@ export class ChannelConnection {
         res = this.dispatcher.invalid(methodIndex, 'channel', (e as Error).message);
       }
     }
-    if (req) res = this.dispatcher.invoke(methodIndex, req, 'channel');
+    if (req) res = this.dispatcher.serve(methodIndex, req, 'channel');
+    // an RPC served in steps (a whole-table walk) answers later; replies may come in any order
+    if (res instanceof Promise) res.then((r) => this.reply(id, methodIndex, r));
+    else this.reply(id, methodIndex, res!);
+  }
+
+  private reply(id: number, methodIndex: number, res: StatusResponse): void {
+    const m = this.methods[methodIndex]!;
     try {
-      const length = this.writer.pushMessage(FrameKind.RESPONSE, id, methodIndex, m.responseCodec, res as object);
+      const length = this.writer.pushMessage(FrameKind.RESPONSE, id, methodIndex, m.responseCodec, res);
       if (length > this.maxReplyBytes) {
         // The client would refuse the frame by closing the connection, failing every call on it.
         this.writer.dropLast();

@@ -1,10 +1,12 @@
 // The gRPC face of the master: every MasterService RPC served by grpc-js from the proto-loader
 // definition, each handler a call into the dispatcher. Connections arrive through the shared
-// RPC port (rpc-listener.ts) by a connection injector, not by a grpc-js bind.
+// RPC port (rpc-listener.ts) by a connection injector, not by a grpc-js bind. Requests are decoded
+// by the fast channel's codec (common/proto-codec.ts), not protobufjs: one decoder for both
+// transports, whose string fields never turn bytes that are not UTF-8 into a valid key.
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { MAX_PAYLOAD_BYTES, MAX_REQUEST_PAYLOAD_BYTES } from '../common/channel-frame.js';
-import { masterMethodByName, masterProtoPath } from '../common/master-proto.js';
+import { decodeWith, masterMethodByName, masterProtoPath } from '../common/master-proto.js';
 import { MAX_REQUEST_ELEMENTS, packedFieldsOf, requestShapeProblem } from '../common/request-shape.js';
 import type { RpcDispatcher } from './rpc-dispatcher.js';
 
@@ -25,7 +27,7 @@ export function createGrpcServer(dispatcher: RpcDispatcher): { server: grpc.Serv
     const index = info.index;
     // A request that fails to decode, or would decode into too many objects, becomes
     // INVALID_PARAMS instead of a transport error.
-    const deserialize = m.requestDeserialize;
+    const codec = info.requestCodec;
     const packed = packedFieldsOf(info.requestCodec);
     service[name] = {
       ...m,
@@ -33,7 +35,7 @@ export function createGrpcServer(dispatcher: RpcDispatcher): { server: grpc.Serv
         const problem = requestShapeProblem(buf, MAX_REQUEST_ELEMENTS, packed);
         if (problem !== undefined) return { [MALFORMED]: problem } satisfies Malformed;
         try {
-          return deserialize(buf);
+          return decodeWith<object>(codec, buf);
         } catch (e) {
           return { [MALFORMED]: (e as Error).message } satisfies Malformed;
         }
@@ -41,8 +43,9 @@ export function createGrpcServer(dispatcher: RpcDispatcher): { server: grpc.Serv
     };
     handlers[name] = (call: grpc.ServerUnaryCall<object, object>, callback: grpc.sendUnaryData<object>) => {
       const req = call.request as object;
-      const res = MALFORMED in req ? dispatcher.invalid(index, 'grpc', (req as Malformed)[MALFORMED]) : dispatcher.invoke(index, req, 'grpc');
-      callback(null, res);
+      const res = MALFORMED in req ? dispatcher.invalid(index, 'grpc', (req as Malformed)[MALFORMED]) : dispatcher.serve(index, req, 'grpc');
+      if (res instanceof Promise) res.then((r) => callback(null, r));
+      else callback(null, res);
     };
   }
   // Requests are held to the fast channel's request limit; a reply over the frame limit fails
