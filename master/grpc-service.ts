@@ -11,6 +11,8 @@ import { MAX_REQUEST_ELEMENTS, packedFieldsOf, requestShapeProblem } from '../co
 import type { RpcDispatcher } from './rpc-dispatcher.js';
 
 const MALFORMED = Symbol('malformed request');
+/** Calls in progress at once on one gRPC connection (the HTTP/2 recommended minimum). */
+const MAX_CONCURRENT_STREAMS = 100;
 
 interface Malformed {
   [MALFORMED]: string;
@@ -50,7 +52,13 @@ export function createGrpcServer(dispatcher: RpcDispatcher): { server: grpc.Serv
   }
   // Requests are held to the fast channel's request limit; a reply over the frame limit fails
   // that call with RESOURCE_EXHAUSTED (grpc-js checks before sending) and the server goes on.
-  const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_REQUEST_PAYLOAD_BYTES, 'grpc.max_send_message_length': MAX_PAYLOAD_BYTES });
+  // Calls in progress per connection are capped (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS); the
+  // bytes of requests still arriving are bounded by the RPC listener (rpc-listener.ts).
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': MAX_REQUEST_PAYLOAD_BYTES,
+    'grpc.max_send_message_length': MAX_PAYLOAD_BYTES,
+    'grpc.max_concurrent_streams': MAX_CONCURRENT_STREAMS,
+  });
   server.addService(service as grpc.ServiceDefinition, handlers);
   const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
   return { server, injector };
