@@ -148,6 +148,10 @@ describe('compiled proto codec', () => {
       const { key } = decodeWith<{ key: string }>(codec, keyBytes(b));
       expect(keyProblem(key)).toMatch(/unpaired surrogate U\+DCFF/);
     }
+    // and a string with an unpaired surrogate is never encoded (it would arrive as U+FFFD)
+    expect(() => encodeWith(codec, { key: 'alias\ud800' })).toThrow(/unpaired UTF-16 surrogate/);
+    expect(() => encodeWith(codec, { key: 'x'.repeat(50) + '\udfff' })).toThrow(TypeError);
+    expect(() => encodeWith(codec, { key: 'é'.repeat(50) + '\ud83d' })).toThrow(TypeError);
     // real U+FFFD and other non-ASCII text decode as they are
     for (const k of ['\ufffd', 'a\ufffdb', 'ключ', '🙂', 'x'.repeat(70) + '\ufffd']) {
       const { key } = decodeWith<{ key: string }>(codec, keyBytes(Buffer.from(k)));

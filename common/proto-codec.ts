@@ -136,11 +136,13 @@ export class Writer {
         if (c >= 0x80) break;
         b[start + i] = c;
       }
+      if (i < n && !s.isWellFormed()) throw illFormed();
       const len = i === n ? n : b.write(s, start, 'utf8');
       b[this.pos] = len;
       this.pos = start + len;
       return;
     }
+    if (!s.isWellFormed()) throw illFormed(); // O(1) for one-byte strings
     const len = Buffer.byteLength(s);
     this.varint(len);
     this.ensure(len);
@@ -212,6 +214,21 @@ const asciiOfLength = Array.from(
 /** The n bytes at b[start..] as a string; they must all be ASCII and n at most 64. */
 export function asciiString(b: Buffer, start: number, n: number): string {
   return asciiOfLength[n]!(b, start);
+}
+
+declare global {
+  interface String {
+    /** ES2024; in Node 20. */
+    isWellFormed(): boolean;
+  }
+}
+
+/**
+ * A string with an unpaired UTF-16 surrogate has no UTF-8 form: Buffer's encoder would write
+ * U+FFFD in its place, so "a\ud800" and "a\udfff" would both arrive as "a\ufffd". Refused instead.
+ */
+function illFormed(): TypeError {
+  return new TypeError('a string field holds an unpaired UTF-16 surrogate, which has no UTF-8 form (not Unicode text)');
 }
 
 /**

@@ -59,6 +59,9 @@ describe('mount', () => {
       [mountReq('two\nsegments', 4096), ErrorCode.INVALID_PARAMS],
       [mountReq('lone\ud800', 4096), ErrorCode.INVALID_PARAMS],
       [mountReq('c1\u0085', 4096), ErrorCode.INVALID_PARAMS],
+      // the other strings are repeated in replies: they must be Unicode text
+      [mountReq('badte', 4096, 'c1', 0x10000000, '127.0.0.1:1\udcff'), ErrorCode.INVALID_PARAMS],
+      [mountReq('badcli', 4096, 'c1\udcff'), ErrorCode.INVALID_PARAMS],
       [mountReq('longcli', 4096, 'c'.repeat(MOUNT_LIMITS.client_id + 1)), ErrorCode.INVALID_PARAMS],
       [mountReq('longte', 4096, 'c1', 0x10000000, `h${'x'.repeat(MOUNT_LIMITS.te_endpoint)}:1`), ErrorCode.INVALID_PARAMS],
       [{ ...mountReq('longproto', 4096), protocol: 'p'.repeat(MOUNT_LIMITS.protocol + 1) }, ErrorCode.INVALID_PARAMS],

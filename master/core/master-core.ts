@@ -246,6 +246,8 @@ export class MasterCore {
     if (typeof clientId !== 'string' || clientId.length === 0 || clientId.length > MOUNT_LIMITS.client_id) return fail(ErrorCode.INVALID_PARAMS);
     // Every replica in every reply repeats the segment's name and endpoint: bounded, so a reply is too.
     if ((req.te_endpoint ?? '').length > MOUNT_LIMITS.te_endpoint || (req.protocol ?? '').length > MOUNT_LIMITS.protocol) return fail(ErrorCode.INVALID_PARAMS);
+    // repeated in replies: a string that is not Unicode text (bytes that were not UTF-8) cannot be encoded again
+    if (!clientId.isWellFormed() || !(req.te_endpoint ?? '').isWellFormed() || !(req.protocol ?? '').isWellFormed()) return fail(ErrorCode.INVALID_PARAMS);
     if (!Number.isSafeInteger(size) || size <= 0) return fail(ErrorCode.INVALID_PARAMS);
     if (!Number.isSafeInteger(buffer) || buffer < 0 || !Number.isSafeInteger(buffer + size)) return fail(ErrorCode.INVALID_PARAMS);
     if (req.segment_id && !isUuid(req.segment_id)) return fail(ErrorCode.INVALID_PARAMS);
