@@ -7,13 +7,17 @@
 // /get_all_keys into two keys; an unpaired surrogate has no UTF-8 form, so the protobuf encoder
 // replaces it with U+FFFD and two different keys would become one.
 //
-// The check runs on every keyed request, so the valid path allocates nothing and reads each
-// UTF-16 unit once (measured with the put pair in bench:master, see docs/master.md).
+// The check runs on every key a request creates, so the usual key (printable ASCII) takes one
+// regular-expression scan, compiled to native code by V8: 35 ns for a 33-character key against 55
+// ns for the general loop below (measured on the 2-CPU VM); the valid path allocates nothing.
 
 /** Longest key, in UTF-8 bytes. */
 export const MAX_KEY_BYTES = 4096;
 /** Longest segment name, in UTF-8 bytes (every reply naming a segment repeats it). */
 export const MAX_SEGMENT_NAME_BYTES = 1024;
+
+/** Any character but U+0020..U+007E. */
+const NOT_PRINTABLE_ASCII = /[^\x20-\x7e]/;
 
 /** U+XXXX of a UTF-16 unit, for messages. */
 function unit(c: number): string {
@@ -29,6 +33,8 @@ export function textProblem(text: unknown, maxBytes: number): string | undefined
   if (typeof text !== 'string') return `is not a string (got ${text === null ? 'null' : typeof text})`;
   const n = text.length;
   if (n === 0) return 'is empty';
+  // printable ASCII only: one byte per character, nothing else to check
+  if (n <= maxBytes && !NOT_PRINTABLE_ASCII.test(text)) return undefined;
   // UTF-8 bytes: 1 per unit below U+0080, 2 below U+0800, 3 for the rest of the BMP, 4 per
   // surrogate pair (2 per unit). Counted only past the length any text could fit in.
   let bytes = 0;
