@@ -8,7 +8,7 @@ import { ErrorCode } from '../common/error-code.js';
 import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
 import { BufferPool, type BufferLease, type PoolRegion } from './buffer-pool.js';
 import { OffsetAllocator } from '../master/core/offset-allocator.js';
-import { DataPath, type BatchGetIntoResult, type BatchGetResult, type BatchWriteResult, type OwnSegment, type PutConfig, type Value } from './data-path.js';
+import { checkKey, DataPath, type BatchGetIntoResult, type BatchGetResult, type BatchWriteResult, type OwnSegment, type PutConfig, type Value } from './data-path.js';
 import { InvalidParamsError, ObjectNotFoundError, StoreError, UnavailableError } from './errors.js';
 import { FenceKeeper } from './fence-keeper.js';
 import { Heartbeat } from './heartbeat.js';
@@ -668,6 +668,7 @@ export class Client implements StoreClient {
   }
 
   private async isExistNow(key: string): Promise<boolean> {
+    checkKey(key, `isExist ${JSON.stringify(key)}`);
     const res = await this.rpc('ExistKey', () => this.m().existKey({ key }));
     if (res.status_code === ErrorCode.OBJECT_NOT_FOUND) return false;
     this.status(res.status_code, `isExist ${JSON.stringify(key)}`);
@@ -679,6 +680,7 @@ export class Client implements StoreClient {
   }
 
   private async batchIsExistNow(keys: readonly string[]): Promise<boolean[]> {
+    for (const k of keys) checkKey(k, `batchIsExist of ${keys.length} keys`);
     const res = await this.rpc('BatchExistKey', () => this.m().batchExistKey({ keys: [...keys] }));
     this.status(res.status_code, `batchIsExist of ${keys.length} keys`);
     return keys.map((_, i) => res.results[i]?.status_code === ErrorCode.OK && !!res.results[i]?.exists);
@@ -690,6 +692,7 @@ export class Client implements StoreClient {
   }
 
   private async getSizeNow(key: string): Promise<number> {
+    checkKey(key, `getSize ${JSON.stringify(key)}`);
     const res = await this.rpc('GetReplicaList', () => this.m().getReplicaList({ key }));
     this.status(res.status_code, `getSize ${JSON.stringify(key)}`);
     const r = res.replica_list.find((x) => x.status === 3 /* COMPLETE */);
@@ -703,6 +706,7 @@ export class Client implements StoreClient {
   }
 
   private async removeNow(key: string, force: boolean): Promise<void> {
+    checkKey(key, `remove ${JSON.stringify(key)}`);
     const res = await this.rpc('Remove', () => this.m().remove({ key, force }));
     this.status(res.status_code, `remove ${JSON.stringify(key)}`);
   }
@@ -757,6 +761,7 @@ export class Client implements StoreClient {
   }
 
   private async batchReplicaClearNow(objectKeys: readonly string[], segmentName: string, clientId: string): Promise<string[]> {
+    for (const k of objectKeys) checkKey(k, `batchReplicaClear of ${objectKeys.length} keys`);
     const res = await this.rpc('BatchReplicaClear', () =>
       this.m().batchReplicaClear({ object_keys: [...objectKeys], client_id: clientId, segment_name: segmentName }),
     );

@@ -8,6 +8,7 @@ import { ARENA_RESULT_BYTES, DataPath, LARGE_VALUE_BYTES, type MasterApi, type O
 import { BufferPool } from './buffer-pool.js';
 import { OffsetAllocator } from '../master/core/offset-allocator.js';
 import { InvalidParamsError, LeaseExpiredError, ObjectNotFoundError, TransferError, UnavailableError } from './errors.js';
+import { ErrorCode } from '../common/error-code.js';
 import type { EngineTransferOp, MappedRegion, ResultArenaPort, TransferEnginePort } from './native-port.js';
 import type { Direction, TransferMeter, TransportKind } from './client-metrics.js';
 import { ReplicaStatus } from '../proto/gen/store/ReplicaStatus.js';
@@ -484,6 +485,38 @@ describe('inline reads (an engine that finishes small same-host reads synchronou
     await expect(path.getInto('k', 'nope' as unknown as Uint8Array)).rejects.toBeInstanceOf(InvalidParamsError);
     await expect(path.get('absent')).rejects.toBeInstanceOf(ObjectNotFoundError);
     expect(master.objects.size).toBe(0);
+  });
+
+  it('keys outside the alphabet (common/key-rules.ts) are refused with INVALID_KEY before any master call', async () => {
+    const { path, master } = inlineSetup();
+    const refusedAs = async (p: Promise<unknown>, pattern: RegExp) => {
+      const e = await p.then(() => undefined, (x: unknown) => x);
+      expect(e).toBeInstanceOf(InvalidParamsError);
+      expect((e as InvalidParamsError).code).toBe(ErrorCode.INVALID_KEY);
+      expect((e as Error).message).toMatch(pattern);
+    };
+    for (const [key, why] of [
+      ['two\nkeys', /control character U\+000A/],
+      ['alias\ud800', /unpaired surrogate U\+D800/],
+      ['alias\udfff', /unpaired surrogate U\+DFFF/],
+      ['k'.repeat(4097), /4097 UTF-8 bytes/],
+    ] as const) {
+      await refusedAs(path.put(key, Buffer.from('v')), why);
+      await refusedAs(path.upsert(key, Buffer.from('v')), why);
+      await refusedAs(path.get(key), why);
+      await refusedAs(path.getInto(key, Buffer.alloc(8)), why);
+      await refusedAs(path.getBatch(['fine', key]), why);
+      const [ok, bad] = await path.putBatch([
+        { key: 'fine', value: Buffer.from('v') },
+        { key, value: Buffer.from('v') },
+      ]);
+      expect(ok!.error).toBeUndefined();
+      expect(bad!.error).toBeInstanceOf(InvalidParamsError);
+      expect((bad!.error as InvalidParamsError).code).toBe(ErrorCode.INVALID_KEY);
+      await path.get('fine');
+      master.objects.delete('fine');
+    }
+    expect([...master.objects.keys()]).toEqual([]);
   });
 });
 

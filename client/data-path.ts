@@ -12,6 +12,7 @@ import type { BatchKeysResponse__Output } from '../proto/gen/store/BatchKeysResp
 import type { GetReplicaListResponse__Output } from '../proto/gen/store/GetReplicaListResponse.js';
 import type { MasterClient } from './master-client.js';
 import { ErrorCode } from '../common/error-code.js';
+import { keyProblem } from '../common/key-rules.js';
 import type { BufferLease, BufferPool } from './buffer-pool.js';
 import {
   InvalidParamsError,
@@ -139,9 +140,11 @@ function slicesOf(value: Value, what: string): Uint8Array[] {
   return list;
 }
 
-function checkKey(key: unknown, what: string): string {
-  if (typeof key !== 'string' || key.length === 0) throw new InvalidParamsError(`${what}: the key must be a non-empty string`, { code: ErrorCode.INVALID_KEY });
-  return key;
+/** Throws InvalidParamsError (INVALID_KEY) unless `key` is a valid key (common/key-rules.ts): refused before anything is sent. */
+export function checkKey(key: unknown, what: string): string {
+  const problem = keyProblem(key);
+  if (problem !== undefined) throw new InvalidParamsError(`${what}: the key ${problem}`, { code: ErrorCode.INVALID_KEY });
+  return key as string;
 }
 
 function wireConfig(c: PutConfig | undefined, what: string): ReplicateConfig {
@@ -600,7 +603,7 @@ export class DataPath {
   /** The rejection of a Get refused before any I/O (pure server, bad key), else undefined. */
   private refusal(key: unknown): Promise<never> | undefined {
     // the usual case without building the error text pool() and checkKey() take
-    if (this.d.pool && typeof key === 'string' && key.length > 0) return undefined;
+    if (this.d.pool && keyProblem(key) === undefined) return undefined;
     const what = getWhat(key);
     try {
       this.pool(what);

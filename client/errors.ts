@@ -29,6 +29,7 @@ export class StoreError extends Error {
         return new ObjectLeasedError(text, options);
       case ErrorCode.INVALID_PARAMS:
       case ErrorCode.INVALID_KEY:
+      case ErrorCode.RESULT_TOO_LARGE:
         return new InvalidParamsError(text, { ...options, code });
       case ErrorCode.NO_AVAILABLE_HANDLE:
         return new NoSpaceError(text, options);

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import protobuf from 'protobufjs';
+import { keyProblem } from './key-rules.js';
 import { codecOf, decodeMessage, decodeWith, encodeMessage, encodeWith, masterMethods } from './master-proto.js';
 
 /** Arbitrary plain objects for a message type, from its reflection. */
@@ -136,5 +137,32 @@ describe('compiled proto codec', () => {
     }
     expect(() => decodeWith(codec, Buffer.from([0x0a, 0x05, 0x61]))).toThrow(RangeError);
     expect(() => decodeWith(codec, Buffer.from([0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]))).toThrow(RangeError);
+  });
+
+  it('never decodes bytes that are not UTF-8 into a valid key (no silent U+FFFD)', () => {
+    const codec = codecOf('GetReplicaListRequest');
+    const keyBytes = (b: Buffer): Buffer => Buffer.concat([Buffer.from([0x0a, b.length]), b]);
+    const bad = [
+      Buffer.from('alias\xff', 'latin1'), // not a UTF-8 byte
+      Buffer.from('alias\xfe', 'latin1'),
+      Buffer.from([0x61, 0xed, 0xa0, 0x80]), // U+D800 encoded: surrogates have no UTF-8 form
+      Buffer.from([0x61, 0xc0, 0xaf]), // overlong '/'
+      Buffer.from([0x61, 0xe2, 0x82]), // truncated sequence
+      Buffer.concat([Buffer.from('k'.repeat(80)), Buffer.from([0x80])]), // past the short-string path
+    ];
+    for (const b of bad) {
+      const { key } = decodeWith<{ key: string }>(codec, keyBytes(b));
+      expect(keyProblem(key)).toMatch(/unpaired surrogate U\+DCFF/);
+    }
+    // and a string with an unpaired surrogate is never encoded (it would arrive as U+FFFD)
+    expect(() => encodeWith(codec, { key: 'alias\ud800' })).toThrow(/unpaired UTF-16 surrogate/);
+    expect(() => encodeWith(codec, { key: 'x'.repeat(50) + '\udfff' })).toThrow(TypeError);
+    expect(() => encodeWith(codec, { key: 'é'.repeat(50) + '\ud83d' })).toThrow(TypeError);
+    // real U+FFFD and other non-ASCII text decode as they are
+    for (const k of ['\ufffd', 'a\ufffdb', 'ключ', '🙂', 'x'.repeat(70) + '\ufffd']) {
+      const { key } = decodeWith<{ key: string }>(codec, keyBytes(Buffer.from(k)));
+      expect(key).toBe(k);
+      expect(keyProblem(key)).toBeUndefined();
+    }
   });
 });

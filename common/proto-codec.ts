@@ -4,6 +4,8 @@
 // objects of the generated __Output shape (every field present, 64-bit integers as numbers),
 // several times faster than protobufjs' encode + decode + toObject on the batch replies.
 // Wrong-typed fields are refused with a TypeError naming the field, never silently zeroed.
+// A string field whose bytes are not UTF-8 never decodes to a valid string (see utf8Text).
+import { isUtf8 } from 'node:buffer';
 import protobuf from 'protobufjs';
 
 type ScalarKind = 'int32' | 'sint32' | 'uint32' | 'int64' | 'uint64' | 'bool' | 'string' | 'bytes' | 'enum' | 'double' | 'float';
@@ -134,11 +136,13 @@ export class Writer {
         if (c >= 0x80) break;
         b[start + i] = c;
       }
+      if (i < n && !s.isWellFormed()) throw illFormed();
       const len = i === n ? n : b.write(s, start, 'utf8');
       b[this.pos] = len;
       this.pos = start + len;
       return;
     }
+    if (!s.isWellFormed()) throw illFormed(); // O(1) for one-byte strings
     const len = Buffer.byteLength(s);
     this.varint(len);
     this.ensure(len);
@@ -212,6 +216,35 @@ export function asciiString(b: Buffer, start: number, n: number): string {
   return asciiOfLength[n]!(b, start);
 }
 
+declare global {
+  interface String {
+    /** ES2024; in Node 20. */
+    isWellFormed(): boolean;
+  }
+}
+
+/**
+ * A string with an unpaired UTF-16 surrogate has no UTF-8 form: Buffer's encoder would write
+ * U+FFFD in its place, so "a\ud800" and "a\udfff" would both arrive as "a\ufffd". Refused instead.
+ */
+function illFormed(): TypeError {
+  return new TypeError('a string field holds an unpaired UTF-16 surrogate, which has no UTF-8 form (not Unicode text)');
+}
+
+/**
+ * The string of the UTF-8 bytes b[start..stop). Bytes that are not UTF-8 must not pass for a
+ * valid key: Buffer's decoder replaces each malformed sequence with U+FFFD, so "a\xff" and
+ * "a\xfe" would both become "a\ufffd", one key. When the bytes are not UTF-8 (checked only if
+ * the decoded string holds a U+FFFD at all, which well-formed ASCII never does), every U+FFFD
+ * becomes the unpaired surrogate U+DCFF instead: the string is not well-formed Unicode, so the
+ * key rule (common/key-rules.ts) refuses it with INVALID_KEY.
+ */
+export function utf8Text(b: Buffer, start: number, stop: number): string {
+  const s = b.toString('utf8', start, stop);
+  if (s.indexOf('\ufffd') < 0 || isUtf8(b.subarray(start, stop))) return s;
+  return s.replace(/\ufffd/g, '\udcff');
+}
+
 class Reader {
   pos: number;
   constructor(
@@ -270,7 +303,7 @@ class Reader {
     const stop = start + n;
     this.pos = stop;
     if (n === 0) return '';
-    if (n > INTERN_MAX_BYTES) return b.toString('utf8', start, stop);
+    if (n > INTERN_MAX_BYTES) return utf8Text(b, start, stop);
     // Short ASCII strings: segment names, endpoints and keys repeat across a reply, so one
     // string object is shared per distinct value (no per-handle allocation). The slot comes from
     // the length, the first, quarter and middle bytes and the last 8 (where counters in keys and
@@ -286,7 +319,7 @@ class Reader {
       while (j < n && cached.charCodeAt(j) === b[start + j]) j++;
       if (j === n) return cached;
     }
-    for (let i = start; i < stop; i++) if (b[i] >= 0x80) return b.toString('utf8', start, stop);
+    for (let i = start; i < stop; i++) if (b[i] >= 0x80) return utf8Text(b, start, stop);
     const s = asciiOfLength[n]!(b, start);
     internTable[slot] = s;
     return s;

@@ -7,6 +7,7 @@ import { LocalCluster } from '../sidecar/local-cluster.js';
 import { Client } from '../client/client.js';
 import { LeaseExpiredError, ObjectExistsError, ObjectLeasedError, ObjectNotFoundError, ObjectNotReadyError, StoreError, UnavailableError } from '../client/errors.js';
 import { ReplicaStatus } from '../proto/gen/store/ReplicaStatus.js';
+import { ErrorCode } from '../common/error-code.js';
 import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
 import { mapMemory, TransferEngine } from '../native/index.js';
 
@@ -130,9 +131,13 @@ describe('round trips over several replicas', () => {
     await expect(client.get('nope')).rejects.toBeInstanceOf(ObjectNotFoundError);
     expect(await client.isExist('nope')).toBe(false);
     expect(await client.isExist('keep')).toBe(true);
-    await expect(client.put('', Buffer.from('x'))).rejects.toThrow(/non-empty string/);
+    await expect(client.put('', Buffer.from('x'))).rejects.toThrow(/the key is empty/);
     await expect(client.put('empty', Buffer.alloc(0))).rejects.toThrow(/empty/);
     await expect(client.put('bad-replicas', Buffer.from('x'), { replica_num: 0 })).rejects.toThrow(/replica_num/);
+    // keys outside the alphabet (common/key-rules.ts) are refused before anything is sent
+    for (const refused of [client.put('a\nb', Buffer.from('x')), client.get('alias\ud800'), client.isExist('tab\t'), client.batchIsExist(['ok', 'nul\0']), client.getSize('alias\udfff'), client.remove('del\u007f'), client.batchReplicaClear(['c1\u0085'])]) {
+      await expect(refused).rejects.toMatchObject({ name: 'InvalidParamsError', code: ErrorCode.INVALID_KEY });
+    }
     expect((await client.get('keep')).toString()).toBe('kept');
   });
 

@@ -5,10 +5,11 @@
 // loopback socket with a small limit (a 64 MB reply from a real master is too heavy for a test).
 // Run `npm run build` first.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { connect, createServer, type Server, type Socket } from 'node:net';
+import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { CHANNEL_MAGIC, FrameDecoder, FrameKind, HEADER_BYTES, MAX_REQUEST_PAYLOAD_BYTES, encodeFrame } from '../common/channel-frame.js';
+import { CHANNEL_MAGIC, FrameKind, HEADER_BYTES, MAX_REQUEST_PAYLOAD_BYTES, encodeFrame } from '../common/channel-frame.js';
+import { RawChannel } from './raw-channel.js';
 import { ErrorCode } from '../common/error-code.js';
 import { Logger } from '../common/logger.js';
 import { decodeMessage, encodeWith, masterMethodByName, masterMethods } from '../common/master-proto.js';
@@ -38,63 +39,6 @@ function startMaster(): Promise<Master> {
     });
     exited.then((code) => reject(new Error(`master exited with ${code} before listening: ${err}`)));
   });
-}
-
-interface Reply {
-  kind: number;
-  id: number;
-  method: number;
-  payload: Buffer;
-}
-
-/** A raw fast-channel connection: send frames, await the reply to an id, or the close. */
-class RawChannel {
-  private readonly socket: Socket;
-  private readonly replies = new Map<number, Reply>();
-  private readonly waiters = new Map<number, (r: Reply) => void>();
-  readonly closed: Promise<void>;
-
-  constructor(host: string, port: number) {
-    this.socket = connect(port, host);
-    this.socket.write(CHANNEL_MAGIC);
-    const dec = new FrameDecoder((kind, id, method, payload) => {
-      const r = { kind, id, method, payload: Buffer.from(payload) };
-      const w = this.waiters.get(id);
-      if (w) {
-        this.waiters.delete(id);
-        w(r);
-      } else this.replies.set(id, r);
-    });
-    this.socket.on('data', (d: Buffer) => dec.push(d));
-    this.socket.on('error', () => undefined); // a reset after the master closes; `closed` reports it
-    this.closed = new Promise((r) => this.socket.once('close', () => r()));
-  }
-
-  static of(address: string): RawChannel {
-    const [host, port] = address.split(':');
-    return new RawChannel(host, Number(port));
-  }
-
-  send(frame: Buffer): void {
-    this.socket.write(frame);
-  }
-
-  reply(id: number): Promise<Reply> {
-    const r = this.replies.get(id);
-    if (r) return Promise.resolve(r);
-    return new Promise((resolve, reject) => {
-      this.waiters.set(id, resolve);
-      this.closed.then(() => reject(new Error(`connection closed before the reply to ${id}`)));
-    });
-  }
-
-  get destroyed(): boolean {
-    return this.socket.destroyed;
-  }
-
-  close(): void {
-    this.socket.destroy();
-  }
 }
 
 const ping = masterMethodByName.get('Ping')!;

@@ -8,7 +8,7 @@ import { ErrorCode } from '../common/error-code.js';
 import type { Logger } from '../common/logger.js';
 import { decodeWith, type MethodInfo } from '../common/master-proto.js';
 import { MAX_REQUEST_ELEMENTS, packedFieldsOf, requestShapeProblem, type PackedFields } from '../common/request-shape.js';
-import type { RpcDispatcher } from './rpc-dispatcher.js';
+import type { RpcDispatcher, StatusResponse } from './rpc-dispatcher.js';
 
 /** Replies queued in the kernel-bound buffer beyond which a connection's reading pauses. */
 const MAX_UNSENT_BYTES = 16 * 1024 * 1024;
@@ -20,8 +20,20 @@ const MAX_UNSENT_BYTES = 16 * 1024 * 1024;
 const FLUSH_FRAMES = 16;
 const FLUSH_BYTES = 64 * 1024;
 
+/** What the RPC listener learns from a channel connection (rpc-listener.ts). */
+export interface ChannelWatch {
+  now(): number;
+  /** After each read: bytes held of an incomplete frame, and when that frame began (-1: none). */
+  held(bytes: number, since: number): void;
+  /** The connection broke the framing and was closed. */
+  protocolError(): void;
+}
+
 export class ChannelConnection {
   private readonly writer: FrameWriter;
+  /** Frames decoded so far, and when the incomplete frame held now began (-1: none). */
+  private frames = 0;
+  private partialSince = -1;
   private readonly decoder: FrameDecoder;
   /** Per method: the request's packed scalar fields, for the pre-decode shape check. */
   private readonly packed: PackedFields[];
@@ -33,6 +45,7 @@ export class ChannelConnection {
     private readonly log: Logger,
     /** Replies bigger than this are refused with an ERROR frame (the client's frame limit). */
     private readonly maxReplyBytes = MAX_PAYLOAD_BYTES,
+    private readonly watch?: ChannelWatch,
   ) {
     this.writer = new FrameWriter((data) => {
       if (socket.destroyed) return;
@@ -52,15 +65,26 @@ export class ChannelConnection {
 
   /** Takes bytes received on the connection (also those that arrived with the magic). */
   readonly onData = (chunk: Buffer): void => {
+    const before = this.frames;
     try {
       this.decoder.push(chunk);
     } catch (e) {
       this.log.warn(`channel ${this.socket.remoteAddress}:${this.socket.remotePort}: ${(e as Error).message}; closing`);
       this.socket.destroy();
+      this.watch?.protocolError();
+      return;
     }
+    const w = this.watch;
+    if (w === undefined) return;
+    const held = this.decoder.buffered;
+    // a frame begins when the bytes held no longer belong to the frame held before this read
+    if (held === 0) this.partialSince = -1;
+    else if (this.partialSince < 0 || this.frames !== before) this.partialSince = w.now();
+    w.held(held, this.partialSince);
   };
 
   private onFrame(kind: number, id: number, methodIndex: number, payload: Buffer): void {
+    this.frames++;
     const m = this.methods[methodIndex];
     if (kind !== FrameKind.REQUEST || !m) {
       const why = !m ? `unknown method ${methodIndex}` : `unexpected frame kind ${kind}`;
@@ -68,7 +92,7 @@ export class ChannelConnection {
       return;
     }
     let req: object | undefined;
-    let res;
+    let res: StatusResponse | Promise<StatusResponse> | undefined;
     // Refused before decoding: a request whose repeated field would build too many objects.
     const problem = requestShapeProblem(payload, MAX_REQUEST_ELEMENTS, this.packed[methodIndex]);
     if (problem !== undefined) res = this.dispatcher.invalid(methodIndex, 'channel', problem);
@@ -79,9 +103,16 @@ export class ChannelConnection {
         res = this.dispatcher.invalid(methodIndex, 'channel', (e as Error).message);
       }
     }
-    if (req) res = this.dispatcher.invoke(methodIndex, req, 'channel');
+    if (req) res = this.dispatcher.serve(methodIndex, req, 'channel');
+    // an RPC served in steps (a whole-table walk) answers later; replies may come in any order
+    if (res instanceof Promise) res.then((r) => this.reply(id, methodIndex, r));
+    else this.reply(id, methodIndex, res!);
+  }
+
+  private reply(id: number, methodIndex: number, res: StatusResponse): void {
+    const m = this.methods[methodIndex]!;
     try {
-      const length = this.writer.pushMessage(FrameKind.RESPONSE, id, methodIndex, m.responseCodec, res as object);
+      const length = this.writer.pushMessage(FrameKind.RESPONSE, id, methodIndex, m.responseCodec, res);
       if (length > this.maxReplyBytes) {
         // The client would refuse the frame by closing the connection, failing every call on it.
         this.writer.dropLast();

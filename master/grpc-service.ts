@@ -1,14 +1,18 @@
 // The gRPC face of the master: every MasterService RPC served by grpc-js from the proto-loader
 // definition, each handler a call into the dispatcher. Connections arrive through the shared
-// RPC port (rpc-listener.ts) by a connection injector, not by a grpc-js bind.
+// RPC port (rpc-listener.ts) by a connection injector, not by a grpc-js bind. Requests are decoded
+// by the fast channel's codec (common/proto-codec.ts), not protobufjs: one decoder for both
+// transports, whose string fields never turn bytes that are not UTF-8 into a valid key.
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { MAX_PAYLOAD_BYTES, MAX_REQUEST_PAYLOAD_BYTES } from '../common/channel-frame.js';
-import { masterMethodByName, masterProtoPath } from '../common/master-proto.js';
+import { decodeWith, masterMethodByName, masterProtoPath } from '../common/master-proto.js';
 import { MAX_REQUEST_ELEMENTS, packedFieldsOf, requestShapeProblem } from '../common/request-shape.js';
 import type { RpcDispatcher } from './rpc-dispatcher.js';
 
 const MALFORMED = Symbol('malformed request');
+/** Calls in progress at once on one gRPC connection (the HTTP/2 recommended minimum). */
+const MAX_CONCURRENT_STREAMS = 100;
 
 interface Malformed {
   [MALFORMED]: string;
@@ -25,7 +29,7 @@ export function createGrpcServer(dispatcher: RpcDispatcher): { server: grpc.Serv
     const index = info.index;
     // A request that fails to decode, or would decode into too many objects, becomes
     // INVALID_PARAMS instead of a transport error.
-    const deserialize = m.requestDeserialize;
+    const codec = info.requestCodec;
     const packed = packedFieldsOf(info.requestCodec);
     service[name] = {
       ...m,
@@ -33,7 +37,7 @@ export function createGrpcServer(dispatcher: RpcDispatcher): { server: grpc.Serv
         const problem = requestShapeProblem(buf, MAX_REQUEST_ELEMENTS, packed);
         if (problem !== undefined) return { [MALFORMED]: problem } satisfies Malformed;
         try {
-          return deserialize(buf);
+          return decodeWith<object>(codec, buf);
         } catch (e) {
           return { [MALFORMED]: (e as Error).message } satisfies Malformed;
         }
@@ -41,13 +45,20 @@ export function createGrpcServer(dispatcher: RpcDispatcher): { server: grpc.Serv
     };
     handlers[name] = (call: grpc.ServerUnaryCall<object, object>, callback: grpc.sendUnaryData<object>) => {
       const req = call.request as object;
-      const res = MALFORMED in req ? dispatcher.invalid(index, 'grpc', (req as Malformed)[MALFORMED]) : dispatcher.invoke(index, req, 'grpc');
-      callback(null, res);
+      const res = MALFORMED in req ? dispatcher.invalid(index, 'grpc', (req as Malformed)[MALFORMED]) : dispatcher.serve(index, req, 'grpc');
+      if (res instanceof Promise) res.then((r) => callback(null, r));
+      else callback(null, res);
     };
   }
   // Requests are held to the fast channel's request limit; a reply over the frame limit fails
   // that call with RESOURCE_EXHAUSTED (grpc-js checks before sending) and the server goes on.
-  const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_REQUEST_PAYLOAD_BYTES, 'grpc.max_send_message_length': MAX_PAYLOAD_BYTES });
+  // Calls in progress per connection are capped (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS); the
+  // bytes of requests still arriving are bounded by the RPC listener (rpc-listener.ts).
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': MAX_REQUEST_PAYLOAD_BYTES,
+    'grpc.max_send_message_length': MAX_PAYLOAD_BYTES,
+    'grpc.max_concurrent_streams': MAX_CONCURRENT_STREAMS,
+  });
   server.addService(service as grpc.ServiceDefinition, handlers);
   const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
   return { server, injector };

@@ -1,13 +1,15 @@
 // HTTP management endpoints of the master (spec section B) on --metrics_port: /metrics,
 // /metrics/summary, /query_key, /batch_query_keys, /get_all_keys, /get_all_segments,
 // /query_segment, /get_segments_detail, /health. All GET; a missing parameter is a 400 with a
-// one-line reason, an unknown key or segment a 404.
+// one-line reason, an unknown key or segment a 404. Whole-table answers are written in bounded
+// steps, or paged, by http-listing.ts.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { formatSize } from '../common/size.js';
 import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
 import type { MasterCorePort } from './core-port.js';
 import type { MasterMetrics } from './master-metrics.js';
 import { MALFORMED_TARGET, requestUrl } from '../common/request-url.js';
+import { collectPage, pageParams, streamItems } from './http-listing.js';
 
 const PROM = 'text/plain; version=0.0.4';
 const TEXT = 'text/plain; charset=utf-8';
@@ -39,7 +41,11 @@ export interface AdminDeps {
 
 export function createAdminServer(deps: AdminDeps): Server {
   return createServer((req, res) => {
-    handle(deps, req, res).catch((e: Error) => send(res, 500, TEXT, `internal error: ${e.message}\n`));
+    handle(deps, req, res).catch((e: Error) => {
+      // a listing that fails half-way has sent its status already: cut the body short
+      if (res.headersSent) res.destroy(e);
+      else send(res, 500, TEXT, `internal error: ${e.message}\n`);
+    });
   });
 }
 
@@ -73,9 +79,13 @@ async function handle(d: AdminDeps, req: IncomingMessage, res: ServerResponse): 
       return send(res, 200, PROM, JSON.stringify(replicaDescriptors(replicas)));
     }
     case '/batch_query_keys': {
-      const list = param('keys');
-      if (list === undefined) return;
-      const keys = list.split(',').filter((k) => k !== '');
+      // keys=a,b (the spec's form) and/or key=K repeated, each one whole key (commas allowed)
+      const list = url.searchParams.get('keys');
+      const single = url.searchParams.getAll('key');
+      if ((list === null || list === '') && single.length === 0) {
+        return send(res, 400, TEXT, `missing query parameter "keys" (/batch_query_keys?keys=a,b or ?key=a&key=b)\n`);
+      }
+      const keys = [...(list ?? '').split(',').filter((k) => k !== ''), ...single.filter((k) => k !== '')];
       const data: Record<string, object> = {};
       for (const key of keys) {
         const replicas = d.core.queryKey(key);
@@ -87,15 +97,10 @@ async function handle(d: AdminDeps, req: IncomingMessage, res: ServerResponse): 
       }
       return send(res, 200, JSON_TYPE, JSON.stringify({ success: keys.length > 0, data }));
     }
-    case '/get_all_keys': {
-      const lines: string[] = [];
-      for (const k of d.core.allKeys()) lines.push(k);
-      return send(res, 200, TEXT, lines.length ? lines.join('\n') + '\n' : '');
-    }
-    case '/get_all_segments': {
-      const names = d.core.segmentNames();
-      return send(res, 200, TEXT, names.length ? names.join('\n') + '\n' : '');
-    }
+    case '/get_all_keys':
+      return listLines(res, url.searchParams, d.core.allKeys());
+    case '/get_all_segments':
+      return listLines(res, url.searchParams, d.core.segmentNames());
     case '/query_segment': {
       const name = param('segment');
       if (name === undefined) return;
@@ -118,11 +123,31 @@ async function handle(d: AdminDeps, req: IncomingMessage, res: ServerResponse): 
         allocator_capacity_bytes: s.allocator_capacity_bytes,
         allocator_usage_percent: s.allocator_capacity_bytes > 0 ? Math.round((s.allocator_used_bytes / s.allocator_capacity_bytes) * 10000) / 100 : 0,
       }));
-      return send(res, 200, JSON_TYPE, JSON.stringify({ total_segments: segments.length, segments }));
+      res.writeHead(200, { 'Content-Type': JSON_TYPE });
+      return streamItems(res, segments, (seg) => JSON.stringify(seg), { head: `{"total_segments":${segments.length},"segments":[`, separator: ',', tail: () => ']}' });
     }
     default:
       return send(res, 404, TEXT, `no such endpoint: ${url.pathname}\n`);
   }
+}
+
+/**
+ * A listing with one item per line (keys and segment names cannot hold a line break, see
+ * common/key-rules.ts): all of it, streamed; or with ?limit=N&after=ITEM the page of the N
+ * smallest items after ITEM, in order, with `X-Has-More: true` when items follow it.
+ */
+async function listLines(res: ServerResponse, params: URLSearchParams, items: Iterable<string>): Promise<void> {
+  const p = pageParams(params);
+  if ('error' in p) return send(res, 400, TEXT, `${p.error}\n`);
+  if (!p.page) {
+    res.writeHead(200, { 'Content-Type': TEXT });
+    return streamItems(res, items, (item) => item + '\n');
+  }
+  const page = await collectPage(res, items, p.after, p.limit);
+  if (page === undefined) return;
+  const body = page.items.length ? page.items.join('\n') + '\n' : '';
+  res.writeHead(200, { 'Content-Type': TEXT, 'Content-Length': Buffer.byteLength(body), 'X-Has-More': String(page.more) });
+  res.end(body);
 }
 
 /** The human-readable /metrics/summary text, also the source of the periodic log line. */

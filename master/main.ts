@@ -3,6 +3,7 @@
 // --rpc_port, management HTTP on --metrics_port, optionally the HTTP metadata server; a periodic
 // sweep drives leases, client liveness and eviction. SIGINT/SIGTERM close cleanly.
 import { randomInt } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { FlagError, HelpRequested } from '../common/flags.js';
 import { loggerFromFlags, type Logger } from '../common/logger.js';
@@ -14,7 +15,7 @@ import { HaMaster } from './ha/ha-master.js';
 import { createAdminServer, summary, type AdminDeps } from './http-admin.js';
 import { MasterMetrics } from './master-metrics.js';
 import { parseMasterFlags, type MasterFlags } from './master-flags.js';
-import { coreConfigFromFlags, resolveRpcAddress, unbuiltFeatureNotices } from './master-startup.js';
+import { coreConfigFromFlags, effectiveMaxConnections, openFilesLimit, resolveRpcAddress, unbuiltFeatureNotices } from './master-startup.js';
 import { createMetadataServer, MetadataStore } from './metadata-server.js';
 import { RpcDispatcher } from './rpc-dispatcher.js';
 import { RpcListener } from './rpc-listener.js';
@@ -30,11 +31,13 @@ function exitWithFlagError(e: FlagError): never {
   process.exit(2);
 }
 
-function listen(server: Server, port: number, host: string): Promise<number> {
+/** Listens; later errors (a failed accept) are logged, never thrown. */
+function listen(server: Server, port: number, host: string, log: Logger): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
       server.removeListener('error', reject);
+      server.on('error', (e) => log.warn(`HTTP server on port ${port}: ${e.message}`));
       const a = server.address();
       resolve(typeof a === 'object' && a ? a.port : port);
     });
@@ -97,13 +100,31 @@ async function main(): Promise<void> {
   ha?.registerMetrics(metrics.registry);
   const dispatcher = new RpcDispatcher(ha ? ha.gate.rpcTarget : core, masterMethods, clock, metrics, log);
   const { injector } = createGrpcServer(dispatcher);
+  let limits = '';
+  try {
+    limits = readFileSync('/proc/self/limits', 'utf8');
+  } catch {
+    // not Linux: the flag is used as it is
+  }
+  const maxConnections = effectiveMaxConnections(flags.rpc_max_connections, openFilesLimit(limits));
+  if (maxConnections.notice) log.warn(maxConnections.notice);
   const rpc = new RpcListener(
-    { host, port: flags.rpc_port, noDelay: flags.rpc_enable_tcp_no_delay, idleTimeoutMs: flags.rpc_conn_timeout_seconds },
+    {
+      host,
+      port: flags.rpc_port,
+      noDelay: flags.rpc_enable_tcp_no_delay,
+      idleTimeoutMs: flags.rpc_conn_timeout_seconds,
+      maxConnections: maxConnections.max,
+      requestTimeoutMs: flags.rpc_request_timeout_seconds,
+      maxBufferedRequestBytes: flags.rpc_max_buffered_request_bytes,
+    },
     injector,
     masterMethods,
     dispatcher,
     log,
+    metrics.connectionEvents,
   );
+  metrics.watchConnections(() => ({ connections: rpc.connections, bufferedRequestBytes: rpc.bufferedRequestBytes }));
   const startedAt = Date.now();
   const deps: AdminDeps = {
     core: port,
@@ -119,10 +140,10 @@ async function main(): Promise<void> {
   let metadataPort = 0;
   try {
     rpcPort = await rpc.listen();
-    metricsPort = await listen(admin, flags.metrics_port, host);
+    metricsPort = await listen(admin, flags.metrics_port, host, log);
     if (flags.enable_http_metadata_server) {
       metadata = createMetadataServer(new MetadataStore());
-      metadataPort = await listen(metadata, flags.http_metadata_server_port, flags.http_metadata_server_host);
+      metadataPort = await listen(metadata, flags.http_metadata_server_port, flags.http_metadata_server_host, log);
     }
   } catch (e) {
     log.error(`cannot listen: ${(e as Error).message}`);

@@ -1,6 +1,6 @@
 import { FlagError } from '../common/flags.js';
 import { masterFlagTable, parseMasterFlags } from './master-flags.js';
-import { coreConfigFromFlags, resolveRpcAddress, unbuiltFeatureNotices } from './master-startup.js';
+import { coreConfigFromFlags, effectiveMaxConnections, FD_RESERVE, openFilesLimit, resolveRpcAddress, unbuiltFeatureNotices } from './master-startup.js';
 
 function flagError(fn: () => unknown): FlagError {
   try {
@@ -129,5 +129,31 @@ describe('store_master flags', () => {
   it('lists every flag in the usage text', () => {
     const usage = masterFlagTable.usage();
     for (const s of masterFlagTable.all()) expect(usage).toContain(`--${s.name} `);
+  });
+});
+
+describe('RPC connection cap under a file descriptor limit', () => {
+  const limits = (soft: string) => `Limit                     Soft Limit           Hard Limit           Units     \nMax open files            ${soft}                 1048576              files     \n`;
+  it('reads the soft "Max open files" of /proc/self/limits', () => {
+    expect(openFilesLimit(limits('1024'))).toBe(1024);
+    expect(openFilesLimit(limits('unlimited'))).toBeUndefined();
+    expect(openFilesLimit('')).toBeUndefined();
+  });
+
+  it('keeps --rpc_max_connections when the limit allows it, else lowers it to the limit less FD_RESERVE and says so', () => {
+    expect(effectiveMaxConnections(4096, 1_048_576)).toEqual({ max: 4096 });
+    expect(effectiveMaxConnections(4096, undefined)).toEqual({ max: 4096 });
+    expect(effectiveMaxConnections(896, 1024)).toEqual({ max: 896 });
+    const lowered = effectiveMaxConnections(4096, 1024);
+    expect(lowered.max).toBe(1024 - FD_RESERVE);
+    expect(lowered.notice).toMatch(/--rpc_max_connections=4096 needs more file descriptors than the limit of 1024 \(ulimit -n\) leaves; serving at most 896/);
+    expect(effectiveMaxConnections(4096, 64).max).toBe(1);
+  });
+
+  it('has defaults for the connection bounds', () => {
+    const { flags } = parseMasterFlags([]);
+    expect(flags).toMatchObject({ rpc_max_connections: 4096, rpc_request_timeout_seconds: 30_000, rpc_max_buffered_request_bytes: 256 * 1024 * 1024 });
+    expect(parseMasterFlags(['--rpc_request_timeout_seconds=0', '--rpc_max_buffered_request_bytes=64MB']).flags).toMatchObject({ rpc_request_timeout_seconds: 0, rpc_max_buffered_request_bytes: 64 * 1024 * 1024 });
+    expect(flagError(() => parseMasterFlags(['--rpc_max_connections=0'])).message).toMatch(/rpc_max_connections/);
   });
 });

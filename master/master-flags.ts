@@ -15,6 +15,9 @@ export const masterFlagSpecs: FlagSpec[] = [
   { name: 'rpc_interface', kind: 'string', default: '', help: 'interface whose current IPv4 address is resolved at startup and used as the address; overrides --rpc_address', group: 'RPC' },
   { name: 'rpc_conn_timeout_seconds', kind: 'duration', unit: 's', min: 0, default: 0, defaultText: '0', help: 'close a client connection idle this long; 0 disables', group: 'RPC' },
   { name: 'rpc_enable_tcp_no_delay', kind: 'bool', default: true, help: 'set TCP_NODELAY on RPC connections', group: 'RPC' },
+  { name: 'rpc_max_connections', kind: 'int', min: 1, default: 4096, help: 'RPC connections (gRPC and channel) served at once; more are closed on accept and counted', group: 'RPC' },
+  { name: 'rpc_request_timeout_seconds', kind: 'duration', unit: 's', min: 0, default: 30_000, defaultText: '30', help: 'close a connection whose request (a channel frame, a gRPC message) has not fully arrived this long after it began; 0 disables', group: 'RPC' },
+  { name: 'rpc_max_buffered_request_bytes', kind: 'size', min: 1, default: 256 * 1024 ** 2, defaultText: '256MB', help: 'incomplete request bytes held across all RPC connections; past it the connections holding the most are closed', group: 'RPC' },
   // Metrics and HTTP
   { name: 'enable_metric_reporting', kind: 'bool', default: true, help: 'periodically log a one-line metrics summary', group: 'Metrics' },
   { name: 'metrics_port', ...port, default: 9003, help: 'HTTP port of /metrics and the management endpoints', group: 'Metrics' },
@@ -83,6 +86,9 @@ export interface MasterFlags {
   rpc_interface: string;
   rpc_conn_timeout_seconds: number;
   rpc_enable_tcp_no_delay: boolean;
+  rpc_max_connections: number;
+  rpc_request_timeout_seconds: number;
+  rpc_max_buffered_request_bytes: number;
   enable_metric_reporting: boolean;
   metrics_port: number;
   enable_http_metadata_server: boolean;

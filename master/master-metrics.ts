@@ -5,6 +5,7 @@ import client from 'prom-client';
 import { errorCodeName } from '../common/error-code.js';
 import type { MethodInfo } from '../common/master-proto.js';
 import type { CoreStats } from './core-port.js';
+import type { ConnectionEvents } from './rpc-listener.js';
 
 export type Transport = 'grpc' | 'channel';
 
@@ -69,7 +70,44 @@ export class MasterMetrics {
         self.lastEvictions = total;
       },
     });
+    this.refused = new client.Counter({ name: 'store_master_rpc_connections_refused_total', help: 'RPC connections closed on accept: limit (--rpc_max_connections reached), accept_error (no file descriptor or other accept failure)', labelNames: ['reason'], registers });
+    this.closed = new client.Counter({
+      name: 'store_master_rpc_connections_closed_total',
+      help: 'RPC connections the master closed: request_timeout, request_budget, handshake_timeout, idle, unknown_protocol, protocol_error',
+      labelNames: ['reason'],
+      registers,
+    });
     client.collectDefaultMetrics({ register: this.registry });
+  }
+
+  private readonly refused: client.Counter<'reason'>;
+  private readonly closed: client.Counter<'reason'>;
+
+  /** The sink of the RPC listener's refusals and closes (rpc-listener.ts). */
+  readonly connectionEvents: ConnectionEvents = {
+    refused: (reason) => this.refused.labels(reason).inc(),
+    closed: (reason) => this.closed.labels(reason).inc(),
+  };
+
+  /** Gauges of the RPC port, read at scrape time. */
+  watchConnections(read: () => { connections: number; bufferedRequestBytes: number }): void {
+    const registers = [this.registry];
+    new client.Gauge({
+      name: 'store_master_rpc_connections',
+      help: 'open RPC connections (gRPC and channel)',
+      registers,
+      collect() {
+        this.set(read().connections);
+      },
+    });
+    new client.Gauge({
+      name: 'store_master_rpc_buffered_request_bytes',
+      help: 'bytes of incomplete requests held across RPC connections',
+      registers,
+      collect() {
+        this.set(read().bufferedRequestBytes);
+      },
+    });
   }
 
   /** Records one served RPC. */

@@ -70,3 +70,24 @@ export function unbuiltFeatureNotices(f: MasterFlags, explicit: Set<string>): st
   if (f.enable_cxl) out.push(`--enable_cxl: CXL segments are placed by the cxl strategy; the master never maps ${f.cxl_path} itself (clients do)`);
   return out;
 }
+
+/** File descriptors kept for everything but RPC connections (HTTP servers, logs, HA backends). */
+export const FD_RESERVE = 128;
+
+/** The soft "Max open files" of a /proc/<pid>/limits text, or undefined (unlimited or unreadable). */
+export function openFilesLimit(limitsText: string): number | undefined {
+  const m = /^Max open files\s+(\d+|unlimited)\s/m.exec(limitsText);
+  return m && m[1] !== 'unlimited' ? Number(m[1]) : undefined;
+}
+
+/**
+ * The RPC connection cap to serve with: --rpc_max_connections, lowered to what the process's file
+ * descriptor limit leaves after FD_RESERVE, so that the master refuses (and counts) connections
+ * rather than running out of descriptors (libuv then accepts and drops connections unseen, and
+ * anything else that opens a file fails). `notice` says why when it is lowered.
+ */
+export function effectiveMaxConnections(flag: number, openFiles: number | undefined): { max: number; notice?: string } {
+  if (openFiles === undefined || flag <= openFiles - FD_RESERVE) return { max: flag };
+  const max = Math.max(1, openFiles - FD_RESERVE);
+  return { max, notice: `--rpc_max_connections=${flag} needs more file descriptors than the limit of ${openFiles} (ulimit -n) leaves; serving at most ${max} RPC connections (the limit less ${FD_RESERVE} kept for the rest)` };
+}

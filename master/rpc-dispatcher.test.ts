@@ -60,4 +60,40 @@ describe('RpcDispatcher', () => {
     expect(d.invalid(idx('PutStart'), 'channel', 'index out of range').status_code).toBe(ErrorCode.INVALID_PARAMS);
     expect(await metrics.metrics()).toMatch(/store_master_rpc_errors_total\{method="PutStart",code="INVALID_PARAMS"\} 1/);
   });
+
+  it('serves an RPC that has <call>Steps one step per turn of the event loop, other calls answered in between', async () => {
+    const log: string[] = [];
+    const { d, metrics } = setup({
+      removeAll: () => ({ status_code: 0, removed_count: -1 }),
+      *removeAllSteps(_req: object, now: number) {
+        log.push(`step 1 at ${now}`);
+        now = yield;
+        log.push(`step 2 at ${now}`);
+        yield;
+        log.push('step 3');
+        return { status_code: 0, removed_count: 3 };
+      },
+      ping: () => (log.push('ping'), { status_code: 0, view_version: 1, need_remount: false }),
+    });
+    const pending = d.serve(idx('RemoveAll'), {}, 'channel');
+    expect(pending).toBeInstanceOf(Promise);
+    expect(log).toEqual(['step 1 at 100']);
+    expect(d.serve(idx('Ping'), { client_id: 'c' }, 'channel')).toMatchObject({ status_code: 0 });
+    expect(await pending).toEqual({ status_code: 0, removed_count: 3 });
+    expect(log).toEqual(['step 1 at 100', 'ping', 'step 2 at 103', 'step 3']); // the clock ticks once per reading
+    expect(await metrics.metrics()).toMatch(/store_master_rpc_requests_total\{method="RemoveAll",transport="channel"\} 1/);
+    // invoke() still runs the plain method
+    expect(d.invoke(idx('RemoveAll'), {}, 'grpc')).toEqual({ status_code: 0, removed_count: -1 });
+  });
+
+  it('turns an exception in a step into INTERNAL_ERROR', async () => {
+    const { d, logs } = setup({
+      // eslint-disable-next-line require-yield
+      *getReplicaListByRegexSteps() {
+        throw new Error('walk broke');
+      },
+    });
+    expect(await d.serve(idx('GetReplicaListByRegex'), { key_regex: 'x' }, 'grpc')).toEqual({ status_code: ErrorCode.INTERNAL_ERROR });
+    expect(logs.join('')).toMatch(/GetReplicaListByRegex failed inside the master: Error: walk broke/);
+  });
 });

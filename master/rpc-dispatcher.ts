@@ -1,6 +1,10 @@
 // Runs one RPC against the core for any transport: calls the core method named after the RPC
 // with the monotonic clock, turns a thrown exception into INTERNAL_ERROR (never a crash), and
-// records metrics. gRPC and the fast channel both go through here.
+// records metrics. gRPC and the fast channel both go through here. An RPC that walks the whole
+// object table has a core method `<name>Steps` returning a generator of bounded steps
+// (master/core/table-walk.ts): serve() runs one step per turn of the event loop, so other calls
+// are answered in between, and resolves with the reply.
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { ErrorCode } from '../common/error-code.js';
 import type { Logger } from '../common/logger.js';
 import type { MethodInfo } from '../common/master-proto.js';
@@ -12,9 +16,12 @@ export interface StatusResponse {
 }
 
 type CoreMethod = (req: object, now: number) => StatusResponse;
+type SteppedMethod = (req: object, now: number) => Generator<void, StatusResponse, number>;
 
 export class RpcDispatcher {
   private readonly handlers: CoreMethod[];
+  /** Per method: the core's `<call>Steps` when it has one. */
+  private readonly stepped: (SteppedMethod | undefined)[];
 
   constructor(
     core: object,
@@ -31,9 +38,40 @@ export class RpcDispatcher {
       }
       return (fn as CoreMethod).bind(core);
     });
+    this.stepped = methods.map((m) => {
+      const fn = (core as Record<string, unknown>)[`${m.call}Steps`];
+      return typeof fn === 'function' ? ((fn as SteppedMethod).bind(core) as SteppedMethod) : undefined;
+    });
   }
 
-  /** Serves one request; always returns a response carrying status_code. */
+  /** Serves one request: the reply at once, or (an RPC in steps) a promise of it. Never rejects. */
+  serve(methodIndex: number, req: object, transport: Transport): StatusResponse | Promise<StatusResponse> {
+    const stepped = this.stepped[methodIndex];
+    return stepped === undefined ? this.invoke(methodIndex, req, transport) : this.runSteps(methodIndex, stepped, req, transport);
+  }
+
+  private async runSteps(methodIndex: number, stepped: SteppedMethod, req: object, transport: Transport): Promise<StatusResponse> {
+    const start = this.clock();
+    let res: StatusResponse;
+    try {
+      const steps = stepped(req, start);
+      let r = steps.next(start);
+      while (!r.done) {
+        await nextTurn();
+        r = steps.next(this.clock());
+      }
+      res = r.value;
+      if (res === undefined || res === null || typeof res !== 'object') throw new Error(`core returned ${String(res)}`);
+      if (typeof res.status_code !== 'number') res.status_code = ErrorCode.OK;
+    } catch (e) {
+      this.log.error(`${this.methods[methodIndex].name} failed inside the master: ${(e as Error)?.stack ?? String(e)}`);
+      res = { status_code: ErrorCode.INTERNAL_ERROR };
+    }
+    this.metrics.observe(methodIndex, transport, res.status_code, (this.clock() - start) / 1000);
+    return res;
+  }
+
+  /** Serves one request at once (RPCs in steps included, run to the end); always returns a response carrying status_code. */
   invoke(methodIndex: number, req: object, transport: Transport): StatusResponse {
     const start = this.clock();
     let res: StatusResponse;

@@ -1,19 +1,29 @@
 // The RPC port: one TCP listener shared by gRPC and the fast channel. The first bytes of each
 // connection pick the protocol: the HTTP/2 preface ("PRI * HTTP/2.0") goes to grpc-js through
-// its connection injector, the channel magic "KVC1" to a ChannelConnection; anything else is
-// closed. Applies TCP_NODELAY and the idle timeout to both.
+// its connection injector (wrapped in a MeteredSocket that counts the request bytes grpc-js
+// holds), the channel magic "KVC1" to a ChannelConnection; anything else is closed. Applies
+// TCP_NODELAY and the idle timeout to both, and bounds what connections can make the master hold:
+// at most `maxConnections` at once (more are closed on accept; an accept that fails for want of
+// file descriptors is counted, never fatal), and the request bytes of incomplete requests within
+// a time limit per request and a total across connections (request-budget.ts).
 import { createServer, type Server, type Socket } from 'node:net';
 import type { ConnectionInjector } from '@grpc/grpc-js';
 import { CHANNEL_MAGIC } from '../common/channel-frame.js';
 import type { Logger } from '../common/logger.js';
 import type { MethodInfo } from '../common/master-proto.js';
 import { ChannelConnection } from './channel-server.js';
+import { MeteredSocket } from './metered-socket.js';
+import { RequestBudget } from './request-budget.js';
 import type { RpcDispatcher } from './rpc-dispatcher.js';
 
 const HTTP2_PREFACE = Buffer.from('PRI ', 'latin1');
 const SNIFF_BYTES = 4;
 /** A connection that has not sent its first 4 bytes by then is closed. */
 const HANDSHAKE_TIMEOUT_MS = 10_000;
+/** Longest interval between two checks of the request timeout. */
+const CHECK_INTERVAL_MS = 1000;
+/** Lines about refused or closed connections logged per second at most (a flood is summed up). */
+const LOG_LINES_PER_SECOND = 10;
 
 export interface RpcListenerOptions {
   host: string;
@@ -21,12 +31,34 @@ export interface RpcListenerOptions {
   noDelay: boolean;
   /** Close connections idle this long (ms); 0 disables. */
   idleTimeoutMs: number;
+  /** Connections served at once; more are closed on accept. */
+  maxConnections: number;
+  /** Close a connection whose request has not fully arrived this long after it began (ms); 0 disables. */
+  requestTimeoutMs: number;
+  /** Incomplete request bytes held across all connections; past it the largest holders are closed. */
+  maxBufferedRequestBytes: number;
+}
+
+/** Why a connection was refused at accept. */
+export type RefusalReason = 'limit' | 'accept_error';
+/** Why the master closed a connection. */
+export type CloseReason = 'request_timeout' | 'request_budget' | 'handshake_timeout' | 'idle' | 'unknown_protocol' | 'protocol_error';
+
+/** Where the listener reports refusals and closes (the master's metrics). */
+export interface ConnectionEvents {
+  refused(reason: RefusalReason): void;
+  closed(reason: CloseReason): void;
 }
 
 export class RpcListener {
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
   private readonly channelSockets = new Set<Socket>();
+  private readonly budget: RequestBudget<Socket>;
+  private checker: NodeJS.Timeout | undefined;
+  private logWindow = 0;
+  private logged = 0;
+  private suppressed = 0;
 
   constructor(
     private readonly opts: RpcListenerOptions,
@@ -34,8 +66,12 @@ export class RpcListener {
     private readonly methods: readonly MethodInfo[],
     private readonly dispatcher: RpcDispatcher,
     private readonly log: Logger,
+    private readonly events: ConnectionEvents = { refused: () => {}, closed: () => {} },
+    private readonly now: () => number = () => performance.now(),
   ) {
     this.server = createServer({ noDelay: opts.noDelay }, (socket) => this.onConnection(socket));
+    this.server.maxConnections = opts.maxConnections;
+    this.budget = new RequestBudget({ maxBytes: opts.maxBufferedRequestBytes, timeoutMs: opts.requestTimeoutMs });
   }
 
   listen(): Promise<number> {
@@ -43,7 +79,15 @@ export class RpcListener {
       this.server.once('error', reject);
       this.server.listen(this.opts.port, this.opts.host, () => {
         this.server.removeListener('error', reject);
-        this.server.on('error', (e) => this.log.error(`RPC listener: ${e.message}`));
+        this.server.on('error', (e: NodeJS.ErrnoException) => this.onServerError(e));
+        this.server.on('drop', (d) => {
+          this.events.refused('limit');
+          this.note(`RPC connection from ${d?.remoteAddress}:${d?.remotePort} refused: ${this.opts.maxConnections} connections open (--rpc_max_connections)`);
+        });
+        if (this.opts.requestTimeoutMs > 0) {
+          this.checker = setInterval(() => this.closeExpired(), Math.min(CHECK_INTERVAL_MS, Math.max(10, this.opts.requestTimeoutMs / 4)));
+          this.checker.unref();
+        }
         const addr = this.server.address();
         resolve(typeof addr === 'object' && addr ? addr.port : this.opts.port);
       });
@@ -54,8 +98,14 @@ export class RpcListener {
     return this.sockets.size;
   }
 
+  /** Bytes of incomplete requests held across all connections. */
+  get bufferedRequestBytes(): number {
+    return this.budget.bytes;
+  }
+
   /** Stops accepting, lets gRPC finish calls in flight for `graceMs`, then drops every socket. */
   async close(graceMs: number): Promise<void> {
+    if (this.checker) clearInterval(this.checker);
     const closed = new Promise<void>((r) => this.server.close(() => r()));
     // gRPC sends GOAWAY and closes when its calls finish; channel replies already queued leave
     // on the next tick, then those sockets end.
@@ -72,23 +122,61 @@ export class RpcListener {
     this.grpcInjector.destroy();
   }
 
+  /** An accept that failed (EMFILE, ENFILE, ENOBUFS...): counted and logged; the listener goes on. */
+  private onServerError(e: NodeJS.ErrnoException): void {
+    if (e.syscall === 'accept') {
+      this.events.refused('accept_error');
+      this.note(`RPC listener: accept failed: ${e.code ?? e.message} (out of file descriptors? see ulimit -n and --rpc_max_connections)`);
+    } else this.log.error(`RPC listener: ${e.message}`);
+  }
+
+  /** Logs a line about a refused or closed connection, at most LOG_LINES_PER_SECOND a second. */
+  private note(line: string): void {
+    const window = Math.floor(this.now() / 1000);
+    if (window !== this.logWindow) {
+      if (this.suppressed > 0) this.log.warn(`... and ${this.suppressed} more such lines in the last second`);
+      this.logWindow = window;
+      this.logged = 0;
+      this.suppressed = 0;
+    }
+    if (this.logged++ < LOG_LINES_PER_SECOND) this.log.warn(line);
+    else this.suppressed++;
+  }
+
+  private closeFor(socket: Socket, reason: CloseReason, why: string): void {
+    if (socket.destroyed) return;
+    this.events.closed(reason);
+    this.note(`closing RPC connection from ${socket.remoteAddress}:${socket.remotePort}: ${why}`);
+    socket.destroy();
+  }
+
+  /** Records what `socket` holds of incomplete requests; closes the largest holders past the budget. */
+  private held(socket: Socket, bytes: number, since: number): void {
+    for (const victim of this.budget.set(socket, bytes, since)) {
+      this.closeFor(victim, 'request_budget', `incomplete requests across connections passed --rpc_max_buffered_request_bytes=${this.opts.maxBufferedRequestBytes}; this one held the most`);
+    }
+  }
+
+  private closeExpired(): void {
+    for (const s of this.budget.expired(this.now())) {
+      this.closeFor(s, 'request_timeout', `a request did not fully arrive within --rpc_request_timeout_seconds=${this.opts.requestTimeoutMs / 1000}`);
+    }
+  }
+
   private onConnection(socket: Socket): void {
     this.sockets.add(socket);
-    socket.once('close', () => this.sockets.delete(socket));
+    socket.once('close', () => {
+      this.sockets.delete(socket);
+      this.budget.forget(socket);
+    });
     socket.setNoDelay(this.opts.noDelay);
     if (this.opts.idleTimeoutMs > 0) {
-      socket.setTimeout(this.opts.idleTimeoutMs, () => {
-        this.log.info(`closing idle RPC connection from ${socket.remoteAddress}:${socket.remotePort}`);
-        socket.destroy();
-      });
+      socket.setTimeout(this.opts.idleTimeoutMs, () => this.closeFor(socket, 'idle', `idle for ${this.opts.idleTimeoutMs} ms (--rpc_conn_timeout_seconds)`));
     }
     let head: Buffer = Buffer.alloc(0);
     const onError = (e: Error): void => this.log.debug(`RPC connection ${socket.remoteAddress}: ${e.message}`);
     socket.on('error', onError);
-    const handshake = setTimeout(() => {
-      this.log.info(`RPC connection from ${socket.remoteAddress}:${socket.remotePort} sent no protocol preface in ${HANDSHAKE_TIMEOUT_MS} ms; closing`);
-      socket.destroy();
-    }, HANDSHAKE_TIMEOUT_MS);
+    const handshake = setTimeout(() => this.closeFor(socket, 'handshake_timeout', `sent no protocol preface in ${HANDSHAKE_TIMEOUT_MS} ms`), HANDSHAKE_TIMEOUT_MS);
     handshake.unref();
     socket.once('close', () => clearTimeout(handshake));
     const sniff = (chunk: Buffer): void => {
@@ -101,17 +189,22 @@ export class RpcListener {
       if (magic.equals(CHANNEL_MAGIC)) {
         this.channelSockets.add(socket);
         socket.once('close', () => this.channelSockets.delete(socket));
-        const conn = new ChannelConnection(socket, this.methods, this.dispatcher, this.log);
+        const conn = new ChannelConnection(socket, this.methods, this.dispatcher, this.log, undefined, {
+          now: this.now,
+          held: (bytes, since) => this.held(socket, bytes, since),
+          protocolError: () => this.events.closed('protocol_error'),
+        });
         const rest = head.subarray(SNIFF_BYTES);
         if (rest.length > 0) conn.onData(rest);
         socket.resume();
       } else if (magic.equals(HTTP2_PREFACE)) {
         socket.removeListener('error', onError);
         socket.unshift(head);
-        this.grpcInjector.injectConnection(socket);
+        const metered: MeteredSocket = new MeteredSocket(socket, this.now, () => this.held(socket, metered.meter.bytes, metered.meter.oldestSince));
+        metered.on('error', onError);
+        this.grpcInjector.injectConnection(metered);
       } else {
-        this.log.warn(`RPC connection from ${socket.remoteAddress}:${socket.remotePort} speaks neither gRPC nor the channel; closing`);
-        socket.destroy();
+        this.closeFor(socket, 'unknown_protocol', 'speaks neither gRPC nor the channel');
       }
     };
     socket.on('data', sniff);

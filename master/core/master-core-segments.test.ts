@@ -55,6 +55,13 @@ describe('mount', () => {
       [{ ...mountReq('other', 4096), segment_id: before[0]!.segment_id }, ErrorCode.SEGMENT_ALREADY_EXISTS],
       // strings past MOUNT_LIMITS: each would be repeated in every reply naming the segment
       [mountReq('n'.repeat(MOUNT_LIMITS.segment_name + 1), 4096), ErrorCode.INVALID_PARAMS],
+      // names follow the key alphabet (common/key-rules.ts): one line each in /get_all_segments
+      [mountReq('two\nsegments', 4096), ErrorCode.INVALID_PARAMS],
+      [mountReq('lone\ud800', 4096), ErrorCode.INVALID_PARAMS],
+      [mountReq('c1\u0085', 4096), ErrorCode.INVALID_PARAMS],
+      // the other strings are repeated in replies: they must be Unicode text
+      [mountReq('badte', 4096, 'c1', 0x10000000, '127.0.0.1:1\udcff'), ErrorCode.INVALID_PARAMS],
+      [mountReq('badcli', 4096, 'c1\udcff'), ErrorCode.INVALID_PARAMS],
       [mountReq('longcli', 4096, 'c'.repeat(MOUNT_LIMITS.client_id + 1)), ErrorCode.INVALID_PARAMS],
       [mountReq('longte', 4096, 'c1', 0x10000000, `h${'x'.repeat(MOUNT_LIMITS.te_endpoint)}:1`), ErrorCode.INVALID_PARAMS],
       [{ ...mountReq('longproto', 4096), protocol: 'p'.repeat(MOUNT_LIMITS.protocol + 1) }, ErrorCode.INVALID_PARAMS],
@@ -77,6 +84,8 @@ describe('unmount', () => {
     const core = twoSegments();
     expect(core.unmountSegment({ segment_name: 'nope', client_id: '', grace_period_seconds: 0 }, 0).status_code).toBe(ErrorCode.SEGMENT_NOT_FOUND);
     expect(core.unmountSegment({ segment_name: 's0', client_id: 'c1', grace_period_seconds: 0 }, 0).status_code).toBe(ErrorCode.INVALID_PARAMS);
+    expect(core.unmountSegment({ segment_name: 's0\n', client_id: 'c0', grace_period_seconds: 0 }, 0).status_code).toBe(ErrorCode.INVALID_PARAMS);
+    expect(core.unmountSegment({ segment_name: 's9', client_id: 'c0', grace_period_seconds: 0 }, 0).status_code).toBe(ErrorCode.SEGMENT_NOT_FOUND);
     expect(core.segmentNames()).toEqual(['s0', 's1']);
   });
 

@@ -171,6 +171,39 @@ describe('validation changes nothing', () => {
     expect(core.putEnd({ key: '', replica_type: MEMORY }, 0).status_code).toBe(ErrorCode.INVALID_KEY);
     expect(core.getReplicaList({ key: 'x'.repeat(5000) }, 0).status_code).toBe(ErrorCode.INVALID_KEY);
   });
+
+  it.each([
+    ['a newline', 'two\nkeys'],
+    ['a C1 control', 'nel\u0085'],
+    ['DEL', 'del\u007f'],
+    ['an unpaired surrogate', 'alias\ud800'],
+    ['4097 UTF-8 bytes in 2049 characters', 'é'.repeat(2049)],
+  ])('refuses a key with %s on writes and lookups alike (common/key-rules.ts)', (_name, key) => {
+    const core = coreWith(1);
+    const before = { usage: usage(core), stats: core.stats(1) };
+    expect(core.putStart(putReq(key, 10), 1).status_code).toBe(ErrorCode.INVALID_KEY);
+    expect(core.upsertStart(putReq(key, 10), 1).status_code).toBe(ErrorCode.INVALID_KEY);
+    const starts = core.batchPutStart({ requests: [putReq('fine', 10), putReq(key, 10)] }, 1);
+    expect(starts.results.map((r) => r.status_code)).toEqual([ErrorCode.OK, ErrorCode.INVALID_KEY]);
+    expect(core.getReplicaList({ key }, 1).status_code).toBe(ErrorCode.INVALID_KEY);
+    expect(core.existKey({ key }, 1).status_code).toBe(ErrorCode.INVALID_KEY);
+    expect(core.batchExistKey({ keys: [key] }, 1).results[0]!.status_code).toBe(ErrorCode.INVALID_KEY);
+    expect(core.batchGetReplicaList({ keys: [key, 'fine'] }, 1).results.map((r) => r.status_code)).toEqual([ErrorCode.INVALID_KEY, ErrorCode.REPLICA_IS_NOT_READY]);
+    expect(core.putEnd({ key, replica_type: MEMORY }, 1).status_code).toBe(ErrorCode.INVALID_KEY);
+    expect(core.putRevoke({ key, replica_type: MEMORY }, 1).status_code).toBe(ErrorCode.INVALID_KEY);
+    expect(core.remove({ key, force: true }, 1).status_code).toBe(ErrorCode.INVALID_KEY);
+    expect(core.putRevoke({ key: 'fine', replica_type: MEMORY }, 1).status_code).toBe(ErrorCode.OK);
+    expect({ usage: usage(core), stats: core.stats(1) }).toEqual(before);
+  });
+
+  it('accepts keys with spaces, commas, slashes and any script, up to 4096 UTF-8 bytes', () => {
+    const core = coreWith(1);
+    for (const key of ['a b,c/d', 'ключ', '🙂', 'é'.repeat(2048)]) {
+      expect(core.putStart(putReq(key, 10), 1).status_code).toBe(ErrorCode.OK);
+      expect(core.putEnd({ key, replica_type: MEMORY }, 1).status_code).toBe(ErrorCode.OK);
+      expect(core.getReplicaList({ key }, 2).status_code).toBe(ErrorCode.OK);
+    }
+  });
 });
 
 describe('batch calls', () => {

@@ -71,13 +71,15 @@ import { ReplicaPlacer } from './replica-placer.js';
 import { BatchKeySet } from './batch-key-set.js';
 import { compileKeyRegex } from './key-regex.js';
 import { ReadPath } from './read-path.js';
+import { answered, queryByRegexSteps, removeSteps, runSteps, type Steps, type WalkHost } from './table-walk.js';
 import { PlacedReplicas, replicaList } from './replica-reply.js';
 import type { Rng } from './rng.js';
 import { isUuid, randomUuid, SeededRng } from './rng.js';
 import type { Segment } from './segment-registry.js';
 import { SegmentRegistry } from './segment-registry.js';
 import type { WriteRequest } from './write-validation.js';
-import { replicaNumOf, validateKey, validateWrite, writeError } from './write-validation.js';
+import { lookedUpKeyCode, replicaNumOf, validateWrite, writeError } from './write-validation.js';
+import { MAX_SEGMENT_NAME_BYTES, segmentNameProblem } from '../../common/key-rules.js';
 
 export type { Rng } from './rng.js';
 export { SeededRng } from './rng.js';
@@ -110,8 +112,8 @@ const NO_HANDLES: number[] = Object.freeze([]) as unknown as number[];
 /** Keys of a batch end looked up one by one before the rest are looked up together (see lookUpEnds). */
 const END_CHAIN_LOOKUPS = 4;
 
-/** Longest strings a MountSegment may carry (characters). */
-export const MOUNT_LIMITS = { segment_name: 1024, client_id: 256, te_endpoint: 512, protocol: 32 } as const;
+/** Longest strings a MountSegment may carry (characters; the segment name in UTF-8 bytes, see common/key-rules.ts). */
+export const MOUNT_LIMITS = { segment_name: MAX_SEGMENT_NAME_BYTES, client_id: 256, te_endpoint: 512, protocol: 32 } as const;
 
 /** At most this many spare ObjectMetas are kept for reuse (see MasterCore.spareMetas). */
 const SPARE_METAS = 4096;
@@ -123,9 +125,9 @@ function pinFlags(softPin: boolean, hardPin: boolean): number {
   return (softPin ? FLAG_SOFT_PIN : 0) | (hardPin ? FLAG_HARD_PIN : 0);
 }
 
-/** Checks of a PutEnd/PutRevoke-style call: the key, and the replica type. */
-function checkKey(key: unknown, replicaType: number): number {
-  const code = validateKey(key);
+/** Checks of a PutEnd/PutRevoke-style call whose key was looked up (`meta`): the key, and the replica type. */
+function checkKey(key: unknown, replicaType: number, meta: ObjectMeta | undefined): number {
+  const code = lookedUpKeyCode(key, meta);
   if (code !== ErrorCode.OK) return code;
   // Only memory replicas exist: there is no file tier to end or revoke a write in.
   if (replicaType !== ReplicaType.MEMORY) return ErrorCode.INVALID_PARAMS;
@@ -168,12 +170,14 @@ export class MasterCore {
    * generation, and that copying was the largest single cost of a put in steady state (puts as
    * fast as evictions). Only objects never leased come here: the lease tracker keeps expiry
    * entries that point at their object (lease-tracker.ts), and nothing else keeps a deleted
-   * object's metadata (replies capture values; scans and cursors never outlive the call that
-   * deletes, and inserts happen only after them).
+   * object's metadata (replies capture values; the walks of table-walk.ts, which span calls,
+   * look an object up again once others have deleted any).
    */
   private readonly spareMetas: ObjectMeta[] = [];
   /** Objects deleted so far: a batch's looked-up objects are stale once this moves. */
   private removals = 0;
+  /** The table as the whole-table walks see it (table-walk.ts). */
+  private readonly walkHost: WalkHost;
   /** Keys of the batch in progress that were absent when looked up (a key listed twice is looked up again). */
   private readonly batchSeen: BatchKeySet;
   /** The preferred list of a write naming one segment (reused: strategies only read it during the call). */
@@ -215,6 +219,15 @@ export class MasterCore {
     this.strategy = makeStrategy(config.allocationStrategy);
     this.placer = new ReplicaPlacer(this.strategy, this.segments, this.rng);
     this.reads = new ReadPath(this.objects, this.segments, this.leases, this.order, this.config.defaultKvLeaseTtlMs);
+    const core = this;
+    this.walkHost = {
+      objects: this.objects,
+      segments: this.segments,
+      get removals() {
+        return core.removals;
+      },
+      deleteObject: (key, meta) => this.deleteObject(key, meta),
+    };
   }
 
   // --- Liveness and segments ---
@@ -254,10 +267,13 @@ export class MasterCore {
   mountSegment(req: MountSegmentRequest__Output, now: number): MountSegmentResponse__Output {
     const fail = (status_code: number): MountSegmentResponse__Output => ({ status_code, segment_id: '' });
     const { segment_name: name, client_id: clientId, buffer, size } = req;
-    if (typeof name !== 'string' || name.length === 0 || name.length > MOUNT_LIMITS.segment_name) return fail(ErrorCode.INVALID_PARAMS);
+    // the key alphabet (common/key-rules.ts): a newline would split /get_all_segments' lines
+    if (segmentNameProblem(name) !== undefined) return fail(ErrorCode.INVALID_PARAMS);
     if (typeof clientId !== 'string' || clientId.length === 0 || clientId.length > MOUNT_LIMITS.client_id) return fail(ErrorCode.INVALID_PARAMS);
     // Every replica in every reply repeats the segment's name and endpoint: bounded, so a reply is too.
     if ((req.te_endpoint ?? '').length > MOUNT_LIMITS.te_endpoint || (req.protocol ?? '').length > MOUNT_LIMITS.protocol) return fail(ErrorCode.INVALID_PARAMS);
+    // repeated in replies: a string that is not Unicode text (bytes that were not UTF-8) cannot be encoded again
+    if (!clientId.isWellFormed() || !(req.te_endpoint ?? '').isWellFormed() || !(req.protocol ?? '').isWellFormed()) return fail(ErrorCode.INVALID_PARAMS);
     if (!Number.isSafeInteger(size) || size <= 0) return fail(ErrorCode.INVALID_PARAMS);
     if (!Number.isSafeInteger(buffer) || buffer < 0 || !Number.isSafeInteger(buffer + size)) return fail(ErrorCode.INVALID_PARAMS);
     if (req.segment_id && !isUuid(req.segment_id)) return fail(ErrorCode.INVALID_PARAMS);
@@ -277,7 +293,7 @@ export class MasterCore {
   unmountSegment(req: UnmountSegmentRequest__Output, now: number): UnmountSegmentResponse__Output {
     if (typeof req.segment_name !== 'string' || req.segment_name.length === 0) return { status_code: ErrorCode.INVALID_PARAMS };
     const seg = this.segments.byName(req.segment_name);
-    if (seg === undefined) return { status_code: ErrorCode.SEGMENT_NOT_FOUND };
+    if (seg === undefined) return { status_code: segmentNameProblem(req.segment_name) === undefined ? ErrorCode.SEGMENT_NOT_FOUND : ErrorCode.INVALID_PARAMS };
     if (req.client_id && req.client_id !== seg.clientId) return { status_code: ErrorCode.INVALID_PARAMS };
     const grace = req.grace_period_seconds;
     if (!Number.isFinite(grace) || grace < 0) return { status_code: ErrorCode.INVALID_PARAMS };
@@ -310,8 +326,15 @@ export class MasterCore {
   }
 
   /** Complete objects whose key matches; a query only, so no lease is granted. */
-  getReplicaListByRegex(req: GetReplicaListByRegexRequest__Output, _now: number): GetReplicaListByRegexResponse__Output {
-    return this.reads.getReplicaListByRegex(req);
+  getReplicaListByRegex(req: GetReplicaListByRegexRequest__Output, now: number): GetReplicaListByRegexResponse__Output {
+    return runSteps(this.getReplicaListByRegexSteps(req, now), now);
+  }
+
+  /** getReplicaListByRegex in bounded steps (table-walk.ts); RESULT_TOO_LARGE past the reply limit. */
+  getReplicaListByRegexSteps(req: GetReplicaListByRegexRequest__Output, _now: number): Steps<GetReplicaListByRegexResponse__Output> {
+    const re = compileKeyRegex(req.key_regex);
+    if (re === null) return answered({ status_code: ErrorCode.INVALID_PARAMS, object_map: {} });
+    return queryByRegexSteps(this.walkHost, re);
   }
 
   // --- Writes ---
@@ -497,9 +520,9 @@ export class MasterCore {
   // --- Removal ---
 
   remove(req: RemoveRequest__Output, now: number): RemoveResponse__Output {
-    const code = validateKey(req.key);
+    const meta = typeof req.key === 'string' ? this.objects.get(req.key) : undefined;
+    const code = lookedUpKeyCode(req.key, meta);
     if (code !== ErrorCode.OK) return { status_code: code };
-    const meta = this.objects.get(req.key);
     if (meta === undefined) return { status_code: ErrorCode.OBJECT_NOT_FOUND };
     if (!meta.complete) return { status_code: ErrorCode.REPLICA_IS_NOT_READY };
     if (meta.hardPinned && req.force !== true) return { status_code: ErrorCode.OBJECT_HARD_PINNED };
@@ -510,26 +533,24 @@ export class MasterCore {
 
   /** Removes complete, unleased, not hard-pinned objects whose key matches. */
   removeByRegex(req: RemoveByRegexRequest__Output, now: number): RemoveByRegexResponse__Output {
+    return runSteps(this.removeByRegexSteps(req, now), now);
+  }
+
+  /** removeByRegex in bounded steps (table-walk.ts). */
+  removeByRegexSteps(req: RemoveByRegexRequest__Output, now: number): Steps<RemoveByRegexResponse__Output> {
     const re = compileKeyRegex(req.key_regex);
-    if (re === null) return { status_code: ErrorCode.INVALID_PARAMS, removed_count: 0 };
-    let removed = 0;
-    for (const [key, meta] of this.objects) {
-      if (!meta.complete || meta.hardPinned || meta.leased(now) || !re.test(key)) continue;
-      this.deleteObject(key, meta);
-      removed++;
-    }
-    return { status_code: ErrorCode.OK, removed_count: removed };
+    if (re === null) return answered({ status_code: ErrorCode.INVALID_PARAMS, removed_count: 0 });
+    return removeSteps(this.walkHost, (key, meta) => !meta.hardPinned && re.test(key), now);
   }
 
   /** Removes every complete object without an active lease, hard-pinned ones included. */
-  removeAll(_req: RemoveAllRequest__Output, now: number): RemoveAllResponse__Output {
-    let removed = 0;
-    for (const [key, meta] of this.objects) {
-      if (!meta.complete || meta.leased(now)) continue;
-      this.deleteObject(key, meta);
-      removed++;
-    }
-    return { status_code: ErrorCode.OK, removed_count: removed };
+  removeAll(req: RemoveAllRequest__Output, now: number): RemoveAllResponse__Output {
+    return runSteps(this.removeAllSteps(req, now), now);
+  }
+
+  /** removeAll in bounded steps (table-walk.ts). */
+  removeAllSteps(_req: RemoveAllRequest__Output, now: number): Steps<RemoveAllResponse__Output> {
+    return removeSteps(this.walkHost, () => true, now);
   }
 
   // --- Cluster queries ---
@@ -864,7 +885,7 @@ export class MasterCore {
 
   /** endWrite of the object already looked up for `key` (`meta`: objects.get(key)). */
   private endWriteOf(key: string, replicaType: number, meta: ObjectMeta | undefined, now: number, checksums?: readonly number[]): number {
-    const code = checkKey(key, replicaType);
+    const code = checkKey(key, replicaType, meta);
     if (code !== ErrorCode.OK) return code;
     if (meta === undefined) return ErrorCode.OBJECT_NOT_FOUND;
     if (meta.complete) return ErrorCode.OK;
@@ -891,9 +912,9 @@ export class MasterCore {
 
   /** PutRevoke / UpsertRevoke: the write is cancelled and its space returned. */
   private revokeWrite(call: KeyCall): number {
-    const code = checkKey(call.key, call.replica_type);
+    const meta = typeof call.key === 'string' ? this.objects.get(call.key) : undefined;
+    const code = checkKey(call.key, call.replica_type, meta);
     if (code !== ErrorCode.OK) return code;
-    const meta = this.objects.get(call.key);
     if (meta === undefined) return ErrorCode.OBJECT_NOT_FOUND;
     if (meta.complete) return ErrorCode.INVALID_PARAMS; // nothing in flight; Remove deletes objects
     this.abortWrite(call.key, meta);

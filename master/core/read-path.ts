@@ -1,4 +1,5 @@
-// The read RPCs of the core: ExistKey, GetReplicaList, their batch forms and the regex query.
+// The read RPCs of the core: ExistKey, GetReplicaList and their batch forms (the regex query walks
+// the whole table: table-walk.ts).
 // A read looks the key up, grants the object a lease and moves it to the recently-used end of its
 // eviction list. The batch forms are loops of their own (not a call per key): the lease horizon
 // moves once per batch, the TTL is read once, and keys with the same answer share one reply
@@ -12,19 +13,15 @@ import type { BatchExistKeyResponse__Output } from '../../proto/gen/store/BatchE
 import type { BatchGetReplicaListRequest__Output } from '../../proto/gen/store/BatchGetReplicaListRequest.js';
 import type { BatchGetReplicaListResponse__Output } from '../../proto/gen/store/BatchGetReplicaListResponse.js';
 import type { ExistKeyResponse__Output } from '../../proto/gen/store/ExistKeyResponse.js';
-import type { GetReplicaListByRegexRequest__Output } from '../../proto/gen/store/GetReplicaListByRegexRequest.js';
-import type { GetReplicaListByRegexResponse__Output } from '../../proto/gen/store/GetReplicaListByRegexResponse.js';
 import type { GetReplicaListResponse__Output } from '../../proto/gen/store/GetReplicaListResponse.js';
-import type { ObjectReplicaList__Output } from '../../proto/gen/store/ObjectReplicaList.js';
 import type { ReplicaInfo__Output } from '../../proto/gen/store/ReplicaInfo.js';
 import type { EvictionOrder } from './eviction.js';
-import { compileKeyRegex } from './key-regex.js';
 import type { LeaseTracker } from './lease-tracker.js';
 import type { ObjectMeta } from './object-meta.js';
 import type { ObjectTable } from './object-table.js';
-import { GrantedReplicas, replicaList } from './replica-reply.js';
+import { GrantedReplicas } from './replica-reply.js';
 import type { SegmentRegistry } from './segment-registry.js';
-import { validateKey } from './write-validation.js';
+import { lookedUpKeyCode } from './write-validation.js';
 
 /** The replica list of a shared not-found / not-ready reply. */
 const NO_REPLICAS = Object.freeze([]) as unknown as ReplicaInfo__Output[];
@@ -39,9 +36,9 @@ export class ReadPath {
   ) {}
 
   existKey(key: string, now: number): ExistKeyResponse__Output {
-    const code = validateKey(key);
+    const meta = typeof key === 'string' ? this.objects.get(key) : undefined;
+    const code = lookedUpKeyCode(key, meta);
     if (code !== ErrorCode.OK) return { status_code: code, exists: false, lease_ttl_ms: 0 };
-    const meta = this.objects.get(key);
     if (meta === undefined || !meta.complete) return { status_code: ErrorCode.OK, exists: false, lease_ttl_ms: 0 };
     this.leases.advance(now);
     this.access(meta, now + this.leaseTtlMs, now);
@@ -59,13 +56,12 @@ export class ReadPath {
     const results = new Array<ExistKeyResponse__Output>(keys.length);
     const found = this.objects.getMany(keys);
     for (let i = 0; i < keys.length; i++) {
-      const key = keys[i]!;
-      const code = validateKey(key);
+      const meta = found[i];
+      const code = lookedUpKeyCode(keys[i], meta);
       if (code !== ErrorCode.OK) {
         results[i] = { status_code: code, exists: false, lease_ttl_ms: 0 };
         continue;
       }
-      const meta = found[i];
       if (meta === undefined || !meta.complete) {
         results[i] = no;
         continue;
@@ -79,9 +75,9 @@ export class ReadPath {
   }
 
   getReplicaList(key: string, now: number): GetReplicaListResponse__Output {
-    const code = validateKey(key);
+    const meta = typeof key === 'string' ? this.objects.get(key) : undefined;
+    const code = lookedUpKeyCode(key, meta);
     if (code !== ErrorCode.OK) return { status_code: code, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
-    const meta = this.objects.get(key);
     if (meta === undefined) return { status_code: ErrorCode.OBJECT_NOT_FOUND, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
     if (!meta.complete) return { status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
     this.leases.advance(now);
@@ -103,7 +99,7 @@ export class ReadPath {
     // depend on each other, so the cache misses of different keys overlap.
     let granted = 0;
     for (let i = 0; i < keys.length; i++) {
-      const code = validateKey(keys[i]);
+      const code = lookedUpKeyCode(keys[i], found[i]);
       const meta = code === ErrorCode.OK ? found[i] : undefined;
       if (meta !== undefined && meta.complete) {
         results[i] = new GrantedReplicas(this.segments, meta, ttl);
@@ -127,17 +123,6 @@ export class ReadPath {
       }
     }
     return { status_code: ErrorCode.OK, results };
-  }
-
-  /** Complete objects whose key matches; a query only, so no lease is granted. */
-  getReplicaListByRegex(req: GetReplicaListByRegexRequest__Output): GetReplicaListByRegexResponse__Output {
-    const re = compileKeyRegex(req.key_regex);
-    if (re === null) return { status_code: ErrorCode.INVALID_PARAMS, object_map: {} };
-    const object_map: { [key: string]: ObjectReplicaList__Output } = Object.create(null) as { [key: string]: ObjectReplicaList__Output };
-    for (const [key, meta] of this.objects) {
-      if (meta.complete && re.test(key)) object_map[key] = { replica_list: replicaList(this.segments, meta) };
-    }
-    return { status_code: ErrorCode.OK, object_map };
   }
 
   /** A read of meta: its lease runs until `until` (horizon already advanced to now), LRU touched. */

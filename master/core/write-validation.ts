@@ -1,10 +1,13 @@
-// Validation of PutStart/UpsertStart requests. A rejected request changes nothing.
+// Validation of PutStart/UpsertStart requests, and the key check of every keyed call. A rejected
+// request changes nothing.
 import { ErrorCode } from '../../common/error-code.js';
+import { keyProblem, MAX_KEY_BYTES } from '../../common/key-rules.js';
 import type { ReplicateConfig__Output } from '../../proto/gen/store/ReplicateConfig.js';
 
 export const MAX_REPLICA_NUM = 32;
 export const MAX_SLICES = 1024;
-export const MAX_KEY_LENGTH = 4096;
+/** Longest key in UTF-8 bytes (common/key-rules.ts). */
+export const MAX_KEY_LENGTH = MAX_KEY_BYTES;
 
 export interface WriteRequest {
   key: string;
@@ -24,9 +27,19 @@ export interface ValidWrite {
 
 export type WriteValidation = ValidWrite | { ok: false; code: number };
 
+/** INVALID_KEY unless `key` is a valid key (the alphabet of common/key-rules.ts), else OK. */
 export function validateKey(key: unknown): number {
-  if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH) return ErrorCode.INVALID_KEY;
-  return ErrorCode.OK;
+  return keyProblem(key) === undefined ? ErrorCode.OK : ErrorCode.INVALID_KEY;
+}
+
+/**
+ * The key check of a call that looks `key` up and found `meta` (undefined: absent). Every key in
+ * the table passed validateKey when its object was created, so a found key is valid and only a
+ * miss pays for the full check (which decides between INVALID_KEY and not-found). This keeps
+ * the check off the hot lookups: the put pair checks its key once, at PutStart.
+ */
+export function lookedUpKeyCode(key: unknown, meta: object | undefined): number {
+  return meta !== undefined ? ErrorCode.OK : validateKey(key);
 }
 
 const bad = Object.freeze({ ok: false as const, code: ErrorCode.INVALID_PARAMS });

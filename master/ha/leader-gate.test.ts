@@ -54,6 +54,34 @@ describe('LeaderGate', () => {
     expect(g.port.segmentNames()).toEqual([]);
   });
 
+  it('serves the whole-table RPCs in steps, checking leadership before each step', () => {
+    const g = gate({ until: Infinity });
+    const steps = g.rpcTarget.removeAllSteps as unknown as (req: object, now: number) => Generator<void, { status_code: number; removed_count?: number }, number>;
+    expect(g.rpcTarget.getReplicaListSteps).toBeUndefined(); // only the table walks are stepped
+    expect(steps({}, 0).next(0)).toEqual({ done: true, value: { status_code: ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS } });
+    g.lead(1_000);
+    const mount = g.rpcTarget.mountSegment as Rpc;
+    expect(mount({ buffer: 1 << 20, size: 1 << 30, segment_name: 's', client_id: CLIENT, te_endpoint: '127.0.0.1:1', protocol: 'tcp' }, 1).status_code).toBe(ErrorCode.OK);
+    for (let i = 0; i < 10_000; i++) {
+      (g.rpcTarget.putStart as Rpc)({ key: `k${i}`, value_length: 64, slice_lengths: [64], config: null }, 1);
+      (g.rpcTarget.putEnd as Rpc)({ key: `k${i}`, replica_type: 0 }, 1);
+    }
+    // run to the end while leading
+    const all = steps({}, 2);
+    let r = all.next(2);
+    while (!r.done) r = all.next(2);
+    expect(r.value).toEqual({ status_code: ErrorCode.OK, removed_count: 10_000 });
+    // a term that ends between two steps ends the walk: the answer says so
+    for (let i = 0; i < 10_000; i++) {
+      (g.rpcTarget.putStart as Rpc)({ key: `k${i}`, value_length: 64, slice_lengths: [64], config: null }, 3);
+      (g.rpcTarget.putEnd as Rpc)({ key: `k${i}`, replica_type: 0 }, 3);
+    }
+    const cut = steps({}, 4);
+    expect(cut.next(4).done).toBe(false);
+    g.follow();
+    expect(cut.next(5)).toEqual({ done: true, value: { status_code: ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS } });
+  });
+
   it('refuses RPCs past the serving deadline even before the election notices', () => {
     const serving = { until: 100 };
     const g = gate(serving);

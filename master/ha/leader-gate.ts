@@ -5,11 +5,16 @@
 // view_version: it knows no client, so every client's next Ping says need_remount=true.
 import { ErrorCode } from '../../common/error-code.js';
 import type { MethodInfo } from '../../common/master-proto.js';
+import { STEPPED_RPCS } from '../core/table-walk.js';
 import type { CoreStats, MasterCorePort, SegmentDetail, SweepResult } from '../core-port.js';
 
 type CoreMethod = (req: object, now: number) => unknown;
 
 export type ServingCore = MasterCorePort & object;
+
+function isSteps(v: unknown): v is Generator<void, unknown, number> {
+  return typeof v === 'object' && v !== null && typeof (v as Generator).next === 'function' && typeof (v as Generator).return === 'function';
+}
 
 const EMPTY_STATS: CoreStats = { segments: 0, capacityBytes: 0, usedBytes: 0, objects: 0, activeLeases: 0, softPinned: 0, hardPinned: 0, evictionsTotal: 0, clients: 0 };
 const EMPTY_SWEEP: SweepResult = { droppedClients: [], unmountedSegments: [], evictedObjects: 0, releasedZombies: 0 };
@@ -29,6 +34,7 @@ export class LeaderGate {
     private readonly canServe: (now: number) => boolean,
   ) {
     this.rpcTarget = {};
+    const gate = this;
     for (const m of methods) {
       this.rpcTarget[m.call] = (req, now) => {
         const core = this.core;
@@ -37,8 +43,25 @@ export class LeaderGate {
         if (typeof fn !== 'function') return { status_code: ErrorCode.NOT_IMPLEMENTED };
         return (fn as CoreMethod).call(core, req, now);
       };
+      // RPCs in bounded steps (master/core/table-walk.ts): leadership is checked before every step
+      if (!STEPPED_RPCS.includes(m.name)) continue;
+      this.rpcTarget[`${m.call}Steps`] = function* (req: object, now: number): Generator<void, unknown, number> {
+        const core = gate.core;
+        if (!core || !gate.canServe(now)) return { status_code: ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS };
+        const fn = (core as unknown as Record<string, unknown>)[`${m.call}Steps`] ?? (core as unknown as Record<string, unknown>)[m.call];
+        if (typeof fn !== 'function') return { status_code: ErrorCode.NOT_IMPLEMENTED };
+        const out: unknown = fn.call(core, req, now);
+        if (!isSteps(out)) return out;
+        for (let r = out.next(now); ; r = out.next(now)) {
+          if (r.done) return r.value;
+          now = yield;
+          if (gate.core !== core || !gate.canServe(now)) {
+            out.return(undefined);
+            return { status_code: ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS };
+          }
+        }
+      } as unknown as CoreMethod;
     }
-    const gate = this;
     this.port = {
       sweep: (now) => (gate.core && gate.canServe(now) ? gate.core.sweep(now) : EMPTY_SWEEP),
       stats: (now) => (gate.core ? gate.core.stats(now) : EMPTY_STATS),
