@@ -1,0 +1,351 @@
+// The read path: Get, getInto and their batch forms. GetReplicaList (or a replica list cached
+// under its lease, replica-cache.ts) -> the replica on an own segment first (memcpy), else an
+// engine READ straight into the result when it is registered memory, else through staging -> the
+// lease checked (a read that outlived it returns no data). A failed replica gives way to the next.
+import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
+import type { GetReplicaListResponse__Output } from '../proto/gen/store/GetReplicaListResponse.js';
+import { ErrorCode } from '../common/error-code.js';
+import { keyProblem } from '../common/key-rules.js';
+import type { BufferLease } from './buffer-pool.js';
+import { InvalidParamsError, LeaseExpiredError, ObjectNotFoundError, StoreError, TransferError } from './errors.js';
+import { ReplicaCache } from './replica-cache.js';
+import { leaseDeadline, orderReplicas, replicaPieces, replicaSize, withinLease, type Piece, type TransferOp } from './transfer-plan.js';
+import {
+  asBuffer,
+  check,
+  checkKey,
+  getWhat,
+  INLINE_READ_MAX,
+  transferFailure,
+  type BatchGetIntoResult,
+  type BatchGetResult,
+  type PathCore,
+  type ResultBuffer,
+} from './path-core.js';
+
+/** Replica lists the cache keeps by default (a few hundred bytes each). */
+export const DEFAULT_REPLICA_CACHE_ENTRIES = 65_536;
+
+export class ReadPath {
+  private readonly replicaCache: ReplicaCache;
+
+  constructor(private readonly core: PathCore) {
+    this.replicaCache = new ReplicaCache(core.d.replicaCacheEntries ?? DEFAULT_REPLICA_CACHE_ENTRIES);
+  }
+
+
+  /**
+   * The object's bytes in a new Buffer. Not an async function: at 1 in flight every promise hop is
+   * latency, so the common case (one replica, a small value the engine reads inline) settles in
+   * the master reply's own continuation.
+   */
+  get(key: string): Promise<Buffer> {
+    const refused = this.refusal(key);
+    if (refused) return refused;
+    return this.withReplicas(key, (res, start) => {
+      const replicas = this.readable(res, key);
+      const result = this.core.allocOut(replicaSize(replicas[0]));
+      if (this.readInline(replicas[0], result.out)) return this.leaseChecked(result.out, start, res, key);
+      return this.readFrom(replicas, result.out, leaseDeadline(start, Number(res.lease_ttl_ms)), getWhat(key), result).then(() => result.out);
+    });
+  }
+
+  /**
+   * The object's size, and its bytes when it holds at most `maxBytes` (one master round trip
+   * either way; a larger object is not read). For callers that pick where a large value goes only
+   * once they know its size (dummy clients' get).
+   */
+  getBounded(key: string, maxBytes: number): Promise<{ size: number; value?: Buffer }> {
+    const refused = this.refusal(key);
+    if (refused) return refused;
+    return this.withReplicas(key, (res, start) => {
+      const replicas = this.readable(res, key);
+      const size = replicaSize(replicas[0]);
+      if (size > maxBytes) return { size };
+      const result = this.core.allocOut(size);
+      if (this.readInline(replicas[0], result.out)) return { size, value: this.leaseChecked(result.out, start, res, key) };
+      return this.readFrom(replicas, result.out, leaseDeadline(start, Number(res.lease_ttl_ms)), getWhat(key), result).then(() => ({ size, value: result.out }));
+    });
+  }
+
+  /** Reads the object into `target` (registered memory is written directly); returns its size. */
+  getInto(key: string, target: Uint8Array): Promise<number> {
+    const refused = this.refusal(key);
+    if (refused) return refused;
+    if (!(target instanceof Uint8Array)) return Promise.reject(new InvalidParamsError(`${getWhat(key)}: the target must be a Buffer/Uint8Array`));
+    return this.withReplicas(key, (res, start) => {
+      const replicas = this.readable(res, key);
+      const size = replicaSize(replicas[0]);
+      if (target.byteLength < size) throw new InvalidParamsError(`${getWhat(key)}: the target holds ${target.byteLength} B, the object is ${size} B`);
+      const out = asBuffer(target).subarray(0, size);
+      if (this.readInline(replicas[0], out)) return this.leaseChecked(size, start, res, key);
+      return this.readFrom(replicas, out, leaseDeadline(start, Number(res.lease_ttl_ms)), getWhat(key), undefined).then(() => size);
+    });
+  }
+
+  /** The rejection of a Get refused before any I/O (pure server, bad key), else undefined. */
+  private refusal(key: unknown): Promise<never> | undefined {
+    // the usual case without building the error text pool() and checkKey() take
+    if (this.core.d.pool && keyProblem(key) === undefined) return undefined;
+    const what = getWhat(key);
+    try {
+      this.core.pool(what);
+      checkKey(key, what);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return undefined;
+  }
+
+  /**
+   * `then` on the key's replica list: a cached one while its lease holds (no master call), else a
+   * fresh GetReplicaList, `then` running in the transport's own continuation. A read through a
+   * cached list that fails for any reason is redone with a fresh list (reads are idempotent).
+   */
+  private withReplicas<R>(key: string, then: (res: GetReplicaListResponse__Output, start: number) => R | PromiseLike<R>): Promise<R> {
+    const cached = this.replicaCache.lookup(key, this.core.d.now());
+    if (cached !== undefined) {
+      let r: R | PromiseLike<R>;
+      try {
+        r = then(cached.res, cached.start);
+      } catch {
+        this.replicaCache.forget(key);
+        return this.fetchReplicas(key, then);
+      }
+      if (r === null || typeof r !== 'object' || typeof (r as PromiseLike<R>).then !== 'function') return Promise.resolve(r);
+      return Promise.resolve(r).catch(() => {
+        this.replicaCache.forget(key);
+        return this.fetchReplicas(key, then);
+      });
+    }
+    return this.fetchReplicas(key, then);
+  }
+
+  private fetchReplicas<R>(key: string, then: (res: GetReplicaListResponse__Output, start: number) => R | PromiseLike<R>): Promise<R> {
+    const start = this.core.d.now();
+    const call = () => this.core.d.master.getReplicaList({ key });
+    const onReply = (res: GetReplicaListResponse__Output) => {
+      if (res.status_code === ErrorCode.OK) this.replicaCache.remember(key, res, start);
+      return then(res, start);
+    };
+    if (this.core.d.rpcThen) return this.core.d.rpcThen('GetReplicaList', call, onReply);
+    return this.core.d.rpc('GetReplicaList', call).then(onReply);
+  }
+
+  /** Forgets every cached replica list (the master changed: its leases are gone). */
+  clearReplicaCache(): void {
+    this.replicaCache.clear();
+  }
+
+  /** Cached replica lists: reads served without a master call, and entries held. */
+  replicaCacheStats(): { hits: number; misses: number; entries: number } {
+    return { hits: this.replicaCache.hits, misses: this.replicaCache.misses, entries: this.replicaCache.size };
+  }
+
+  /** The replicas of a GetReplicaList reply in reading order; throws the reply's error or not-found. */
+  private readable(res: GetReplicaListResponse__Output, key: string): ReplicaInfo__Output[] {
+    if (res.status_code !== ErrorCode.OK) throw StoreError.fromCode(res.status_code, getWhat(key));
+    const replicas = orderReplicas(res.replica_list, this.core.isOwn);
+    if (replicas.length === 0) throw new ObjectNotFoundError(`${getWhat(key)}: no complete replica`);
+    return replicas;
+  }
+
+  /** `value` if the read finished inside the lease granted at `start`, else LeaseExpiredError (no data). */
+  private leaseChecked<T>(value: T, start: number, res: GetReplicaListResponse__Output, key: string): T {
+    if (withinLease(this.core.d.now(), leaseDeadline(start, Number(res.lease_ttl_ms)))) return value;
+    throw new LeaseExpiredError(`${getWhat(key)}: the lease expired before the read finished; no data returned`);
+  }
+
+  /**
+   * Reads a whole small replica into `out` now, without a promise or staging: own-segment pieces
+   * by memcpy, remote ones by the engine's inline read (a same-host peer whose grant is cached,
+   * range and liveness checked natively). False when any piece cannot be read that way (unknown
+   * endpoint, no cached grant, dead peer, bad handle): the caller then runs
+   * the general path, which redoes the whole replica (reads are idempotent) and reports errors.
+   */
+  private readInline(r: ReplicaInfo__Output, out: Buffer): boolean {
+    const engine = this.core.d.engine;
+    if (out.length > INLINE_READ_MAX) return false;
+    const handles = r.handles;
+    try {
+      let offset = 0;
+      let copied = 0;
+      for (let i = 0; i < handles.length; i++) {
+        const h = handles[i];
+        const size = Number(h.size);
+        if (size === 0) continue;
+        const target = handles.length === 1 ? out : out.subarray(offset, offset + size);
+        offset += size;
+        if (this.core.isOwn(h.segment_name)) {
+          this.core.segmentView(h, size).copy(target);
+          copied += size;
+          continue;
+        }
+        const endpoint = h.te_endpoint || this.core.endpoints.get(h.segment_name);
+        if (!endpoint || !engine.readInline(endpoint, Number(h.buffer), target, Number(h.incarnation) || undefined)) return false;
+      }
+      if (offset !== out.length) return false;
+      const meter = this.core.d.meter;
+      if (meter) {
+        if (copied > 0) meter.transfer('memcpy', 'read', copied);
+        if (offset > copied) meter.transfer('inline', 'read', offset - copied);
+      }
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Tries the replicas in order until one reads completely inside the lease. `result`: `out` is a
+   * fresh result from allocOut (its registration is known).
+   */
+  private async readFrom(replicas: ReplicaInfo__Output[], out: Buffer, deadline: number, what: string, result?: ResultBuffer): Promise<void> {
+    const errors: unknown[] = [];
+    for (const r of replicas) {
+      if (replicaSize(r) !== out.length) {
+        errors.push(new StoreError(ErrorCode.INTERNAL_ERROR, `${what}: replicas disagree on the size`));
+        continue;
+      }
+      try {
+        await this.readReplicas([{ pieces: replicaPieces(r, this.core.isOwn), out, result }], what);
+      } catch (e) {
+        errors.push(e);
+        continue;
+      }
+      if (!withinLease(this.core.d.now(), deadline)) throw new LeaseExpiredError(`${what}: the lease expired before the read finished; no data returned`);
+      return;
+    }
+    const cause = errors.length === 1 ? errors[0] : new AggregateError(errors, `${errors.length} replicas failed`);
+    throw new TransferError(`${what}: every replica failed (${replicas.length} tried): ${(errors[errors.length - 1] as Error)?.message}`, { cause });
+  }
+
+  /**
+   * Reads objects' pieces into their outputs: own pieces by memcpy, the rest in one engine batch,
+   * straight into the output when it is registered memory, else through one staging lease. Awaits
+   * only what must be waited for (a metadata lookup, a full pool, the engine): at 1 in flight every
+   * extra promise hop is latency.
+   */
+  private async readReplicas(objects: { pieces: Piece[]; out: Buffer; result?: ResultBuffer }[], what: string): Promise<void> {
+    const ops: TransferOp[] = [];
+    let staged: { out: Buffer; p: Piece; at: number }[] | undefined;
+    let stageBytes = 0;
+    const targets: (number | undefined)[] = [];
+    for (const o of objects) {
+      let remote = false;
+      for (const p of o.pieces) if (!p.local) remote = true;
+      // A fresh result buffer (allocOut) knows whether it is registered: skip the native lookup.
+      targets.push(!remote ? undefined : o.result ? o.result.address : this.core.registeredAddress(o.out));
+      if (this.core.needsLookup(o.pieces)) await this.core.resolveEndpoints(o.pieces);
+    }
+    for (let k = 0; k < objects.length; k++) {
+      if (targets[k] !== undefined) continue;
+      for (const p of objects[k].pieces) {
+        if (p.local || p.length === 0) continue;
+        (staged ??= []).push({ out: objects[k].out, p, at: stageBytes });
+        stageBytes += p.length;
+      }
+    }
+    let lease: BufferLease | undefined;
+    try {
+      if (stageBytes > 0) {
+        const pool = this.core.pool(what);
+        lease = pool.tryAcquire(stageBytes) ?? (await pool.acquire(stageBytes));
+        for (const s of staged!) ops.push(this.core.op('read', s.p, lease.address + s.at));
+      }
+      for (let k = 0; k < objects.length; k++) {
+        const direct = targets[k];
+        if (direct === undefined) continue;
+        for (const p of objects[k].pieces) if (!p.local && p.length > 0) ops.push(this.core.op('read', p, direct + p.offset));
+      }
+      const meter = this.core.d.meter;
+      if (ops.length > 0) {
+        try {
+          await this.core.d.engine.transfer(ops);
+        } catch (e) {
+          throw transferFailure(e, `${what}: read`);
+        }
+        if (meter) for (const op of ops) meter.transfer('engine', 'read', op.length);
+      }
+      if (lease) {
+        const buf = lease.buffer;
+        for (const s of staged!) buf.copy(s.out, s.p.offset, s.at, s.at + s.p.length);
+      }
+      for (const o of objects) {
+        for (const p of o.pieces) {
+          if (!p.local) continue;
+          this.core.segmentView(p.handle, p.length).copy(o.out, p.offset);
+          meter?.transfer('memcpy', 'read', p.length);
+        }
+      }
+    } finally {
+      lease?.release();
+    }
+  }
+
+  /** Many objects: one BatchGetReplicaList, one transfer batch; a failed object retries alone. */
+  getBatch(keys: readonly string[]): Promise<BatchGetResult[]> {
+    return this.readBatch(keys, (_i, size) => this.core.allocOut(size));
+  }
+
+  /**
+   * Many objects, each into its own target (registered targets are read into directly): one
+   * BatchGetReplicaList, one transfer batch. Per key: `size` read, or `error`.
+   */
+  async getIntoBatch(items: readonly { key: string; target: Uint8Array }[]): Promise<BatchGetIntoResult[]> {
+    for (const it of items) {
+      if (!(it.target instanceof Uint8Array)) throw new InvalidParamsError(`${getWhat(it.key)}: the target must be a Buffer/Uint8Array`);
+    }
+    const results = await this.readBatch(
+      items.map((it) => it.key),
+      (i, size, what) => {
+        const target = items[i].target;
+        if (target.byteLength < size) throw new InvalidParamsError(`${what}: the target holds ${target.byteLength} B, the object is ${size} B`);
+        const out = asBuffer(target).subarray(0, size);
+        return { out, address: this.core.registeredAddress(out) };
+      },
+    );
+    return results.map((r) => (r.error ? { key: r.key, error: r.error } : { key: r.key, size: r.value!.length }));
+  }
+
+  private async readBatch(keys: readonly string[], outFor: (i: number, size: number, what: string) => ResultBuffer): Promise<BatchGetResult[]> {
+    const what = `batch get of ${keys.length} keys`;
+    this.core.pool(what);
+    if (keys.length === 0) return [];
+    keys.forEach((k) => checkKey(k, what));
+    const start = this.core.d.now();
+    const res = await this.core.d.rpc('BatchGetReplicaList', () => this.core.d.master.batchGetReplicaList({ keys: [...keys] }));
+    check(res.status_code, what);
+    const results: BatchGetResult[] = keys.map((key) => ({ key }));
+    const wanted: { i: number; replicas: ReplicaInfo__Output[]; deadline: number; result: ResultBuffer; what: string }[] = [];
+    keys.forEach((key, i) => {
+      const w = `get ${JSON.stringify(key)}`;
+      const r = res.results[i];
+      try {
+        if (!r) throw new StoreError(ErrorCode.INTERNAL_ERROR, `${w}: the master returned no result`);
+        check(r.status_code, w);
+        const replicas = orderReplicas(r.replica_list, this.core.isOwn);
+        if (replicas.length === 0) throw new ObjectNotFoundError(`${w}: no complete replica`);
+        wanted.push({ i, replicas, deadline: leaseDeadline(start, Number(r.lease_ttl_ms)), result: outFor(i, replicaSize(replicas[0]), w), what: w });
+      } catch (e) {
+        results[i].error = e as StoreError;
+      }
+    });
+    let batchOk = true;
+    try {
+      await this.readReplicas(wanted.map((w) => ({ pieces: replicaPieces(w.replicas[0], this.core.isOwn), out: w.result.out, result: w.result })), what);
+    } catch {
+      batchOk = false;
+    }
+    for (const w of wanted) {
+      try {
+        if (!batchOk) await this.readFrom(w.replicas, w.result.out, w.deadline, w.what, w.result);
+        else if (!withinLease(this.core.d.now(), w.deadline)) throw new LeaseExpiredError(`${w.what}: the lease expired before the read finished; no data returned`);
+        results[w.i].value = w.result.out;
+      } catch (e) {
+        results[w.i].error = e as StoreError;
+      }
+    }
+    return results;
+  }
+}
