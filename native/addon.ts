@@ -33,11 +33,17 @@ export interface RawEngine {
   registerRegion(address: number, size: number, opts?: { serve?: boolean }): number;
   unregisterRegion(address: number): Promise<boolean>;
   setFence(address: number, fence: { below: number; revoked?: number[] }): Promise<void>;
-  /** `checked`: some op names an incarnation or a generation (read only then; default true). */
-  transfer(ops: ReadonlyArray<object>, checked?: boolean): Promise<void>;
+  /**
+   * `fields`: which optional op fields some op sets (1: incarnation/generation, 2: checksum; the
+   * addon reads only those; default all). Resolves with one CRC-32C per op when any op asked for
+   * `checksum`; a rejection's error carries `code` and `endpoints` (the peers that failed).
+   */
+  transfer(ops: ReadonlyArray<object>, fields?: number): Promise<Uint32Array | undefined>;
   /** The handle readInline() takes for `endpoint`; -1 while the engine has no channel to it. */
   peerIndex(endpoint: string): number;
   readInline(peerIndex: number, remoteAddress: number, target: Uint8Array, incarnation?: number): boolean;
+  /** readInline fused with the CRC-32C of the bytes copied; -1 when nothing was copied. */
+  readInlineCrc(peerIndex: number, remoteAddress: number, target: Uint8Array, incarnation?: number): number;
   stats(): {
     connectionsOpen: number;
     accepted: number;
