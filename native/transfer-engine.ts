@@ -99,6 +99,13 @@ const FIELD_CHECKED = 1; // incarnation or generation
 const FIELD_CHECKSUM = 2;
 const FIELDS_ALL = FIELD_CHECKED | FIELD_CHECKSUM;
 
+// The addon resolves a batch with undefined (no op asked for a checksum), one op's CRC as a
+// number, or an array of them; small typed arrays made in JS are cheap young objects.
+function crcArray(r: number | number[] | undefined): Uint32Array | undefined {
+  if (r === undefined) return undefined;
+  return typeof r === 'number' ? Uint32Array.of(r) : Uint32Array.from(r);
+}
+
 export const ENGINE_DEFAULTS = {
   host: '127.0.0.1',
   connectionsPerPeer: 4,
@@ -243,7 +250,8 @@ export class TransferEngine {
       if (o.incarnation || o.generation) fields |= FIELD_CHECKED;
       if (o.checksum) fields |= FIELD_CHECKSUM;
     }
-    return this.#raw.transfer(ops, fields).catch((e: unknown) => {
+    // One reaction either way (as a bare .catch): it also makes the addon's CRCs a Uint32Array.
+    return this.#raw.transfer(ops, fields).then(crcArray, (e: unknown) => {
       throw TransferError.from(e);
     });
   }

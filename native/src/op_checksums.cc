@@ -8,17 +8,15 @@
 namespace kvstore {
 
 void OpChecksums::Finish() {
-  result_.assign(first_.size(), 0);
-  for (size_t i = 0; i < first_.size(); ++i) {
-    if (first_[i] == kNone) continue;
-    const size_t n = Pieces(length_[i]);
-    if (n == 0) continue;
-    uint32_t crc = slots_[first_[i]];
+  for (OpEntry& e : ops_) {
+    const size_t n = e.first == kNone ? 0 : Pieces(e.length);
+    if (n == 0) continue;  // did not ask, or empty: 0 (the CRC-32C of no bytes is 0)
+    uint32_t crc = slots_[e.first];
     for (size_t k = 1; k < n; ++k) {
-      const uint64_t len = std::min<uint64_t>(piece_, length_[i] - k * piece_);
-      crc = Crc32cCombine(crc, slots_[first_[i] + k], len);
+      const uint64_t len = std::min<uint64_t>(piece_, e.length - k * piece_);
+      crc = Crc32cCombine(crc, slots_[e.first + k], len);
     }
-    result_[i] = crc;
+    e.crc = crc;
   }
 }
 

@@ -19,43 +19,46 @@ class OpChecksums {
   template <typename Ops>
   void Plan(const Ops& ops, uint64_t piece) {
     piece_ = piece;
-    first_.assign(ops.size(), kNone);
-    length_.assign(ops.size(), 0);
+    ops_.resize(ops.size());
     size_t slots = 0;
     for (size_t i = 0; i < ops.size(); ++i) {
-      if (!ops[i].checksum) continue;
-      first_[i] = slots;
-      length_[i] = ops[i].length;
-      slots += Pieces(ops[i].length);
+      OpEntry& e = ops_[i];
+      e.first = ops[i].checksum ? slots : kNone;
+      e.length = ops[i].length;
+      e.crc = 0;
+      if (ops[i].checksum) slots += Pieces(e.length);
     }
     slots_.assign(slots, 0);
-    result_.clear();
   }
   // Whether a plan is in place (some op asked for its CRC).
-  bool active() const { return !first_.empty(); }
+  bool active() const { return !ops_.empty(); }
   // The slot of the chunk of op `op` starting at `offset` into the op; nullptr when the op did not
   // ask. Stable until the next Plan().
   uint32_t* Slot(size_t op, uint64_t offset) {
-    if (op >= first_.size() || first_[op] == kNone) return nullptr;
-    return &slots_[first_[op] + (piece_ == 0 ? 0 : offset / piece_)];
+    if (op >= ops_.size() || ops_[op].first == kNone) return nullptr;
+    return &slots_[ops_[op].first + (piece_ == 0 ? 0 : offset / piece_)];
   }
   // Joins each op's slots into its CRC (0 for ops that did not ask, and for empty ops).
   void Finish();
-  // One entry per op, in op order, after Finish().
-  const std::vector<uint32_t>& result() const { return result_; }
+  // After Finish(): the number of ops and the CRC of op i.
+  size_t size() const { return ops_.size(); }
+  uint32_t crc(size_t op) const { return ops_[op].crc; }
 
  private:
   static constexpr size_t kNone = ~size_t{0};
+  struct OpEntry {
+    size_t first;     // its first slot, kNone when it did not ask
+    uint64_t length;  // bytes
+    uint32_t crc;     // set by Finish()
+  };
   size_t Pieces(uint64_t length) const {
     if (length == 0) return 0;
     return piece_ == 0 ? 1 : static_cast<size_t>((length + piece_ - 1) / piece_);
   }
 
   uint64_t piece_ = 0;
-  std::vector<size_t> first_;     // per op: its first slot, kNone when it did not ask
-  std::vector<uint64_t> length_;  // per op that asked: its length
+  std::vector<OpEntry> ops_;
   std::vector<uint32_t> slots_;
-  std::vector<uint32_t> result_;
 };
 
 }  // namespace kvstore
