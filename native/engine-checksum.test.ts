@@ -128,6 +128,24 @@ describe.each([
     }
   });
 
+  test('a batch of 40 ops, past the 32 whose requests travel as a bit mask', async () => {
+    const ops: TransferOp[] = Array.from({ length: 40 }, (_, i) => ({
+      op: 'read',
+      endpoint: peer.endpoint,
+      remoteAddress: peer.address + 50 * MiB + i * 5000 + 3,
+      localAddress: local.address + 50 * MiB + i * 5000,
+      length: 1000 + i,
+      checksum: i % 3 !== 1,
+    }));
+    const crcs = await engine.transfer(ops);
+    expect(crcs!.length).toBe(40);
+    for (let i = 0; i < 40; i++) {
+      const o = ops[i];
+      expect([i, crcs![i]]).toEqual([i, o.checksum ? crc32c(localBytes(o.localAddress - local.address, o.length)) : 0]);
+    }
+    expect(crcs![39]).toBe(await peer.crc32c(ops[39].remoteAddress - peer.address, ops[39].length));
+  });
+
   test('readInlineCrc: the CRC of what it copied, or -1 when it cannot copy', async () => {
     const target = Buffer.alloc(4096);
     const got = engine.readInlineCrc(peer.endpoint, peer.address + 4097, target);
