@@ -1,9 +1,12 @@
 // Transfer-engine benchmark (`npm run bench:engine` after `npm run build`): two processes on
 // 127.0.0.1, READ and WRITE of 4 KiB .. 16 MiB with 1 and 8 in flight, against a raw C++ TCP
-// pump between the same two processes and against memcpy, measured in the same run; then the
-// CPU cost per op of the 4 KiB inline paths (with and without incarnation/generation checks).
-// Prints figures and ratios; asserts nothing.
+// pump between the same two processes and against memcpy, measured in the same run; the cost of
+// per-op CRC-32C (`checksum`) at 64 KiB and 4 MiB, on and off alternating in the same run; then
+// the CPU cost per op of the 4 KiB inline paths (with and without incarnation/generation checks
+// and checksums). Prints figures and ratios; asserts nothing. BENCH_SECTIONS (comma list of tcp,
+// shm, local, checksum, inline; default all) runs a part.
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { addon } from '../native/addon.js';
@@ -17,6 +20,8 @@ const REGION = 8 * 16 * MiB + MiB; // 8 slots of the largest size
 const BUDGET_MS = Number(process.env.BENCH_MS ?? 250); // per round of a case
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const PORTS = { minPort: 20000, maxPort: 32000 };
+const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'tcp,shm,local,checksum,inline').split(',').map((x) => x.trim()));
+const CHECKSUM_SIZES = [64 * KiB, 4 * MiB];
 // BENCH_SOCKBUF=0 leaves kernel autotuning (default: the engine's 4 MiB).
 const TUNING = process.env.BENCH_SOCKBUF !== undefined ? { socketBufferSize: Number(process.env.BENCH_SOCKBUF) } : {};
 
@@ -55,6 +60,18 @@ interface CaseResult {
   opsPerSec: number;
   p50us: number;
   p99us: number;
+  /** CPU microseconds per MiB moved, of this process and the peer (when runCase got `cpuUs`). */
+  cpuUsPerMiB?: number;
+}
+
+/** CPU microseconds used so far by this process and by process `pid` (/proc; Linux only). */
+function cpuUsOf(pid: number): () => number {
+  const ticks = 100; // USER_HZ
+  return () => {
+    const own = process.cpuUsage();
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return own.user + own.system + ((Number(fields[11]) + Number(fields[12])) * 1e6) / ticks;
+  };
 }
 
 async function runCase(
@@ -62,6 +79,7 @@ async function runCase(
   makeOp: (slot: number) => TransferOp,
   size: number,
   inflight: number,
+  cpuUs?: () => number,
 ): Promise<CaseResult> {
   // Warm-up: connections and page faults.
   await Promise.all(Array.from({ length: inflight }, (_, s) => engine.transfer([makeOp(s)])));
@@ -71,6 +89,7 @@ async function runCase(
   const start = nowNs();
   const deadline = start + BigInt(BUDGET_MS) * 1_000_000n;
   const minOps = 20;
+  const cpu0 = cpuUs?.();
   const lane = async (slot: number) => {
     const op = makeOp(slot);
     for (;;) {
@@ -83,8 +102,9 @@ async function runCase(
   };
   await Promise.all(Array.from({ length: inflight }, (_, s) => lane(s)));
   const seconds = Number(nowNs() - start) / 1e9;
+  const cpuUsPerMiB = cpuUs ? (cpuUs() - cpu0!) / ((ops * size) / MiB) : undefined;
   lat.sort((a, b) => a - b);
-  return { gbps: gbps(ops * size, seconds), opsPerSec: ops / seconds, p50us: pct(lat, 0.5), p99us: pct(lat, 0.99) };
+  return { gbps: gbps(ops * size, seconds), opsPerSec: ops / seconds, p50us: pct(lat, 0.5), p99us: pct(lat, 0.99), cpuUsPerMiB };
 }
 
 async function pumpStream(endpoint: string, size: number): Promise<number> {
@@ -144,6 +164,43 @@ async function compareGrid(
   }
 }
 
+/**
+ * The cost of `checksum: true`: for each op, size and in-flight count, ROUNDS rounds alternating
+ * the same case without and with the checksum (which goes first alternates too), medians of the
+ * throughput and of the CPU time per MiB of both processes (steadier than wall time here).
+ */
+async function checksumGrid(
+  engine: TransferEngine,
+  remote: { endpoint: string; address: number },
+  local: { address: number },
+  cpuUs: () => number,
+): Promise<void> {
+  console.log(' op    size      inflight | off GB/s  on GB/s  on/off | CPU us/MiB off    on  on/off');
+  for (const op of ['read', 'write'] as const) {
+    for (const size of CHECKSUM_SIZES) {
+      for (const inflight of INFLIGHT) {
+        const off: CaseResult[] = [];
+        const on: CaseResult[] = [];
+        for (let round = 0; round < ROUNDS; round++) {
+          for (const checksum of round % 2 === 0 ? [false, true] : [true, false]) {
+            const ops = (slot: number): TransferOp => ({
+              op, endpoint: remote.endpoint, remoteAddress: remote.address + slot * size, localAddress: local.address + slot * size, length: size, checksum,
+            });
+            (checksum ? on : off).push(await runCase(engine, ops, size, inflight, cpuUs));
+          }
+        }
+        const gOff = median(off.map((r) => r.gbps));
+        const gOn = median(on.map((r) => r.gbps));
+        const cOff = median(off.map((r) => r.cpuUsPerMiB!));
+        const cOn = median(on.map((r) => r.cpuUsPerMiB!));
+        console.log(
+          ` ${op.padEnd(5)} ${fmtSize(size).padStart(8)} ${String(inflight).padStart(8)} | ${gOff.toFixed(3).padStart(8)} ${gOn.toFixed(3).padStart(8)} ${(gOn / gOff).toFixed(3).padStart(7)} | ${cOff.toFixed(1).padStart(14)} ${cOn.toFixed(1).padStart(5)} ${(cOn / cOff).toFixed(3).padStart(7)}`,
+        );
+      }
+    }
+  }
+}
+
 /** This process's CPU microseconds per call of `fn` (best of 5 rounds): steadier than wall time on a shared machine. */
 async function cpuPerOp(fn: () => Promise<unknown> | unknown): Promise<number> {
   const N = 20_000;
@@ -159,7 +216,7 @@ async function cpuPerOp(fn: () => Promise<unknown> | unknown): Promise<number> {
 }
 
 // The inline paths (4 KiB, done on the calling thread) measured as CPU time per op, without and
-// with the incarnation/generation checks that fenced placements add.
+// with the incarnation/generation checks that fenced placements add, and with the CRC.
 async function inlineCpu(peer: PeerInfo, local: MemoryRegion, memEngine: TransferEngine, memEp: string, dst: number): Promise<void> {
   const shm = new TransferEngine({ ...PORTS, shmTransport: true });
   shm.start();
@@ -171,16 +228,30 @@ async function inlineCpu(peer: PeerInfo, local: MemoryRegion, memEngine: Transfe
   await shm.transfer([op('read')]); // channel and grant
   const target = Buffer.alloc(size);
   const checked = { incarnation: peer.incarnation, generation: 1 };
-  const cases: Array<[string, () => unknown]> = [
-    ['shm write transfer()', () => shm.transfer([op('write')])],
-    ['shm write, incarnation+generation', () => shm.transfer([op('write', checked)])],
-    ['shm read transfer()', () => shm.transfer([op('read')])],
-    ['shm readInline()', () => shm.readInline(peer.endpoint, peer.address, target)],
-    ['shm readInline(incarnation)', () => shm.readInline(peer.endpoint, peer.address, target, peer.incarnation)],
-    ['memcpyLocal write transfer()', () => memEngine.transfer([{ op: 'write', endpoint: memEp, remoteAddress: dst, localAddress: local.address, length: size }])],
+  const sum = { checksum: true };
+  const checkedSum = { ...checked, checksum: true }; // made once, as `checked`: the cases differ in the op only
+  const memOp = (extra: Partial<TransferOp> = {}): TransferOp => ({ op: 'write', endpoint: memEp, remoteAddress: dst, localAddress: local.address, length: size, ...extra });
+  // Pairs: each case without and with the checksum, measured back to back.
+  const cases: Array<[string, () => unknown, () => unknown]> = [
+    ['shm write transfer()', () => shm.transfer([op('write')]), () => shm.transfer([op('write', sum)])],
+    ['shm write, incarnation+generation', () => shm.transfer([op('write', checked)]), () => shm.transfer([op('write', checkedSum)])],
+    ['shm read transfer()', () => shm.transfer([op('read')]), () => shm.transfer([op('read', sum)])],
+    ['shm readInline() / readInlineCrc()', () => shm.readInline(peer.endpoint, peer.address, target), () => shm.readInlineCrc(peer.endpoint, peer.address, target)],
+    [
+      'shm readInline(incarnation) / Crc',
+      () => shm.readInline(peer.endpoint, peer.address, target, peer.incarnation),
+      () => shm.readInlineCrc(peer.endpoint, peer.address, target, peer.incarnation),
+    ],
+    ['memcpyLocal write transfer()', () => memEngine.transfer([memOp()]), () => memEngine.transfer([memOp(sum)])],
   ];
   console.log('\n== inline paths, 4 KiB: CPU us per op in this process (best of 5 x 20000) ==');
-  for (const [name, fn] of cases) console.log(` ${name.padEnd(36)} ${(await cpuPerOp(fn)).toFixed(3).padStart(7)}`);
+  console.log(` ${''.padEnd(36)} ${'plain'.padStart(7)} ${'+crc'.padStart(7)}`);
+  // An older addon (KVSTORE_NATIVE_ADDON, to compare the plain paths) has no CRC column.
+  const hasCrc = typeof (addon().TransferEngine.prototype as { readInlineCrc?: unknown }).readInlineCrc === 'function';
+  for (const [name, plain, crc] of cases) {
+    const withCrc = hasCrc ? (await cpuPerOp(crc)).toFixed(3) : '-';
+    console.log(` ${name.padEnd(36)} ${(await cpuPerOp(plain)).toFixed(3).padStart(7)} ${withCrc.padStart(7)}`);
+  }
   shm.close();
 }
 
@@ -198,19 +269,31 @@ async function main(): Promise<void> {
   const pumpEp = `127.0.0.1:${peer.pumpPort}`;
 
   console.log(`engine bench: peer ${peer.endpoint} (separate process), ${ROUNDS} rounds x ${BUDGET_MS} ms per case`);
-  console.log('\n== TCP transport (shmTransport off) vs raw TCP pump ==');
-  console.log('raw TCP pump: C++ send/recv, one connection between the same two processes, recv into a buffer;');
-  console.log('each case alternates pump and engine runs (the machine is shared) and reports medians.');
-  console.log('\n op    size      inflight    GB/s     ops/s    p50 us    p99 us |  pump GB/s  ratio | pump rtt us');
-  await compareGrid(engine, peer, local, (size) => pumpStream(pumpEp, size), (size, inflight) => (inflight === 1 && size <= 64 * KiB ? pumpPingPong(pumpEp, size) : undefined));
+  if (SECTIONS.has('tcp')) {
+    console.log('\n== TCP transport (shmTransport off) vs raw TCP pump ==');
+    console.log('raw TCP pump: C++ send/recv, one connection between the same two processes, recv into a buffer;');
+    console.log('each case alternates pump and engine runs (the machine is shared) and reports medians.');
+    console.log('\n op    size      inflight    GB/s     ops/s    p50 us    p99 us |  pump GB/s  ratio | pump rtt us');
+    await compareGrid(engine, peer, local, (size) => pumpStream(pumpEp, size), (size, inflight) => (inflight === 1 && size <= 64 * KiB ? pumpPingPong(pumpEp, size) : undefined));
+  }
 
   // Same-host shm transport to the same peer process, against memcpy of the same size.
   const shmEngine = new TransferEngine({ ...PORTS, shmTransport: true });
   shmEngine.start();
   shmEngine.registerRegion(local.address, local.size);
-  console.log('\n== same-host shm transport (peer memfd mapped here, memcpy on I/O threads) vs memcpy ==');
-  console.log(' op    size      inflight    GB/s     ops/s    p50 us    p99 us | memcpy GB/s  ratio');
-  await compareGrid(shmEngine, peer, local, memcpyGbps);
+  if (SECTIONS.has('shm')) {
+    console.log('\n== same-host shm transport (peer memfd mapped here, memcpy on I/O threads) vs memcpy ==');
+    console.log(' op    size      inflight    GB/s     ops/s    p50 us    p99 us | memcpy GB/s  ratio');
+    await compareGrid(shmEngine, peer, local, memcpyGbps);
+  }
+  if (SECTIONS.has('checksum')) {
+    console.log('\n== per-op CRC-32C (checksum: true) against the same case without, alternating rounds ==');
+    const cpu = cpuUsOf(child.pid!);
+    console.log('TCP:');
+    await checksumGrid(engine, peer, local, cpu);
+    console.log('shm:');
+    await checksumGrid(shmEngine, peer, local, cpu);
+  }
   shmEngine.close();
 
   // Local path: MC_STORE_MEMCPY=1 transfers to this engine's own endpoint, against memcpy.
@@ -220,9 +303,9 @@ async function main(): Promise<void> {
   const dst = mapMemory({ size: REGION });
   new Uint8Array(dst.buffer).fill(0x22);
   memEngine.registerRegion(dst.address, dst.size);
-  console.log('\n== local memcpy path (memcpyLocal, own endpoint, 1 in flight) vs memcpy of the same size ==');
-  console.log(' size        engine GB/s   memcpy GB/s   ratio   p50 us');
-  for (const size of SIZES) {
+  if (SECTIONS.has('local')) console.log('\n== local memcpy path (memcpyLocal, own endpoint, 1 in flight) vs memcpy of the same size ==');
+  if (SECTIONS.has('local')) console.log(' size        engine GB/s   memcpy GB/s   ratio   p50 us');
+  for (const size of SECTIONS.has('local') ? SIZES : []) {
     const rs: CaseResult[] = [];
     const mems: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
@@ -240,7 +323,7 @@ async function main(): Promise<void> {
     const m = median(mems);
     console.log(` ${fmtSize(size).padStart(8)} ${g.toFixed(3).padStart(13)} ${m.toFixed(3).padStart(13)} ${(g / m).toFixed(2).padStart(7)}x ${median(rs.map((r) => r.p50us)).toFixed(1).padStart(8)}`);
   }
-  await inlineCpu(peer, local, memEngine, memEp, dst.address);
+  if (SECTIONS.has('inline')) await inlineCpu(peer, local, memEngine, memEp, dst.address);
   memEngine.close();
   engine.close();
   child.stdin!.end();

@@ -13,7 +13,12 @@ export interface TransferEnginePort {
   registerRegion(address: number, size: number, opts?: { serve?: boolean }): number;
   /** Resolves once no chunk moves bytes in the region any more: only then may its memory go. */
   unregisterRegion(address: number): Promise<boolean>;
-  transfer(ops: EngineTransferOp[]): Promise<void>;
+  /**
+   * Resolves with one CRC-32C per op (0 for ops that did not ask) when some op set `checksum`,
+   * else with nothing; a rejection's TransferError names the failed peers in `endpoints`
+   * (native/transfer-engine.ts). `void` keeps engines that compute no checksums valid.
+   */
+  transfer(ops: EngineTransferOp[]): Promise<Uint32Array | undefined | void>;
   /**
    * Installs the write fence of a served region: later writes of generations below `below` or in
    * `revoked` are refused; resolves once no refused write is still moving bytes into it.
@@ -24,6 +29,11 @@ export interface TransferEnginePort {
    * (nothing copied) when transfer() must do it (native/transfer-engine.ts).
    */
   readInline(endpoint: string, remoteAddress: number, target: Uint8Array, incarnation?: number): boolean;
+  /**
+   * readInline with the copy fused with the CRC-32C of the bytes copied: that CRC (unsigned), or
+   * -1 when nothing was copied. Optional: an engine without it is read with readInline + crc32c.
+   */
+  readInlineCrc?(endpoint: string, remoteAddress: number, target: Uint8Array, incarnation?: number): number;
   close(): void;
 }
 

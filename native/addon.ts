@@ -33,11 +33,19 @@ export interface RawEngine {
   registerRegion(address: number, size: number, opts?: { serve?: boolean }): number;
   unregisterRegion(address: number): Promise<boolean>;
   setFence(address: number, fence: { below: number; revoked?: number[] }): Promise<void>;
-  /** `checked`: some op names an incarnation or a generation (read only then; default true). */
-  transfer(ops: ReadonlyArray<object>, checked?: boolean): Promise<void>;
+  /**
+   * `fields`: which optional op fields some op sets (1: incarnation/generation, 2: checksum; the
+   * addon reads only those; default all); `checksumMask` (at most 32 ops): bit i set when op i asks
+   * for `checksum` (then that field is not read). When any op asked for `checksum`, resolves with the
+   * ops' CRC-32Cs: a number for a one-op batch, an array of one per op otherwise; else undefined.
+   * A rejection's error carries `code` and `endpoints` (the peers that failed).
+   */
+  transfer(ops: ReadonlyArray<object>, fields?: number, checksumMask?: number): Promise<number | number[] | undefined>;
   /** The handle readInline() takes for `endpoint`; -1 while the engine has no channel to it. */
   peerIndex(endpoint: string): number;
   readInline(peerIndex: number, remoteAddress: number, target: Uint8Array, incarnation?: number): boolean;
+  /** readInline fused with the CRC-32C of the bytes copied; -1 when nothing was copied. */
+  readInlineCrc(peerIndex: number, remoteAddress: number, target: Uint8Array, incarnation?: number): number;
   stats(): {
     connectionsOpen: number;
     accepted: number;

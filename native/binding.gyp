@@ -24,6 +24,7 @@
         "src/tcp_server.cc",
         "src/tcp_peer.cc",
         "src/tcp_engine.cc",
+        "src/op_checksums.cc",
         "src/socket_io.cc",
         "src/raw_pump.cc",
         "src/shareable_registry.cc",

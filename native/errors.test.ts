@@ -23,3 +23,10 @@ test('a thrown non-error becomes TRANSFER_FAILED with its text', () => {
   expect(t.code).toBe('TRANSFER_FAILED');
   expect(t.message).toBe('boom');
 });
+
+test('the endpoints of the peers that failed survive the realm crossing; none means an empty list', () => {
+  const e = runInNewContext('Object.assign(new Error("peer gone"), { code: "TIMEOUT", endpoints: ["127.0.0.1:1", 7] })');
+  expect(TransferError.from(e).endpoints).toEqual(['127.0.0.1:1']);
+  expect(TransferError.from(foreign('bad', 'INVALID_ARGUMENT')).endpoints).toEqual([]);
+  expect(new TransferError('TIMEOUT', 'x', { endpoints: ['a:1'] }).endpoints).toEqual(['a:1']);
+});

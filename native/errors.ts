@@ -29,14 +29,27 @@ function codeOf(e: unknown, fallback: string): string {
 
 export class TransferError extends Error {
   override readonly name = 'TransferError';
-  constructor(readonly code: TransferErrorCode, message: string, options?: { cause?: unknown }) {
+  /**
+   * The remote endpoints whose chunks failed on the peer's side or on the path to it (connect
+   * refused or timed out, I/O timeout, reset, ADDRESS_OUT_OF_RANGE / STALE_REGION / FENCED from
+   * the peer), each once; empty for failures on this side (bad arguments, a bad local range, the
+   * engine closed).
+   */
+  readonly endpoints: string[];
+  constructor(readonly code: TransferErrorCode, message: string, options?: { cause?: unknown; endpoints?: string[] }) {
     super(message, options);
+    this.endpoints = options?.endpoints ?? [];
   }
   static from(e: unknown): TransferError {
     if (e instanceof TransferError) return e;
     const code = codeOf(e, TransferErrorCode.TRANSFER_FAILED) as TransferErrorCode;
-    return new TransferError(code, messageOf(e), { cause: e });
+    return new TransferError(code, messageOf(e), { cause: e, endpoints: endpointsOf(e) });
   }
+}
+
+function endpointsOf(e: unknown): string[] {
+  const list = (e as { endpoints?: unknown } | null)?.endpoints;
+  return Array.isArray(list) ? list.filter((x): x is string => typeof x === 'string') : [];
 }
 
 /** The message of an Error from any realm (the addon's errors fail `instanceof Error` inside a vm context). */

@@ -1,6 +1,7 @@
 // The TCP transfer engine as seen from JS: a listener on a port from the client range, region
 // registration (served or local, each with an incarnation), write fences, and transfer(ops)
-// returning one promise per batch. Bytes move on C++ threads, except small same-host reads, which
+// returning one promise per batch (with the CRC-32C of the ops that ask for it, computed where
+// the bytes move; a failure names the peers that failed). Bytes move on C++ threads, except small same-host reads, which
 // readInline() finishes synchronously on the calling thread. Nothing here blocks the event loop on
 // a peer: unregisterRegion() and setFence() return promises that settle once bytes in flight moved.
 import { addon, type RawEngine } from './addon.js';
@@ -17,6 +18,11 @@ export interface TransferOp {
   incarnation?: number;
   /** WRITE only: the placement's generation, judged by the remote region's write fence; 0/absent = none. */
   generation?: number;
+  /**
+   * Compute the CRC-32C of the op's bytes where they move (WRITE: the local source bytes as sent;
+   * READ: the bytes received into the local buffer); transfer() resolves with it.
+   */
+  checksum?: boolean;
 }
 
 /** A served region's write fence: WRITEs whose generation is `< below` or listed in `revoked` are refused. */
@@ -86,6 +92,17 @@ export interface TransferEngineOptions {
   env?: NodeJS.ProcessEnv;
   /** Random source for the first port tried (spreads processes over the range). */
   random?: () => number;
+}
+
+// transfer()'s second argument to the addon: the optional op fields some op sets.
+const FIELD_CHECKED = 1; // incarnation or generation
+const FIELD_CHECKSUM = 2;
+
+// The addon resolves a batch with undefined (no op asked for a checksum), one op's CRC as a
+// number, or an array of them; small typed arrays made in JS are cheap young objects.
+function crcArray(r: number | number[] | undefined): Uint32Array | undefined {
+  if (r === undefined) return undefined;
+  return typeof r === 'number' ? Uint32Array.of(r) : Uint32Array.from(r);
 }
 
 export const ENGINE_DEFAULTS = {
@@ -216,13 +233,31 @@ export class TransferEngine {
     return this.#raw.stats();
   }
 
-  /** Runs a batch; resolves when every op finished, rejects with TransferError otherwise. */
-  transfer(ops: ReadonlyArray<TransferOp>): Promise<void> {
+  /**
+   * Runs a batch; resolves when every op finished, rejects with TransferError otherwise (its
+   * `endpoints` name the peers whose chunks failed on their side or on the path to them). When
+   * some op asked for `checksum`, resolves with one entry per op, in op order: the CRC-32C of that
+   * op's bytes (unsigned), 0 for ops that did not ask; otherwise with undefined. A batch that
+   * fails resolves no checksum.
+   */
+  transfer(ops: ReadonlyArray<TransferOp>): Promise<Uint32Array | undefined> {
     if (this.#closed) return Promise.reject(new TransferError(TransferErrorCode.TRANSFER_FAILED, 'TransferEngine: closed'));
-    // Whether any op names an incarnation or a generation: the addon reads those fields only then.
-    let checked = false;
-    for (let i = 0; i < ops.length && !checked; i++) checked = !!(ops[i].incarnation || ops[i].generation);
-    return this.#raw.transfer(ops, checked).catch((e: unknown) => {
+    // Which optional fields some op sets: the addon reads those fields only then. For up to 32
+    // ops, which ones ask for a checksum goes as a bit mask (a property read here costs far less
+    // than one through N-API).
+    let fields = 0;
+    let mask = 0;
+    for (let i = 0; i < ops.length; i++) {
+      const o = ops[i];
+      if (o.incarnation || o.generation) fields |= FIELD_CHECKED;
+      if (o.checksum) {
+        fields |= FIELD_CHECKSUM;
+        mask |= 1 << i; // past 32 ops this wraps around: the mask is then not passed
+      }
+    }
+    const p = fields & FIELD_CHECKSUM && ops.length <= 32 ? this.#raw.transfer(ops, fields, mask >>> 0) : this.#raw.transfer(ops, fields);
+    // One reaction either way (as a bare .catch): it also makes the addon's CRCs a Uint32Array.
+    return p.then(crcArray, (e: unknown) => {
       throw TransferError.from(e);
     });
   }
@@ -248,6 +283,27 @@ export class TransferEngine {
     try {
       // Without an incarnation the addon gets three arguments (one N-API call fewer per small Get).
       return incarnation === undefined ? this.#raw.readInline(peer, remoteAddress, target) : this.#raw.readInline(peer, remoteAddress, target, incarnation);
+    } catch (e) {
+      throw TransferError.from(e);
+    }
+  }
+
+  /**
+   * As readInline, with the copy fused with the CRC-32C of the bytes copied: returns that CRC
+   * (unsigned), or -1 when nothing was copied (use transfer() with `checksum`).
+   */
+  readInlineCrc(endpoint: string, remoteAddress: number, target: Uint8Array, incarnation?: number): number {
+    if (this.#closed) return -1;
+    let peer = this.#peers.get(endpoint);
+    if (peer === undefined) {
+      peer = this.#raw.peerIndex(endpoint);
+      if (peer === -1) return -1;
+      this.#peers.set(endpoint, peer);
+    }
+    try {
+      return incarnation === undefined
+        ? this.#raw.readInlineCrc(peer, remoteAddress, target)
+        : this.#raw.readInlineCrc(peer, remoteAddress, target, incarnation);
     } catch (e) {
       throw TransferError.from(e);
     }

@@ -39,7 +39,7 @@ std::unique_ptr<ShmPeer> ShmPeer::Connect(const std::string& endpoint, int timeo
   try {
     peer->watcher_ = std::thread([raw] { raw->Watch(); });
   } catch (const std::system_error& e) {
-    throw NativeError("TRANSFER_FAILED", "could not start a thread to watch same-host peer " + endpoint + ": " + e.what());
+    throw NativeError::Local("TRANSFER_FAILED", "could not start a thread to watch same-host peer " + endpoint + ": " + e.what());
   }
   return peer;
 }

@@ -191,18 +191,21 @@ UniqueFd ConnectEndpoint(const std::string& endpoint, const SocketTuning& t) {
   int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
   if (rc != 0) throw NativeError("CONNECTION_FAILED", "resolve " + endpoint + ": " + gai_strerror(rc));
   int last_err = 0;
+  bool no_socket = false;  // the last failure was ours (out of descriptors or memory), not the peer's
   for (auto* ai = res; ai; ai = ai->ai_next) {
     UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
-    if (!fd.valid()) { last_err = errno; continue; }
+    if (!fd.valid()) { last_err = errno; no_socket = true; continue; }
     TuneSocket(fd.get(), t);
     if (::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0) {
       ::freeaddrinfo(res);
       return fd;
     }
     last_err = errno;
+    no_socket = false;
   }
   ::freeaddrinfo(res);
   if (last_err == EINPROGRESS) last_err = ETIMEDOUT;
+  if (no_socket) throw NativeError::Local("CONNECTION_FAILED", ErrnoMessage("socket for " + endpoint, last_err));
   throw NativeError("CONNECTION_FAILED", ErrnoMessage("connect " + endpoint, last_err));
 }
 

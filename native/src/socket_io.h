@@ -43,7 +43,8 @@ IoStatus RecvSomeBy(int fd, void* buf, size_t len, Deadline deadline, size_t* go
 IoStatus SendAllVBy(int fd, struct iovec* iov, int iovcnt, Deadline deadline, int* err);
 IoStatus SendAllBy(int fd, const void* buf, size_t len, Deadline deadline, int* err);
 
-// "host:port" or "[v6]:port" -> connected socket. Throws NativeError CONNECTION_FAILED.
+// "host:port" or "[v6]:port" -> connected socket. Throws NativeError CONNECTION_FAILED (local()
+// when no socket could be made here).
 UniqueFd ConnectEndpoint(const std::string& endpoint, const SocketTuning& t);
 bool SplitEndpoint(const std::string& endpoint, std::string* host, std::string* port);
 

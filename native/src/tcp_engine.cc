@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "chunk_copy.h"
 #include "native_error.h"
 #include "refusals.h"
 #include "wire.h"
@@ -46,10 +47,12 @@ PeerChannel* TcpEngine::Peer(const std::string& endpoint) {
 }
 
 bool TcpEngine::Submit(const std::vector<TransferOpSpec>& ops, std::shared_ptr<Batch> batch) {
+  bool want_crc = false;
   // Validate everything first: a bad op rejects the batch with nothing moved.
   {
     for (size_t i = 0; i < ops.size(); ++i) {
       const auto& op = ops[i];
+      want_crc = want_crc || op.checksum;
       if (op.length == 0) continue;
       if (!regions_.ContainsLocal(op.local, op.length)) {
         throw NativeError("ADDRESS_OUT_OF_RANGE", "op " + std::to_string(i) + ": local range [" + std::to_string(op.local) +
@@ -73,7 +76,9 @@ bool TcpEngine::Submit(const std::vector<TransferOpSpec>& ops, std::shared_ptr<B
       all_local = all_local && (op.length == 0 || op.endpoint == endpoint_);
     }
     if (all_local && bytes <= kInlineMemcpyMax) {
+      if (want_crc) batch->checksums.Plan(ops, 0);  // each op copied whole
       MemcpyInline(ops, batch.get());
+      batch->Complete();
       return true;
     }
   }
@@ -86,8 +91,10 @@ bool TcpEngine::Submit(const std::vector<TransferOpSpec>& ops, std::shared_ptr<B
     }
     const bool local = opts_.memcpy_local && ops[0].endpoint == endpoint_;
     if (one_peer && !local && bytes > 0 && bytes <= kInlineMemcpyMax) {
+      if (want_crc) batch->checksums.Plan(ops, 0);  // each op copied whole
       std::vector<Chunk> whole;  // one chunk per op (no striping at this size)
-      for (const auto& op : ops) {
+      for (size_t i = 0; i < ops.size(); ++i) {
+        const auto& op = ops[i];
         if (op.length == 0) continue;
         Chunk c;
         c.op = op.op;
@@ -98,14 +105,20 @@ bool TcpEngine::Submit(const std::vector<TransferOpSpec>& ops, std::shared_ptr<B
         c.range_length = op.length;
         c.incarnation = op.incarnation;
         c.generation = op.generation;
+        if (want_crc) c.crc = batch->checksums.Slot(i, 0);
         whole.push_back(c);
       }
-      if (Peer(ops[0].endpoint)->TryMemcpyInline(whole, batch.get())) return true;
+      if (Peer(ops[0].endpoint)->TryMemcpyInline(whole, batch.get())) {
+        batch->Complete();
+        return true;
+      }
     }
   }
+  if (want_crc) batch->checksums.Plan(ops, opts_.chunk_size);
   std::map<PeerChannel*, std::vector<Chunk>> plan;
   size_t total = 0;
-  for (const auto& op : ops) {
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const auto& op = ops[i];
     if (op.length == 0) continue;
     // Held until the batch's last chunk: unregistering this local buffer waits for it. (Ops of a
     // batch mostly share one buffer: one pin covers them.)
@@ -128,12 +141,14 @@ bool TcpEngine::Submit(const std::vector<TransferOpSpec>& ops, std::shared_ptr<B
       c.range_length = op.length;
       c.incarnation = op.incarnation;
       c.generation = op.generation;
+      if (want_crc) c.crc = batch->checksums.Slot(i, off);
       chunks.push_back(std::move(c));
       ++total;
     }
   }
   if (total == 0) {
     batch->local_pins.clear();
+    batch->Complete();
     return true;
   }
   batch->remaining.store(total);
@@ -151,16 +166,16 @@ int TcpEngine::PeerIndex(const std::string& endpoint) {
   return -1;
 }
 
-bool TcpEngine::ReadInline(int peer, uint64_t remote, char* dst, uint64_t length, uint64_t incarnation) {
+bool TcpEngine::ReadInline(int peer, uint64_t remote, char* dst, uint64_t length, uint64_t incarnation, uint32_t* crc) {
   if (length == 0 || length > kInlineMemcpyMax || remote + length < remote) return false;
   if (peer == kOwnEndpoint) {
     // No pin: only the JS thread (this one) unregisters, so the region stays for the copy.
     if (!opts_.memcpy_local || regions_.CheckRemote(remote, length, false, incarnation, 0) != RegionTable::Verdict::kOk) return false;
-    std::memmove(dst, reinterpret_cast<const char*>(static_cast<uintptr_t>(remote)), length);
+    MoveChunk(dst, reinterpret_cast<const char*>(static_cast<uintptr_t>(remote)), length, crc);
     return true;
   }
   if (peer < 0 || static_cast<size_t>(peer) >= peer_list_.size()) return false;
-  return peer_list_[peer]->TryReadInline(remote, dst, length, incarnation);
+  return peer_list_[peer]->TryReadInline(remote, dst, length, incarnation, crc);
 }
 
 void TcpEngine::MemcpyInline(const std::vector<TransferOpSpec>& ops, Batch* batch) {
@@ -174,15 +189,18 @@ void TcpEngine::MemcpyInline(const std::vector<TransferOpSpec>& ops, Batch* batc
                     op.length, op.incarnation, op.generation);
     }
   } catch (const NativeError& e) {
-    batch->Fail(e.code(), e.what());
+    batch->Fail(e.code(), e.what(), endpoint_);
     return;
   }
-  for (const auto& op : ops) {
+  const bool want_crc = batch->checksums.active();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const auto& op = ops[i];
     if (op.length == 0) continue;
     char* remote = reinterpret_cast<char*>(static_cast<uintptr_t>(op.remote));
     char* local = reinterpret_cast<char*>(static_cast<uintptr_t>(op.local));
-    if (op.op == static_cast<uint16_t>(WireOp::kRead)) std::memmove(local, remote, op.length);
-    else std::memmove(remote, local, op.length);
+    uint32_t* crc = want_crc ? batch->checksums.Slot(i, 0) : nullptr;
+    if (op.op == static_cast<uint16_t>(WireOp::kRead)) MoveChunk(local, remote, op.length, crc);
+    else MoveChunk(remote, local, op.length, crc);
   }
 }
 

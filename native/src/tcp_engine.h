@@ -42,6 +42,7 @@ struct TransferOpSpec {
   uint64_t length;
   uint64_t incarnation = 0;  // expected incarnation of the remote region (0: not checked)
   uint64_t generation = 0;   // WRITE: the placement's generation (0: none)
+  bool checksum = false;     // compute the CRC-32C of the op's bytes (batch->checksums)
 };
 
 class TcpEngine {
@@ -61,7 +62,8 @@ class TcpEngine {
   // when no I/O thread can be started) before any byte moves. Returns true when the batch
   // finished inline (small memcpyLocal and same-host batches: the caller reads
   // batch->error_code, no callback); otherwise `batch` completes through the callback (possibly
-  // before returning).
+  // before returning). Either way, once complete without error, batch->checksums holds the CRC of
+  // every op that asked (`checksum`), and a failed batch's failed_endpoints the peers to blame.
   bool Submit(const std::vector<TransferOpSpec>& ops, std::shared_ptr<Batch> batch);
   // memcpyLocal batches, and same-host shm batches whose grants are cached, up to this many
   // bytes run on the calling thread: a thread hand-off costs more than copying them.
@@ -75,9 +77,10 @@ class TcpEngine {
   // holds: nothing is queued, so it needs no registration): own endpoint (remote range checked
   // against our served regions) or a same-host peer whose grant covering the range is cached and
   // which has not hung up, in both cases with the expected incarnation (0: any). False (nothing
-  // copied) otherwise: Submit() then takes the op, asks for grants and reports errors. JS thread
-  // only (like Submit, the only creator of peers).
-  bool ReadInline(int peer, uint64_t remote, char* dst, uint64_t length, uint64_t incarnation);
+  // copied) otherwise: Submit() then takes the op, asks for grants and reports errors. With `crc`,
+  // the copy is fused with the CRC-32C of the bytes copied, stored there. JS thread only (like
+  // Submit, the only creator of peers).
+  bool ReadInline(int peer, uint64_t remote, char* dst, uint64_t length, uint64_t incarnation, uint32_t* crc = nullptr);
   void Stop();
 
  private:

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <system_error>
 
+#include "chunk_copy.h"
+#include "crc32c.h"
 #include "native_error.h"
 #include "refusals.h"
 #include "wire.h"
@@ -66,18 +68,18 @@ bool PeerChannel::TryMemcpyInline(const std::vector<Chunk>& ops, Batch* batch) {
   try {
     for (size_t i = 0; i < ops.size(); ++i) CheckShmTarget(targets[i], ops[i]);
   } catch (const NativeError& e) {
-    batch->Fail(e.code(), e.what());
+    batch->Fail(e.code(), e.what(), endpoint_);
     return true;
   }
   for (size_t i = 0; i < ops.size(); ++i) {
     char* remote = targets[i].at + (ops[i].remote - ops[i].range_start);
-    if (ops[i].op == static_cast<uint16_t>(WireOp::kRead)) std::memcpy(ops[i].local, remote, ops[i].length);
-    else std::memcpy(remote, ops[i].local, ops[i].length);
+    if (ops[i].op == static_cast<uint16_t>(WireOp::kRead)) CopyChunk(ops[i].local, remote, ops[i].length, ops[i].crc);
+    else CopyChunk(remote, ops[i].local, ops[i].length, ops[i].crc);
   }
   return true;
 }
 
-bool PeerChannel::TryReadInline(uint64_t remote, char* dst, uint64_t length, uint64_t incarnation) {
+bool PeerChannel::TryReadInline(uint64_t remote, char* dst, uint64_t length, uint64_t incarnation, uint32_t* crc) {
   if (!shm_capable_) return false;
   std::shared_ptr<ShmPeer> shm;
   {
@@ -89,7 +91,7 @@ bool PeerChannel::TryReadInline(uint64_t remote, char* dst, uint64_t length, uin
   ShmTarget t;
   if (!shm->FindCachedLocked(remote, length, &t)) return false;
   if (incarnation != 0 && t.incarnation != incarnation) return false;
-  std::memcpy(dst, t.at, length);
+  CopyChunk(dst, t.at, length, crc);
   return true;
 }
 
@@ -111,10 +113,16 @@ void PeerChannel::Stop() {
   for (auto& w : workers_) if (w->thread.joinable()) w->thread.join();
 }
 
+bool PeerChannel::Stopping() {
+  std::lock_guard<std::mutex> lk(mu_);
+  return stopping_;
+}
+
 void PeerChannel::Finish(Chunk& c) {
   std::shared_ptr<Batch> b = std::move(c.batch);
   if (b->remaining.fetch_sub(1) == 1) {
     b->local_pins.clear();  // the batch's local buffers may be unregistered from now on
+    b->Complete();          // every chunk's CRC slot is written: join them per op
     (*done_)(std::move(b));
   }
 }
@@ -138,7 +146,8 @@ void PeerChannel::Run(Worker* w) {
         if (local_regions_) ExecuteMemcpy(c);
         else if (!shm_capable_ || !ExecuteShm(c)) ExecuteTcp(w, c);
       } catch (const NativeError& e) {
-        c.batch->Fail(e.code(), e.what());
+        // Blame the peer unless the failure is ours (or close() cut the chunk short).
+        c.batch->Fail(e.code(), e.what(), e.local() || e.code() == "INVALID_ARGUMENT" || Stopping() ? std::string() : endpoint_);
       } catch (const std::exception& e) {
         c.batch->Fail("TRANSFER_FAILED", e.what());
       } catch (...) {
@@ -162,8 +171,8 @@ void PeerChannel::ExecuteMemcpy(Chunk& c) {
   ThrowUnlessOk(local_regions_->PinRemote(c.range_start, c.range_length, write, c.incarnation, c.generation, &pin), endpoint_,
                 c.range_start, c.range_length, c.incarnation, c.generation);
   char* remote = reinterpret_cast<char*>(static_cast<uintptr_t>(c.remote));
-  if (write) std::memcpy(remote, c.local, c.length);
-  else std::memcpy(c.local, remote, c.length);
+  if (write) CopyChunk(remote, c.local, c.length, c.crc);
+  else CopyChunk(c.local, remote, c.length, c.crc);
 }
 
 bool PeerChannel::ExecuteShm(Chunk& c) {
@@ -184,8 +193,8 @@ bool PeerChannel::ExecuteShm(Chunk& c) {
   CheckShmTarget(t, c);
   // The window: a fence the peer installs after the check above cannot stop this memcpy.
   char* remote = t.at + (c.remote - c.range_start);
-  if (c.op == static_cast<uint16_t>(WireOp::kRead)) std::memcpy(c.local, remote, c.length);
-  else std::memcpy(remote, c.local, c.length);
+  if (c.op == static_cast<uint16_t>(WireOp::kRead)) CopyChunk(c.local, remote, c.length, c.crc);
+  else CopyChunk(remote, c.local, c.length, c.crc);
   return true;
 }
 
@@ -193,7 +202,7 @@ void PeerChannel::ExecuteTcp(Worker* w, Chunk& c) {
   if (!w->conn.valid()) {
     {
       std::lock_guard<std::mutex> lk(mu_);
-      if (stopping_) throw NativeError("TRANSFER_FAILED", "transfer engine closed");
+      if (stopping_) throw NativeError::Local("TRANSFER_FAILED", "transfer engine closed");
     }
     UniqueFd connected = ConnectEndpoint(endpoint_, tuning_);
     std::lock_guard<std::mutex> lk(w->fd_mu);
@@ -218,6 +227,8 @@ void PeerChannel::ExecuteTcp(Worker* w, Chunk& c) {
   };
   IoStatus st;
   if (c.op == static_cast<uint16_t>(WireOp::kWrite)) {
+    // The CRC pass brings the bytes into cache right before the kernel copies them out.
+    if (c.crc) *c.crc = Crc32c(0, c.local, c.length);
     struct iovec iov[2] = {{&req, sizeof req}, {c.local, c.length}};
     st = SendAllVBy(fd, iov, 2, deadline, &err);
   } else {
@@ -244,8 +255,22 @@ void PeerChannel::ExecuteTcp(Worker* w, Chunk& c) {
       DropConnection(w);
       throw NativeError("TRANSFER_FAILED", "protocol error from " + endpoint_ + ": response length mismatch");
     }
-    st = RecvAllBy(fd, c.local, c.length, deadline, &err);
-    if (st != IoStatus::kOk) fail_io(st, "receiving data");
+    if (!c.crc) {
+      st = RecvAllBy(fd, c.local, c.length, deadline, &err);
+      if (st != IoStatus::kOk) fail_io(st, "receiving data");
+      return;
+    }
+    // As RecvAllBy, with each piece checksummed right after its recv(), while it is still in cache.
+    uint32_t crc = 0;
+    for (uint64_t done = 0; done < c.length;) {
+      if (done > 0 && std::chrono::steady_clock::now() >= deadline) fail_io(IoStatus::kTimeout, "receiving data");
+      size_t got = 0;
+      st = RecvSomeBy(fd, c.local + done, c.length - done, deadline, &got, &err);
+      if (st != IoStatus::kOk) fail_io(st, "receiving data");
+      crc = Crc32c(crc, c.local + done, got);
+      done += got;
+    }
+    *c.crc = crc;
   }
 }
 

@@ -4,6 +4,9 @@
 // flavour serves this engine's own endpoint with memcpy instead of sockets (MC_STORE_MEMCPY).
 // Every chunk carries the incarnation it expects of the remote region and, for a WRITE, its
 // placement generation; the serving side (or, over shm, the grant and fence page) checks them.
+// A chunk that asked for its CRC-32C gets it where its bytes move anyway: fused into the memcpy
+// (shm, local), right before its sendmsg (TCP WRITE) or right after each recv (TCP READ). A chunk
+// that fails blames this endpoint in its batch unless the failure is on this side.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -32,12 +35,14 @@ class PeerChannel {
   void Submit(std::vector<Chunk>&& chunks);
   // Small same-host batches on the calling thread when every op's grant is already cached and the
   // peer is alive: false (nothing copied) otherwise. True when handled, which includes refusing
-  // the whole batch (batch->Fail, nothing copied) because an op is stale or fenced.
+  // the whole batch (batch->Fail, nothing copied) because an op is stale or fenced. Ops with a
+  // `crc` slot get the CRC of their bytes (fused copy).
   bool TryMemcpyInline(const std::vector<Chunk>& ops, Batch* batch);
   // One READ of [remote, +length) into dst on the calling thread, same conditions as above except
   // that liveness is the watcher's flag (ShmPeer::AliveHint), not a poll() per read; false also
-  // when the region's incarnation is not `incarnation` (0: any).
-  bool TryReadInline(uint64_t remote, char* dst, uint64_t length, uint64_t incarnation);
+  // when the region's incarnation is not `incarnation` (0: any). With `crc`: the CRC of the bytes
+  // copied (fused copy).
+  bool TryReadInline(uint64_t remote, char* dst, uint64_t length, uint64_t incarnation, uint32_t* crc = nullptr);
   void Stop();
   const std::string& endpoint() const { return endpoint_; }
 
@@ -59,6 +64,7 @@ class PeerChannel {
   // Throws STALE_REGION / FENCED for a chunk the grant's incarnation or fence page refuses.
   void CheckShmTarget(const ShmTarget& t, const Chunk& c);
   void Finish(Chunk& c);
+  bool Stopping();  // close() in progress: a chunk failing now is not the peer's fault
   void DropConnection(Worker* w);
 
   std::string endpoint_;

@@ -31,6 +31,8 @@ export interface RegionPeer {
   incarnation: number;
   proc: ChildProcess;
   sha256(offset: number, length: number): Promise<string>;
+  /** CRC-32C (unsigned) of the peer's bytes [offset, +length), computed in the peer. */
+  crc32c(offset: number, length: number): Promise<number>;
   fill(offset: number, length: number, byte: number): Promise<void>;
   command(cmd: 'unregister' | 'register' | 'scratch' | 'ping' | 'timer'): Promise<Record<string, unknown>>;
   /** Maps and registers a second region with serve: false. */
@@ -101,6 +103,9 @@ export async function startRegionPeer(size: number, seed: number, engineOptions:
     proc,
     async sha256(offset, length) {
       return (await ask({ cmd: 'sha256', offset, length })).sha256 as string;
+    },
+    async crc32c(offset, length) {
+      return (await ask({ cmd: 'crc32c', offset, length })).crc32c as number;
     },
     async fill(offset, length, byte) {
       await ask({ cmd: 'fill', offset, length, byte });

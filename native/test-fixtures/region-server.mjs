@@ -2,6 +2,7 @@
 // serves it with a TransferEngine, and answers JSON-line commands on stdin (one reply each, in
 // order; the `*Watch` commands also emit an {"event":"settled","id"} line later):
 //   {"cmd":"sha256","offset":n,"length":n} -> {"sha256":hex}
+//   {"cmd":"crc32c","offset":n,"length":n} -> {"crc32c":n} (CRC-32C of the range, unsigned)
 //   {"cmd":"fill","offset":n,"length":n,"byte":b} -> {"ok":true}
 //   {"cmd":"unregister"} -> {"ok":true,"registered":bool} once no chunk moves bytes in the region
 //   {"cmd":"register"} -> {"ok":true,"incarnation":n}
@@ -78,6 +79,7 @@ function watch(id, promise) {
 
 const handlers = {
   sha256: (c) => ({ sha256: createHash('sha256').update(bytes.subarray(c.offset, c.offset + c.length)).digest('hex') }),
+  crc32c: (c) => ({ crc32c: native.crc32c(bytes.subarray(c.offset, c.offset + c.length), 0) }),
   fill: (c) => {
     bytes.fill(c.byte, c.offset, c.offset + c.length);
     return { ok: true };
