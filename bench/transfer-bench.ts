@@ -204,6 +204,37 @@ async function main(): Promise<void> {
     }
     await local.close();
 
+    // Checksums on (the default) against off: two fresh clients of the same process, measured in
+    // rounds whose order alternates, the ratio taken per round and its median reported (the
+    // machine's noise is larger than the effect; docs/integrity.md).
+    const withSums = await Client.setup(cluster.clientConfig({ local_buffer_size: 320 * MiB }), { bufferPool: { acquireTimeoutMs: 60_000 }, checksums: true });
+    const without = await Client.setup(cluster.clientConfig({ local_buffer_size: 320 * MiB }), { bufferPool: { acquireTimeoutMs: 60_000 }, checksums: false });
+    const checksumRows: { size: number; op: string; on: number; off: number; cost: number }[] = [];
+    const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+    for (const size of [64 * KiB, 4 * MiB]) {
+      const value = randomBytes(size);
+      const n = Math.min(opsFor(size), 300);
+      const rounds = 5;
+      const gbps = { put: [[], []] as number[][], get: [[], []] as number[][] };
+      for (let round = 0; round < rounds; round++) {
+        const order = round % 2 === 0 ? [0, 1] : [1, 0];
+        for (const idx of order) {
+          const c = idx === 0 ? withSums : without;
+          const tag = `cs-${size}-${round}-${idx}`;
+          gbps.put[idx]!.push((await measure(n, size, 1, 1, (i) => c.put(`${tag}-${i}`, value))).gbps);
+          gbps.get[idx]!.push((await measure(n, size, 1, 1, async (i) => void (await c.get(`${tag}-${i}`)))).gbps);
+        }
+        await sleep(LEASE_TTL_MS + 100);
+        await withSums.removeByRegex('^cs-');
+      }
+      for (const op of ['put', 'get'] as const) {
+        const [on, off] = gbps[op] as [number[], number[]];
+        checksumRows.push({ size, op, on: median(on), off: median(off), cost: median(on.map((x, i) => 1 - x / off[i]!)) });
+      }
+    }
+    await withSums.close();
+    await without.close();
+
     console.log('\npeers measured in this run:');
     const pump = new Map<number, number>();
     const mem = new Map<number, number>();
@@ -242,6 +273,11 @@ async function main(): Promise<void> {
         const r = results.get(`${op}-${M4}-${mode}`)!;
         console.log(` same host, 4 MiB ${op} ${mode.padEnd(10)}: ${(r.gbps / mem.get(M4)!).toFixed(2)}x memcpy [>= 0.5x]`);
       }
+    }
+    for (const r of checksumRows) {
+      console.log(
+        ` checksums, ${fmtSize(r.size)} ${r.op} x1: on ${r.on.toFixed(3)} GB/s, off ${r.off.toFixed(3)} GB/s (medians): cost ${(r.cost * 100).toFixed(1)}% [< 5%] (median of 5 rounds' ratios)`,
+      );
     }
     const small = results.get(`get-${4 * KiB}-single x1`)!;
     console.log(` 4 KiB get, 1 in flight: ${small.opsPerSec.toFixed(0)} ops/s [>= 8000], p99 ${small.p99ms.toFixed(3)} ms [< 1 ms]`);

@@ -72,6 +72,11 @@ export interface ClientOptions {
    */
   resultArenaBytes?: number;
   /**
+   * Record the CRC-32C of every slice at PutEnd and check it on every Get (docs/integrity.md).
+   * Default: MC_STORE_CHECKSUM (on unless 0/false/no/off).
+   */
+  checksums?: boolean;
+  /**
    * Replica lists kept to serve repeated reads of a key without a master call while the read
    * lease granted with them holds (client/replica-cache.ts; default 65,536; 0 disables).
    */
@@ -173,6 +178,8 @@ export class Client implements StoreClient {
   /** Memory registered for other processes' data (dummy clients' shared regions). */
   private readonly attached: MappedRegion[] = [];
   private fences!: FenceKeeper;
+  /** Checksum mismatches seen, by segment (metrics). */
+  private mismatches: { inc(labels: { segment: string }): void } | undefined;
   /** The remount in progress (they run one at a time). */
   private remounting: Promise<void> = Promise.resolve();
   /** Segments the master has accepted during setup (an aborted setup unmounts exactly these). */
@@ -386,6 +393,11 @@ export class Client implements StoreClient {
       resultArena: this.resultArena,
       attachedRegions: this.attached,
       replicaCacheEntries: this.options.replicaCacheEntries,
+      checksums: this.checksumsOn() ? { of: (d) => this.native.crc32c(d), copy: (dst, src) => this.native.copyWithCrc32c(dst, src) } : undefined,
+      onChecksumMismatch: (key, segment) => {
+        this.mismatches?.inc({ segment });
+        this.log('warn', `the bytes of ${JSON.stringify(key)} read from segment ${segment} do not have the CRC-32C their writer recorded; the next replica is tried`);
+      },
       localMemcpy: s.localMemcpy,
       meter: this.metrics,
       now: this.now,
@@ -394,7 +406,10 @@ export class Client implements StoreClient {
       rpcThen: (what, call, then) => this.rpcThen(what, call, then),
     });
 
-    if (this.metrics) addRegionGauges(this.metrics, () => this.regionTotals());
+    if (this.metrics) {
+      addRegionGauges(this.metrics, () => this.regionTotals());
+      this.mismatches = this.metrics.addCounter('store_client_checksum_mismatches_total', 'replicas whose bytes did not have the CRC-32C their writer recorded (the read tried the next replica)', ['segment']);
+    }
 
     const signal = this.options.signal;
     for (let attempt = 1; ; attempt++) {
@@ -631,6 +646,13 @@ export class Client implements StoreClient {
   getIntoBatch(items: readonly { key: string; target: Uint8Array }[]): Promise<BatchGetIntoResult[]> {
     const n = Array.isArray(items) ? items.length : 0;
     return this.measure('get_into_batch', () => this.data.getIntoBatch(items), batchBytes(this.metrics, 'get_into_batch', (r) => r.size ?? 0), n);
+  }
+
+  /** Whether checksums are recorded and checked (option, else MC_STORE_CHECKSUM, else on). */
+  private checksumsOn(): boolean {
+    if (this.options.checksums !== undefined) return this.options.checksums;
+    const v = (this.options.env ?? process.env).MC_STORE_CHECKSUM;
+    return v === undefined || !['0', 'false', 'no', 'off'].includes(v.trim().toLowerCase());
   }
 
   /** Reads served from cached replica lists (no master call), misses, and entries held. */

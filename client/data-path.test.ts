@@ -4,6 +4,7 @@
 // by endpoint; the real master and engine are exercised by e2e/data.test.ts.
 import { randomBytes } from 'node:crypto';
 import { ReplicaCache } from './replica-cache.js';
+import { copyWithCrc32c, crc32c } from '../native/index.js';
 import { ARENA_RESULT_BYTES, DataPath, LARGE_VALUE_BYTES, type MasterApi, type OwnSegment } from './data-path.js';
 import { BufferPool } from './buffer-pool.js';
 import { OffsetAllocator } from '../master/core/offset-allocator.js';
@@ -110,7 +111,7 @@ class InlineMemoryEngine extends MemoryEngine {
 
 /** Places each replica of an object on the next segments in turn; records ends and revokes. */
 function scriptedMaster(endpoints: string[]) {
-  const objects = new Map<string, { replicas: ReplicaInfo__Output[]; complete: boolean }>();
+  const objects = new Map<string, { replicas: ReplicaInfo__Output[]; complete: boolean; sums?: number[] }>();
   const next = new Map(endpoints.map((e) => [e, 0]));
   let rr = 0;
   const ended: string[] = [];
@@ -134,9 +135,10 @@ function scriptedMaster(endpoints: string[]) {
     objects.set(key, { replicas, complete: false });
     return { status_code: 0, replica_list: replicas };
   };
-  const end = (key: string) => {
+  const end = (key: string, sums: number[] = []) => {
     ended.push(key);
     objects.get(key)!.complete = true;
+    objects.get(key)!.sums = sums;
     return { status_code: 0 };
   };
   const revoke = (key: string, failed: string[] = []) => {
@@ -147,13 +149,15 @@ function scriptedMaster(endpoints: string[]) {
   };
   const list = (key: string) => {
     const o = objects.get(key);
-    return o?.complete ? { status_code: 0, replica_list: o.replicas, lease_ttl_ms: 5000 } : { status_code: -200, replica_list: [], lease_ttl_ms: 0 };
+    return o?.complete
+      ? { status_code: 0, replica_list: o.replicas, lease_ttl_ms: 5000, slice_checksums: o.sums ?? [] }
+      : { status_code: -200, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
   };
   const api = {
     putStart: async (r) => start(r),
     batchPutStart: async (r) => ({ status_code: 0, results: r.requests!.map(start) }),
-    putEnd: async (r) => end(r.key!),
-    batchPutEnd: async (r) => ({ status_code: 0, results: r.keys!.map((k) => ({ key: k, status_code: end(k).status_code })) }),
+    putEnd: async (r) => end(r.key!, r.slice_checksums ?? []),
+    batchPutEnd: async (r) => ({ status_code: 0, results: r.keys!.map((k, i) => ({ key: k, status_code: end(k, r.checksums?.[i]?.crc32c ?? []).status_code })) }),
     putRevoke: async (r) => revoke(r.key!, r.failed_segments ?? []),
     batchPutRevoke: async (r) => ({ status_code: 0, results: r.keys!.map((k) => ({ key: k, status_code: revoke(k, r.failed_segments ?? []).status_code })) }),
     getReplicaList: async (r) => list(r.key!),
@@ -176,7 +180,17 @@ function recordingMeter(): TransferMeter & { calls: string[] } {
 }
 
 function setup(
-  opts: { pool?: boolean; arena?: ReturnType<typeof fakeArena>; inline?: boolean; now?: () => number; own?: string[]; maxRegions?: number; meter?: TransferMeter } = {},
+  opts: {
+    pool?: boolean;
+    arena?: ReturnType<typeof fakeArena>;
+    inline?: boolean;
+    now?: () => number;
+    own?: string[];
+    maxRegions?: number;
+    meter?: TransferMeter;
+    checksums?: boolean;
+    mismatches?: string[];
+  } = {},
 ) {
   const local = Buffer.alloc(4 << 20);
   const engine = opts.inline ? new InlineMemoryEngine(local) : new MemoryEngine(local);
@@ -217,6 +231,8 @@ function setup(
     now: opts.now ?? (() => 0),
     lookupEndpoint: async () => null,
     rpc: (_what, call) => call(),
+    checksums: opts.checksums ? { of: (d) => crc32c(d), copy: (dst, src) => copyWithCrc32c(dst, src) } : undefined,
+    onChecksumMismatch: (key, segment) => opts.mismatches?.push(`${key}@${segment}`),
   });
   return { path, engine, master, pool, segments };
 }
@@ -545,6 +561,58 @@ describe('writes that meet an unreachable segment', () => {
     expect(res.map((r) => r.error)).toEqual([undefined, undefined, undefined]);
     expect(master.revoked).toEqual(['z']);
     for (const it of items) expect((await path.get(it.key)).equals(it.value)).toBe(true);
+  });
+});
+
+function inlineSetupWith(opts: Parameters<typeof setup>[0]) {
+  const s = setup({ ...opts, inline: true });
+  return { ...s, engine: s.engine as InlineMemoryEngine };
+}
+
+describe('checksums', () => {
+  it('are recorded at PutEnd, one per slice, whatever the value went through', async () => {
+    const { path, master } = setup({ checksums: true, own: ['a:1'] });
+    const small = randomBytes(1000); // staged
+    const big = randomBytes(LARGE_VALUE_BYTES + 5); // written in place
+    await path.put('small', small, { replica_num: 3 }); // own segment a:1 (memcpy) and b, c
+    await path.put('slices', [small.subarray(0, 10), small.subarray(10)]);
+    await path.put('big', big, { replica_num: 2 });
+    await path.putBatch([{ key: 'b1', value: small }]);
+    expect(master.objects.get('small')!.sums).toEqual([crc32c(small)]);
+    expect(master.objects.get('slices')!.sums).toEqual([crc32c(small.subarray(0, 10)), crc32c(small.subarray(10))]);
+    expect(master.objects.get('big')!.sums).toEqual([crc32c(big)]);
+    expect(master.objects.get('b1')!.sums).toEqual([crc32c(small)]);
+  });
+
+  it('a replica whose bytes changed is skipped for the next, counted; none left intact is an error', async () => {
+    const mismatches: string[] = [];
+    const { path, engine, master } = setup({ checksums: true, mismatches });
+    const value = randomBytes(5000);
+    await path.put('k', value, { replica_num: 2 });
+    const [first, second] = master.objects.get('k')!.replicas.map((r) => r.handles[0]!);
+    engine.segments.get(first!.te_endpoint)![Number(first!.buffer) + 7] ^= 0xff; // one bit flipped in the first replica
+    expect((await path.get('k')).equals(value)).toBe(true);
+    expect(mismatches).toEqual([`k@${first!.segment_name}`]);
+    const target = Buffer.alloc(5000);
+    expect(await path.getInto('k', target)).toBe(5000);
+    expect(target.equals(value)).toBe(true);
+    engine.segments.get(second!.te_endpoint)![Number(second!.buffer)] ^= 1;
+    await expect(path.get('k')).rejects.toThrow(/every replica failed.*CRC-32C/s);
+    const batch = await path.getBatch(['k']);
+    expect(batch[0]!.error).toBeInstanceOf(TransferError);
+  });
+
+  it('inline reads are checked too; objects written without checksums are read unchecked', async () => {
+    const mismatches: string[] = [];
+    const { path, engine, master } = inlineSetupWith({ checksums: true, mismatches });
+    await path.put('k', Buffer.from('inline and checked'), { replica_num: 2 });
+    const h = master.objects.get('k')!.replicas[0]!.handles[0]!;
+    engine.segments.get(h.te_endpoint)![Number(h.buffer)] ^= 0x20;
+    expect((await path.get('k')).toString()).toBe('inline and checked');
+    expect(mismatches.length).toBeGreaterThan(0);
+    const plain = setup({ checksums: false });
+    await plain.path.put('u', Buffer.from('unchecked'));
+    expect(plain.master.objects.get('u')!.sums).toEqual([]);
   });
 });
 

@@ -35,6 +35,7 @@ export class StoreError extends Error {
         return new NoSpaceError(text, options);
       case ErrorCode.TRANSFER_FAILED:
       case ErrorCode.ADDRESS_OUT_OF_RANGE:
+      case ErrorCode.CHECKSUM_MISMATCH:
         return new TransferError(text, { ...options, code });
       case ErrorCode.LEASE_EXPIRED:
         return new LeaseExpiredError(text, options);

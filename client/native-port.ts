@@ -53,6 +53,10 @@ export interface NativePort {
   ResultArena: new (size: number) => ResultArenaPort;
   TransferEngine: new (opts?: TransferEngineOptions) => TransferEnginePort;
   clientPortRange(env?: Record<string, string | undefined>): { min: number; max: number };
+  /** CRC-32C of `data` (native/checksum.ts). */
+  crc32c(data: ArrayBufferView): number;
+  /** Copies `src` into `dst` and returns the CRC-32C of `src`, in one pass. */
+  copyWithCrc32c(dst: ArrayBufferView, src: ArrayBufferView): number;
   /** A shared flock on a file, held until release() (native/file-lock.ts). */
   lockShared(path: string): { release(): void };
   /** Deletes `path` unless a process holds a lock on it; true when it is gone. */

@@ -95,6 +95,21 @@ export interface DataPathDeps {
   rpcThen?: <T, R>(what: string, call: () => Promise<T>, then: (v: T) => R | PromiseLike<R>) => Promise<R>;
   /** Told how each piece's bytes moved once it has (client metrics); optional. */
   meter?: TransferMeter;
+  /**
+   * CRC-32C of values (native/checksum.ts): writes record each slice's, reads check them
+   * (docs/integrity.md). Absent: none recorded, none checked.
+   */
+  checksums?: Checksummer;
+  /** Told of every replica whose bytes did not have their recorded CRC-32C (client metrics). */
+  onChecksumMismatch?: (key: string, segment: string) => void;
+}
+
+/** CRC-32C where the data path has the bytes in hand anyway. */
+export interface Checksummer {
+  /** CRC-32C of `data`. */
+  of(data: Uint8Array): number;
+  /** Copies `src` into `dst` (at least as long) in the same pass; returns the CRC-32C of `src`. */
+  copy(dst: Uint8Array, src: Uint8Array): number;
 }
 
 export function slicesOf(value: Value, what: string): Uint8Array[] {
@@ -292,7 +307,11 @@ export class PathCore {
     return t;
   }
 
+  /** Checksums recorded and checked, or undefined when they are off. */
+  readonly checksums: Checksummer | undefined;
+
   constructor(readonly d: DataPathDeps) {
+    this.checksums = d.checksums;
     const arena = d.resultArena;
     this.results = new ResultSlab(RESULT_SLAB_BYTES, RESULT_SLAB_MAX_ITEM, arena && { take: (n) => arena.take(n), addressOf: (b) => d.addressOf(b) });
   }

@@ -26,6 +26,15 @@ import {
 /** Replica lists the cache keeps by default (a few hundred bytes each). */
 export const DEFAULT_REPLICA_CACHE_ENTRIES = 65_536;
 
+/** One object a read batch moves: its pieces, where they go, and the CRC-32C each must have. */
+interface ReadTarget {
+  pieces: Piece[];
+  out: Buffer;
+  result?: ResultBuffer;
+  sums?: readonly number[];
+  key?: string;
+}
+
 export class ReadPath {
   private readonly replicaCache: ReplicaCache;
 
@@ -45,8 +54,9 @@ export class ReadPath {
     return this.withReplicas(key, (res, start) => {
       const replicas = this.readable(res, key);
       const result = this.core.allocOut(replicaSize(replicas[0]));
-      if (this.readInline(replicas[0], result.out)) return this.leaseChecked(result.out, start, res, key);
-      return this.readFrom(replicas, result.out, leaseDeadline(start, Number(res.lease_ttl_ms)), getWhat(key), result).then(() => result.out);
+      const sums = this.expected(res, replicas[0]);
+      if (this.readInline(replicas[0], result.out, sums, key)) return this.leaseChecked(result.out, start, res, key);
+      return this.readFrom(replicas, result.out, leaseDeadline(start, Number(res.lease_ttl_ms)), getWhat(key), result, sums, key).then(() => result.out);
     });
   }
 
@@ -63,8 +73,9 @@ export class ReadPath {
       const size = replicaSize(replicas[0]);
       if (size > maxBytes) return { size };
       const result = this.core.allocOut(size);
-      if (this.readInline(replicas[0], result.out)) return { size, value: this.leaseChecked(result.out, start, res, key) };
-      return this.readFrom(replicas, result.out, leaseDeadline(start, Number(res.lease_ttl_ms)), getWhat(key), result).then(() => ({ size, value: result.out }));
+      const sums = this.expected(res, replicas[0]);
+      if (this.readInline(replicas[0], result.out, sums, key)) return { size, value: this.leaseChecked(result.out, start, res, key) };
+      return this.readFrom(replicas, result.out, leaseDeadline(start, Number(res.lease_ttl_ms)), getWhat(key), result, sums, key).then(() => ({ size, value: result.out }));
     });
   }
 
@@ -78,8 +89,9 @@ export class ReadPath {
       const size = replicaSize(replicas[0]);
       if (target.byteLength < size) throw new InvalidParamsError(`${getWhat(key)}: the target holds ${target.byteLength} B, the object is ${size} B`);
       const out = asBuffer(target).subarray(0, size);
-      if (this.readInline(replicas[0], out)) return this.leaseChecked(size, start, res, key);
-      return this.readFrom(replicas, out, leaseDeadline(start, Number(res.lease_ttl_ms)), getWhat(key), undefined).then(() => size);
+      const sums = this.expected(res, replicas[0]);
+      if (this.readInline(replicas[0], out, sums, key)) return this.leaseChecked(size, start, res, key);
+      return this.readFrom(replicas, out, leaseDeadline(start, Number(res.lease_ttl_ms)), getWhat(key), undefined, sums, key).then(() => size);
     });
   }
 
@@ -163,10 +175,11 @@ export class ReadPath {
    * endpoint, no cached grant, dead peer, bad handle): the caller then runs
    * the general path, which redoes the whole replica (reads are idempotent) and reports errors.
    */
-  private readInline(r: ReplicaInfo__Output, out: Buffer): boolean {
+  private readInline(r: ReplicaInfo__Output, out: Buffer, sums: readonly number[] | undefined, key: string): boolean {
     const engine = this.core.d.engine;
     if (out.length > INLINE_READ_MAX) return false;
     const handles = r.handles;
+    const crc = sums && this.core.checksums;
     try {
       let offset = 0;
       let copied = 0;
@@ -177,12 +190,24 @@ export class ReadPath {
         const target = handles.length === 1 ? out : out.subarray(offset, offset + size);
         offset += size;
         if (this.core.isOwn(h.segment_name)) {
-          this.core.segmentView(h, size).copy(target);
+          const view = this.core.segmentView(h, size);
+          if (crc) {
+            if (crc.copy(target, view) !== sums[i]) return this.mismatch(key, h.segment_name);
+          } else view.copy(target);
           copied += size;
           continue;
         }
         const endpoint = h.te_endpoint || this.core.endpoints.get(h.segment_name);
-        if (!endpoint || !engine.readInline(endpoint, Number(h.buffer), target, Number(h.incarnation) || undefined)) return false;
+        if (!endpoint) return false;
+        const incarnation = Number(h.incarnation) || undefined;
+        if (crc && engine.readInlineCrc) {
+          const got = engine.readInlineCrc(endpoint, Number(h.buffer), target, incarnation);
+          if (got === -1) return false;
+          if (got !== sums[i]) return this.mismatch(key, h.segment_name);
+        } else {
+          if (!engine.readInline(endpoint, Number(h.buffer), target, incarnation)) return false;
+          if (crc && crc.of(target) !== sums[i]) return this.mismatch(key, h.segment_name);
+        }
       }
       if (offset !== out.length) return false;
       const meter = this.core.d.meter;
@@ -197,10 +222,34 @@ export class ReadPath {
   }
 
   /**
+   * The CRC-32C of each slice of `replica` as its writer recorded them, when checksums are on and
+   * the writer recorded them; undefined otherwise (nothing to check).
+   */
+  private expected(res: GetReplicaListResponse__Output, replica: ReplicaInfo__Output): readonly number[] | undefined {
+    const sums = res.slice_checksums;
+    if (!this.core.checksums || !sums || sums.length === 0 || sums.length !== replica.handles.length) return undefined;
+    return sums;
+  }
+
+  /** Counts a replica whose bytes are not what was written; false (the read failed). */
+  private mismatch(key: string, segment: string): false {
+    this.core.d.onChecksumMismatch?.(key, segment);
+    return false;
+  }
+
+  /**
    * Tries the replicas in order until one reads completely inside the lease. `result`: `out` is a
    * fresh result from allocOut (its registration is known).
    */
-  private async readFrom(replicas: ReplicaInfo__Output[], out: Buffer, deadline: number, what: string, result?: ResultBuffer): Promise<void> {
+  private async readFrom(
+    replicas: ReplicaInfo__Output[],
+    out: Buffer,
+    deadline: number,
+    what: string,
+    result?: ResultBuffer,
+    sums?: readonly number[],
+    key = '',
+  ): Promise<void> {
     const errors: unknown[] = [];
     for (const r of replicas) {
       if (replicaSize(r) !== out.length) {
@@ -208,7 +257,7 @@ export class ReadPath {
         continue;
       }
       try {
-        await this.readReplicas([{ pieces: replicaPieces(r, this.core.isOwn), out, result }], what);
+        await this.readReplicas([{ pieces: replicaPieces(r, this.core.isOwn), out, result, sums, key }], what);
       } catch (e) {
         errors.push(e);
         continue;
@@ -226,9 +275,12 @@ export class ReadPath {
    * only what must be waited for (a metadata lookup, a full pool, the engine): at 1 in flight every
    * extra promise hop is latency.
    */
-  private async readReplicas(objects: { pieces: Piece[]; out: Buffer; result?: ResultBuffer }[], what: string): Promise<void> {
+  private async readReplicas(objects: ReadTarget[], what: string): Promise<void> {
     const ops: TransferOp[] = [];
-    let staged: { out: Buffer; p: Piece; at: number }[] | undefined;
+    /** Per op: the object and piece it reads, to check its CRC-32C. */
+    const opOf: { k: number; piece: number; at?: number }[] = [];
+    const crc = this.core.checksums;
+    let staged: { out: Buffer; p: Piece; at: number; k: number; piece: number; sums?: readonly number[] }[] | undefined;
     let stageBytes = 0;
     const targets: (number | undefined)[] = [];
     for (const o of objects) {
@@ -242,7 +294,7 @@ export class ReadPath {
       if (targets[k] !== undefined) continue;
       for (const p of objects[k].pieces) {
         if (p.local || p.length === 0) continue;
-        (staged ??= []).push({ out: objects[k].out, p, at: stageBytes });
+        (staged ??= []).push({ out: objects[k].out, p, at: stageBytes, k, piece: objects[k].pieces.indexOf(p), sums: objects[k].sums });
         stageBytes += p.length;
       }
     }
@@ -251,36 +303,70 @@ export class ReadPath {
       if (stageBytes > 0) {
         const pool = this.core.pool(what);
         lease = pool.tryAcquire(stageBytes) ?? (await pool.acquire(stageBytes));
-        for (const s of staged!) ops.push(this.core.op('read', s.p, lease.address + s.at));
+        for (const s of staged!) {
+          const op = this.core.op('read', s.p, lease.address + s.at);
+          if (s.sums) op.checksum = true;
+          opOf.push({ k: s.k, piece: s.piece, at: s.at });
+          ops.push(op);
+        }
       }
       for (let k = 0; k < objects.length; k++) {
         const direct = targets[k];
         if (direct === undefined) continue;
-        for (const p of objects[k].pieces) if (!p.local && p.length > 0) ops.push(this.core.op('read', p, direct + p.offset));
+        const o = objects[k];
+        o.pieces.forEach((p, piece) => {
+          if (p.local || p.length === 0) return;
+          const op = this.core.op('read', p, direct + p.offset);
+          if (o.sums) op.checksum = true;
+          opOf.push({ k, piece });
+          ops.push(op);
+        });
       }
       const meter = this.core.d.meter;
       if (ops.length > 0) {
+        let got: Uint32Array | undefined | void;
         try {
-          await this.core.d.engine.transfer(ops);
+          got = await this.core.d.engine.transfer(ops);
         } catch (e) {
           throw transferFailure(e, `${what}: read`);
         }
         if (meter) for (const op of ops) meter.transfer('engine', 'read', op.length);
+        if (crc) {
+          for (let i = 0; i < ops.length; i++) {
+            const w = opOf[i]!;
+            const o = objects[w.k]!;
+            if (!o.sums) continue;
+            const p = o.pieces[w.piece]!;
+            // The engine's CRC of the bytes it received; an engine without checksums: one pass here.
+            const v = got ? got[i]! : crc.of(w.at !== undefined ? lease!.buffer.subarray(w.at, w.at + p.length) : o.out.subarray(p.offset, p.offset + p.length));
+            if (v !== o.sums[w.piece]) this.mismatched(o, p, what);
+          }
+        }
       }
       if (lease) {
         const buf = lease.buffer;
         for (const s of staged!) buf.copy(s.out, s.p.offset, s.at, s.at + s.p.length);
       }
       for (const o of objects) {
-        for (const p of o.pieces) {
-          if (!p.local) continue;
-          this.core.segmentView(p.handle, p.length).copy(o.out, p.offset);
+        o.pieces.forEach((p, piece) => {
+          if (!p.local) return;
+          const view = this.core.segmentView(p.handle, p.length);
+          const dst = o.out.subarray(p.offset, p.offset + p.length);
+          if (crc && o.sums) {
+            if (crc.copy(dst, view) !== o.sums[piece]) this.mismatched(o, p, what);
+          } else view.copy(dst);
           meter?.transfer('memcpy', 'read', p.length);
-        }
+        });
       }
     } finally {
       lease?.release();
     }
+  }
+
+  /** A piece whose bytes do not have their recorded CRC-32C: counted, and the read of this replica fails. */
+  private mismatched(o: ReadTarget, p: Piece, what: string): never {
+    this.core.d.onChecksumMismatch?.(o.key ?? '', p.handle.segment_name);
+    throw new TransferError(`${what}: the bytes read from ${p.handle.segment_name} do not have the CRC-32C their writer recorded`, { code: ErrorCode.CHECKSUM_MISMATCH });
   }
 
   /** Many objects: one BatchGetReplicaList, one transfer batch; a failed object retries alone. */
@@ -317,7 +403,7 @@ export class ReadPath {
     const res = await this.core.d.rpc('BatchGetReplicaList', () => this.core.d.master.batchGetReplicaList({ keys: [...keys] }));
     check(res.status_code, what);
     const results: BatchGetResult[] = keys.map((key) => ({ key }));
-    const wanted: { i: number; replicas: ReplicaInfo__Output[]; deadline: number; result: ResultBuffer; what: string }[] = [];
+    const wanted: { i: number; replicas: ReplicaInfo__Output[]; deadline: number; result: ResultBuffer; what: string; sums?: readonly number[] }[] = [];
     keys.forEach((key, i) => {
       const w = `get ${JSON.stringify(key)}`;
       const r = res.results[i];
@@ -326,20 +412,23 @@ export class ReadPath {
         check(r.status_code, w);
         const replicas = orderReplicas(r.replica_list, this.core.isOwn);
         if (replicas.length === 0) throw new ObjectNotFoundError(`${w}: no complete replica`);
-        wanted.push({ i, replicas, deadline: leaseDeadline(start, Number(r.lease_ttl_ms)), result: outFor(i, replicaSize(replicas[0]), w), what: w });
+        wanted.push({ i, replicas, deadline: leaseDeadline(start, Number(r.lease_ttl_ms)), result: outFor(i, replicaSize(replicas[0]), w), what: w, sums: this.expected(r, replicas[0]!) });
       } catch (e) {
         results[i].error = e as StoreError;
       }
     });
     let batchOk = true;
     try {
-      await this.readReplicas(wanted.map((w) => ({ pieces: replicaPieces(w.replicas[0], this.core.isOwn), out: w.result.out, result: w.result })), what);
+      await this.readReplicas(
+        wanted.map((w) => ({ pieces: replicaPieces(w.replicas[0], this.core.isOwn), out: w.result.out, result: w.result, sums: w.sums, key: keys[w.i] })),
+        what,
+      );
     } catch {
       batchOk = false;
     }
     for (const w of wanted) {
       try {
-        if (!batchOk) await this.readFrom(w.replicas, w.result.out, w.deadline, w.what, w.result);
+        if (!batchOk) await this.readFrom(w.replicas, w.result.out, w.deadline, w.what, w.result, w.sums, keys[w.i]);
         else if (!withinLease(this.core.d.now(), w.deadline)) throw new LeaseExpiredError(`${w.what}: the lease expired before the read finished; no data returned`);
         results[w.i].value = w.result.out;
       } catch (e) {

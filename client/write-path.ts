@@ -26,11 +26,12 @@ import {
 export interface WriteRpcs {
   verb: 'put' | 'upsert';
   start(req: PutStartRequest): Promise<{ status_code: number; replica_list: ReplicaInfo__Output[] }>;
-  end(key: string): Promise<{ status_code: number }>;
+  /** `checksums`: the CRC-32C of each slice ([]: none recorded). */
+  end(key: string, checksums: number[]): Promise<{ status_code: number }>;
   /** `failed`: segments the writer could not reach (the master avoids them for a while). */
   revoke(key: string, failed: string[]): Promise<{ status_code: number }>;
   batchStart(reqs: PutStartRequest[]): Promise<{ status_code: number; results: { status_code: number; replica_list: ReplicaInfo__Output[] }[] }>;
-  batchEnd(keys: string[]): Promise<BatchKeysResponse__Output>;
+  batchEnd(keys: string[], checksums: number[][]): Promise<BatchKeysResponse__Output>;
   batchRevoke(keys: string[], failed: string[]): Promise<BatchKeysResponse__Output>;
 }
 
@@ -57,20 +58,20 @@ export class WritePath {
   private readonly putRpcs: WriteRpcs = {
     verb: 'put',
     start: (req) => this.core.d.rpc('PutStart', () => this.core.d.master.putStart(req)),
-    end: (key) => this.core.d.rpc('PutEnd', () => this.core.d.master.putEnd({ key })),
+    end: (key, checksums) => this.core.d.rpc('PutEnd', () => this.core.d.master.putEnd({ key, slice_checksums: checksums })),
     revoke: (key, failed) => this.core.d.rpc('PutRevoke', () => this.core.d.master.putRevoke({ key, failed_segments: failed })),
     batchStart: (requests) => this.core.d.rpc('BatchPutStart', () => this.core.d.master.batchPutStart({ requests })),
-    batchEnd: (keys) => this.core.d.rpc('BatchPutEnd', () => this.core.d.master.batchPutEnd({ keys })),
+    batchEnd: (keys, checksums) => this.core.d.rpc('BatchPutEnd', () => this.core.d.master.batchPutEnd({ keys, checksums: checksums.map((crc32c) => ({ crc32c })) })),
     batchRevoke: (keys, failed) => this.core.d.rpc('BatchPutRevoke', () => this.core.d.master.batchPutRevoke({ keys, failed_segments: failed })),
   };
 
   private readonly upsertRpcs: WriteRpcs = {
     verb: 'upsert',
     start: (req) => this.core.d.rpc('UpsertStart', () => this.core.d.master.upsertStart(req)),
-    end: (key) => this.core.d.rpc('UpsertEnd', () => this.core.d.master.upsertEnd({ key })),
+    end: (key, checksums) => this.core.d.rpc('UpsertEnd', () => this.core.d.master.upsertEnd({ key, slice_checksums: checksums })),
     revoke: (key, failed) => this.core.d.rpc('UpsertRevoke', () => this.core.d.master.upsertRevoke({ key, failed_segments: failed })),
     batchStart: (requests) => this.core.d.rpc('BatchUpsertStart', () => this.core.d.master.batchUpsertStart({ requests })),
-    batchEnd: (keys) => this.core.d.rpc('BatchUpsertEnd', () => this.core.d.master.batchUpsertEnd({ keys })),
+    batchEnd: (keys, checksums) => this.core.d.rpc('BatchUpsertEnd', () => this.core.d.master.batchUpsertEnd({ keys, checksums: checksums.map((crc32c) => ({ crc32c })) })),
     batchRevoke: (keys, failed) => this.core.d.rpc('BatchUpsertRevoke', () => this.core.d.master.batchUpsertRevoke({ keys, failed_segments: failed })),
   };
 
@@ -104,8 +105,9 @@ export class WritePath {
     for (let attempt = 1; ; attempt++) {
       const res = await rpcs.start(req);
       check(res.status_code, `${what}: start refused`);
+      let sums: number[][];
       try {
-        await this.writeReplicas([{ replicas: res.replica_list, slices }], what);
+        sums = await this.writeReplicas([{ replicas: res.replica_list, slices }], what);
       } catch (e) {
         // The space returns to the master, told which segments we could not reach; the original error matters.
         const unreachable = unreachableSegments(e, res.replica_list);
@@ -114,7 +116,7 @@ export class WritePath {
         if (attempt < WRITE_ATTEMPTS && unreachable.length > 0) continue;
         throw e;
       }
-      check((await rpcs.end(key)).status_code, `${what}: end refused`);
+      check((await rpcs.end(key, sums[0]!)).status_code, `${what}: end refused`);
       return;
     }
   }
@@ -123,18 +125,28 @@ export class WritePath {
    * Writes every object's slices to all its replicas: own-segment pieces by memcpy, the rest in
    * one engine batch from registered memory (the caller's, when it is registered, else one lease).
    */
-  private async writeReplicas(objects: { replicas: ReplicaInfo__Output[]; slices: Uint8Array[] }[], what: string): Promise<void> {
-    const plans: { slices: Uint8Array[]; pieces: { p: Piece; slice: number }[] }[] = [];
+  /**
+   * Writes every object's slices to all its replicas: own-segment pieces by memcpy, the rest in
+   * one engine batch from registered memory (the caller's, when it is registered, else one lease).
+   * Returns, per object, the CRC-32C of each slice ([] when checksums are off), each computed where
+   * the bytes are moved anyway: the copy into staging or an own segment, or the engine's WRITE
+   * (path-core.ts Checksummer).
+   */
+  private async writeReplicas(objects: { replicas: ReplicaInfo__Output[]; slices: Uint8Array[] }[], what: string): Promise<number[][]> {
+    const crc = this.core.checksums;
+    const plans: { slices: Uint8Array[]; pieces: { p: Piece; slice: number }[]; sums: number[] }[] = [];
     for (const o of objects) {
       if (o.replicas.length === 0) throw new StoreError(ErrorCode.INTERNAL_ERROR, `${what}: the master granted no replica`);
       const lengths = o.slices.map((x) => x.byteLength);
       const pieces: { p: Piece; slice: number }[] = [];
       for (const r of o.replicas) replicaPieces(r, this.core.isOwn, lengths).forEach((p, i) => pieces.push({ p, slice: i }));
-      plans.push({ slices: o.slices, pieces });
+      plans.push({ slices: o.slices, pieces, sums: crc ? o.slices.map(() => -1) : [] });
     }
     // Stage the slices that remote pieces read from and that are not registered already (large
     // ones are registered in place for this write instead: a multi-MiB staging copy costs more).
     const sources = new Map<Uint8Array, number>();
+    /** CRC of each source staged (computed by the copy into staging). */
+    const stagedSums = new Map<Uint8Array, number>();
     const borrowed: number[] = [];
     let stageBytes = 0;
     let lease: BufferLease | undefined;
@@ -160,29 +172,55 @@ export class WritePath {
         for (const [src, a] of sources) {
           if (a >= 0) continue;
           const off = -1 - a;
-          asBuffer(src).copy(buf, off);
+          if (crc) stagedSums.set(src, crc.copy(buf.subarray(off, off + src.byteLength), src));
+          else asBuffer(src).copy(buf, off);
           sources.set(src, base + off);
         }
       }
       const ops: TransferOp[] = [];
+      /** Per op that asked for a checksum: which object and slice it is the CRC of. */
+      const asked: { op: number; plan: number; slice: number }[] = [];
       const meter = this.core.d.meter;
-      for (const o of plans) {
+      for (let k = 0; k < plans.length; k++) {
+        const o = plans[k]!;
         if (this.core.needsLookup(o.pieces.map((x) => x.p))) await this.core.resolveEndpoints(o.pieces.map((x) => x.p));
         for (const { p, slice } of o.pieces) {
+          const src = o.slices[slice]!;
           if (p.local) {
-            asBuffer(o.slices[slice]).copy(this.core.segmentView(p.handle, p.length));
+            const dst = this.core.segmentView(p.handle, p.length);
+            if (crc) o.sums[slice] = crc.copy(dst, src);
+            else asBuffer(src).copy(dst);
             meter?.transfer('memcpy', 'write', p.length);
-          } else if (p.length > 0) ops.push(this.core.op('write', p, sources.get(o.slices[slice])!));
+          } else if (p.length > 0) {
+            const op = this.core.op('write', p, sources.get(src)!);
+            if (crc && o.sums[slice] === -1) {
+              const staged = stagedSums.get(src);
+              if (staged !== undefined) o.sums[slice] = staged;
+              else {
+                op.checksum = true; // the engine computes it as it sends the bytes
+                o.sums[slice] = -2;
+                asked.push({ op: ops.length, plan: k, slice });
+              }
+            }
+            ops.push(op);
+          }
         }
       }
       if (ops.length > 0) {
+        let got: Uint32Array | undefined | void;
         try {
-          await this.core.d.engine.transfer(ops);
+          got = await this.core.d.engine.transfer(ops);
         } catch (e) {
           throw transferFailure(e, `${what}: write`);
         }
         if (meter) for (const op of ops) meter.transfer('engine', 'write', op.length);
+        for (const a of asked) {
+          // An engine that computes no checksums: one pass over the source here instead.
+          plans[a.plan]!.sums[a.slice] = got ? got[a.op]! : crc!.of(plans[a.plan]!.slices[a.slice]!);
+        }
       }
+      if (crc) for (const o of plans) o.sums.forEach((v, j) => v < 0 && (o.sums[j] = crc.of(o.slices[j]!))); // a slice with no piece of its own (empty)
+      return plans.map((o) => o.sums);
     } finally {
       lease?.release();
       // The caller gets its buffer back only when no chunk can still touch it.
@@ -227,13 +265,16 @@ export class WritePath {
     });
     if (granted.length === 0) return results;
     const failed = new Set<number>();
+    /** The slices' checksums of each object written, by its index in `items`. */
+    const sums = new Map<number, number[]>();
     try {
-      await this.writeReplicas(granted, what);
+      const all = await this.writeReplicas(granted, what);
+      granted.forEach((g, k) => sums.set(g.i, all[k]!));
     } catch {
       // Find which objects failed: retry each on its own (their space is still reserved).
       for (const g of granted) {
         try {
-          await this.writeReplicas([g], `${rpcs.verb} ${JSON.stringify(g.req.key)}`);
+          sums.set(g.i, (await this.writeReplicas([g], `${rpcs.verb} ${JSON.stringify(g.req.key)}`))[0]!);
         } catch (e) {
           failed.add(g.i);
           results[g.i].error = e instanceof StoreError ? e : transferFailure(e, `${rpcs.verb} ${JSON.stringify(g.req.key)}`);
@@ -256,7 +297,10 @@ export class WritePath {
       again.forEach((g, k) => (results[g.i] = retried[k]!));
     }
     if (done.length > 0) {
-      const ended = await rpcs.batchEnd(done.map((g) => g.req.key!));
+      const ended = await rpcs.batchEnd(
+        done.map((g) => g.req.key!),
+        done.map((g) => sums.get(g.i)!),
+      );
       const byKey = new Map(ended.results.map((r) => [r.key, r.status_code]));
       for (const g of done) {
         const code = ended.status_code !== ErrorCode.OK ? ended.status_code : (byKey.get(g.req.key!) ?? ErrorCode.OK);
@@ -265,7 +309,4 @@ export class WritePath {
     }
     return results;
   }
-
-  // ---------------------------------------------------------------- reads
-
 }
