@@ -17,7 +17,7 @@ import { Client } from '../client/client.js';
 import { DummyClient } from '../client/dummy-client.js';
 import type { StoreClient } from '../client/store-client.js';
 import { LocalCluster } from '../sidecar/local-cluster.js';
-import { fmtSize, KiB, measure, memcpyGbps, MiB, type Row } from './bench-util.js';
+import { KiB, measure, memcpyGbps, MiB, type Row } from './bench-util.js';
 
 const LEASE_TTL_MS = 2000;
 const BYTES_PER_ROW = Number(process.env.BENCH_BYTES ?? 96 * MiB);

@@ -110,7 +110,7 @@ describe('checksums', () => {
 
   it('a replica whose bytes changed is skipped for the next and counted; with none intact the Get fails', async () => {
     cluster = await LocalCluster.start({ storeServices: 2, segmentSize: '64MB' });
-    const client = await Client.setup(cluster.clientConfig({ local_buffer_size: 8 * MiB }));
+    const client = await Client.setup(cluster.clientConfig({ local_buffer_size: 8 * MiB }), { checksums: true });
     const master = await MasterClient.connect(cluster.master.rpc);
     const engine = new TransferEngine({ host: '127.0.0.1', env: {} });
     const junk = mapMemory({ size: MiB });

@@ -30,9 +30,10 @@ describe('soak', () => {
       segmentSize: '48MB',
       masterArgs: ['--client_ttl=3s', '--default_kv_lease_ttl=1s', '--eviction_high_watermark_ratio=0.8', '--unreachable_segment_timeout=2s'],
     });
-    const tcpOnly = { engine: { timeoutMs: 2000, shmTransport: false } };
+    // Checksums on for two clients: a changed replica is then skipped rather than returned.
+    const tcpOnly = { engine: { timeoutMs: 2000, shmTransport: false }, checksums: true };
     clients.push(await Client.setup(cluster.clientConfig({ local_buffer_size: 16 * MiB }), tcpOnly));
-    clients.push(await Client.setup(cluster.clientConfig({ local_buffer_size: 16 * MiB }), { engine: { timeoutMs: 2000 } }));
+    clients.push(await Client.setup(cluster.clientConfig({ local_buffer_size: 16 * MiB }), { engine: { timeoutMs: 2000 }, checksums: true }));
     clients.push(await Client.setup(cluster.clientConfig({ local_buffer_size: 16 * MiB }), { engine: { timeoutMs: 2000 } }));
     const written = new Map<string, Written>();
     const keys: string[] = [];

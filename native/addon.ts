@@ -1,5 +1,6 @@
 // Loads the compiled addon (native/build/Release/kvstore_native.node) and describes its raw
 // exports. Everything else in native/ wraps these with defaults and typed errors.
+import type { TransferEngineStats } from './transfer-engine.js';
 import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -46,17 +47,7 @@ export interface RawEngine {
   readInline(peerIndex: number, remoteAddress: number, target: Uint8Array, incarnation?: number): boolean;
   /** readInline fused with the CRC-32C of the bytes copied; -1 when nothing was copied. */
   readInlineCrc(peerIndex: number, remoteAddress: number, target: Uint8Array, incarnation?: number): number;
-  stats(): {
-    connectionsOpen: number;
-    accepted: number;
-    refusedOverCap: number;
-    refusedNoResources: number;
-    closedIdle: number;
-    closedIoTimeout: number;
-    badRequests: number;
-    staleRefused: number;
-    fencedRefused: number;
-  };
+  stats(): TransferEngineStats;
   close(): void;
   pendingBatches(): number;
 }

@@ -4,8 +4,8 @@
 // transport and the local memcpy path, 1 byte .. 64 MiB, unaligned, multi-chunk (chunks finish
 // on different threads in any order), and batches where only some ops ask.
 import { randomFillSync } from 'node:crypto';
-import { crc32c, mapMemory, TransferEngine, type MemoryRegion, type TransferOp } from './index.js';
-import { ensureAddon } from './test-fixtures/ensure-addon.js';
+import { crc32c, mapMemory, TransferEngine, type TransferOp } from './index.js';
+import { engineHarness } from './test-fixtures/engine-harness.js';
 import { startRegionPeer, type RegionPeer } from './test-fixtures/region-peer.js';
 
 const KiB = 1024;
@@ -13,28 +13,16 @@ const MiB = 1024 * KiB;
 const PEER_SIZE = 72 * MiB;
 const ports = { minPort: 20000, maxPort: 32000 };
 
-let local: MemoryRegion;
-const engines: TransferEngine[] = [];
-const peers: RegionPeer[] = [];
+const h = engineHarness(72 * MiB);
+const { engines, peers } = h;
 
-beforeAll(() => {
-  ensureAddon();
-  local = mapMemory({ size: 72 * MiB });
-});
-
-afterAll(async () => {
-  for (const e of engines) e.close();
-  local?.release();
-  for (const p of peers) await p.stop();
-});
-
-const localBytes = (offset: number, length: number) => new Uint8Array(local.buffer, offset, length);
+const localBytes = (offset: number, length: number) => new Uint8Array(h.local.buffer, offset, length);
 
 function newEngine(opts: ConstructorParameters<typeof TransferEngine>[0]): TransferEngine {
   const e = new TransferEngine({ ...ports, env: {}, ...opts });
   engines.push(e);
   e.start();
-  e.registerRegion(local.address, local.size);
+  e.registerRegion(h.local.address, h.local.size);
   return e;
 }
 
@@ -57,7 +45,7 @@ describe.each([
     peers.push(peer);
     engine = newEngine(opts);
     // The channel (and over shm the grant) exist before the timed cases, so small batches run inline.
-    await engine.transfer([{ op: 'read', endpoint: peer.endpoint, remoteAddress: peer.address, localAddress: local.address, length: 1 }]);
+    await engine.transfer([{ op: 'read', endpoint: peer.endpoint, remoteAddress: peer.address, localAddress: h.local.address, length: 1 }]);
   });
 
   test.each(SIZES)('READ of %d bytes: the CRC of the bytes that arrived', async (size) => {
@@ -65,7 +53,7 @@ describe.each([
     const localOffset = 8191;
     localBytes(localOffset, size).fill(0);
     const crcs = await engine.transfer([
-      { op: 'read', endpoint: peer.endpoint, remoteAddress: peer.address + remoteOffset, localAddress: local.address + localOffset, length: size, checksum: true },
+      { op: 'read', endpoint: peer.endpoint, remoteAddress: peer.address + remoteOffset, localAddress: h.local.address + localOffset, length: size, checksum: true },
     ]);
     expect(Object.prototype.toString.call(crcs)).toBe('[object Uint32Array]'); // the addon's realm, not jest's
     expect(crcs!.length).toBe(1);
@@ -79,7 +67,7 @@ describe.each([
     const src = localBytes(3, size);
     randomFillSync(src);
     const crcs = await engine.transfer([
-      { op: 'write', endpoint: peer.endpoint, remoteAddress: peer.address + remoteOffset, localAddress: local.address + 3, length: size, checksum: true },
+      { op: 'write', endpoint: peer.endpoint, remoteAddress: peer.address + remoteOffset, localAddress: h.local.address + 3, length: size, checksum: true },
     ]);
     expect(crcs!.length).toBe(1);
     expect(crcs![0]).toBe(crc32c(src));
@@ -93,16 +81,16 @@ describe.each([
       op: i % 2 === 0 ? 'write' : 'read',
       endpoint: peer.endpoint,
       remoteAddress: peer.address + i * 8 * MiB + 11,
-      localAddress: local.address + i * 8 * MiB + 5,
+      localAddress: h.local.address + i * 8 * MiB + 5,
       length,
       checksum: i !== 1 && i !== 4,
     }));
-    for (const o of ops) if (o.op === 'write') randomFillSync(localBytes(o.localAddress - local.address, o.length));
+    for (const o of ops) if (o.op === 'write') randomFillSync(localBytes(o.localAddress - h.local.address, o.length));
     const crcs = await engine.transfer(ops);
     expect(crcs!.length).toBe(ops.length);
     for (let i = 0; i < ops.length; i++) {
       const o = ops[i];
-      const want = o.checksum ? crc32c(localBytes(o.localAddress - local.address, o.length)) : 0;
+      const want = o.checksum ? crc32c(localBytes(o.localAddress - h.local.address, o.length)) : 0;
       expect([i, crcs![i]]).toEqual([i, want]);
       if (o.checksum && o.length > 0) expect([i, await peer.crc32c(o.remoteAddress - peer.address, o.length)]).toEqual([i, want]);
     }
@@ -115,16 +103,16 @@ describe.each([
       op: i === 2 ? 'write' : 'read',
       endpoint: peer.endpoint,
       remoteAddress: peer.address + 40 * MiB + i * 9000 + 1,
-      localAddress: local.address + 40 * MiB + i * 9000 + 7,
+      localAddress: h.local.address + 40 * MiB + i * 9000 + 7,
       length: 4096 + i,
       checksum: i !== 3,
     }));
-    randomFillSync(localBytes(ops[2].localAddress - local.address, ops[2].length));
+    randomFillSync(localBytes(ops[2].localAddress - h.local.address, ops[2].length));
     const crcs = await engine.transfer(ops);
     for (let i = 0; i < 4; i++) {
       const o = ops[i];
       expect([i, crcs![i]]).toEqual([i, o.checksum ? await peer.crc32c(o.remoteAddress - peer.address, o.length) : 0]);
-      if (o.checksum) expect(crcs![i]).toBe(crc32c(localBytes(o.localAddress - local.address, o.length)));
+      if (o.checksum) expect(crcs![i]).toBe(crc32c(localBytes(o.localAddress - h.local.address, o.length)));
     }
   });
 
@@ -133,7 +121,7 @@ describe.each([
       op: 'read',
       endpoint: peer.endpoint,
       remoteAddress: peer.address + 50 * MiB + i * 5000 + 3,
-      localAddress: local.address + 50 * MiB + i * 5000,
+      localAddress: h.local.address + 50 * MiB + i * 5000,
       length: 1000 + i,
       checksum: i % 3 !== 1,
     }));
@@ -141,7 +129,7 @@ describe.each([
     expect(crcs!.length).toBe(40);
     for (let i = 0; i < 40; i++) {
       const o = ops[i];
-      expect([i, crcs![i]]).toEqual([i, o.checksum ? crc32c(localBytes(o.localAddress - local.address, o.length)) : 0]);
+      expect([i, crcs![i]]).toEqual([i, o.checksum ? crc32c(localBytes(o.localAddress - h.local.address, o.length)) : 0]);
     }
     expect(crcs![39]).toBe(await peer.crc32c(ops[39].remoteAddress - peer.address, ops[39].length));
   });
@@ -174,7 +162,7 @@ test('readInlineCrc returns -1 before a channel exists, and after close()', asyn
   const e = newEngine({ shmTransport: true });
   const target = Buffer.alloc(100);
   expect(e.readInlineCrc(p.endpoint, p.address, target)).toBe(-1);
-  await e.transfer([{ op: 'read', endpoint: p.endpoint, remoteAddress: p.address, localAddress: local.address, length: 1 }]);
+  await e.transfer([{ op: 'read', endpoint: p.endpoint, remoteAddress: p.address, localAddress: h.local.address, length: 1 }]);
   expect(e.readInlineCrc(p.endpoint, p.address, target)).toBe(await p.crc32c(0, 100));
   expect(() => e.readInlineCrc(p.endpoint, -1, target)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
   e.close();
@@ -191,13 +179,13 @@ test('the local memcpy path (memcpyLocal) checksums inline and on the I/O thread
     for (const size of [1, 4096 + 1, 64 * KiB, 5 * MiB + 3]) {
       localBytes(0, size).fill(0);
       const [readCrc] = (await e.transfer([
-        { op: 'read', endpoint: e.endpoint, remoteAddress: b.address + 101, localAddress: local.address + 9, length: size, checksum: true },
+        { op: 'read', endpoint: e.endpoint, remoteAddress: b.address + 101, localAddress: h.local.address + 9, length: size, checksum: true },
       ]))!;
       expect([size, readCrc]).toEqual([size, crc32c(bBytes(101, size))]);
       expect(crc32c(localBytes(9, size))).toBe(readCrc);
       randomFillSync(localBytes(9, size));
       const [writeCrc] = (await e.transfer([
-        { op: 'write', endpoint: e.endpoint, remoteAddress: b.address + 77, localAddress: local.address + 9, length: size, checksum: true },
+        { op: 'write', endpoint: e.endpoint, remoteAddress: b.address + 77, localAddress: h.local.address + 9, length: size, checksum: true },
       ]))!;
       expect([size, writeCrc]).toEqual([size, crc32c(localBytes(9, size))]);
       expect(crc32c(bBytes(77, size))).toBe(writeCrc);
@@ -223,8 +211,8 @@ test('a failed batch resolves no checksum (it rejects)', async () => {
   const e = newEngine({ shmTransport: false });
   await expect(
     e.transfer([
-      { op: 'read', endpoint: p.endpoint, remoteAddress: p.address, localAddress: local.address, length: 4096, checksum: true },
-      { op: 'read', endpoint: p.endpoint, remoteAddress: p.address + 8 * MiB - 10, localAddress: local.address, length: 4096, checksum: true },
+      { op: 'read', endpoint: p.endpoint, remoteAddress: p.address, localAddress: h.local.address, length: 4096, checksum: true },
+      { op: 'read', endpoint: p.endpoint, remoteAddress: p.address + 8 * MiB - 10, localAddress: h.local.address, length: 4096, checksum: true },
     ]),
   ).rejects.toMatchObject({ code: 'ADDRESS_OUT_OF_RANGE' });
 });

@@ -4,34 +4,22 @@
 // side (a bad local range, bad arguments, the engine closed). Real peer processes, TCP and shm.
 import { randomFillSync } from 'node:crypto';
 import { createServer } from 'node:net';
-import { mapMemory, TransferEngine, TransferError, type MemoryRegion, type TransferOp } from './index.js';
-import { ensureAddon } from './test-fixtures/ensure-addon.js';
+import { TransferEngine, TransferError, type TransferOp } from './index.js';
+import { engineHarness } from './test-fixtures/engine-harness.js';
 import { startRegionPeer, type RegionPeer } from './test-fixtures/region-peer.js';
 
 const MiB = 1024 * 1024;
 const PEER_SIZE = 72 * MiB;
 const ports = { minPort: 20000, maxPort: 32000 };
 
-let local: MemoryRegion;
-const engines: TransferEngine[] = [];
-const peers: RegionPeer[] = [];
-
-beforeAll(() => {
-  ensureAddon();
-  local = mapMemory({ size: 80 * MiB });
-});
-
-afterAll(async () => {
-  for (const e of engines) e.close();
-  local?.release();
-  for (const p of peers) await p.stop();
-});
+const h = engineHarness(80 * MiB);
+const { engines, peers } = h;
 
 function newEngine(opts: ConstructorParameters<typeof TransferEngine>[0]): TransferEngine {
   const e = new TransferEngine({ ...ports, env: {}, ...opts });
   engines.push(e);
   e.start();
-  e.registerRegion(local.address, local.size);
+  e.registerRegion(h.local.address, h.local.size);
   return e;
 }
 
@@ -54,7 +42,7 @@ const op = (p: RegionPeer, kind: 'read' | 'write', offset: number, length: numbe
   op: kind,
   endpoint: p.endpoint,
   remoteAddress: p.address + offset,
-  localAddress: local.address + localOffset,
+  localAddress: h.local.address + localOffset,
   length,
   ...extra,
 });
@@ -69,7 +57,7 @@ describe.each([
     const e = newEngine({ shmTransport, timeoutMs: 60_000 });
     // Channels (and shm grants) to both first: the dead peer is met on a live connection.
     await e.transfer([op(victim, 'read', 0, 1, 0), op(other, 'read', 0, 1, 0)]);
-    randomFillSync(new Uint8Array(local.buffer, 0, 64 * MiB));
+    randomFillSync(new Uint8Array(h.local.buffer, 0, 64 * MiB));
     // Frozen first, so its 64 MiB (TCP) cannot finish before the kill; over shm the frozen peer's
     // memory is still written, so the kill comes before the batch.
     process.kill(victim.pid, 'SIGSTOP');
@@ -120,7 +108,7 @@ describe.each([
     const a = await startPeer(97, { shmTransport }, 8 * MiB);
     const e = newEngine({ shmTransport, timeoutMs: 60_000 });
     await e.transfer([op(a, 'read', 0, 1, 0)]);
-    const badLocal = await rejection(e.transfer([{ ...op(a, 'read', 0, 4096, 0), localAddress: local.address + local.size - 10 }]));
+    const badLocal = await rejection(e.transfer([{ ...op(a, 'read', 0, 4096, 0), localAddress: h.local.address + h.local.size - 10 }]));
     expect(badLocal.code).toBe('ADDRESS_OUT_OF_RANGE');
     expect(badLocal.endpoints).toEqual([]);
     const badOp = await rejection(e.transfer([{ ...op(a, 'read', 0, 4096, 0), op: 'move' as 'read' }]));
@@ -154,7 +142,7 @@ test('a peer nobody listens on (CONNECTION_FAILED) and a frozen peer (TIMEOUT) a
   const e = newEngine({ shmTransport: false, timeoutMs: 300 });
   await e.transfer([op(frozen, 'read', 0, 1, 0)]);
   const nowhere = `127.0.0.1:${port}`;
-  const refused = await rejection(e.transfer([{ op: 'read', endpoint: nowhere, remoteAddress: 4096, localAddress: local.address, length: 10 }]));
+  const refused = await rejection(e.transfer([{ op: 'read', endpoint: nowhere, remoteAddress: 4096, localAddress: h.local.address, length: 10 }]));
   expect(refused.code).toBe('CONNECTION_FAILED');
   expect(refused.endpoints).toEqual([nowhere]);
   process.kill(frozen.pid, 'SIGSTOP');

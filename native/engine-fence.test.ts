@@ -4,8 +4,8 @@
 // (FENCED), setFence waits for a refused WRITE still moving bytes, and regions registered with
 // serve: false are unreachable by peers.
 import { createHash, randomFillSync } from 'node:crypto';
-import { mapMemory, TransferEngine, TransferError, type MemoryRegion, type TransferOp } from './index.js';
-import { ensureAddon } from './test-fixtures/ensure-addon.js';
+import { mapMemory, TransferEngine, TransferError, type TransferOp } from './index.js';
+import { engineHarness } from './test-fixtures/engine-harness.js';
 import { rawConnect, requestHeader, WireStatus } from './test-fixtures/raw-wire.js';
 import { startRegionPeer, type RegionPeer } from './test-fixtures/region-peer.js';
 
@@ -13,23 +13,11 @@ const MiB = 1024 * 1024;
 const PEER_SIZE = 8 * MiB;
 const ports = { minPort: 20000, maxPort: 32000 };
 
-let local: MemoryRegion;
-const engines: TransferEngine[] = [];
-const peers: RegionPeer[] = [];
-
-beforeAll(() => {
-  ensureAddon();
-  local = mapMemory({ size: 8 * MiB });
-});
-
-afterAll(async () => {
-  for (const e of engines) e.close();
-  local?.release();
-  for (const p of peers) await p.stop();
-});
+const h = engineHarness(8 * MiB);
+const { engines, peers } = h;
 
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
-const localBytes = (offset: number, length: number) => new Uint8Array(local.buffer, offset, length);
+const localBytes = (offset: number, length: number) => new Uint8Array(h.local.buffer, offset, length);
 
 async function code(p: Promise<unknown>): Promise<string> {
   const err = await p.then(
@@ -58,14 +46,14 @@ describe.each([
     engines.push(engine);
     engine.start();
     // A local buffer: this engine's transfers use it, peers never reach it.
-    engine.registerRegion(local.address, local.size, { serve: false });
+    engine.registerRegion(h.local.address, h.local.size, { serve: false });
   });
 
   const op = (p: RegionPeer, kind: 'read' | 'write', offset: number, length: number, extra: Partial<TransferOp> = {}): TransferOp => ({
     op: kind,
     endpoint: p.endpoint,
     remoteAddress: p.address + offset,
-    localAddress: local.address,
+    localAddress: h.local.address,
     length,
     ...extra,
   });
@@ -139,7 +127,7 @@ describe.each([
       op: kind,
       endpoint: p.endpoint,
       remoteAddress: other.address,
-      localAddress: local.address,
+      localAddress: h.local.address,
       length: 4096,
       incarnation: inc,
     });
@@ -202,10 +190,10 @@ test('readInline checks the incarnation: same-host peer and own endpoint', async
   const e = new TransferEngine({ ...ports, memcpyLocal: true, env: {} });
   engines.push(e);
   const ep = e.start();
-  e.registerRegion(local.address, local.size, { serve: false });
+  e.registerRegion(h.local.address, h.local.size, { serve: false });
   const own = mapMemory({ size: MiB });
   try {
-    await e.transfer([{ op: 'read', endpoint: p.endpoint, remoteAddress: p.address, localAddress: local.address, length: 1 }]);
+    await e.transfer([{ op: 'read', endpoint: p.endpoint, remoteAddress: p.address, localAddress: h.local.address, length: 1 }]);
     const target = Buffer.alloc(4096, 1);
     expect(e.readInline(p.endpoint, p.address, target, p.incarnation + 1)).toBe(false);
     expect(target.every((b) => b === 1)).toBe(true);
@@ -219,21 +207,21 @@ test('readInline checks the incarnation: same-host peer and own endpoint', async
     expect(target.every((b) => b === 1)).toBe(true);
     expect(e.readInline(ep, own.address, target, inc)).toBe(true);
     expect(sha(target)).toBe(sha(new Uint8Array(own.buffer, 0, 4096)));
-    expect(e.readInline(ep, local.address, target)).toBe(false);
-    expect(await code(e.transfer([{ op: 'read', endpoint: ep, remoteAddress: own.address, localAddress: local.address, length: 4096, incarnation: inc + 1 }]))).toBe(
+    expect(e.readInline(ep, h.local.address, target)).toBe(false);
+    expect(await code(e.transfer([{ op: 'read', endpoint: ep, remoteAddress: own.address, localAddress: h.local.address, length: 4096, incarnation: inc + 1 }]))).toBe(
       'STALE_REGION',
     );
-    expect(await code(e.transfer([{ op: 'write', endpoint: ep, remoteAddress: local.address, localAddress: own.address, length: 4096 }]))).toBe(
+    expect(await code(e.transfer([{ op: 'write', endpoint: ep, remoteAddress: h.local.address, localAddress: own.address, length: 4096 }]))).toBe(
       'ADDRESS_OUT_OF_RANGE',
     );
     await e.setFence(own.address, { below: 7 });
-    expect(await code(e.transfer([{ op: 'write', endpoint: ep, remoteAddress: own.address, localAddress: local.address, length: 4096, generation: 6 }]))).toBe(
+    expect(await code(e.transfer([{ op: 'write', endpoint: ep, remoteAddress: own.address, localAddress: h.local.address, length: 4096, generation: 6 }]))).toBe(
       'FENCED',
     );
-    expect(await code(e.transfer([{ op: 'write', endpoint: ep, remoteAddress: own.address, localAddress: local.address, length: 2 * 4096 * 64, generation: 6 }]))).toBe(
+    expect(await code(e.transfer([{ op: 'write', endpoint: ep, remoteAddress: own.address, localAddress: h.local.address, length: 2 * 4096 * 64, generation: 6 }]))).toBe(
       'FENCED',
     );
-    expect(await code(e.transfer([{ op: 'write', endpoint: ep, remoteAddress: own.address, localAddress: local.address, length: 4096, generation: 7 }]))).toBe('OK');
+    expect(await code(e.transfer([{ op: 'write', endpoint: ep, remoteAddress: own.address, localAddress: h.local.address, length: 4096, generation: 7 }]))).toBe('OK');
     expect(await e.unregisterRegion(own.address)).toBe(true);
   } finally {
     own.release();

@@ -9,33 +9,17 @@ import type { RegionSpan__Output } from '../proto/gen/store/RegionSpan.js';
 import type { PutFromRequest__Output } from '../proto/gen/store/PutFromRequest.js';
 import type { PutRequest__Output } from '../proto/gen/store/PutRequest.js';
 import type { GetIntoRequest__Output } from '../proto/gen/store/GetIntoRequest.js';
-import type { BatchGetResult, BatchGetIntoResult, BatchWriteResult, PutConfig, Value } from '../client/data-path.js';
-import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
+import type { PutConfig } from '../client/data-path.js';
+import type { StoreClient } from '../client/store-client.js';
 import { InvalidParamsError, StoreError } from '../client/errors.js';
 import type { DummySession } from './dummy-session.js';
 
 /** What the service needs of the real client (client/client.ts implements it). */
-export interface RealClient {
+export interface RealClient extends Omit<StoreClient, 'allocBuffer' | 'close'> {
   readonly clientId: string;
   readonly endpoint: string;
   readonly mountedSegments: readonly { name: string }[];
-  put(key: string, value: Value, config?: PutConfig): Promise<void>;
-  upsert(key: string, value: Value, config?: PutConfig): Promise<void>;
-  putBatch(items: readonly { key: string; value: Value; config?: PutConfig }[]): Promise<BatchWriteResult[]>;
-  upsertBatch(items: readonly { key: string; value: Value; config?: PutConfig }[]): Promise<BatchWriteResult[]>;
   getBounded(key: string, maxBytes: number): Promise<{ size: number; value?: Buffer }>;
-  getInto(key: string, target: Uint8Array): Promise<number>;
-  getBatch(keys: readonly string[]): Promise<BatchGetResult[]>;
-  getIntoBatch(items: readonly { key: string; target: Uint8Array }[]): Promise<BatchGetIntoResult[]>;
-  isExist(key: string): Promise<boolean>;
-  batchIsExist(keys: readonly string[]): Promise<boolean[]>;
-  getSize(key: string): Promise<number>;
-  remove(key: string, force?: boolean): Promise<void>;
-  removeByRegex(keyRegex: string): Promise<number>;
-  queryByRegex(keyRegex: string): Promise<Map<string, ReplicaInfo__Output[]>>;
-  removeAll(): Promise<number>;
-  batchQueryIp(clientIds?: readonly string[]): Promise<Map<string, string[]>>;
-  batchReplicaClear(objectKeys: readonly string[], segmentName?: string): Promise<string[]>;
 }
 
 export interface ClientServiceOptions {

@@ -1,20 +1,12 @@
 // Test helper: spawns region-server.mjs as a separate process and talks to it.
+import type { TransferEngineStats } from '../transfer-engine.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface, type Interface } from 'node:readline';
 import { resolve } from 'node:path';
 import { nativeDir } from './ensure-addon.js';
 
-export interface PeerStats {
-  connectionsOpen: number;
-  accepted: number;
-  refusedOverCap: number;
-  refusedNoResources: number;
-  closedIdle: number;
-  closedIoTimeout: number;
-  badRequests: number;
-  staleRefused: number;
-  fencedRefused: number;
-}
+/** The peer engine's stats() (native/transfer-engine.ts). */
+export type PeerStats = TransferEngineStats;
 
 /** A call whose promise the peer reports on twice: whether it settled at once, and when it settles. */
 export interface Watched {
