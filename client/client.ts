@@ -19,6 +19,7 @@ import type { MetadataStore } from './metadata/metadata-store.js';
 import { loadNative, type MappedRegion, type NativePort, type ResultArenaPort, type TransferEnginePort } from './native-port.js';
 import type { DummyClientOptions } from './dummy-client.js';
 import type { StoreClient } from './store-client.js';
+import { ReplicaCopier } from './replica-copy.js';
 import { resolveSettings, setupBackoffMs, type ClientSetupConfig, type ClientSettings } from './setup-config.js';
 import {
   batchBytes,
@@ -178,6 +179,8 @@ export class Client implements StoreClient {
   /** Memory registered for other processes' data (dummy clients' shared regions). */
   private readonly attached: MappedRegion[] = [];
   private fences!: FenceKeeper;
+  /** Replica copies the master asks for (replica-copy.ts); undefined for a pure server (no staging). */
+  private copier: ReplicaCopier | undefined;
   /** Checksum mismatches seen, by segment (metrics). */
   private mismatches: { inc(labels: { segment: string }): void } | undefined;
   /** The remount in progress (they run one at a time). */
@@ -405,6 +408,15 @@ export class Client implements StoreClient {
       rpc: (what, call) => this.rpc(what, call),
       rpcThen: (what, call, then) => this.rpcThen(what, call, then),
     });
+    if (this.pool) {
+      this.copier = new ReplicaCopier({
+        clientId: () => this.clientId,
+        copy: (c) => this.data.copyReplica(c),
+        report: (r) => this.m().replicaCopied(r),
+        log: (level, msg) => this.log(level, msg),
+        onIdle: () => this.heartbeat?.nudge(),
+      });
+    }
 
     if (this.metrics) {
       addRegionGauges(this.metrics, () => this.regionTotals());
@@ -447,8 +459,10 @@ export class Client implements StoreClient {
     this.heartbeat = new Heartbeat({
       intervalMs: this.options.heartbeatIntervalMs ?? 1000,
       ping: async () => {
-        const res = await this.m().ping({ client_id: this.clientId, fence_acks: this.fences.takeAcks() });
+        const copier = this.closing ? undefined : this.copier;
+        const res = await this.m().ping({ client_id: this.clientId, fence_acks: this.fences.takeAcks(), can_copy: copier?.canTake ?? false });
         this.fences.install(res.fences);
+        if (res.copies.length > 0) copier?.start(res.copies);
         return res;
       },
       remount: () =>
@@ -890,6 +904,7 @@ export class Client implements StoreClient {
     this.stopSummary?.();
     this.stopLeaderWatch?.();
     await this.heartbeat?.stop();
+    await this.copier?.drain(); // a copy may be writing into memory about to be unmounted
     await this.unmountAll(this.segments.values());
     await this.release();
   }

@@ -2,7 +2,9 @@
 // over what they share (path-core.ts). Bulk bytes never pass through JS loops: Buffer copies are
 // memcpy, remote bytes move in the native engine. This class only puts the parts together.
 import { PathCore, type BatchGetIntoResult, type BatchGetResult, type BatchWriteResult, type DataPathDeps, type PutConfig, type Value } from './path-core.js';
+import type { ReplicaCopy__Output } from '../proto/gen/store/ReplicaCopy.js';
 import { ReadPath } from './read-path.js';
+import { copyReplica } from './replica-copy.js';
 import { WritePath } from './write-path.js';
 
 export {
@@ -73,6 +75,11 @@ export class DataPath {
 
   getIntoBatch(items: readonly { key: string; target: Uint8Array }[]): Promise<BatchGetIntoResult[]> {
     return this.reads.getIntoBatch(items);
+  }
+
+  /** A replica copy the master asked for (replica-copy.ts). */
+  copyReplica(copy: ReplicaCopy__Output): Promise<void> {
+    return copyReplica(this.core, copy);
   }
 
   /** Forgets every cached replica list (the master changed: its leases are gone). */

@@ -43,4 +43,26 @@ describe('heartbeat', () => {
     expect(hb.failures).toBe(0);
     expect(errors).toHaveLength(1);
   });
+
+  it('nudge pings at once and starts the interval again; not while a ping is in flight', async () => {
+    const timers = manualTimers();
+    let pings = 0;
+    let release: (() => void) | undefined;
+    const hb = new Heartbeat({
+      intervalMs: 1000,
+      ping: () => new Promise((r) => { pings++; release = () => r(answer(false)); }),
+      remount: async () => {},
+      schedule: timers.schedule,
+    });
+    hb.start();
+    hb.nudge();
+    expect(pings).toBe(1);
+    expect(timers.pending).toHaveLength(0); // the interval's timer was cancelled
+    hb.nudge();
+    expect(pings).toBe(1);
+    release!();
+    await new Promise((r) => setImmediate(r));
+    expect(timers.pending).toHaveLength(1);
+    await hb.stop();
+  });
 });

@@ -37,10 +37,8 @@ export class Heartbeat {
   private arm(): void {
     if (!this.running) return;
     this.cancel = (this.opts.schedule ?? defaultSchedule)(this.opts.intervalMs, () => {
-      this.inFlight = this.beat().finally(() => {
-        this.inFlight = undefined;
-        this.arm();
-      });
+      this.cancel = undefined;
+      this.nudge();
     });
   }
 
@@ -57,6 +55,17 @@ export class Heartbeat {
       this.failures++;
       this.opts.onError?.(e);
     }
+  }
+
+  /** Pings now instead of at the end of the interval (unless a ping is in flight or the loop is stopped). */
+  nudge(): void {
+    if (!this.running || this.inFlight !== undefined) return;
+    this.cancel?.();
+    this.cancel = undefined;
+    this.inFlight = this.beat().finally(() => {
+      this.inFlight = undefined;
+      this.arm();
+    });
   }
 
   /** Stops the loop and waits for a beat in progress. */

@@ -33,6 +33,8 @@ import type { PutRevokeRequest } from '../proto/gen/store/PutRevokeRequest.js';
 import type { PutRevokeResponse__Output } from '../proto/gen/store/PutRevokeResponse.js';
 import type { PutStartRequest } from '../proto/gen/store/PutStartRequest.js';
 import type { PutStartResponse__Output } from '../proto/gen/store/PutStartResponse.js';
+import type { ReplicaCopiedRequest } from '../proto/gen/store/ReplicaCopiedRequest.js';
+import type { ReplicaCopiedResponse__Output } from '../proto/gen/store/ReplicaCopiedResponse.js';
 import type { RemoveAllRequest } from '../proto/gen/store/RemoveAllRequest.js';
 import type { RemoveAllResponse__Output } from '../proto/gen/store/RemoveAllResponse.js';
 import type { RemoveByRegexRequest } from '../proto/gen/store/RemoveByRegexRequest.js';
@@ -89,6 +91,7 @@ const M = {
   RemoveAll: method('RemoveAll'),
   BatchQueryIp: method('BatchQueryIp'),
   BatchReplicaClear: method('BatchReplicaClear'),
+  ReplicaCopied: method('ReplicaCopied'),
 };
 
 export class MasterClient {
@@ -269,5 +272,9 @@ export class MasterClient {
 
   batchReplicaClear(req: BatchReplicaClearRequest): Promise<BatchReplicaClearResponse__Output> {
     return this.call(M.BatchReplicaClear, req);
+  }
+
+  replicaCopied(req: ReplicaCopiedRequest): Promise<ReplicaCopiedResponse__Output> {
+    return this.call(M.ReplicaCopied, req);
   }
 }

@@ -163,6 +163,7 @@ export async function summary(d: AdminDeps): Promise<string> {
     `used: ${formatSize(s.usedBytes)} (${s.usedBytes} bytes, ${s.capacityBytes ? ((100 * s.usedBytes) / s.capacityBytes).toFixed(1) : '0.0'}%)`,
     `objects: ${s.objects} (active leases ${s.activeLeases}, soft pinned ${s.softPinned}, hard pinned ${s.hardPinned})`,
     `evictions: ${s.evictionsTotal}`,
+    `re-replication: ${s.underReplicated} objects short, ${s.copiesInFlight} copies in flight, ${s.copied} copied, ${s.failed} failed, ${s.abandoned} given up`,
     `rpc requests: ${t.requests}, errors: ${t.errors}`,
   ];
   for (const m of await d.metrics.perMethod()) lines.push(`  ${m.method}: ${m.requests} requests, mean ${m.meanMs.toFixed(3)} ms`);

@@ -18,9 +18,7 @@ export class MasterMetrics {
   private readonly reqChild: Record<Transport, client.Counter.Internal[]>;
   private readonly latChild: client.Histogram.Internal<'method'>[];
   private readonly errChild = new Map<string, client.Counter.Internal>();
-  private lastEvictions = 0;
   private cached: CoreStats | undefined;
-  private readonly evictions: client.Counter;
 
   constructor(private readonly methods: readonly MethodInfo[], private readonly readStats: () => CoreStats) {
     const registers = [this.registry];
@@ -59,17 +57,25 @@ export class MasterMetrics {
     gauge('store_master_soft_pinned_objects', 'soft-pinned objects', (s) => s.softPinned);
     gauge('store_master_hard_pinned_objects', 'hard-pinned objects', (s) => s.hardPinned);
     gauge('store_master_clients', 'live clients', (s) => s.clients);
-    const self = this;
-    this.evictions = new client.Counter({
-      name: 'store_master_evictions_total',
-      help: 'objects evicted',
-      registers,
-      collect() {
-        const total = stats().evictionsTotal;
-        if (total > self.lastEvictions) this.inc(total - self.lastEvictions);
-        self.lastEvictions = total;
-      },
-    });
+    gauge('store_master_under_replicated_objects', 'objects with fewer replicas than they had (a segment was lost), waiting for a copy', (s) => s.underReplicated);
+    gauge('store_master_replica_copies_in_flight', 'replica copies assigned to clients and not yet reported', (s) => s.copiesInFlight);
+    // Counters of totals the core keeps: each scrape adds what the total grew by.
+    const total = (name: string, help: string, pick: (s: CoreStats) => number): void => {
+      let last = 0;
+      new client.Counter({
+        name,
+        help,
+        registers,
+        collect() {
+          const now = pick(stats());
+          if (now > last) this.inc(now - last);
+          last = now;
+        },
+      });
+    };
+    total('store_master_evictions_total', 'objects evicted', (s) => s.evictionsTotal);
+    total('store_master_replicas_copied_total', 'replicas copied to replace lost ones', (s) => s.copied);
+    total('store_master_replica_copy_failures_total', 'replica copies that failed or were not reported in time', (s) => s.failed);
     this.refused = new client.Counter({ name: 'store_master_rpc_connections_refused_total', help: 'RPC connections closed on accept: limit (--rpc_max_connections reached), accept_error (no file descriptor or other accept failure)', labelNames: ['reason'], registers });
     this.closed = new client.Counter({
       name: 'store_master_rpc_connections_closed_total',

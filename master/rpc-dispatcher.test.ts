@@ -4,8 +4,9 @@ import { masterMethodByName, masterMethods } from '../common/master-proto.js';
 import type { CoreStats } from './core-port.js';
 import { MasterMetrics } from './master-metrics.js';
 import { RpcDispatcher } from './rpc-dispatcher.js';
+import { EMPTY_STATS } from './core/master-core-config.js';
 
-const stats: CoreStats = { segments: 0, capacityBytes: 0, usedBytes: 0, objects: 0, activeLeases: 0, softPinned: 0, hardPinned: 0, evictionsTotal: 0, clients: 0 };
+const stats: CoreStats = EMPTY_STATS;
 const idx = (name: string): number => masterMethodByName.get(name)!.index;
 
 function setup(core: object): { d: RpcDispatcher; metrics: MasterMetrics; logs: string[]; seen: number[] } {

@@ -15,7 +15,7 @@ describe('Sweeper', () => {
     const nows: number[] = [];
     const { s, logs } = setup((now) => {
       nows.push(now);
-      return { droppedClients: ['c1'], unmountedSegments: ['seg-a', 'seg-b'], evictedObjects: 3, releasedZombies: 1 };
+      return { droppedClients: ['c1'], unmountedSegments: ['seg-a', 'seg-b'], evictedObjects: 3, releasedZombies: 1, underReplicated: 0 };
     });
     s.tick();
     expect(nows).toEqual([42]);
@@ -27,9 +27,18 @@ describe('Sweeper', () => {
   });
 
   it('says nothing when nothing happened', () => {
-    const { s, logs } = setup(() => ({ droppedClients: [], unmountedSegments: [], evictedObjects: 0, releasedZombies: 0 }));
+    const { s, logs } = setup(() => ({ droppedClients: [], unmountedSegments: [], evictedObjects: 0, releasedZombies: 0, underReplicated: 0 }));
     s.tick();
     expect(logs).toEqual([]);
+  });
+
+  it('logs when objects start waiting for a replica copy and when none is left', () => {
+    const short = [0, 5, 3, 0, 0];
+    const { s, logs } = setup(() => ({ droppedClients: [], unmountedSegments: [], evictedObjects: 0, releasedZombies: 0, underReplicated: short.shift()! }));
+    for (let i = 0; i < 5; i++) s.tick();
+    expect(logs).toHaveLength(2);
+    expect(logs[0]).toMatch(/W.*5 objects lost a replica; copying them to other segments/);
+    expect(logs[1]).toMatch(/re-replication done/);
   });
 
   it('logs a failing sweep and survives it', () => {
@@ -49,7 +58,7 @@ describe('Sweeper', () => {
         sweep: () => {
           events.push('sweep');
           swept();
-          return { droppedClients: [], unmountedSegments: [], evictedObjects: 0, releasedZombies: 0 };
+          return { droppedClients: [], unmountedSegments: [], evictedObjects: 0, releasedZombies: 0, underReplicated: 0 };
         },
       },
       () => 0,

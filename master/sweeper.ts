@@ -10,6 +10,8 @@ import type { MasterCorePort } from './core-port.js';
 export class Sweeper {
   private timer: NodeJS.Timeout | undefined;
   private pending: NodeJS.Immediate | undefined;
+  /** Objects waiting for a replica copy at the last sweep. */
+  private short = 0;
 
   constructor(
     private readonly core: Pick<MasterCorePort, 'sweep'>,
@@ -45,6 +47,9 @@ export class Sweeper {
       if (r.unmountedSegments.length > 0) this.log.info(`segments unmounted: ${r.unmountedSegments.join(', ')}`);
       if (r.evictedObjects > 0) this.log.info(`evicted ${r.evictedObjects} objects`);
       if (r.releasedZombies > 0) this.log.info(`released ${r.releasedZombies} uncompleted puts past --put_start_release_timeout_sec`);
+      if (r.underReplicated > 0 && this.short === 0) this.log.warn(`${r.underReplicated} objects lost a replica; copying them to other segments`);
+      if (r.underReplicated === 0 && this.short > 0) this.log.info('re-replication done: no object waits for a replica copy');
+      this.short = r.underReplicated;
     } catch (e) {
       this.log.error(`sweep failed: ${(e as Error)?.stack ?? String(e)}`);
     }

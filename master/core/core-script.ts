@@ -120,7 +120,7 @@ export class ScriptRunner {
       case 'unmount':
         return status(core.unmountSegment({ segment_name: req(a, 'seg'), client_id: '', grace_period_seconds: num(a, 'grace', 0) }, now).status_code);
       case 'ping': {
-        const r = core.ping({ client_id: req(a, 'client'), fence_acks: [] }, now);
+        const r = core.ping({ client_id: req(a, 'client'), fence_acks: [], can_copy: false }, now);
         return r.status_code === 0 && r.need_remount ? 'ok need_remount' : status(r.status_code);
       }
       case 'put': {

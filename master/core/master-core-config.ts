@@ -1,5 +1,6 @@
 // MasterCore's configuration (one field per master flag it obeys), its defaults and validation,
 // and the shapes of the core's read-only reports.
+import type { ReReplicationStats } from './re-replication.js';
 
 export interface MasterCoreConfig {
   defaultKvLeaseTtlMs: number; // --default_kv_lease_ttl (5000)
@@ -38,9 +39,12 @@ export interface SweepReport {
   unmountedSegments: string[];
   evictedObjects: number;
   releasedZombies: number;
+  /** Objects that lost a replica and wait for a copy (re-replication.ts), after this sweep. */
+  underReplicated: number;
 }
 
-export interface MasterStats {
+/** Totals, with re-replication's (re-replication.ts). */
+export interface MasterStats extends ReReplicationStats {
   segments: number;
   capacityBytes: number;
   usedBytes: number;
@@ -51,6 +55,24 @@ export interface MasterStats {
   evictionsTotal: number;
   clients: number;
 }
+
+/** The totals of a master with nothing (a follower's, before it leads). */
+export const EMPTY_STATS: Readonly<MasterStats> = Object.freeze({
+  segments: 0,
+  capacityBytes: 0,
+  usedBytes: 0,
+  objects: 0,
+  activeLeases: 0,
+  softPinned: 0,
+  hardPinned: 0,
+  evictionsTotal: 0,
+  clients: 0,
+  underReplicated: 0,
+  copiesInFlight: 0,
+  copied: 0,
+  failed: 0,
+  abandoned: 0,
+});
 
 export interface SegmentDetail {
   segment_name: string;

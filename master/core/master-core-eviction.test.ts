@@ -288,7 +288,7 @@ describe('eviction', () => {
     core.putStart(putReq('z1', 1024), 0);
     core.putStart(putReq('z2', 1024), 0);
     core.ping({ client_id: 'client-a' }, release); // the segment's owner is alive
-    expect(core.sweep(release + 1)).toEqual({ droppedClients: [], unmountedSegments: [], evictedObjects: 0, releasedZombies: 2 });
+    expect(core.sweep(release + 1)).toEqual({ droppedClients: [], unmountedSegments: [], evictedObjects: 0, releasedZombies: 2, underReplicated: 0 });
     expect(usage(core)['seg']).toBe(0);
   });
 });

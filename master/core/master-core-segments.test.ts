@@ -10,11 +10,11 @@ const TTL = defaultMasterCoreConfig.clientTtlMs;
 describe('mount', () => {
   it('registers a segment and its client, generating a UUID segment id', () => {
     const core = makeCore({ viewVersion: 7 });
-    expect(core.ping({ client_id: 'c1', fence_acks: [] }, 0)).toEqual({ status_code: ErrorCode.OK, view_version: 7, need_remount: true, fences: [] });
+    expect(core.ping({ client_id: 'c1', fence_acks: [] }, 0)).toEqual({ status_code: ErrorCode.OK, view_version: 7, need_remount: true, fences: [], copies: [] });
     const r = core.mountSegment(mountReq('seg-a', 1 << 20, 'c1', 0x7f00_0000_0000, '10.1.1.1:15000'), 5);
     expect(r.status_code).toBe(ErrorCode.OK);
     expect(r.segment_id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-    expect(core.ping({ client_id: 'c1', fence_acks: [] }, 6)).toEqual({ status_code: ErrorCode.OK, view_version: 7, need_remount: false, fences: [] });
+    expect(core.ping({ client_id: 'c1', fence_acks: [] }, 6)).toEqual({ status_code: ErrorCode.OK, view_version: 7, need_remount: false, fences: [], copies: [] });
     expect(core.segmentsDetail()).toEqual([
       {
         segment_name: 'seg-a',
@@ -270,6 +270,11 @@ describe('read-only views', () => {
       hardPinned: 1,
       evictionsTotal: 0,
       clients: 1,
+      underReplicated: 0,
+      copiesInFlight: 0,
+      copied: 0,
+      failed: 0,
+      abandoned: 0,
     });
   });
 });

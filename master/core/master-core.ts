@@ -40,6 +40,9 @@ import type { RemoveByRegexRequest__Output } from '../../proto/gen/store/RemoveB
 import type { RemoveByRegexResponse__Output } from '../../proto/gen/store/RemoveByRegexResponse.js';
 import type { RemoveRequest__Output } from '../../proto/gen/store/RemoveRequest.js';
 import type { RemoveResponse__Output } from '../../proto/gen/store/RemoveResponse.js';
+import type { ReplicaCopiedRequest__Output } from '../../proto/gen/store/ReplicaCopiedRequest.js';
+import type { ReplicaCopiedResponse__Output } from '../../proto/gen/store/ReplicaCopiedResponse.js';
+import type { ReplicaCopy__Output } from '../../proto/gen/store/ReplicaCopy.js';
 import type { SegmentFence__Output } from '../../proto/gen/store/SegmentFence.js';
 import type { ReplicaInfo__Output } from '../../proto/gen/store/ReplicaInfo.js';
 import { ReplicaStatus } from '../../proto/gen/store/ReplicaStatus.js';
@@ -66,7 +69,8 @@ import { LeaseTracker } from './lease-tracker.js';
 import { FLAG_CXL, FLAG_HARD_PIN, FLAG_LISTED, FLAG_REUSED, FLAG_SOFT_PIN, FLAG_UPSERT, handlesOn, ObjectMeta, writeGeneration } from './object-meta.js';
 import { ObjectTable } from './object-table.js';
 import { RandomStrategy } from './random-strategy.js';
-import { dropReplicasOn, freeHandles } from './replica-placement.js';
+import { dropReplicasOn, freeHandles, quarantineHandles } from './replica-placement.js';
+import { ReReplicator } from './re-replication.js';
 import { ReplicaPlacer } from './replica-placer.js';
 import { BatchKeySet } from './batch-key-set.js';
 import { compileKeyRegex } from './key-regex.js';
@@ -86,7 +90,7 @@ export { SeededRng } from './rng.js';
 export { PUT_EVICTION_CAP, SWEEP_EVICTION_BATCH } from './eviction.js';
 export type { EvictionResult } from './eviction-round.js';
 export type { MasterCoreConfig, MasterStats, SegmentDetail, SweepReport } from './master-core-config.js';
-export { defaultMasterCoreConfig, validateMasterCoreConfig } from './master-core-config.js';
+export { defaultMasterCoreConfig, EMPTY_STATS, validateMasterCoreConfig } from './master-core-config.js';
 
 function makeStrategy(name: MasterCoreConfig['allocationStrategy']): AllocationStrategy {
   if (name === 'free_ratio_first') return new FreeRatioFirstStrategy();
@@ -120,6 +124,7 @@ const SPARE_METAS = 4096;
 
 /** Fences of a ping reply with nothing to fence (shared: replies are read-only). */
 const NO_FENCES = Object.freeze([]) as unknown as SegmentFence__Output[];
+const NO_COPIES = Object.freeze([]) as unknown as ReplicaCopy__Output[];
 
 function pinFlags(softPin: boolean, hardPin: boolean): number {
   return (softPin ? FLAG_SOFT_PIN : 0) | (hardPin ? FLAG_HARD_PIN : 0);
@@ -185,6 +190,8 @@ export class MasterCore {
   /** The cxl strategy's default preference: the allocatable segments of protocol cxl, for `cxlOf`. */
   private cxlSegments: readonly string[] = NO_PREFERENCE;
   private cxlOf: readonly unknown[] | null = null;
+  /** Objects that lost replicas with a segment, and the copies that give them back (re-replication.ts). */
+  private readonly rereplicator: ReReplicator;
 
   /**
    * `keyHashSeed` varies the key hashes (object table, batch key set); a process serving untrusted clients passes a
@@ -218,6 +225,8 @@ export class MasterCore {
     this.rng = rng;
     this.strategy = makeStrategy(config.allocationStrategy);
     this.placer = new ReplicaPlacer(this.strategy, this.segments, this.rng);
+    // Copy ids scoped by the view version (ms since the epoch of this master's start, or 0 in tests).
+    this.rereplicator = new ReReplicator(this.objects, this.segments, this.placer, this.config.viewVersion * 1024 + 1);
     this.reads = new ReadPath(this.objects, this.segments, this.leases, this.order, this.config.defaultKvLeaseTtlMs);
     const core = this;
     this.walkHost = {
@@ -235,16 +244,28 @@ export class MasterCore {
   ping(req: PingRequest__Output, now: number): PingResponse__Output {
     const view_version = this.config.viewVersion;
     if (typeof req.client_id !== 'string' || req.client_id.length === 0) {
-      return { status_code: ErrorCode.INVALID_PARAMS, view_version, need_remount: false, fences: [] };
+      return { status_code: ErrorCode.INVALID_PARAMS, view_version, need_remount: false, fences: [], copies: [] };
     }
-    if (!this.clients.has(req.client_id)) return { status_code: ErrorCode.OK, view_version, need_remount: true, fences: [] };
+    if (!this.clients.has(req.client_id)) return { status_code: ErrorCode.OK, view_version, need_remount: true, fences: [], copies: [] };
     this.clients.touch(req.client_id, now);
     for (const ack of req.fence_acks ?? []) {
       const seg = this.segments.byName(ack.segment_name);
       if (seg === undefined || seg.clientId !== req.client_id) continue;
       for (const block of seg.fence.ack(Number(ack.version))) seg.allocator.freeBlock(block);
     }
-    return { status_code: ErrorCode.OK, view_version, need_remount: false, fences: this.fencesOf(req.client_id, now) };
+    const fences = this.fencesOf(req.client_id, now);
+    const copies = req.can_copy === true && !this.heap.full ? this.rereplicator.assign(req.client_id, now, now + 1) : NO_COPIES;
+    return { status_code: ErrorCode.OK, view_version, need_remount: false, fences, copies };
+  }
+
+  /**
+   * A copier reports a copy it was given in a Ping (re-replication.ts). Not ok: the segments it
+   * names as unreachable get no new placement for a while, like a writer's (PutRevoke).
+   */
+  replicaCopied(req: ReplicaCopiedRequest__Output, now: number): ReplicaCopiedResponse__Output {
+    if (typeof req.client_id !== 'string' || req.client_id.length === 0) return { status_code: ErrorCode.INVALID_PARAMS };
+    if (!req.ok) this.suspect(req.failed_segments, now);
+    return { status_code: this.rereplicator.done(req.client_id, Number(req.copy_id), req.ok === true) };
   }
 
   /** The write fences the owner of these segments has to install (write-fence.ts). */
@@ -260,8 +281,15 @@ export class MasterCore {
 
   /** The generation of the oldest unfinished write with space on the segment, else the next one to be handed out. */
   private oldestOpenGeneration(segmentId: number, now: number): number {
-    for (let m = this.inFlight.head; m !== null; m = m.next) if (m.hasHandleOn(segmentId)) return writeGeneration(m);
-    return now + 1;
+    let oldest = now + 1;
+    for (let m = this.inFlight.head; m !== null; m = m.next) {
+      if (m.hasHandleOn(segmentId)) {
+        oldest = writeGeneration(m);
+        break;
+      }
+    }
+    const copy = this.rereplicator.oldestGeneration(segmentId);
+    return copy !== undefined && copy < oldest ? copy : oldest;
   }
 
   mountSegment(req: MountSegmentRequest__Output, now: number): MountSegmentResponse__Output {
@@ -451,6 +479,7 @@ export class MasterCore {
       return { status_code: ErrorCode.OK, replica_list: this.view(created), reused: false };
     }
     if (meta.leased(now)) return fail(ErrorCode.OBJECT_HAS_LEASE);
+    this.rereplicator.forget(key); // new bytes: a copy of the old ones must not join it
     const softPin = v.softPin ? FLAG_SOFT_PIN : 0;
     const old = meta.sliceLengths();
     const sameLayout = old.length === v.sliceLengths.length && old.every((len, j) => len === v.sliceLengths[j]);
@@ -609,7 +638,7 @@ export class MasterCore {
    * an eviction round already begun, or a new round when usage reached the high watermark.
    */
   sweep(now: number): SweepReport {
-    const report: SweepReport = { droppedClients: [], unmountedSegments: [], evictedObjects: 0, releasedZombies: 0 };
+    const report: SweepReport = { droppedClients: [], unmountedSegments: [], evictedObjects: 0, releasedZombies: 0, underReplicated: 0 };
     for (const client of this.clients.silent(now, this.config.clientTtlMs)) {
       for (const seg of [...this.segments.all()]) {
         if (seg.clientId !== client) continue;
@@ -626,12 +655,14 @@ export class MasterCore {
       }
     }
     this.segments.clearSuspects(now);
+    this.rereplicator.expire(now);
     this.leases.active(now); // lets expired lease entries go
     if (this.eviction.debt > 0 || this.usageRatio() >= this.config.evictionHighWatermarkRatio) {
       const e = this.evict(now, SWEEP_EVICTION_BATCH);
       report.evictedObjects = e.evicted;
       report.releasedZombies = e.released;
     }
+    report.underReplicated = this.rereplicator.stats().underReplicated;
     return report;
   }
 
@@ -669,6 +700,7 @@ export class MasterCore {
       hardPinned: this.hardPinnedCount,
       evictionsTotal: this.eviction.evictionsTotal,
       clients: this.clients.size,
+      ...this.rereplicator.stats(),
     };
   }
 
@@ -927,7 +959,7 @@ export class MasterCore {
    * in-place upsert has overwritten the old bytes, so they cannot be trusted).
    */
   private abortWrite(key: string, meta: ObjectMeta): void {
-    this.quarantine(meta);
+    quarantineHandles(this.segments, meta.h, writeGeneration(meta)); // its writer may still be sending
     this.inFlight.delete(meta);
     const prev = this.previous.get(key);
     if (prev !== undefined) {
@@ -941,22 +973,6 @@ export class MasterCore {
     this.forgetObject(key, meta);
   }
 
-  /**
-   * The space of an unfinished write that is given up: its writer may still have bytes on the way,
-   * so each segment holds it until its owner fences the write's generation (write-fence.ts). A
-   * segment mounted without an incarnation has an owner that cannot fence (a tool, an older
-   * client): its space is freed at once, as it always was.
-   */
-  private quarantine(meta: ObjectMeta): void {
-    const gen = writeGeneration(meta);
-    for (let k = 0; k < meta.handleCount; k++) {
-      const seg = this.segments.byId(meta.segAt(k));
-      if (seg === undefined) continue;
-      if (seg.incarnation === 0) seg.allocator.freeBlock(meta.blockAt(k));
-      else seg.fence.hold(meta.blockAt(k), gen);
-    }
-  }
-
   private deleteObject(key: string, meta: ObjectMeta): void {
     freeHandles(this.segments, meta.h);
     this.forgetObject(key, meta);
@@ -964,6 +980,7 @@ export class MasterCore {
 
   /** Drops an object from the map and from the lease and pin counts (its space is already freed). */
   private forgetObject(key: string, meta: ObjectMeta): void {
+    this.rereplicator.forget(key);
     this.objects.delete(key);
     this.removals++;
     this.order.remove(meta);
@@ -987,13 +1004,16 @@ export class MasterCore {
   }
 
   /** Removes the replicas of a complete object that touch segmentId; no replica left, no object. */
-  private dropReplicas(key: string, meta: ObjectMeta, segmentId: number): void {
+  private dropReplicas(key: string, meta: ObjectMeta, segmentId: number): number {
+    const had = meta.replicaCount;
     const kept = dropReplicasOn(this.segments, meta.h, meta.slices, segmentId);
     if (kept.length === 0) {
       this.forgetObject(key, meta);
-    } else {
-      meta.h = kept;
+      return 0;
     }
+    this.rereplicator.invalidate(key); // a copy may be reading a replica just dropped
+    meta.h = kept;
+    return had;
   }
 
   private ownedBy(meta: ObjectMeta, clientId: string): boolean {
@@ -1025,7 +1045,10 @@ export class MasterCore {
         if (kept.length === 0) this.previous.delete(key);
         else this.previous.set(key, new PreviousPlacement(kept, prev.slices, prev.flags));
       }
-      if (meta.complete && meta.hasHandleOn(id)) this.dropReplicas(key, meta, id);
+      if (meta.complete && meta.hasHandleOn(id)) {
+        const had = this.dropReplicas(key, meta, id);
+        if (had > 0) this.rereplicator.lost(key, had); // copied back elsewhere (re-replication.ts)
+      }
     }
     this.segments.delete(seg);
   }

@@ -12,6 +12,21 @@ export function freeHandles(segments: SegmentRegistry, h: readonly number[]): vo
 }
 
 /**
+ * Space of a write that was given up (revoked, released, a copy that failed): its writer may still
+ * have bytes on the way, so each segment holds it until its owner fences generation `gen`
+ * (write-fence.ts). A segment mounted without an incarnation has an owner that cannot fence (a
+ * tool, an older client): its space is freed at once.
+ */
+export function quarantineHandles(segments: SegmentRegistry, h: readonly number[], gen: number): void {
+  for (let i = 0; i < h.length; i += HANDLE_FIELDS) {
+    const seg = segments.byId(h[i]!);
+    if (seg === undefined) continue;
+    if (seg.incarnation === 0) seg.allocator.freeBlock(h[i + 1]!);
+    else seg.fence.hold(h[i + 1]!, gen);
+  }
+}
+
+/**
  * Keeps only the replicas with no handle on `segmentId`; the dropped replicas' space on other
  * segments is freed. Returns the surviving handle array (possibly empty).
  */

@@ -39,7 +39,7 @@ export class ReplicaPlacer {
    * call (see `handles` and `free`), or the code of the failure (nothing left allocated).
    * `sliceLengths` and `preferred` are only read during the call.
    */
-  place(sliceLengths: readonly number[], replicaNum: number, preferred: readonly string[]): number {
+  place(sliceLengths: readonly number[], replicaNum: number, preferred: readonly string[], excluded?: readonly ReadonlySet<number>[]): number {
     const slices = sliceLengths.length;
     const p = this.work;
     let count = replicaNum;
@@ -47,7 +47,7 @@ export class ReplicaPlacer {
     this.stride = replicaNum;
     for (let j = 0; j < slices; j++) {
       const length = sliceLengths[j]!;
-      p.reset(length, replicaNum, preferred);
+      p.reset(length, replicaNum, preferred, excluded?.[j]);
       p.allowSuspect = this.allowSuspect;
       const code = this.strategy.place(this.segments, p, this.rng);
       if (code !== ErrorCode.OK) {
@@ -86,7 +86,7 @@ export class ReplicaPlacer {
   }
 
   /** The last placement as a handle array, replica-major. */
-  private handles(): number[] {
+  handles(): number[] {
     const replicas = this.replicas;
     const slices = this.slices;
     // Sized up front: a pushed-to array would carry spare capacity in every object's metadata.

@@ -89,7 +89,7 @@ describe('LeaderGate', () => {
     const ping = g.rpcTarget.ping as Rpc;
     expect(ping({ client_id: CLIENT }, 99).status_code).toBe(ErrorCode.OK);
     expect(ping({ client_id: CLIENT }, 100).status_code).toBe(ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS);
-    expect(g.port.sweep(100)).toEqual({ droppedClients: [], unmountedSegments: [], evictedObjects: 0, releasedZombies: 0 });
+    expect(g.port.sweep(100)).toEqual({ droppedClients: [], unmountedSegments: [], evictedObjects: 0, releasedZombies: 0, underReplicated: 0 });
   });
 });
 

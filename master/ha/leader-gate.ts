@@ -7,6 +7,7 @@ import { ErrorCode } from '../../common/error-code.js';
 import type { MethodInfo } from '../../common/master-proto.js';
 import { STEPPED_RPCS } from '../core/table-walk.js';
 import type { CoreStats, MasterCorePort, SegmentDetail, SweepResult } from '../core-port.js';
+import { EMPTY_STATS } from '../core/master-core-config.js';
 
 type CoreMethod = (req: object, now: number) => unknown;
 
@@ -16,8 +17,7 @@ function isSteps(v: unknown): v is Generator<void, unknown, number> {
   return typeof v === 'object' && v !== null && typeof (v as Generator).next === 'function' && typeof (v as Generator).return === 'function';
 }
 
-const EMPTY_STATS: CoreStats = { segments: 0, capacityBytes: 0, usedBytes: 0, objects: 0, activeLeases: 0, softPinned: 0, hardPinned: 0, evictionsTotal: 0, clients: 0 };
-const EMPTY_SWEEP: SweepResult = { droppedClients: [], unmountedSegments: [], evictedObjects: 0, releasedZombies: 0 };
+const EMPTY_SWEEP: SweepResult = { droppedClients: [], unmountedSegments: [], evictedObjects: 0, releasedZombies: 0, underReplicated: 0 };
 
 export class LeaderGate {
   private core: ServingCore | undefined;
@@ -64,7 +64,7 @@ export class LeaderGate {
     }
     this.port = {
       sweep: (now) => (gate.core && gate.canServe(now) ? gate.core.sweep(now) : EMPTY_SWEEP),
-      stats: (now) => (gate.core ? gate.core.stats(now) : EMPTY_STATS),
+      stats: (now) => (gate.core ? gate.core.stats(now) : { ...EMPTY_STATS }),
       segmentsDetail: (): SegmentDetail[] => gate.core?.segmentsDetail() ?? [],
       allKeys: () => gate.core?.allKeys() ?? [],
       queryKey: (key) => gate.core?.queryKey(key),

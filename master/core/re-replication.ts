@@ -1,0 +1,248 @@
+// Re-replication (docs/integrity.md): an object that lost replicas when a segment went away gets
+// them back. The master does not move bytes; it places a new replica and asks a client that can
+// copy (it said so in its Ping) to read a complete replica and write it to the new placement,
+// then to report with ReplicaCopied. Only then does the new replica join the object.
+//
+// A copy is judged when it is reported, not trusted: if the object was removed, rewritten (an
+// upsert) or lost the replica being read meanwhile, the copy is stale and its space is freed (the
+// bytes read may have been overwritten by another object's write). A copy that fails or is never
+// reported may still have bytes on the way to its target, so its space is quarantined until the
+// target's owner fences the copy's write generation, like any write given up (write-fence.ts).
+import { ErrorCode } from '../../common/error-code.js';
+import type { ReplicaCopy__Output } from '../../proto/gen/store/ReplicaCopy.js';
+import type { ReplicaInfo__Output } from '../../proto/gen/store/ReplicaInfo.js';
+import { ReplicaStatus } from '../../proto/gen/store/ReplicaStatus.js';
+import { HANDLE_FIELDS, ObjectMeta } from './object-meta.js';
+import type { ObjectTable } from './object-table.js';
+import { freeHandles, quarantineHandles } from './replica-placement.js';
+import type { ReplicaPlacer } from './replica-placer.js';
+import { replicaList } from './replica-reply.js';
+import type { SegmentRegistry } from './segment-registry.js';
+
+/** A copy not reported within this long is given up (its space quarantined, the object queued again). */
+export const COPY_TIMEOUT_MS = 30_000;
+/** Copies assigned and not yet reported, across all clients. */
+export const COPIES_IN_FLIGHT_MAX = 256;
+/** Copies handed to one client per Ping. */
+export const COPIES_PER_PING = 16;
+/** Failed copies of one object before it is left with the replicas it has. */
+export const COPY_ATTEMPTS = 5;
+/** Objects looked at per Ping (the rest wait for the next): a Ping stays O(1). */
+const SCAN_PER_PING = 256;
+
+interface Want {
+  /** Replicas the object had before it lost some. */
+  replicas: number;
+  failures: number;
+}
+
+interface Copy {
+  id: number;
+  key: string;
+  /** The object when the copy was assigned (compared by identity when it is reported). */
+  meta: ObjectMeta;
+  /** The new replica's handles (HANDLE_FIELDS per slice), allocated and in no object yet. */
+  target: number[];
+  gen: number;
+  clientId: string;
+  deadline: number;
+  /** The object changed since: the copy is not kept whatever its outcome. */
+  stale: boolean;
+}
+
+export interface ReReplicationStats {
+  /** Objects with fewer replicas than they had (copies in flight included). */
+  underReplicated: number;
+  copiesInFlight: number;
+  copied: number;
+  failed: number;
+  /** Objects left short after COPY_ATTEMPTS failures. */
+  abandoned: number;
+}
+
+export class ReReplicator {
+  private readonly wants = new Map<string, Want>();
+  private readonly copies = new Map<number, Copy>();
+  private readonly byKey = new Map<string, Copy>();
+  private nextId: number;
+  private copied = 0;
+  private failed = 0;
+  private abandoned = 0;
+
+  /**
+   * `idBase`: copy ids start there. A process passes its view version scaled up, so a late report
+   * of a copy assigned by an earlier master names no copy of this one.
+   */
+  constructor(
+    private readonly objects: ObjectTable,
+    private readonly segments: SegmentRegistry,
+    private readonly placer: ReplicaPlacer,
+    idBase = 1,
+  ) {
+    this.nextId = idBase;
+  }
+
+  /** The object lost replicas: it had `replicas` and should have them again. */
+  lost(key: string, replicas: number): void {
+    const w = this.wants.get(key);
+    if (w === undefined) this.wants.set(key, { replicas, failures: 0 });
+    else w.replicas = Math.max(w.replicas, replicas);
+  }
+
+  /** The object's replicas changed: a copy of it in flight is stale. */
+  invalidate(key: string): void {
+    const c = this.byKey.get(key);
+    if (c !== undefined) c.stale = true;
+  }
+
+  /** The object was removed or rewritten: a copy in flight is stale, and it is not re-replicated. */
+  forget(key: string): void {
+    this.invalidate(key);
+    this.wants.delete(key);
+  }
+
+  /** The oldest generation of a copy in flight with space on the segment (write fences must not refuse it). */
+  oldestGeneration(segmentId: number): number | undefined {
+    let oldest: number | undefined;
+    for (const c of this.copies.values()) {
+      if (oldest !== undefined && c.gen >= oldest) continue;
+      for (let i = 0; i < c.target.length; i += HANDLE_FIELDS) if (c.target[i] === segmentId) oldest = c.gen;
+    }
+    return oldest;
+  }
+
+  /**
+   * Copies for a client that can make them: up to COPIES_PER_PING, within COPIES_IN_FLIGHT_MAX.
+   * `gen` is the write generation their targets get.
+   */
+  assign(clientId: string, now: number, gen: number): ReplicaCopy__Output[] {
+    let out: ReplicaCopy__Output[] | undefined;
+    let scanned = 0;
+    const later: [string, Want][] = [];
+    for (const [key, want] of this.wants) {
+      if (this.copies.size >= COPIES_IN_FLIGHT_MAX || (out?.length ?? 0) >= COPIES_PER_PING || scanned++ >= SCAN_PER_PING) break;
+      if (this.byKey.has(key)) continue;
+      const meta = this.objects.get(key);
+      if (meta === undefined || meta.replicaCount >= want.replicas) {
+        this.wants.delete(key);
+        continue;
+      }
+      const copy = meta.complete ? this.start(key, meta, clientId, now, gen) : undefined;
+      if (copy === undefined) {
+        // Not now (a write in flight, no readable replica, no room): to the back of the queue.
+        this.wants.delete(key);
+        later.push([key, want]);
+        continue;
+      }
+      (out ??= []).push(copy);
+    }
+    for (const [key, want] of later) this.wants.set(key, want);
+    return out ?? [];
+  }
+
+  /** Places the new replica of `meta` and describes the copy, or undefined when it cannot be made now. */
+  private start(key: string, meta: ObjectMeta, clientId: string, now: number, gen: number): ReplicaCopy__Output | undefined {
+    const h = meta.h;
+    const slices = meta.slices;
+    const source = this.readableReplica(h, slices, now);
+    if (source < 0) return undefined;
+    // A slice's replicas are on distinct segments; different slices may share one.
+    const excluded: Set<number>[] = [];
+    for (let j = 0; j < slices; j++) excluded.push(new Set());
+    for (let k = 0; k < h.length / HANDLE_FIELDS; k++) excluded[k % slices]!.add(h[k * HANDLE_FIELDS]!);
+    if (this.placer.place(meta.sliceLengths(), 1, [], excluded) !== ErrorCode.OK) return undefined;
+    const target = this.placer.handles();
+    const copy: Copy = { id: this.nextId++, key, meta, target, gen, clientId, deadline: now + COPY_TIMEOUT_MS, stale: false };
+    this.copies.set(copy.id, copy);
+    this.byKey.set(key, copy);
+    const stride = slices * HANDLE_FIELDS;
+    return {
+      copy_id: copy.id,
+      key,
+      source: this.describe(h.slice(source * stride, (source + 1) * stride), slices, meta.flags, ReplicaStatus.COMPLETE, 0),
+      target: this.describe(target, slices, meta.flags, ReplicaStatus.INITIALIZED, gen),
+      slice_checksums: meta.checksums,
+    };
+  }
+
+  /** The first replica whose segments are all mounted and not suspect, or -1. */
+  private readableReplica(h: readonly number[], slices: number, now: number): number {
+    const stride = slices * HANDLE_FIELDS;
+    for (let r = 0, at = 0; at < h.length; r++, at += stride) {
+      let ok = true;
+      for (let i = at; i < at + stride && ok; i += HANDLE_FIELDS) {
+        const seg = this.segments.byId(h[i]!);
+        ok = seg !== undefined && seg.status === 'MOUNTED' && !(seg.suspectUntil > now);
+      }
+      if (ok) return r;
+    }
+    return -1;
+  }
+
+  private describe(handles: number[], slices: number, flags: number, status: number, gen: number): ReplicaInfo__Output {
+    const one = ObjectMeta.create(handles, slices, (flags & ~0x7) | status, 0, 0);
+    return replicaList(this.segments, one, gen)[0]!;
+  }
+
+  /**
+   * A copier's report. `ok`: every byte is at the target; the replica joins the object unless the
+   * copy went stale. Not ok: the target's space is quarantined and the object queued again (left
+   * short after COPY_ATTEMPTS). Returns OBJECT_NOT_FOUND for a copy this master does not know
+   * (given up already, or assigned by another master) and INVALID_PARAMS for another client's.
+   */
+  done(clientId: string, copyId: number, ok: boolean): number {
+    const c = this.copies.get(copyId);
+    if (c === undefined) return ErrorCode.OBJECT_NOT_FOUND;
+    if (c.clientId !== clientId) return ErrorCode.INVALID_PARAMS;
+    this.end(c);
+    if (!ok) {
+      this.giveUp(c);
+      return ErrorCode.OK;
+    }
+    const meta = this.objects.get(c.key);
+    if (c.stale || meta !== c.meta || !meta.complete || !this.targetMounted(c.target)) {
+      freeHandles(this.segments, c.target); // every byte landed: nothing can still arrive
+      return ErrorCode.OK;
+    }
+    meta.h = meta.h.concat(c.target);
+    this.copied++;
+    const want = this.wants.get(c.key);
+    if (want !== undefined && meta.replicaCount >= want.replicas) this.wants.delete(c.key);
+    return ErrorCode.OK;
+  }
+
+  /** Gives up copies not reported in time. */
+  expire(now: number): void {
+    for (const c of this.copies.values()) {
+      if (c.deadline > now) continue;
+      this.end(c);
+      this.giveUp(c);
+    }
+  }
+
+  stats(): ReReplicationStats {
+    return { underReplicated: this.wants.size, copiesInFlight: this.copies.size, copied: this.copied, failed: this.failed, abandoned: this.abandoned };
+  }
+
+  private end(c: Copy): void {
+    this.copies.delete(c.id);
+    if (this.byKey.get(c.key) === c) this.byKey.delete(c.key);
+  }
+
+  /** A failed or lost copy: its bytes may still be on the way, so its space waits for a fence. */
+  private giveUp(c: Copy): void {
+    quarantineHandles(this.segments, c.target, c.gen);
+    this.failed++;
+    const want = this.wants.get(c.key);
+    if (want !== undefined && ++want.failures >= COPY_ATTEMPTS) {
+      this.wants.delete(c.key);
+      this.abandoned++;
+    }
+  }
+
+  /** Whether every segment of the target is still mounted (one unmounted meanwhile took its space with it). */
+  private targetMounted(target: readonly number[]): boolean {
+    for (let i = 0; i < target.length; i += HANDLE_FIELDS) if (this.segments.byId(target[i]!)?.status !== 'MOUNTED') return false;
+    return true;
+  }
+}
