@@ -1,5 +1,5 @@
 import { BufferPool, type PoolRegion } from './buffer-pool.js';
-import { OffsetAllocator } from '../master/core/offset-allocator.js';
+import { OffsetAllocator } from '../common/offset-allocator.js';
 import { BufferExhaustedError, InvalidParamsError } from './errors.js';
 
 function bufferView(b: Buffer): (offset: number, length: number) => Buffer {

@@ -4,7 +4,7 @@
 // (leases outstanding), max_bytes (bytes outstanding) and an acquire timeout; a blocking acquire
 // waits in FIFO order. A released lease refuses further use.
 import { BufferExhaustedError, InvalidParamsError } from './errors.js';
-import type { AllocHandle, BufferAllocator } from '../master/core/buffer-allocator.js';
+import type { AllocHandle, BufferAllocator } from '../common/buffer-allocator.js';
 
 /** A piece of registered memory: its address (for the transfer engine) and windows over it. */
 export interface PoolRegion {

@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { ErrorCode } from '../common/error-code.js';
 import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
 import { BufferPool, type BufferLease, type PoolRegion } from './buffer-pool.js';
-import { OffsetAllocator } from '../master/core/offset-allocator.js';
+import { OffsetAllocator } from '../common/offset-allocator.js';
 import { checkKey, DataPath, type BatchGetIntoResult, type BatchGetResult, type BatchWriteResult, type OwnSegment, type PutConfig, type Value } from './data-path.js';
 import { InvalidParamsError, ObjectNotFoundError, StoreError, UnavailableError } from './errors.js';
 import { FenceKeeper } from './fence-keeper.js';

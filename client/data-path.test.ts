@@ -7,7 +7,7 @@ import { ReplicaCache } from './replica-cache.js';
 import { copyWithCrc32c, crc32c } from '../native/index.js';
 import { ARENA_RESULT_BYTES, DataPath, LARGE_VALUE_BYTES, type MasterApi, type OwnSegment } from './data-path.js';
 import { BufferPool } from './buffer-pool.js';
-import { OffsetAllocator } from '../master/core/offset-allocator.js';
+import { OffsetAllocator } from '../common/offset-allocator.js';
 import { InvalidParamsError, LeaseExpiredError, ObjectNotFoundError, TransferError, UnavailableError } from './errors.js';
 import { ErrorCode } from '../common/error-code.js';
 import type { EngineTransferOp, MappedRegion, ResultArenaPort, TransferEnginePort } from './native-port.js';

@@ -8,6 +8,7 @@
 //
 // A restart of the real client is survived: calls in flight fail with UnavailableError, the next
 // call reconnects (within its deadline) and registers the regions again.
+import { splitHostPort, type HostPort } from '../common/host-port.js';
 import { randomUUID } from 'node:crypto';
 import { existsSync, unlinkSync } from 'node:fs';
 import { connect as netConnect, type Socket } from 'node:net';
@@ -16,7 +17,7 @@ import { ErrorCode } from '../common/error-code.js';
 import { clientMethod } from '../common/client-proto.js';
 import type { MethodInfo } from '../common/service-proto.js';
 import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
-import { OffsetAllocator } from '../master/core/offset-allocator.js';
+import { OffsetAllocator } from '../common/offset-allocator.js';
 import { BufferPool, type BufferLease, type PoolRegion } from './buffer-pool.js';
 import type { BatchGetIntoResult, BatchGetResult, BatchWriteResult, PutConfig, Value } from './data-path.js';
 import { InvalidParamsError, remoteStoreError, StoreError, UnavailableError } from './errors.js';
@@ -124,7 +125,7 @@ export class DummyClient implements StoreClient {
     const env = opts.env ?? process.env;
     const address = opts.address ?? env.STORE_SIDECAR_ADDRESS ?? '';
     const shmDir = opts.shmDir ?? env.STORE_SHM_DIR ?? '/dev/shm';
-    const port = /:(\d+)$/.exec(address)?.[1];
+    const port = splitHostPort(address)?.port;
     const socketPath = opts.socketPath ?? (port ? join(shmDir, `kvstore-${port}.sock`) : '');
     if (!address && !socketPath) throw new InvalidParamsError('DummyClient: no real client address (set STORE_SIDECAR_ADDRESS or pass address/socketPath)');
     const size = opts.bufferSize ?? parseSizeEnv(env.STORE_DUMMY_BUFFER_SIZE, 256 * MiB);
@@ -555,10 +556,10 @@ async function callRaw(channel: MasterChannel, method: MethodInfo, req: object, 
   return r;
 }
 
-function hostPort(address: string): { host: string; port: number } {
-  const mm = /^\[?([^\]]*?)\]?:(\d+)$/.exec(address.trim());
-  if (!mm) throw new InvalidParamsError(`DummyClient: invalid real client address "${address}": expected host:port`);
-  return { host: mm[1], port: Number(mm[2]) };
+function hostPort(address: string): HostPort {
+  const hp = splitHostPort(address);
+  if (!hp) throw new InvalidParamsError(`DummyClient: invalid real client address "${address}": expected host:port`);
+  return hp;
 }
 
 function openSocket(where: { path: string } | { host: string; port: number }): Promise<Socket> {

@@ -1,6 +1,7 @@
 // Typed errors raised by the client library. Each carries the ErrorCode from the proto (numeric, one
 // range per subsystem), its name, and the underlying `cause` (an RPC status, a transfer failure...).
 import { ErrorCode, errorCodeName } from '../common/error-code.js';
+import type { TransferErrorCode } from '../native/errors.js';
 
 export type ErrorCodeNumber = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -137,4 +138,25 @@ export class UnavailableError extends StoreError {
     super(options?.code ?? ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS, message, options);
     this.name = 'UnavailableError';
   }
+}
+
+/**
+ * The ErrorCode of each failure of the native transfer engine (native/errors.ts), the one table
+ * of it. A remote STALE_REGION (planned before the owner registered the memory again) and FENCED
+ * (a write generation the owner refuses) are transfer failures: the caller plans again.
+ */
+const TRANSFER_ERROR_CODES: Readonly<Record<TransferErrorCode, number>> = {
+  ADDRESS_OUT_OF_RANGE: ErrorCode.ADDRESS_OUT_OF_RANGE,
+  TRANSFER_FAILED: ErrorCode.TRANSFER_FAILED,
+  TIMEOUT: ErrorCode.TRANSFER_FAILED,
+  CONNECTION_FAILED: ErrorCode.TRANSFER_FAILED,
+  INVALID_ARGUMENT: ErrorCode.TRANSFER_FAILED,
+  STALE_REGION: ErrorCode.TRANSFER_FAILED,
+  FENCED: ErrorCode.TRANSFER_FAILED,
+};
+
+/** The ErrorCode of an engine rejection (by its `code`; anything unknown is TRANSFER_FAILED). */
+export function transferErrorCode(e: unknown): number {
+  const c = (e as { code?: unknown } | null)?.code;
+  return typeof c === 'string' && Object.hasOwn(TRANSFER_ERROR_CODES, c) ? TRANSFER_ERROR_CODES[c as TransferErrorCode] : ErrorCode.TRANSFER_FAILED;
 }

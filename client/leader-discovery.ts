@@ -3,6 +3,7 @@
 // /<cluster>/master/leader written by the elected master (master/ha/) is read and its
 // `host:port` returned. The cluster id comes from the path, else MC_STORE_CLUSTER_ID, else
 // 'store_cluster' (the master's --cluster_id default). watchLeader polls and reports changes.
+import { splitHostPort } from '../common/host-port.js';
 import { Etcd3 } from 'etcd3';
 import { Redis } from 'ioredis';
 import { ErrorCode } from '../common/error-code.js';
@@ -25,9 +26,6 @@ function invalid(addr: string, why: string): StoreError {
   return new StoreError(ErrorCode.INVALID_PARAMS, `master_server_address "${addr}": ${why}`);
 }
 
-function hostPortOk(hp: string): boolean {
-  return /^(\[[0-9a-fA-F:.]+\]|[^\s:/;[\]]+):\d{1,5}$/.test(hp);
-}
 
 /** Parses master_server_address; throws StoreError(INVALID_PARAMS) with the reason. */
 export function parseMasterAddress(addr: string, env: Env = process.env): MasterAddress {
@@ -36,17 +34,16 @@ export function parseMasterAddress(addr: string, env: Env = process.env): Master
   const m = /^(etcd|redis):\/\/([^/]*)(?:\/(.*))?$/.exec(a);
   if (!m) {
     if (/^[a-z][a-z0-9+.-]*:\/\//i.test(a)) throw invalid(addr, 'unknown scheme (expected host:port, etcd://h:p;h:p or redis://h:p)');
-    if (!hostPortOk(a)) throw invalid(addr, 'expected host:port');
+    if (!splitHostPort(a)) throw invalid(addr, 'expected host:port');
     return { kind: 'direct', address: a };
   }
   const clusterId = m[3] ? decodeURIComponent(m[3]) : envCluster;
   const hosts = m[2].split(/[;,]/).map((h) => h.trim()).filter((h) => h !== '');
   if (hosts.length === 0) throw invalid(addr, `no ${m[1]} endpoint`);
-  for (const h of hosts) if (!hostPortOk(h)) throw invalid(addr, `endpoint "${h}" is not host:port`);
+  for (const h of hosts) if (!splitHostPort(h)) throw invalid(addr, `endpoint "${h}" is not host:port`);
   if (m[1] === 'etcd') return { kind: 'etcd', endpoints: hosts.map((h) => `http://${h}`), clusterId };
   if (hosts.length > 1) throw invalid(addr, 'redis:// takes one host:port');
-  const i = hosts[0].lastIndexOf(':');
-  return { kind: 'redis', host: hosts[0].slice(0, i).replace(/^\[|\]$/g, ''), port: Number(hosts[0].slice(i + 1)), clusterId };
+  return { kind: 'redis', ...splitHostPort(hosts[0])!, clusterId };
 }
 
 /** A reusable reader of the leader key. */

@@ -2,7 +2,7 @@ import { Duplex } from 'node:stream';
 import { CHANNEL_MAGIC, FrameDecoder, FrameKind, encodeFrame } from '../common/channel-frame.js';
 import { decodeMessage, encodeMessage, masterMethodByName } from '../common/master-proto.js';
 import type { GetReplicaListResponse__Output } from '../proto/gen/store/GetReplicaListResponse.js';
-import { MasterChannel, PendingCall, parseHostPort } from './master-channel.js';
+import { MasterChannel, PendingCall } from './master-channel.js';
 import { MasterClientClosedError, MasterConnectionError, MasterProtocolError, MasterTimeoutError } from './master-channel-errors.js';
 
 /** Two connected in-memory streams: what one writes, the other reads. */
@@ -159,16 +159,6 @@ describe('MasterChannel', () => {
     const ch = new MasterChannel(c, 'mem:1');
     await expect(ch.call(PS, { key: 'a', value_length: 'lots' })).rejects.toThrow(/PutStart: cannot encode/);
     expect(master.requests).toHaveLength(0);
-  });
-});
-
-describe('parseHostPort', () => {
-  it('splits host:port and [v6]:port', () => {
-    expect(parseHostPort('127.0.0.1:50051')).toEqual({ host: '127.0.0.1', port: 50051 });
-    expect(parseHostPort('[::1]:9')).toEqual({ host: '::1', port: 9 });
-  });
-  it.each(['127.0.0.1', ':80', 'h:0', 'h:99999', 'h:x'])('rejects %j', (a) => {
-    expect(() => parseHostPort(a)).toThrow(/invalid master address/);
   });
 });
 

@@ -1,6 +1,7 @@
 // Client end of the fast master channel: one TCP connection carrying many requests in flight,
 // matched to replies by request id. Frames are batched per tick; a single timer enforces the
 // request timeout. Transport-agnostic: it drives any Duplex (a net.Socket in production).
+import { parseHostPort } from '../common/host-port.js';
 import { connect as netConnect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { CHANNEL_MAGIC, FrameDecoder, FrameKind, FrameWriter } from '../common/channel-frame.js';
@@ -55,13 +56,6 @@ export interface MasterChannelOptions {
   peer?: string;
 }
 
-/** Splits "host:port" ("[v6]:port" too); throws on a malformed address. */
-export function parseHostPort(address: string): { host: string; port: number } {
-  const m = /^\[?([^\]]*?)\]?:(\d+)$/.exec(address.trim());
-  const port = m ? Number(m[2]) : NaN;
-  if (!m || m[1] === '' || !(port > 0 && port < 65536)) throw new Error(`invalid master address "${address}": expected host:port`);
-  return { host: m[1], port };
-}
 
 export class MasterChannel {
   private readonly pending = new Map<number, PendingCall>();
@@ -98,7 +92,7 @@ export class MasterChannel {
 
   /** Opens a TCP connection to `address` ("host:port") and waits until it is established. */
   static connect(address: string, opts: MasterChannelOptions = {}): Promise<MasterChannel> {
-    const { host, port } = parseHostPort(address);
+    const { host, port } = parseHostPort(address, 'master address');
     return new Promise((resolve, reject) => {
       const socket: Socket = netConnect({ host, port, noDelay: opts.noDelay ?? true });
       const timer = setTimeout(() => {

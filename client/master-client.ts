@@ -50,7 +50,8 @@ import type { UpsertRevokeResponse__Output } from '../proto/gen/store/UpsertRevo
 import type { UpsertStartRequest } from '../proto/gen/store/UpsertStartRequest.js';
 import type { UpsertStartResponse__Output } from '../proto/gen/store/UpsertStartResponse.js';
 import { masterMethodByName, type MethodInfo } from '../common/master-proto.js';
-import { MasterChannel, parseHostPort, type MasterChannelOptions } from './master-channel.js';
+import { parseHostPort } from '../common/host-port.js';
+import { MasterChannel, type MasterChannelOptions } from './master-channel.js';
 import { MasterClientClosedError } from './master-channel-errors.js';
 
 export * from './master-channel-errors.js';
@@ -105,7 +106,7 @@ export class MasterClient {
 
   /** Connects to a master at "host:port"; rejects with MasterConnectionError if unreachable. */
   static async connect(address: string, opts: MasterClientOptions = {}): Promise<MasterClient> {
-    parseHostPort(address);
+    parseHostPort(address, 'master address');
     return new MasterClient(address, await MasterChannel.connect(address, opts), opts);
   }
 

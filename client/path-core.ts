@@ -8,7 +8,7 @@ import type { MasterClient } from './master-client.js';
 import { ErrorCode } from '../common/error-code.js';
 import { keyProblem } from '../common/key-rules.js';
 import type { BufferPool } from './buffer-pool.js';
-import { InvalidParamsError, StoreError, TransferError, UnavailableError } from './errors.js';
+import { InvalidParamsError, StoreError, TransferError, transferErrorCode, UnavailableError } from './errors.js';
 import type { MappedRegion, ResultArenaPort, TransferEnginePort } from './native-port.js';
 import type { TransferMeter } from './client-metrics.js';
 import { RESULT_SLAB_BYTES, RESULT_SLAB_MAX_ITEM, ResultSlab } from './result-slab.js';
@@ -141,8 +141,7 @@ export function asBuffer(u: Uint8Array): Buffer {
 
 /** Turns an engine rejection into a TransferError carrying the right ErrorCode. */
 export function transferFailure(e: unknown, what: string): TransferError {
-  const code = (e as { code?: string })?.code === 'ADDRESS_OUT_OF_RANGE' ? ErrorCode.ADDRESS_OUT_OF_RANGE : ErrorCode.TRANSFER_FAILED;
-  return new TransferError(`${what}: ${(e as Error)?.message ?? String(e)}`, { cause: e, code });
+  return new TransferError(`${what}: ${(e as Error)?.message ?? String(e)}`, { cause: e, code: transferErrorCode(e) });
 }
 
 /** Puts of caller buffers from this size up register them in place instead of staging a copy. */

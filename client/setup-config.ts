@@ -1,6 +1,7 @@
 // The client's setup parameters (the spec's "Client setup parameters") and the environment
 // variables it honours, validated up front into one normalized settings object. Pure: the
 // environment is a parameter.
+import { splitHostPort } from '../common/host-port.js';
 import { parseSize } from '../common/size.js';
 import { InvalidParamsError, UnavailableError } from './errors.js';
 import { ErrorCode } from '../common/error-code.js';
@@ -99,12 +100,12 @@ export function resolveSettings(cfg: ClientSetupConfig, env: Env = process.env):
   if (!hostname) throw new InvalidParamsError('setup: local_hostname is required (host name or address of this node)');
   let host = hostname;
   let enginePort: number | undefined;
-  const m = /^(.*):(\d+)$/.exec(hostname);
-  if (m && !m[1].includes(':')) {
-    host = m[1];
-    enginePort = Number(m[2]);
-    if (enginePort < 1 || enginePort > 65535) throw new InvalidParamsError(`setup: local_hostname port out of range: ${hostname}`);
-  }
+  // "host" or "host:port" (the engine's port); a bare IPv6 address is a host.
+  const hp = splitHostPort(hostname);
+  if (hp) {
+    host = hp.host;
+    enginePort = hp.port;
+  } else if (/^[^:]*:\d+$/.test(hostname)) throw new InvalidParamsError(`setup: local_hostname port out of range: ${hostname}`);
   const metadataServer = String(cfg.metadata_server ?? '').trim();
   if (!metadataServer) throw new InvalidParamsError(`setup: metadata_server is required (${METADATA_SERVER_FORMS})`);
   const metadataProblem = metadataServerProblem(metadataServer);

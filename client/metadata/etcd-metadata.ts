@@ -1,6 +1,7 @@
 // etcd metadata backend: `etcd://h:p[;h:p...]` (etcd3 client, v3 API).
 import { Etcd3 } from 'etcd3';
-import { parseDescriptor, parseHostPort, segmentKey, type MetadataStore, type SegmentDescriptor } from './metadata-store.js';
+import { joinHostPort, parseHostPort } from '../../common/host-port.js';
+import { parseDescriptor, segmentKey, type MetadataStore, type SegmentDescriptor } from './metadata-store.js';
 
 /** "etcd://a:1;b:2" -> ["http://a:1", "http://b:2"]. */
 export function parseEtcdAddress(address: string): string[] {
@@ -9,7 +10,7 @@ export function parseEtcdAddress(address: string): string[] {
   if (hosts.length === 0) throw new Error(`invalid etcd address "${address}": expected etcd://host:port[;host:port]`);
   return hosts.map((h) => {
     const { host, port } = parseHostPort(h);
-    return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    return `http://${joinHostPort(host, port)}`;
   });
 }
 

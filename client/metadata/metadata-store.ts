@@ -40,10 +40,3 @@ export function parseDescriptor(key: string, text: string): SegmentDescriptor {
   return { te_endpoint: d.te_endpoint, protocol: d.protocol, buffer: d.buffer, size: d.size };
 }
 
-/** Splits "host:port" (IPv6 in brackets allowed); throws on anything else. */
-export function parseHostPort(text: string): { host: string; port: number } {
-  const m = /^(\[[^\]]+\]|[^:\s/]+):(\d{1,5})$/.exec(text.trim());
-  const port = m ? Number(m[2]) : NaN;
-  if (!m || port < 1 || port > 65535) throw new Error(`invalid address "${text}": expected host:port`);
-  return { host: m[1].replace(/^\[|\]$/g, ''), port };
-}

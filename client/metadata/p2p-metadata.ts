@@ -1,7 +1,8 @@
 // Peer-handshake metadata (`metadata_server` = "P2PHANDSHAKE"): no metadata service at all. A
 // segment's name is the host:port of the transfer engine serving it, optionally followed by
 // "/<suffix>" for a client's further segments (`10.0.0.5:12345/2`), so a lookup is a parse.
-import { parseHostPort, type MetadataStore, type SegmentDescriptor } from './metadata-store.js';
+import { parseHostPort } from '../../common/host-port.js';
+import type { MetadataStore, SegmentDescriptor } from './metadata-store.js';
 
 export const P2P_HANDSHAKE = 'P2PHANDSHAKE';
 

@@ -11,7 +11,7 @@
 // slice of every put (no request, result or buffer object per call).
 import { ErrorCode } from '../../common/error-code.js';
 import { MemoryType } from '../../proto/gen/store/MemoryType.js';
-import type { AllocHandle, MutableAllocHandle } from './buffer-allocator.js';
+import type { AllocHandle, MutableAllocHandle } from '../../common/buffer-allocator.js';
 import type { Rng } from './rng.js';
 import { randomIndex } from './rng.js';
 import type { Segment, SegmentPool } from './segment-registry.js';

@@ -1,8 +1,8 @@
 // Mounted segments: one buffer allocator each, a small integer id per segment (what object
 // metadata stores instead of the name), lookup by name and by id, and the list of segments open
 // for new allocations (MOUNTED, not in an unmount grace period) in mount order.
-import { OffsetAllocator } from './offset-allocator.js';
-import type { BufferAllocator } from './buffer-allocator.js';
+import { OffsetAllocator } from '../../common/offset-allocator.js';
+import type { BufferAllocator } from '../../common/buffer-allocator.js';
 import { WriteFence } from './write-fence.js';
 
 export type SegmentStatus = 'MOUNTED' | 'UNMOUNTING';

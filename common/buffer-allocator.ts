@@ -1,5 +1,6 @@
-// The per-segment space allocator interface (the spec's BufferAllocatorBase): one instance per
-// mounted segment, constructed from (segmentName, baseAddress, size).
+// The space allocator interface (the spec's BufferAllocatorBase): the master has one per mounted
+// segment, constructed from (segmentName, baseAddress, size); clients carve their staging
+// memory and result arenas with the same allocator.
 
 /** One live allocation. `block` is the allocator's own id for it; keep it to free the space. */
 export interface AllocHandle {

@@ -1,0 +1,23 @@
+import { ErrorCode } from '../common/error-code.js';
+import { TransferErrorCode } from '../native/errors.js';
+import { InvalidParamsError, ObjectNotFoundError, StoreError, TransferError, transferErrorCode } from './errors.js';
+
+describe('client errors', () => {
+  it('maps every native transfer failure to an ErrorCode', () => {
+    for (const code of Object.values(TransferErrorCode)) {
+      const expected = code === 'ADDRESS_OUT_OF_RANGE' ? ErrorCode.ADDRESS_OUT_OF_RANGE : ErrorCode.TRANSFER_FAILED;
+      expect(transferErrorCode(Object.assign(new Error('x'), { code }))).toBe(expected);
+    }
+    expect(transferErrorCode(new Error('no code'))).toBe(ErrorCode.TRANSFER_FAILED);
+    expect(transferErrorCode({ code: 'toString' })).toBe(ErrorCode.TRANSFER_FAILED); // not a table key
+  });
+
+  it('gives each status code its subclass and name', () => {
+    const e = StoreError.fromCode(ErrorCode.OBJECT_NOT_FOUND, 'get "k"');
+    expect(e).toBeInstanceOf(ObjectNotFoundError);
+    expect(e.message).toBe('get "k": OBJECT_NOT_FOUND');
+    expect(StoreError.fromCode(ErrorCode.INVALID_KEY, 'put')).toMatchObject({ code: ErrorCode.INVALID_KEY, codeName: 'INVALID_KEY' });
+    expect(StoreError.fromCode(ErrorCode.INVALID_KEY, 'put')).toBeInstanceOf(InvalidParamsError);
+    expect(StoreError.fromCode(ErrorCode.CHECKSUM_MISMATCH, 'get')).toBeInstanceOf(TransferError);
+  });
+});
