@@ -323,7 +323,20 @@ export class Client implements StoreClient {
     }
   }
 
+  /** Setup's steps, in order; setup() releases what they acquired when one fails. */
   private async init(): Promise<void> {
+    this.mapLocalMemory();
+    this.mapSegment();
+    this.buildDataPath();
+    await this.register();
+    this.startHeartbeat();
+    this.startSummary();
+    if (parseMasterAddress(this.settings.masterAddress, this.options.env ?? process.env).kind !== 'direct') this.followLeader();
+  }
+
+
+  /** The local buffer (staging pool, with overflow regions on demand) and the result arena. */
+  private mapLocalMemory(): void {
     const s = this.settings;
     if (s.localBufferSize > 0) {
       const { region } = this.mapRegion(s.localBufferSize, `store-local-${this.clientId}`, false);
@@ -354,6 +367,11 @@ export class Client implements StoreClient {
       this.engine.registerRegion(arena.address, arena.size, { serve: false });
       this.resultArena = arena;
     }
+  }
+
+  /** The global segment this client contributes (mounted by register()). */
+  private mapSegment(): void {
+    const s = this.settings;
     if (s.globalSegmentSize > 0) {
       const { region, incarnation } = this.mapRegion(s.globalSegmentSize, `store-segment-${this.clientId}`, true);
       if (this.options.prefaultSegment) {
@@ -364,6 +382,11 @@ export class Client implements StoreClient {
       const name = this.engine.endpoint;
       this.segments.set(name, { name, id: randomUUID(), region, incarnation });
     }
+  }
+
+  /** Write fences, the data path, the replica copier and the client's own metrics. */
+  private buildDataPath(): void {
+    const s = this.settings;
     this.fences = new FenceKeeper({
       segment: (name) => {
         const seg = this.segments.get(name);
@@ -422,7 +445,11 @@ export class Client implements StoreClient {
       addRegionGauges(this.metrics, () => this.regionTotals());
       this.mismatches = this.metrics.addCounter('store_client_checksum_mismatches_total', 'replicas whose bytes did not have the CRC-32C their writer recorded (the read tried the next replica)', ['segment']);
     }
+  }
 
+  /** Connects to the master (the leader, in HA mode) and mounts the segments, retried with backoff. */
+  private async register(): Promise<void> {
+    const s = this.settings;
     const signal = this.options.signal;
     for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) throw setupAborted(signal, `before registration attempt ${attempt}`);
@@ -456,6 +483,11 @@ export class Client implements StoreClient {
         await backoff(wait, signal);
       }
     }
+  }
+
+  /** Liveness pings (with fence acks and replica copies), and remounts when the master asks. */
+  private startHeartbeat(): void {
+    const s = this.settings;
     this.heartbeat = new Heartbeat({
       intervalMs: this.options.heartbeatIntervalMs ?? 1000,
       ping: async () => {
@@ -481,8 +513,6 @@ export class Client implements StoreClient {
       },
     });
     this.heartbeat.start();
-    this.startSummary();
-    if (parseMasterAddress(s.masterAddress, this.options.env ?? process.env).kind !== 'direct') this.followLeader();
   }
 
   /** The memory this client holds (the region gauges). */
