@@ -18,7 +18,7 @@ const hasRedis = (() => {
 })();
 
 
-const haIt = hasRedis ? it : it.skip;
+const haIt = hasRedis ? it : (((name: string, fn?: jest.ProvidesCallback, timeout?: number) => it.skip(`${name} (skipped: no redis-server on PATH; apt-get install redis-server)`, fn, timeout)) as jest.It);
 
 describe('client with HA masters', () => {
   const procs: ChildProcess[] = [];

@@ -105,7 +105,11 @@ describe('HTTP metadata server backend', () => {
   });
 });
 
-const etcdIt = hasBinary('etcd') ? it : it.skip;
+/** `it`, or a skip that says why when the server binary is missing. */
+const itWith = (binary: string, pkg: string): jest.It =>
+  hasBinary(binary) ? it : (((name: string, fn?: jest.ProvidesCallback, timeout?: number) => it.skip(`${name} (skipped: no ${binary} on PATH; apt-get install ${pkg})`, fn, timeout)) as jest.It);
+
+const etcdIt = itWith('etcd', 'etcd-server');
 describe('etcd backend (real etcd)', () => {
   let proc: ChildProcess | undefined;
   let dir = '';
@@ -141,7 +145,7 @@ describe('etcd backend (real etcd)', () => {
   });
 });
 
-const redisIt = hasBinary('redis-server') ? it : it.skip;
+const redisIt = itWith('redis-server', 'redis-server');
 describe('Redis backend (real redis-server)', () => {
   let proc: ChildProcess | undefined;
   let address = '';

@@ -68,11 +68,14 @@ describe('Election', () => {
     e.renewStarted(1700);
     // The renewal hangs: the shell waits for the deadline, not for the answer.
     expect(e.next(2000)).toEqual({ do: 'wait', untilMs: 3500 });
+    // It serves until the renew deadline of its last renewal (the acquisition at 0), which falls
+    // before a rival may take the lease (0 + leaseDurationMs).
+    expect(e.servingDeadline).toBe(T.renewDeadlineMs);
+    expect(e.servingDeadline).toBeLessThan(0 + T.leaseDurationMs);
     expect(e.check(3499)).toBeUndefined();
     expect(e.check(3500)).toBe('deposed');
     expect(e.role).toBe('follower');
     expect(e.isServing(3500)).toBe(false);
-    expect(3500).toBeLessThan(0 + T.leaseDurationMs);
     // The late answer of the hung renewal is ignored.
     expect(e.renewDone(1700, 3600, 'renewed')).toBeUndefined();
     expect(e.role).toBe('follower');
