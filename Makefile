@@ -1,7 +1,7 @@
 # One entry point for the project's jobs. `make run` is the main job, `make test` the whole suite.
 NODE_MODULES := node_modules/.installed
 
-.PHONY: all install build test test-python pytest-python unit e2e run bench clean lint
+.PHONY: all install build typecheck test test-python pytest-python unit e2e run bench clean lint
 
 all: build
 
@@ -14,12 +14,16 @@ install: $(NODE_MODULES)
 build: install
 	npm run build
 
+# The type check of everything, tests included (the build's tsconfig leaves tests out of dist/).
+typecheck: build
+	npm run typecheck
+
 # Unit tests (pure cores, no sockets) and e2e tests (real processes on 127.0.0.1).
 # --forceExit is a safety net: a test that fails half-way may leave a child process behind,
 # and CI must then report the failure instead of waiting forever for jest to exit.
 JEST := npm run jest -- --ci --forceExit
 
-test: build
+test: build typecheck
 	$(JEST)
 	$(MAKE) pytest-python
 

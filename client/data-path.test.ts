@@ -170,7 +170,7 @@ function scriptedMaster(endpoints: string[]) {
 function ownSegment(engine: MemoryEngine, endpoint: string): OwnSegment {
   const mem = engine.segments.get(endpoint)!;
   const region = { address: 0, size: mem.length, view: (o: number, n: number) => mem.subarray(o, o + n) } as unknown as MappedRegion;
-  return { name: endpoint, id: endpoint, region };
+  return { name: endpoint, id: endpoint, region, incarnation: 0 };
 }
 
 /** Records every meter call as "kind dir bytes". */
@@ -666,7 +666,7 @@ describe('replica lists reused under their lease', () => {
     for (const k of ['a', 'b', 'c']) await path.get(k);
     expect(path.replicaCacheStats().entries).toBe(3);
     const small = new ReplicaCache(2);
-    const res = { status_code: 0, replica_list: [], lease_ttl_ms: 5000 };
+    const res = { status_code: 0, replica_list: [], lease_ttl_ms: 5000, slice_checksums: [] };
     small.remember('a', res, 0);
     small.remember('b', res, 0);
     small.remember('c', res, 0);

@@ -5,7 +5,7 @@ function manualTimers() {
   const pending: (() => void)[] = [];
   return { schedule: (_ms: number, fn: () => void) => (pending.push(fn), () => void pending.splice(pending.indexOf(fn), 1)), pending };
 }
-const answer = (need_remount: boolean): PingResponse__Output => ({ status_code: 0, view_version: 1, need_remount });
+const answer = (need_remount: boolean): PingResponse__Output => ({ status_code: 0, view_version: 1, need_remount, fences: [], copies: [] });
 
 describe('heartbeat', () => {
   it('pings every interval and remounts when the master no longer knows the client', async () => {

@@ -78,9 +78,9 @@ describe.each(['random', 'free_ratio_first'] as const)('BatchPutStart (%s strate
         let last: string[] = [];
         /** A batch end on `batched`, and the same keys ended one PutEnd at a time on `single`. */
         const end = (keys: string[]) =>
-          expect(batched.batchPutEnd({ keys, replica_type: MEMORY }, now)).toEqual({
+          expect(batched.batchPutEnd({ keys, replica_type: MEMORY, checksums: [], failed_segments: [] }, now)).toEqual({
             status_code: ErrorCode.OK,
-            results: keys.map((key) => ({ key, status_code: single.putEnd({ key, replica_type: MEMORY }, now).status_code })),
+            results: keys.map((key) => ({ key, status_code: single.putEnd({ key, replica_type: MEMORY, slice_checksums: [] }, now).status_code })),
           });
         for (const core of [batched, single]) SEGS.forEach((name, i) => core.mountSegment(mountReq(name, 12 * 1024, 'c', (i + 1) * 2 ** 32, `h${i}:1`), now));
         for (const o of ops) {
@@ -159,7 +159,7 @@ describe('reuse of deleted objects\' metadata', () => {
     core.mountSegment(mountReq('s0', 1 << 20, 'c', 2 ** 32), 0);
     for (const key of ['a', 'b']) {
       expect(core.putStart(putReq(key, 64), 0).status_code).toBe(ErrorCode.OK);
-      expect(core.putEnd({ key, replica_type: MEMORY }, 0).status_code).toBe(ErrorCode.OK);
+      expect(core.putEnd({ key, replica_type: MEMORY, slice_checksums: [] }, 0).status_code).toBe(ErrorCode.OK);
     }
     expect(core.getReplicaList({ key: 'a' }, 10).status_code).toBe(ErrorCode.OK); // leased until 110
     // the segment goes at once, taking the leased object with it
@@ -167,7 +167,7 @@ describe('reuse of deleted objects\' metadata', () => {
     core.mountSegment(mountReq('s0', 1 << 20, 'c', 2 ** 32), 10);
     for (const key of ['c', 'd']) {
       expect(core.putStart(putReq(key, 64), 10).status_code).toBe(ErrorCode.OK);
-      expect(core.putEnd({ key, replica_type: MEMORY }, 10).status_code).toBe(ErrorCode.OK);
+      expect(core.putEnd({ key, replica_type: MEMORY, slice_checksums: [] }, 10).status_code).toBe(ErrorCode.OK);
       expect(core.getReplicaList({ key }, 10).status_code).toBe(ErrorCode.OK); // leased until 110 too
     }
     expect(core.stats(50).activeLeases).toBe(2);
@@ -179,7 +179,7 @@ describe('reuse of deleted objects\' metadata', () => {
     const core = makeCore();
     core.mountSegment(mountReq('s0', 1 << 20, 'c', 2 ** 32), 0);
     const first = core.batchPutStart({ requests: ['a', 'b', 'c'].map((k) => putReq(k, 64)) }, 0);
-    core.batchPutEnd({ keys: ['a', 'b', 'c'], replica_type: MEMORY }, 0);
+    core.batchPutEnd({ keys: ['a', 'b', 'c'], replica_type: MEMORY, checksums: [], failed_segments: [] }, 0);
     const before = first.results.map((r) => r.replica_list);
     for (const key of ['a', 'b']) expect(core.remove({ key, force: false }, 1).status_code).toBe(ErrorCode.OK);
     const again = core.batchPutStart({ requests: ['x', 'y', 'z'].map((k) => putReq(k, [32, 32])) }, 2);

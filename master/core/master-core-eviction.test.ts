@@ -56,7 +56,7 @@ describe('leases', () => {
     expect(core.remove({ key: 'nope', force: false }, 0).status_code).toBe(ErrorCode.OBJECT_NOT_FOUND);
     core.putStart(putReq('w', 1024), 0);
     expect(core.remove({ key: 'w', force: true }, 0).status_code).toBe(ErrorCode.REPLICA_IS_NOT_READY);
-    expect(core.putEnd({ key: 'w', replica_type: MEMORY }, 0).status_code).toBe(ErrorCode.OK);
+    expect(core.putEnd({ key: 'w', replica_type: MEMORY, slice_checksums: [] }, 0).status_code).toBe(ErrorCode.OK);
   });
 });
 
@@ -154,7 +154,7 @@ describe('eviction', () => {
     expect(['a', 'b', 'c', 'd'].map((k) => exists(core, k))).toEqual([true, true, false, true]);
     expect(core.stats(LEASE * 3 + 1).evictionsTotal).toBe(1);
     // the rest of the round's target (ceil(4 * 0.5) = 2) is paid by the next sweep
-    core.ping({ client_id: 'client-a' }, LEASE * 3 + 2); // the segment's owner is alive
+    core.ping({ client_id: 'client-a', fence_acks: [], can_copy: false }, LEASE * 3 + 2); // the segment's owner is alive
     expect(core.sweep(LEASE * 3 + 2).evictedObjects).toBe(1);
     expect(['a', 'b', 'c', 'd'].map((k) => exists(core, k))).toEqual([true, true, false, false]);
     expect(core.sweep(LEASE * 3 + 3).evictedObjects).toBe(0);
@@ -287,7 +287,7 @@ describe('eviction', () => {
     const core = coreWithSlots(2, { evictionRatio: 0.5 });
     core.putStart(putReq('z1', 1024), 0);
     core.putStart(putReq('z2', 1024), 0);
-    core.ping({ client_id: 'client-a' }, release); // the segment's owner is alive
+    core.ping({ client_id: 'client-a', fence_acks: [], can_copy: false }, release); // the segment's owner is alive
     expect(core.sweep(release + 1)).toEqual({ droppedClients: [], unmountedSegments: [], evictedObjects: 0, releasedZombies: 2, underReplicated: 0 });
     expect(usage(core)['seg']).toBe(0);
   });

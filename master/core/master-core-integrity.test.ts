@@ -46,10 +46,10 @@ describe('write fences', () => {
     // the same space cannot be handed to another writer now
     const other = core.putStart(putReq('k2', 4096), 12);
     expect(other.replica_list[0]!.handles[0]!.buffer).not.toBe(0x1000_0000);
-    const ping = core.ping({ client_id: 'owner', fence_acks: [] }, 13);
+    const ping = core.ping({ client_id: 'owner', fence_acks: [], can_copy: false }, 13);
     expect(ping.fences).toEqual([{ segment_name: 's0', version: 1, below: 13, revoked: [] }]); // k2 (gen 13) is still open
     expect(usage(core).s0).toBe(8192);
-    core.ping({ client_id: 'owner', fence_acks: [{ segment_name: 's0', version: 1 }] }, 14);
+    core.ping({ client_id: 'owner', fence_acks: [{ segment_name: 's0', version: 1 }], can_copy: false }, 14);
     expect(usage(core).s0).toBe(4096); // only k2's space is in use now
   });
 
@@ -58,11 +58,11 @@ describe('write fences', () => {
     core.putStart(putReq('old', 1024), 1); // generation 2, stays open
     core.putStart(putReq('gone', 1024), 5); // generation 6
     core.putRevoke({ key: 'gone', replica_type: MEMORY, failed_segments: [] }, 7);
-    const f = core.ping({ client_id: 'owner', fence_acks: [] }, 8).fences[0]!;
+    const f = core.ping({ client_id: 'owner', fence_acks: [], can_copy: false }, 8).fences[0]!;
     expect(f).toMatchObject({ below: 2, revoked: [6] });
-    core.ping({ client_id: 'intruder', fence_acks: [{ segment_name: 's0', version: f.version }] }, 9);
+    core.ping({ client_id: 'intruder', fence_acks: [{ segment_name: 's0', version: f.version }], can_copy: false }, 9);
     expect(usage(core).s0).toBe(2048); // an ack from anyone but the owner frees nothing
-    core.ping({ client_id: 'owner', fence_acks: [{ segment_name: 's0', version: f.version }] }, 9);
+    core.ping({ client_id: 'owner', fence_acks: [{ segment_name: 's0', version: f.version }], can_copy: false }, 9);
     expect(usage(core).s0).toBe(1024);
   });
 
@@ -72,9 +72,9 @@ describe('write fences', () => {
     core.putStart(putReq('zombie', 4096), 0);
     core.sweep(500); // releases the zombie
     expect(usage(core).s0).toBe(4096);
-    const f = core.ping({ client_id: 'owner', fence_acks: [] }, 501).fences[0]!;
+    const f = core.ping({ client_id: 'owner', fence_acks: [], can_copy: false }, 501).fences[0]!;
     expect(f.below).toBe(502);
-    core.ping({ client_id: 'owner', fence_acks: [{ segment_name: 's0', version: f.version }] }, 502);
+    core.ping({ client_id: 'owner', fence_acks: [{ segment_name: 's0', version: f.version }], can_copy: false }, 502);
     expect(usage(core).s0).toBe(0);
   });
 
@@ -84,7 +84,7 @@ describe('write fences', () => {
     core.putStart(putReq('k', 4096), 1);
     core.putRevoke({ key: 'k', replica_type: MEMORY, failed_segments: [] }, 2);
     expect(usage(core).plain).toBe(0);
-    expect(core.ping({ client_id: 'owner', fence_acks: [] }, 3).fences).toEqual([]);
+    expect(core.ping({ client_id: 'owner', fence_acks: [], can_copy: false }, 3).fences).toEqual([]);
   });
 });
 

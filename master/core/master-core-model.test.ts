@@ -59,16 +59,16 @@ describe('MasterCore under random operations', () => {
               core.upsertStart(putReq(key, o.slices, { replica_num: o.replicas, with_soft_pin: o.pin === 'soft' }), now);
               break;
             case 'end':
-              core.putEnd({ key, replica_type: MEMORY }, now);
+              core.putEnd({ key, replica_type: MEMORY, slice_checksums: [] }, now);
               break;
             case 'upsertEnd':
-              core.upsertEnd({ key, replica_type: MEMORY }, now);
+              core.upsertEnd({ key, replica_type: MEMORY, slice_checksums: [] }, now);
               break;
             case 'revoke':
-              core.putRevoke({ key, replica_type: MEMORY }, now);
+              core.putRevoke({ key, replica_type: MEMORY, failed_segments: [] }, now);
               break;
             case 'upsertRevoke':
-              core.upsertRevoke({ key, replica_type: MEMORY }, now);
+              core.upsertRevoke({ key, replica_type: MEMORY, failed_segments: [] }, now);
               break;
             case 'get':
               core.getReplicaList({ key }, now);
@@ -109,7 +109,7 @@ describe('MasterCore under random operations', () => {
           expect(core.checkIndexes()).toEqual([]);
         }
         now += 1e7;
-        expect(core.batchUpsertRevoke({ keys: KEYS, replica_type: MEMORY }, now).status_code).toBe(ErrorCode.OK);
+        expect(core.batchUpsertRevoke({ keys: KEYS, replica_type: MEMORY, checksums: [], failed_segments: [] }, now).status_code).toBe(ErrorCode.OK);
         core.removeAll({}, now);
         expect(core.stats(now).objects).toBe(0);
         expect(core.checkIndexes()).toEqual([]);

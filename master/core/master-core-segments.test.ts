@@ -10,11 +10,11 @@ const TTL = defaultMasterCoreConfig.clientTtlMs;
 describe('mount', () => {
   it('registers a segment and its client, generating a UUID segment id', () => {
     const core = makeCore({ viewVersion: 7 });
-    expect(core.ping({ client_id: 'c1', fence_acks: [] }, 0)).toEqual({ status_code: ErrorCode.OK, view_version: 7, need_remount: true, fences: [], copies: [] });
+    expect(core.ping({ client_id: 'c1', fence_acks: [], can_copy: false }, 0)).toEqual({ status_code: ErrorCode.OK, view_version: 7, need_remount: true, fences: [], copies: [] });
     const r = core.mountSegment(mountReq('seg-a', 1 << 20, 'c1', 0x7f00_0000_0000, '10.1.1.1:15000'), 5);
     expect(r.status_code).toBe(ErrorCode.OK);
     expect(r.segment_id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-    expect(core.ping({ client_id: 'c1', fence_acks: [] }, 6)).toEqual({ status_code: ErrorCode.OK, view_version: 7, need_remount: false, fences: [], copies: [] });
+    expect(core.ping({ client_id: 'c1', fence_acks: [], can_copy: false }, 6)).toEqual({ status_code: ErrorCode.OK, view_version: 7, need_remount: false, fences: [], copies: [] });
     expect(core.segmentsDetail()).toEqual([
       {
         segment_name: 'seg-a',
@@ -121,7 +121,7 @@ describe('unmount', () => {
     core.putStart(putReq('w', 1000, { replica_num: 2 }), 0);
     core.unmountSegment({ segment_name: 's0', client_id: '', grace_period_seconds: 0 }, 1);
     expect(core.queryKey('w')).toBeUndefined();
-    expect(core.putEnd({ key: 'w', replica_type: MEMORY }, 2).status_code).toBe(ErrorCode.OBJECT_NOT_FOUND);
+    expect(core.putEnd({ key: 'w', replica_type: MEMORY, slice_checksums: [] }, 2).status_code).toBe(ErrorCode.OBJECT_NOT_FOUND);
     expect(core.querySegment('s1')!.used).toBe(0);
   });
 
@@ -131,7 +131,7 @@ describe('unmount', () => {
     putObject(a, 'k', 1000, 0, { preferred_segment: 's0' });
     expect(a.upsertStart(putReq('k', 2000, { preferred_segment: 's1' }), 1).reused).toBe(false);
     a.unmountSegment({ segment_name: 's0', client_id: '', grace_period_seconds: 0 }, 2);
-    expect(a.upsertEnd({ key: 'k', replica_type: MEMORY }, 3).status_code).toBe(ErrorCode.OK);
+    expect(a.upsertEnd({ key: 'k', replica_type: MEMORY, slice_checksums: [] }, 3).status_code).toBe(ErrorCode.OK);
     expect(a.queryKey('k')!.map((r) => [r.handles[0]!.segment_name, r.handles[0]!.size])).toEqual([['s1', 2000]]);
     expect(a.querySegment('s1')!.used).toBe(2000);
     expect(a.checkIndexes()).toEqual([]);
@@ -140,7 +140,7 @@ describe('unmount', () => {
     putObject(r, 'k', 1000, 0, { preferred_segment: 's0' });
     r.upsertStart(putReq('k', 2000, { preferred_segment: 's1' }), 1);
     r.unmountSegment({ segment_name: 's0', client_id: '', grace_period_seconds: 0 }, 2);
-    expect(r.upsertRevoke({ key: 'k', replica_type: MEMORY }, 3).status_code).toBe(ErrorCode.OK);
+    expect(r.upsertRevoke({ key: 'k', replica_type: MEMORY, failed_segments: [] }, 3).status_code).toBe(ErrorCode.OK);
     expect(r.queryKey('k')).toBeUndefined();
     expect(r.querySegment('s1')!.used).toBe(0);
     // unmounting s1 instead revokes the upsert: the object is back on s0 as it was
@@ -163,8 +163,8 @@ describe('unmount', () => {
       const r = core.putStart(putReq(`n${i}`, 100, { preferred_segment: 's0' }), 1001);
       expect(r.replica_list[0]!.handles[0]!.segment_name).toBe('s1');
     }
-    core.ping({ client_id: 'c0' }, 5999);
-    core.ping({ client_id: 'c1' }, 5999);
+    core.ping({ client_id: 'c0', fence_acks: [], can_copy: false }, 5999);
+    core.ping({ client_id: 'c1', fence_acks: [], can_copy: false }, 5999);
     expect(core.sweep(5999).unmountedSegments).toEqual([]);
     expect(core.sweep(6000).unmountedSegments).toEqual(['s0']);
     expect(core.getReplicaList({ key: 'k' }, 6001).status_code).toBe(ErrorCode.OBJECT_NOT_FOUND);
@@ -178,20 +178,20 @@ describe('client liveness', () => {
     core.mountSegment(mountReq('s1', 1 << 20, 'c1', 1 << 30), 0);
     putObject(core, 'on0', 100, 0, { preferred_segment: 's0' });
     putObject(core, 'on1', 100, 0, { preferred_segment: 's1' });
-    core.ping({ client_id: 'c1' }, TTL);
+    core.ping({ client_id: 'c1', fence_acks: [], can_copy: false }, TTL);
     expect(core.sweep(TTL).droppedClients).toEqual([]);
     const report = core.sweep(TTL + 1);
     expect(report.droppedClients).toEqual(['c0']);
     expect(report.unmountedSegments).toEqual(['s0']);
     expect(core.queryKey('on0')).toBeUndefined();
     expect(core.queryKey('on1')).toBeDefined();
-    expect(core.ping({ client_id: 'c0' }, TTL + 2).need_remount).toBe(true);
-    expect(core.ping({ client_id: 'c1' }, TTL + 2).need_remount).toBe(false);
+    expect(core.ping({ client_id: 'c0', fence_acks: [], can_copy: false }, TTL + 2).need_remount).toBe(true);
+    expect(core.ping({ client_id: 'c1', fence_acks: [], can_copy: false }, TTL + 2).need_remount).toBe(false);
     expect(core.stats(TTL + 2).clients).toBe(1);
   });
 
   it('rejects a ping without a client id', () => {
-    expect(makeCore().ping({ client_id: '' }, 0).status_code).toBe(ErrorCode.INVALID_PARAMS);
+    expect(makeCore().ping({ client_id: '', fence_acks: [], can_copy: false }, 0).status_code).toBe(ErrorCode.INVALID_PARAMS);
   });
 });
 

@@ -32,7 +32,7 @@ describe('put lifecycle', () => {
     expect(core.getReplicaList({ key: 'k' }, 11).status_code).toBe(ErrorCode.REPLICA_IS_NOT_READY);
     expect(core.existKey({ key: 'k' }, 11)).toEqual({ status_code: ErrorCode.OK, exists: false, lease_ttl_ms: 0 });
 
-    expect(core.putEnd({ key: 'k', replica_type: MEMORY }, 12).status_code).toBe(ErrorCode.OK);
+    expect(core.putEnd({ key: 'k', replica_type: MEMORY, slice_checksums: [] }, 12).status_code).toBe(ErrorCode.OK);
     const got = core.getReplicaList({ key: 'k' }, 13);
     expect(got.status_code).toBe(ErrorCode.OK);
     expect(got.lease_ttl_ms).toBe(defaultMasterCoreConfig.defaultKvLeaseTtlMs);
@@ -40,7 +40,7 @@ describe('put lifecycle', () => {
     expect(got.replica_list[0]!.handles[0]!.status).toBe(BufStatus.BUF_STATUS_COMPLETE);
     expect(got.replica_list[0]!.handles[0]!.buffer).toBe(0x1000_0000);
     // PutEnd again is harmless (a retried call)
-    expect(core.putEnd({ key: 'k', replica_type: MEMORY }, 14).status_code).toBe(ErrorCode.OK);
+    expect(core.putEnd({ key: 'k', replica_type: MEMORY, slice_checksums: [] }, 14).status_code).toBe(ErrorCode.OK);
   });
 
   it('places each replica of a slice on a different segment, one handle per slice in order', () => {
@@ -92,19 +92,19 @@ describe('put lifecycle', () => {
     const core = coreWith(1);
     core.putStart(putReq('k', 5000, { replica_num: 1 }), 0);
     expect(usage(core)['seg-0']).toBeGreaterThan(0);
-    expect(core.putRevoke({ key: 'k', replica_type: MEMORY }, 1).status_code).toBe(ErrorCode.OK);
+    expect(core.putRevoke({ key: 'k', replica_type: MEMORY, failed_segments: [] }, 1).status_code).toBe(ErrorCode.OK);
     expect(usage(core)['seg-0']).toBe(0);
     expect(core.getReplicaList({ key: 'k' }, 2).status_code).toBe(ErrorCode.OBJECT_NOT_FOUND);
-    expect(core.putRevoke({ key: 'k', replica_type: MEMORY }, 3).status_code).toBe(ErrorCode.OBJECT_NOT_FOUND);
-    expect(core.putEnd({ key: 'k', replica_type: MEMORY }, 3).status_code).toBe(ErrorCode.OBJECT_NOT_FOUND);
+    expect(core.putRevoke({ key: 'k', replica_type: MEMORY, failed_segments: [] }, 3).status_code).toBe(ErrorCode.OBJECT_NOT_FOUND);
+    expect(core.putEnd({ key: 'k', replica_type: MEMORY, slice_checksums: [] }, 3).status_code).toBe(ErrorCode.OBJECT_NOT_FOUND);
   });
 
   it('refuses to revoke a complete object and to end or revoke a DISK replica', () => {
     const core = coreWith(1);
     putObject(core, 'k', 100, 0);
-    expect(core.putRevoke({ key: 'k', replica_type: MEMORY }, 1).status_code).toBe(ErrorCode.INVALID_PARAMS);
-    expect(core.putEnd({ key: 'k', replica_type: DISK }, 1).status_code).toBe(ErrorCode.INVALID_PARAMS);
-    expect(core.putRevoke({ key: '', replica_type: MEMORY }, 1).status_code).toBe(ErrorCode.INVALID_KEY);
+    expect(core.putRevoke({ key: 'k', replica_type: MEMORY, failed_segments: [] }, 1).status_code).toBe(ErrorCode.INVALID_PARAMS);
+    expect(core.putEnd({ key: 'k', replica_type: DISK, slice_checksums: [] }, 1).status_code).toBe(ErrorCode.INVALID_PARAMS);
+    expect(core.putRevoke({ key: '', replica_type: MEMORY, failed_segments: [] }, 1).status_code).toBe(ErrorCode.INVALID_KEY);
     expect(core.getReplicaList({ key: 'k' }, 2).status_code).toBe(ErrorCode.OK);
   });
 });
@@ -119,7 +119,7 @@ describe('zombie PutStart', () => {
     expect(core.putStart(putReq('k', 100), 1000 + discard).status_code).toBe(ErrorCode.OBJECT_ALREADY_EXISTS);
     expect(usage(core)).toEqual(before);
     // the first writer can still finish
-    expect(core.putEnd({ key: 'k', replica_type: MEMORY }, 1000 + discard).status_code).toBe(ErrorCode.OK);
+    expect(core.putEnd({ key: 'k', replica_type: MEMORY, slice_checksums: [] }, 1000 + discard).status_code).toBe(ErrorCode.OK);
     expect(core.getReplicaList({ key: 'k' }, 1000 + discard).replica_list[0]!.handles[0]!.buffer).toBe(first.replica_list[0]!.handles[0]!.buffer);
   });
 
@@ -132,7 +132,7 @@ describe('zombie PutStart', () => {
     expect(second.replica_list[0]!.handles[0]!.size).toBe(8192);
     expect(usage(core)['seg-0']).toBe(8192);
     expect(usedOnce).toBe(4096);
-    expect(core.putEnd({ key: 'k', replica_type: MEMORY }, 1000 + discard + 2).status_code).toBe(ErrorCode.OK);
+    expect(core.putEnd({ key: 'k', replica_type: MEMORY, slice_checksums: [] }, 1000 + discard + 2).status_code).toBe(ErrorCode.OK);
     expect(core.getReplicaList({ key: 'k' }, 1000 + discard + 3).replica_list[0]!.handles[0]!.size).toBe(8192);
   });
 });
@@ -168,7 +168,7 @@ describe('validation changes nothing', () => {
     expect(core.getReplicaList({ key: '' }, 0).status_code).toBe(ErrorCode.INVALID_KEY);
     expect(core.existKey({ key: '' }, 0).status_code).toBe(ErrorCode.INVALID_KEY);
     expect(core.remove({ key: '', force: false }, 0).status_code).toBe(ErrorCode.INVALID_KEY);
-    expect(core.putEnd({ key: '', replica_type: MEMORY }, 0).status_code).toBe(ErrorCode.INVALID_KEY);
+    expect(core.putEnd({ key: '', replica_type: MEMORY, slice_checksums: [] }, 0).status_code).toBe(ErrorCode.INVALID_KEY);
     expect(core.getReplicaList({ key: 'x'.repeat(5000) }, 0).status_code).toBe(ErrorCode.INVALID_KEY);
   });
 
@@ -189,10 +189,10 @@ describe('validation changes nothing', () => {
     expect(core.existKey({ key }, 1).status_code).toBe(ErrorCode.INVALID_KEY);
     expect(core.batchExistKey({ keys: [key] }, 1).results[0]!.status_code).toBe(ErrorCode.INVALID_KEY);
     expect(core.batchGetReplicaList({ keys: [key, 'fine'] }, 1).results.map((r) => r.status_code)).toEqual([ErrorCode.INVALID_KEY, ErrorCode.REPLICA_IS_NOT_READY]);
-    expect(core.putEnd({ key, replica_type: MEMORY }, 1).status_code).toBe(ErrorCode.INVALID_KEY);
-    expect(core.putRevoke({ key, replica_type: MEMORY }, 1).status_code).toBe(ErrorCode.INVALID_KEY);
+    expect(core.putEnd({ key, replica_type: MEMORY, slice_checksums: [] }, 1).status_code).toBe(ErrorCode.INVALID_KEY);
+    expect(core.putRevoke({ key, replica_type: MEMORY, failed_segments: [] }, 1).status_code).toBe(ErrorCode.INVALID_KEY);
     expect(core.remove({ key, force: true }, 1).status_code).toBe(ErrorCode.INVALID_KEY);
-    expect(core.putRevoke({ key: 'fine', replica_type: MEMORY }, 1).status_code).toBe(ErrorCode.OK);
+    expect(core.putRevoke({ key: 'fine', replica_type: MEMORY, failed_segments: [] }, 1).status_code).toBe(ErrorCode.OK);
     expect({ usage: usage(core), stats: core.stats(1) }).toEqual(before);
   });
 
@@ -200,7 +200,7 @@ describe('validation changes nothing', () => {
     const core = coreWith(1);
     for (const key of ['a b,c/d', 'ключ', '🙂', 'é'.repeat(2048)]) {
       expect(core.putStart(putReq(key, 10), 1).status_code).toBe(ErrorCode.OK);
-      expect(core.putEnd({ key, replica_type: MEMORY }, 1).status_code).toBe(ErrorCode.OK);
+      expect(core.putEnd({ key, replica_type: MEMORY, slice_checksums: [] }, 1).status_code).toBe(ErrorCode.OK);
       expect(core.getReplicaList({ key }, 2).status_code).toBe(ErrorCode.OK);
     }
   });
@@ -212,7 +212,7 @@ describe('batch calls', () => {
     const starts = core.batchPutStart({ requests: [putReq('a', 10), putReq('', 10), putReq('c', 30)] }, 0);
     expect(starts.status_code).toBe(ErrorCode.OK);
     expect(starts.results.map((r) => r.status_code)).toEqual([ErrorCode.OK, ErrorCode.INVALID_KEY, ErrorCode.OK]);
-    const ends = core.batchPutEnd({ keys: ['a', 'missing', 'c'], replica_type: MEMORY }, 1);
+    const ends = core.batchPutEnd({ keys: ['a', 'missing', 'c'], replica_type: MEMORY, checksums: [], failed_segments: [] }, 1);
     expect(ends).toEqual({
       status_code: ErrorCode.OK,
       results: [
@@ -230,18 +230,18 @@ describe('batch calls', () => {
     const exists = core.batchExistKey({ keys: ['a', 'nope'] }, 3);
     expect(exists.results.map((r) => r.exists)).toEqual([true, false]);
     core.batchPutStart({ requests: [putReq('d', 10), putReq('e', 10)] }, 4);
-    const revokes = core.batchPutRevoke({ keys: ['d', 'e', 'a'], replica_type: MEMORY }, 5);
+    const revokes = core.batchPutRevoke({ keys: ['d', 'e', 'a'], replica_type: MEMORY, checksums: [], failed_segments: [] }, 5);
     expect(revokes.results.map((r) => r.status_code)).toEqual([ErrorCode.OK, ErrorCode.OK, ErrorCode.INVALID_PARAMS]);
-    expect(core.batchPutEnd({ keys: [], replica_type: MEMORY }, 6)).toEqual({ status_code: ErrorCode.OK, results: [] });
+    expect(core.batchPutEnd({ keys: [], replica_type: MEMORY, checksums: [], failed_segments: [] }, 6)).toEqual({ status_code: ErrorCode.OK, results: [] });
   });
 
   it('end writes per key as the single calls do: a key listed twice, a bad key, a moved upsert', () => {
     const core = coreWith(1);
     core.batchPutStart({ requests: [putReq('a', 10), putReq('b', 10)] }, 0);
-    core.putEnd({ key: 'b', replica_type: MEMORY }, 0);
+    core.putEnd({ key: 'b', replica_type: MEMORY, slice_checksums: [] }, 0);
     const usedBefore = core.querySegment('seg-0')!.used;
     expect(core.upsertStart(putReq('b', 4096), 1).reused).toBe(false); // new layout: new space
-    const ends = core.batchUpsertEnd({ keys: ['a', 'a', '', 'b', 'b'], replica_type: MEMORY }, 2);
+    const ends = core.batchUpsertEnd({ keys: ['a', 'a', '', 'b', 'b'], replica_type: MEMORY, checksums: [], failed_segments: [] }, 2);
     expect(ends.results.map((r) => r.status_code)).toEqual([ErrorCode.OK, ErrorCode.OK, ErrorCode.INVALID_KEY, ErrorCode.OK, ErrorCode.OK]);
     // b's previous placement was freed exactly once; both objects readable with their new sizes
     expect(core.querySegment('seg-0')!.used).toBe(usedBefore - 16 + 4096);
@@ -250,7 +250,7 @@ describe('batch calls', () => {
     expect(core.checkIndexes()).toEqual([]);
     // a batch with a wrong replica type ends nothing
     core.putStart(putReq('c', 10), 3);
-    expect(core.batchPutEnd({ keys: ['c'], replica_type: DISK }, 4).results[0]!.status_code).toBe(ErrorCode.INVALID_PARAMS);
+    expect(core.batchPutEnd({ keys: ['c'], replica_type: DISK, checksums: [], failed_segments: [] }, 4).results[0]!.status_code).toBe(ErrorCode.INVALID_PARAMS);
     expect(core.queryKey('c')).toEqual([]);
   });
 });
@@ -262,7 +262,7 @@ describe('upsert', () => {
     expect(r.status_code).toBe(ErrorCode.OK);
     expect(r.reused).toBe(false);
     expect(r.replica_list[0]!.status).toBe(ReplicaStatus.INITIALIZED);
-    expect(core.upsertEnd({ key: 'k', replica_type: MEMORY }, 1).status_code).toBe(ErrorCode.OK);
+    expect(core.upsertEnd({ key: 'k', replica_type: MEMORY, slice_checksums: [] }, 1).status_code).toBe(ErrorCode.OK);
     expect(core.getReplicaList({ key: 'k' }, 2).status_code).toBe(ErrorCode.OK);
   });
 
@@ -278,7 +278,7 @@ describe('upsert', () => {
     expect(r.replica_list.map((x) => x.handles.map((h) => h.buffer))).toEqual(before.map((x) => x.handles.map((h) => h.buffer)));
     expect(usage(core)).toEqual(beforeUsage);
     expect(core.getReplicaList({ key: 'k' }, 2).status_code).toBe(ErrorCode.REPLICA_IS_NOT_READY);
-    expect(core.upsertEnd({ key: 'k', replica_type: MEMORY }, 3).status_code).toBe(ErrorCode.OK);
+    expect(core.upsertEnd({ key: 'k', replica_type: MEMORY, slice_checksums: [] }, 3).status_code).toBe(ErrorCode.OK);
     expect(core.getReplicaList({ key: 'k' }, 4).replica_list.map((x) => x.status)).toEqual([ReplicaStatus.COMPLETE, ReplicaStatus.COMPLETE]);
   });
 
@@ -290,7 +290,7 @@ describe('upsert', () => {
     expect(r.reused).toBe(false);
     expect(r.replica_list[0]!.handles.map((h) => h.size)).toEqual([3000, 5000]);
     expect(usage(core)['seg-0']).toBe(1000 + 3000 + 5000);
-    expect(core.upsertEnd({ key: 'k', replica_type: MEMORY }, 2).status_code).toBe(ErrorCode.OK);
+    expect(core.upsertEnd({ key: 'k', replica_type: MEMORY, slice_checksums: [] }, 2).status_code).toBe(ErrorCode.OK);
     expect(usage(core)['seg-0']).toBe(3000 + 5000);
     expect(core.getReplicaList({ key: 'k' }, 3).replica_list[0]!.handles.map((h) => h.size)).toEqual([3000, 5000]);
   });
@@ -310,7 +310,7 @@ describe('upsert', () => {
     putObject(core, 'inplace', 1000, 0);
     core.upsertStart(putReq('moved', 2000), 1);
     core.upsertStart(putReq('inplace', 1000), 1);
-    expect(core.batchUpsertRevoke({ keys: ['moved', 'inplace'], replica_type: MEMORY }, 2).results.map((r) => r.status_code)).toEqual([
+    expect(core.batchUpsertRevoke({ keys: ['moved', 'inplace'], replica_type: MEMORY, checksums: [], failed_segments: [] }, 2).results.map((r) => r.status_code)).toEqual([
       ErrorCode.OK,
       ErrorCode.OK,
     ]);
@@ -330,7 +330,7 @@ describe('upsert', () => {
       [ErrorCode.OK, false],
       [ErrorCode.INVALID_KEY, false],
     ]);
-    expect(core.batchUpsertEnd({ keys: ['a', 'b'], replica_type: MEMORY }, 2).results.every((x) => x.status_code === ErrorCode.OK)).toBe(true);
+    expect(core.batchUpsertEnd({ keys: ['a', 'b'], replica_type: MEMORY, checksums: [], failed_segments: [] }, 2).results.every((x) => x.status_code === ErrorCode.OK)).toBe(true);
   });
 });
 
@@ -373,7 +373,7 @@ describe('heap near its limit (heap.full, set by master/heap-guard.ts)', () => {
     expect(core.upsertStart(putReq('kept', 8192), 1).status_code).toBe(ErrorCode.NO_AVAILABLE_HANDLE); // a new layout needs new space
     expect(usage(core)).toEqual(before);
     expect(core.getReplicaList({ key: 'kept' }, 1).status_code).toBe(ErrorCode.OK);
-    expect(core.putEnd({ key: 'open', replica_type: MEMORY }, 1).status_code).toBe(ErrorCode.OK);
+    expect(core.putEnd({ key: 'open', replica_type: MEMORY, slice_checksums: [] }, 1).status_code).toBe(ErrorCode.OK);
     expect(core.remove({ key: 'open', force: false }, 1).status_code).toBe(ErrorCode.OK);
     heap.full = false;
     expect(core.putStart(putReq('new', 4096), 2).status_code).toBe(ErrorCode.OK);

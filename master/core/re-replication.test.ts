@@ -110,7 +110,7 @@ describe('re-replication', () => {
       const core = setup();
       loseA(core);
       const copy = ping(core, 'cb', TTL + 3).copies[0]!;
-      if (change === 'remove') expect(core.remove({ key: 'k' }, TTL + 4).status_code).toBe(ErrorCode.OK);
+      if (change === 'remove') expect(core.remove({ key: 'k', force: false }, TTL + 4).status_code).toBe(ErrorCode.OK);
       else {
         expect(core.upsertStart(putReq('k', [4096, 100]), TTL + 4).status_code).toBe(ErrorCode.OK);
         expect(core.upsertEnd({ key: 'k', replica_type: MEMORY, slice_checksums: [] }, TTL + 4).status_code).toBe(ErrorCode.OK);

@@ -56,7 +56,7 @@ describe('replica replies', () => {
           expect(own.equals(generic)).toBe(true);
           expect(reference).toEqual(plain(start));
           expect(decodeWith<PutStartResponse__Output>(codecOf(PUT), own)).toEqual(plain(start));
-          if (complete) core.putEnd({ key: 'k', replica_type: MEMORY }, 2);
+          if (complete) core.putEnd({ key: 'k', replica_type: MEMORY, slice_checksums: [] }, 2);
           const got = core.getReplicaList({ key: 'k' }, 3);
           if (!complete) {
             expect(got.status_code).toBe(ErrorCode.REPLICA_IS_NOT_READY);
@@ -90,7 +90,7 @@ describe('replica replies', () => {
       expect(h.te_endpoint).toBe(h.segment_name === 's0' ? 'host0:1' : 'host1:1');
       expect(h.memory_type).toBe(MemoryType.DRAM);
     }
-    core.putEnd({ key: 'k', replica_type: MEMORY }, 2);
+    core.putEnd({ key: 'k', replica_type: MEMORY, slice_checksums: [] }, 2);
     const got = core.getReplicaList({ key: 'k' }, 3);
     expect(got.lease_ttl_ms).toBe(LEASE);
     expect(got.replica_list.map((r) => r.status)).toEqual([ReplicaStatus.COMPLETE, ReplicaStatus.COMPLETE]);

@@ -100,7 +100,7 @@ describe('whole-table RPCs in bounded steps', () => {
     for (; i < 2600; i++) {
       const r = core.putStart(putReq(key(i), [64, 64, 64, 64], { replica_num: 4 }), 0);
       expect(r.status_code).toBe(ErrorCode.OK);
-      core.putEnd({ key: key(i), replica_type: MEMORY }, 0);
+      core.putEnd({ key: key(i), replica_type: MEMORY, slice_checksums: [] }, 0);
     }
     expect(core.getReplicaListByRegex({ key_regex: '^k' }, 1)).toEqual({ status_code: ErrorCode.RESULT_TOO_LARGE, object_map: {} });
     expect(Object.keys(core.getReplicaListByRegex({ key_regex: '^k+1\\d\\d$' }, 1).object_map)).toHaveLength(100);
