@@ -28,7 +28,6 @@ from . import errors as E
 from .vllm_plan import Health, block_keys, leading_hits
 
 log = logging.getLogger("kvcache_store.vllm")
-_now = time.monotonic
 
 
 @dataclass
@@ -51,7 +50,7 @@ class Counters:
         "lookups", "lookup_blocks", "lookup_hit_blocks", "lookup_errors", "lookups_skipped",
         "load_blocks", "load_bytes", "load_failed_blocks", "load_seconds", "loads_skipped",
         "save_blocks", "save_bytes", "save_existing_blocks", "save_failed_blocks", "save_seconds", "saves_skipped",
-        "remaps",
+        "staged_bytes", "remaps",
     )
 
     def __init__(self):
@@ -64,6 +63,12 @@ class Counters:
         out = {k: v for k, v in self.data.items() if v}
         self.data = {n: 0 for n in self.NAMES}
         return out
+
+
+def _staged(c: DummyClient) -> int:
+    """Bytes the client copied through its staging pool so far (pages outside the region)."""
+    st = c.stats()
+    return st["staged_bytes_put"] + st["staged_bytes_get"]
 
 
 class KVPages:
@@ -115,8 +120,10 @@ class StoreTransfer:
     """The worker's store connection and its loads and saves of KV pages."""
 
     def __init__(self, cfg: TransferConfig, pages: KVPages, fp: str, counters: Counters,
-                 client_name: str = "vllm worker", make_client: Callable[[], DummyClient] = lambda: DummyClient(raise_errors=True)):
+                 client_name: str = "vllm worker", make_client: Callable[[], DummyClient] = lambda: DummyClient(raise_errors=True),
+                 clock: Callable[[], float] = time.monotonic):
         self.cfg = cfg
+        self._now = clock
         self.pages = pages
         self.fp = fp
         self.counters = counters
@@ -130,7 +137,7 @@ class StoreTransfer:
 
     def client(self) -> Optional[DummyClient]:
         """The connected client, or None while the store is left alone after a failure."""
-        if not self.health.usable(_now()):
+        if not self.health.usable(self._now()):
             return None
         if self._client is not None:
             return self._client
@@ -139,7 +146,7 @@ class StoreTransfer:
             c.setup(address=self.cfg.address, shm_dir=self.cfg.shm_dir, buffer_size=self.cfg.buffer_size,
                     timeout=self.cfg.connect_timeout, client_name=self._client_name)
         except StoreError as e:
-            self.health.failed(_now())
+            self.health.failed(self._now())
             log.warning("kvcache_store: store service unreachable (%s); KV blocks are recomputed, next try in %.0f s", e, self.cfg.retry_interval)
             return None
         self._client = c
@@ -157,7 +164,7 @@ class StoreTransfer:
             log.warning("kvcache_store: cannot share the KV cache with the store service (%s); every page is staged (one copy)", e)
 
     def _failed(self, what: str, e: Exception) -> None:
-        self.health.failed(_now())
+        self.health.failed(self._now())
         if isinstance(e, DeadlineExceededError) and self.adopted is not None:
             # the store service may still write or read the pages: move them to a fresh file
             self.adopted.remap()
@@ -177,14 +184,16 @@ class StoreTransfer:
             return set(block_ids)
         keys = [k for h in hashes for k in block_keys(self.fp, h, self.pages.layers)]
         ptrs, sizes, owners = self.pages.targets(block_ids)
-        t0 = _now()
+        t0 = time.perf_counter()
+        staged0 = _staged(c)
         try:
             got = c.batch_get_into(keys, ptrs, sizes, timeout=self.cfg.load_timeout)
         except StoreError as e:
             self._failed(f"loading {len(block_ids)} blocks", e)
             self.counters.add("load_failed_blocks", len(block_ids))
             return set(block_ids)
-        self.counters.add("load_seconds", _now() - t0)
+        self.counters.add("load_seconds", time.perf_counter() - t0)
+        self.counters.add("staged_bytes", _staged(c) - staged0)
         failed = {b for b, n, size in zip(owners, got, sizes) if n != size}
         if failed:
             codes = sorted({E.code_name(n) if n < 0 else f"{n} of {size} B" for n, size in zip(got, sizes) if n != size})
@@ -205,14 +214,16 @@ class StoreTransfer:
             return
         keys = [k for h in hashes for k in block_keys(self.fp, h, self.pages.layers)]
         ptrs, sizes, owners = self.pages.targets(block_ids)
-        t0 = _now()
+        t0 = time.perf_counter()
+        staged0 = _staged(c)
         try:
             codes = c.batch_put_from(keys, ptrs, sizes, timeout=self.cfg.save_timeout)
         except StoreError as e:
             self._failed(f"saving {len(block_ids)} blocks", e)
             self.counters.add("save_failed_blocks", len(block_ids))
             return
-        self.counters.add("save_seconds", _now() - t0)
+        self.counters.add("save_seconds", time.perf_counter() - t0)
+        self.counters.add("staged_bytes", _staged(c) - staged0)
         per: Dict[int, Set[int]] = {}
         for b, code in zip(owners, codes):
             per.setdefault(b, set()).add(code)
@@ -239,8 +250,10 @@ class StoreLookup:
     an error is a miss (0)."""
 
     def __init__(self, cfg: TransferConfig, fps: Sequence[str], layers: int, counters: Counters,
-                 make_client: Callable[[], DummyClient] = lambda: DummyClient(raise_errors=True)):
+                 make_client: Callable[[], DummyClient] = lambda: DummyClient(raise_errors=True),
+                 clock: Callable[[], float] = time.monotonic):
         self.cfg = cfg
+        self._now = clock
         self.fps = list(fps)
         self.layers = layers
         self.counters = counters
@@ -257,7 +270,7 @@ class StoreLookup:
             c.setup(address=self.cfg.address, shm_dir=self.cfg.shm_dir, buffer_size=1 << 20,
                     timeout=self.cfg.connect_timeout, client_name="vllm scheduler")
         except StoreError as e:
-            self.health.failed(_now())
+            self.health.failed(self._now())
             log.warning("kvcache_store: store service unreachable (%s); lookups are misses, next try in %.0f s", e, self.cfg.retry_interval)
             return None
         self._client = c
@@ -266,7 +279,7 @@ class StoreLookup:
     def hits(self, hashes: Sequence[bytes]) -> int:
         if not hashes:
             return 0
-        if not self.health.usable(_now()):
+        if not self.health.usable(self._now()):
             self.counters.add("lookups_skipped")
             return 0
         c = self._connected()
@@ -280,7 +293,7 @@ class StoreLookup:
         try:
             got = c.batch_is_exist(keys, timeout=self.cfg.lookup_timeout)
         except StoreError as e:
-            self.health.failed(_now())
+            self.health.failed(self._now())
             self.counters.add("lookup_errors")
             log.warning("kvcache_store: lookup failed (%s); a miss, the store is left alone for %.0f s", e, self.cfg.retry_interval)
             return 0
