@@ -158,6 +158,10 @@ class KVCacheStoreConnector(KVConnectorBase_V1):
         from vllm.distributed.parallel_state import get_tensor_model_parallel_rank
 
         names = self._layout.layer_names
+        devices = {str(t.device) for t in kv_caches.values()}
+        if devices != {"cpu"}:
+            raise ValueError(f"KVCacheStoreConnector: the KV cache is on {sorted(devices)}; this connector serves KV caches in host "
+                             "memory (vLLM's CPU backend) only")
         missing = [n for n in names if n not in kv_caches]
         if missing:
             raise ValueError(f"KVCacheStoreConnector: no KV cache for layers {missing}")

@@ -47,7 +47,7 @@ class Counters:
     """Counts since the last take() (vLLM collects them every step)."""
 
     NAMES = (
-        "lookups", "lookup_blocks", "lookup_hit_blocks", "lookup_errors", "lookups_skipped",
+        "lookups", "lookup_blocks", "lookup_hit_blocks", "lookup_errors", "lookups_skipped", "lookup_seconds",
         "load_blocks", "load_bytes", "load_failed_blocks", "load_seconds", "loads_skipped",
         "save_blocks", "save_bytes", "save_existing_blocks", "save_failed_blocks", "save_seconds", "saves_skipped",
         "staged_bytes", "remaps",
@@ -290,8 +290,10 @@ class StoreLookup:
         keys = [k for h in hashes for fp in self.fps for k in block_keys(fp, h, self.layers)]
         self.counters.add("lookups")
         self.counters.add("lookup_blocks", len(hashes))
+        t0 = time.perf_counter()
         try:
             got = c.batch_is_exist(keys, timeout=self.cfg.lookup_timeout)
+            self.counters.add("lookup_seconds", time.perf_counter() - t0)
         except StoreError as e:
             self.health.failed(self._now())
             self.counters.add("lookup_errors")
