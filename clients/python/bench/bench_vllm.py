@@ -55,12 +55,14 @@ def main() -> None:
                     help="small (default): the tiny model recomputes 2,000 tokens about as fast as the store path loads them")
     ap.add_argument("--prompts", type=int, default=20, help="prompts at the main length")
     ap.add_argument("--length", type=int, default=2000, help="the main prompt length (tokens)")
-    ap.add_argument("--sweep", default="64,128,256,512,1000,3000", help="other prompt lengths, a few prompts each")
+    ap.add_argument("--sweep", default="512,1000,3000", help="other prompt lengths, a few prompts each")
+    ap.add_argument("--probe", default="256,128,64", help="shorter lengths tried, longest first, until the store path stops being faster")
     ap.add_argument("--sweep-prompts", type=int, default=5)
     args = ap.parse_args()
 
     lengths = [(args.length, args.prompts)] + [(int(x), args.sweep_prompts) for x in args.sweep.split(",") if x]
     lengths.sort()
+    probes = [(int(x), args.sweep_prompts) for x in args.probe.split(",") if x]
     procs = []
     with tempfile.TemporaryDirectory(prefix="tiny-llama-") as model_dir, \
             tempfile.TemporaryDirectory(prefix="kvstore-shm-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as shm:
@@ -82,7 +84,11 @@ def main() -> None:
                 s.first_token_seconds(tiny_model.prompt(100, 999))
             summary = []
             seed = 0
-            for length, count in lengths:
+            stopped_at = None
+            for length, count in lengths + probes:
+                probe = (length, count) in probes
+                if probe and stopped_at is not None:
+                    break
                 cold, miss, local, warm = [], [], [], []
                 before = parse_counters(b.metrics())
                 for _ in range(count):
@@ -97,6 +103,7 @@ def main() -> None:
                 secs = after.get("load_seconds", 0) - before.get("load_seconds", 0)
                 row = {
                     "model": args.model,
+                    "probe": probe,
                     "prompt_tokens": length,
                     "prompts": count,
                     "ttft_ms_cold_no_store_p50": round(statistics.median(cold) * 1e3, 1),
@@ -112,12 +119,19 @@ def main() -> None:
                 }
                 summary.append(row)
                 print(json.dumps(row), flush=True)
-            faster = [r["prompt_tokens"] for r in summary if r["store_faster_every_prompt"]]
-            slower = [r["prompt_tokens"] for r in summary if not r["store_faster_every_prompt"]]
-            if not slower:
-                print(f"store path faster than recomputing at every prompt length tried ({summary[0]['prompt_tokens']}..{summary[-1]['prompt_tokens']} tokens)")
+                if probe and not row["store_faster_every_prompt"]:
+                    stopped_at = length
+            main_rows = [r for r in summary if not r["probe"]]
+            slower = [r["prompt_tokens"] for r in main_rows if not r["store_faster_every_prompt"]]
+            span = f"{main_rows[0]['prompt_tokens']}..{main_rows[-1]['prompt_tokens']} tokens"
+            if slower:
+                print(f"FAIL: the store path was not faster than recomputing at every prompt at {slower} tokens (lengths {span})")
             else:
-                print(f"store path faster than recomputing at {faster} tokens; not at {slower} tokens (there recomputing is as fast or faster)")
+                print(f"store path faster than recomputing at every prompt of every length tried ({span})")
+            if stopped_at is not None:
+                print(f"it stops being so at {stopped_at} tokens: there some prompt recomputed as fast or faster than it loaded")
+            else:
+                print(f"it was still faster at the shortest probe ({probes[-1][0] if probes else '-'} tokens)")
             c = parse_counters(b.metrics())
             print(json.dumps({"B_connector_counters": c}))
         finally:
