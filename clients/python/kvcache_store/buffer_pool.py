@@ -175,6 +175,17 @@ class BufferPool:
             del self._starts[i]
             del self._windows[start]
 
+    def add_region(self, region) -> None:
+        """Makes a region that is not a lease (adopted engine memory) known to locate()."""
+        with self._cond:
+            self._add_window(region.address, region.size, region, 0)
+
+    def remove_region(self, region) -> None:
+        with self._cond:
+            w = self._windows.get(region.address)
+            if w is not None and w[1] is region:
+                self._remove_window(region.address)
+
     def locate(self, address: int, length: int) -> Optional[Tuple[SharedRegion, int]]:
         """(region, file offset) of [address, address+length) when it lies in one of our mappings."""
         starts = self._starts

@@ -26,6 +26,7 @@ from typing import Dict, List, Optional, Sequence
 
 from . import errors as E
 from ._proto import store_client_pb2 as pb
+from .adopted_memory import AdoptedMemory
 from .buffer_pool import BufferLease, BufferPool
 from .channel import Channel
 from .config import to_wire
@@ -671,6 +672,42 @@ class DummyClient(MetadataCalls):
     def unregister_buffer(self, buffer_ptr: int) -> int:
         self._registered.pop(buffer_ptr, None)
         return 0
+
+    def adopt_memory(self, buffer_ptr, size: Optional[int] = None) -> AdoptedMemory:
+        """Moves memory this process allocated itself (an engine's KV pool) into a shared region
+        in place: the page-aligned interior of [ptr, ptr+size) is remapped onto a region file
+        with its bytes and addresses kept (adopted_memory.py), so puts from it and gets into it
+        copy nothing; the partial head and tail pages stay private and are staged on use.
+        Returns an AdoptedMemory (`start`, `end`, `shared_bytes`, `covers()`, `remap()` to
+        fence late transfers after a deadline miss, `release()`). Raises (InvalidParamsError
+        for a range without a whole page, UnavailableError when the file cannot be made).
+        Nobody may write the memory while it is remapped."""
+        if self._closed or self._pool is None:
+            raise UnavailableError("DummyClient: closed" if self._closed else "DummyClient: not set up (call setup() first)")
+        b = as_buffer(buffer_ptr, size, writable=True, what="adopt_memory")
+        if b.address is None:
+            raise InvalidParamsError("adopt_memory: the memory must be writable and addressable (a pointer, tensor or writable buffer)")
+        return AdoptedMemory(self.endpoint.shm_dir, b.address, b.size, self._attach_adopted, self._detach_adopted)
+
+    def _attach_adopted(self, region) -> None:
+        self._regions.append(region)
+        self._pool.add_region(region)
+
+    def _detach_adopted(self, region) -> None:
+        """Forgets an adopted region without waiting: the real client may still be using it (a
+        call that missed its deadline); it unmaps it when those calls end."""
+        self._pool.remove_region(region)
+        if region in self._regions:
+            self._regions.remove(region)
+        c = self._conn
+        rid = c.ids.pop(region.name, None) if c is not None else None
+        if rid is not None and not c.channel.closed:
+            m = METHODS["UnregisterRegion"]
+            try:
+                c.channel.call_nowait(m.name, m.index, pb.UnregisterRegionRequest(region_id=rid).SerializeToString(), timeout=1.0)
+            except StoreError:
+                pass  # the connection went: the real client released it then
+        region.close()
 
     def stats(self) -> dict:
         """Bytes moved per path (zero copy, staged through a lease, inline in messages),
