@@ -175,6 +175,18 @@ class BufferPool:
             del self._starts[i]
             del self._windows[start]
 
+    def add_region(self, region) -> None:
+        """Makes `locate` find the addresses of a region the pool does not lease from (memory
+        adopted in place, adopted_region.py)."""
+        with self._cond:
+            self._add_window(region.address, region.size, region, 0)
+
+    def remove_region(self, region) -> None:
+        with self._cond:
+            w = self._windows.get(region.address)
+            if w is not None and w[1] is region:
+                self._remove_window(region.address)
+
     def locate(self, address: int, length: int) -> Optional[Tuple[SharedRegion, int]]:
         """(region, file offset) of [address, address+length) when it lies in one of our mappings."""
         starts = self._starts

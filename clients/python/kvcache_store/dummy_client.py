@@ -30,6 +30,7 @@ from .buffer_pool import BufferLease, BufferPool
 from .channel import Channel
 from .config import to_wire
 from .connection import resolve_endpoint, open_socket
+from .dummy_adopt import AdoptCalls
 from .dummy_metadata import MetadataCalls
 from .errors import DeadlineExceededError, InvalidParamsError, StoreError, UnavailableError
 from .protocol import METHODS
@@ -72,7 +73,7 @@ def _size_env(env, name: str, fallback: int) -> int:
     return n
 
 
-class DummyClient(MetadataCalls):
+class DummyClient(MetadataCalls, AdoptCalls):
     def __init__(self, raise_errors: bool = False):
         self.raise_errors = raise_errors
         self._conn: Optional[_Conn] = None
@@ -119,13 +120,16 @@ class DummyClient(MetadataCalls):
         timeout: float = DEFAULT_TIMEOUT,
         spin_us: float = 100.0,
         client_name: Optional[str] = None,
+        lazy: bool = False,
         env=None,
     ) -> int:
         """Connects to the real client. Mooncake's positional arguments are accepted: the cluster
         ones (hostname, metadata server, segment size, protocol, devices, master) belong to the
         real client and are ignored here; `local_buffer_size` sizes the shared buffer pool.
-        A dict as the only argument is read as keyword arguments. Returns 0 (or raises with
-        raise_errors=True; else a negative ErrorCode)."""
+        A dict as the only argument is read as keyword arguments. `lazy=True`: an unreachable
+        real client does not fail setup; each call connects within its own deadline (a cache
+        whose store is down at start). Returns 0 (or raises with raise_errors=True; else a
+        negative ErrorCode)."""
         if isinstance(local_hostname, dict):
             return self.setup(**local_hostname)
         try:
@@ -137,7 +141,7 @@ class DummyClient(MetadataCalls):
                 raise InvalidParamsError(f"setup: the buffer size must be a positive integer, got {size!r}")
             if not (isinstance(timeout, (int, float)) and timeout > 0):
                 raise InvalidParamsError(f"setup: timeout must be a positive number of seconds, got {timeout!r}")
-            self._setup(resolve_endpoint(address, socket_path, shm_dir, env), size, max_regions, max_bytes, acquire_timeout, overflow, timeout, spin_us, client_name)
+            self._setup(resolve_endpoint(address, socket_path, shm_dir, env), size, max_regions, max_bytes, acquire_timeout, overflow, timeout, spin_us, client_name, lazy)
             return 0
         except (StoreError, TypeError, ValueError) as e:
             e = _as_store_error(e)
@@ -153,7 +157,7 @@ class DummyClient(MetadataCalls):
         size = int(mem_pool_size or 0) + int(local_buffer_size or 0)
         return self.setup(buffer_size=size or None, address=server_address, **kw)
 
-    def _setup(self, ep, size, max_regions, max_bytes, acquire_timeout, overflow, timeout, spin_us, client_name) -> None:
+    def _setup(self, ep, size, max_regions, max_bytes, acquire_timeout, overflow, timeout, spin_us, client_name, lazy=False) -> None:
         if self._pool is not None:
             raise InvalidParamsError("setup: this client is set up already")
         self.endpoint = ep
@@ -169,7 +173,12 @@ class DummyClient(MetadataCalls):
             max_bytes=max_bytes,
             default_timeout=acquire_timeout,
         )
-        self._connection(_now() + self._timeout)
+        try:
+            self._connection(_now() + self._timeout)
+        except UnavailableError as e:
+            if not lazy:
+                raise
+            log.warning("kvcache_store: real client %s unreachable at setup (%s); calls will connect on demand", ep.describe(), e.message)
 
     # ------------------------------------------------------------------ regions
 
@@ -330,11 +339,12 @@ class DummyClient(MetadataCalls):
             raise
         return spans, lease, outside
 
-    def _late_release(self, lease: Optional[BufferLease]):
+    def _late_release(self, lease: Optional[BufferLease], on_late=None):
         """Cleanup of a call that missed its deadline: the real client may still use the lease
-        until its reply comes (or the connection ends), so it is released only then."""
+        (and the caller's memory) until its reply comes or the connection ends, so the lease is
+        released, and the caller's `on_late` called, only then."""
         if lease is None:
-            return None
+            return on_late
 
         def release():
             self._late.active = True
@@ -342,12 +352,14 @@ class DummyClient(MetadataCalls):
                 lease.release()
             finally:
                 self._late.active = False
+                if on_late is not None:
+                    on_late()
 
         return release
 
-    def _run_with_lease(self, c: _Conn, name: str, req, deadline: float, lease: Optional[BufferLease]):
+    def _run_with_lease(self, c: _Conn, name: str, req, deadline: float, lease: Optional[BufferLease], on_late=None):
         try:
-            res = self._call(c, name, req, deadline, self._late_release(lease))
+            res = self._call(c, name, req, deadline, self._late_release(lease, on_late))
         except DeadlineExceededError:
             raise  # the lease is released when the late reply comes
         except BaseException:
@@ -412,7 +424,7 @@ class DummyClient(MetadataCalls):
         except (StoreError, TypeError, ValueError) as e:
             return self._code(e)
 
-    def _batch_write(self, verb: str, keys: Sequence[str], bufs: List[Buf], config, timeout) -> List[int]:
+    def _batch_write(self, verb: str, keys: Sequence[str], bufs: List[Buf], config, timeout, on_late=None) -> List[int]:
         if len(keys) != len(bufs):
             raise InvalidParamsError(f"batch {verb}: {len(keys)} keys but {len(bufs)} values")
         if not keys:
@@ -434,15 +446,17 @@ class DummyClient(MetadataCalls):
                 it = req.items.add(key=k)
                 it.slices.append(s)
                 to_wire(config, it.config)
-            res = self._run_with_lease(c, "BatchPutFrom" if verb == "put" else "BatchUpsertFrom", req, deadline, lease)
+            res = self._run_with_lease(c, "BatchPutFrom" if verb == "put" else "BatchUpsertFrom", req, deadline, lease, on_late)
             self._count("staged_bytes_put", staged)
             self._count("zero_copy_bytes_put", sum(b.size for b in bufs) - staged)
         out = [self._item_code(r, exists_ok) for r in res.results]
         return out + [E.INTERNAL_ERROR] * (len(keys) - len(out))
 
-    def batch_put_from(self, keys: Sequence[str], buffer_ptrs: Sequence, sizes: Sequence[int], config=None, *, timeout: Optional[float] = None) -> List[int]:
-        """Stores each key from its buffer in one call: a list of 0 / negative ErrorCode per key."""
-        return self._batch("put", keys, lambda: self._bufs(keys, buffer_ptrs, sizes, "batch_put_from"), config, timeout)
+    def batch_put_from(self, keys: Sequence[str], buffer_ptrs: Sequence, sizes: Sequence[int], config=None, *, timeout: Optional[float] = None, on_late=None) -> List[int]:
+        """Stores each key from its buffer in one call: a list of 0 / negative ErrorCode per key.
+        `on_late`: called (on a reading thread) when a call that missed its deadline is answered
+        late or its connection ends: only then has the real client stopped reading the buffers."""
+        return self._batch("put", keys, lambda: self._bufs(keys, buffer_ptrs, sizes, "batch_put_from"), config, timeout, on_late)
 
     def batch_upsert_from(self, keys: Sequence[str], buffer_ptrs: Sequence, sizes: Sequence[int], config=None, *, timeout: Optional[float] = None) -> List[int]:
         return self._batch("upsert", keys, lambda: self._bufs(keys, buffer_ptrs, sizes, "batch_upsert_from"), config, timeout)
@@ -461,9 +475,9 @@ class DummyClient(MetadataCalls):
     def upsert_batch(self, keys: Sequence[str], values: Sequence, config=None, *, timeout: Optional[float] = None) -> int:
         return next((r for r in self.batch_upsert(keys, values, config, timeout=timeout) if r != 0), 0)
 
-    def _batch(self, verb, keys, make_bufs, config, timeout) -> List[int]:
+    def _batch(self, verb, keys, make_bufs, config, timeout, on_late=None) -> List[int]:
         try:
-            return self._batch_write(verb, keys, make_bufs(), config, timeout)
+            return self._batch_write(verb, keys, make_bufs(), config, timeout, on_late)
         except (StoreError, TypeError, ValueError) as e:
             return [self._code(e)] * len(keys)
 
@@ -501,10 +515,10 @@ class DummyClient(MetadataCalls):
         finally:
             lease.release()
 
-    def _run_with_lease_keep(self, c, name, req, deadline, lease):
+    def _run_with_lease_keep(self, c, name, req, deadline, lease, on_late=None):
         """Like _run_with_lease, but on success the caller still holds the lease."""
         try:
-            return self._call(c, name, req, deadline, self._late_release(lease))
+            return self._call(c, name, req, deadline, self._late_release(lease, on_late))
         except DeadlineExceededError:
             raise
         except BaseException:
@@ -561,8 +575,9 @@ class DummyClient(MetadataCalls):
         except (StoreError, TypeError, ValueError) as e:
             return self._code(e)
 
-    def batch_get_into(self, keys: Sequence[str], buffer_ptrs: Sequence, sizes: Sequence[int], *, timeout: Optional[float] = None) -> List[int]:
-        """Reads each key into its buffer in one call: bytes read or a negative code per key."""
+    def batch_get_into(self, keys: Sequence[str], buffer_ptrs: Sequence, sizes: Sequence[int], *, timeout: Optional[float] = None, on_late=None) -> List[int]:
+        """Reads each key into its buffer in one call: bytes read or a negative code per key.
+        `on_late`: as in batch_put_from; only then has the real client stopped writing them."""
         try:
             targets = self._bufs(keys, buffer_ptrs, sizes, "batch_get_into", writable=True)
             if not targets:
@@ -594,7 +609,7 @@ class DummyClient(MetadataCalls):
                 if lease is not None:
                     lease.release()
                 raise
-            res = self._run_with_lease_keep(c, "BatchGetInto", req, deadline, lease) if lease else self._call(c, "BatchGetInto", req, deadline)
+            res = self._run_with_lease_keep(c, "BatchGetInto", req, deadline, lease, on_late) if lease else self._call(c, "BatchGetInto", req, deadline, on_late)
             try:
                 out = []
                 for t, place, r in zip(targets, places, res.results):
@@ -671,6 +686,13 @@ class DummyClient(MetadataCalls):
     def unregister_buffer(self, buffer_ptr: int) -> int:
         self._registered.pop(buffer_ptr, None)
         return 0
+
+    def disconnect(self) -> None:
+        """Drops the connection to the real client: calls in flight fail, the cleanups of late
+        calls run (their on_late too), and the next call reconnects within its deadline."""
+        c = self._conn
+        if c is not None:
+            c.channel.close("dropped by disconnect()")
 
     def stats(self) -> dict:
         """Bytes moved per path (zero copy, staged through a lease, inline in messages),
