@@ -19,6 +19,7 @@ import torch.distributed as dist
 from sglang.srt.managers.cache_controller import HiCacheController
 from sglang.srt.mem_cache.allocator.paged import PagedTokenToKVPoolAllocator
 from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, MLATokenToKVPool
+from sglang.srt.mem_cache.pool_host.base import host_memory_budget_scope
 from sglang.srt.mem_cache.pool_host.mha import MHATokenToKVPoolHost
 from sglang.srt.mem_cache.pool_host.mla import MLATokenToKVPoolHost
 from sglang.srt.mem_cache.utils import get_storage_hash_str
@@ -27,6 +28,7 @@ from sglang.srt.runtime_context import get_parallel
 PAGE = 16
 LAYERS = 3
 DEVICE_TOKENS = 256
+HOST_BUDGET = 4 << 30
 BACKEND = {"backend_name": "kvcache_store", "module_path": "kvcache_store.sglang_backend", "class_name": "KVCacheStoreHiCache"}
 
 _init_lock = threading.Lock()
@@ -49,16 +51,14 @@ def init_runtime(tp_rank: int = 0, tp_size: int = 1) -> None:
 class Engine:
     """One engine's KV side: device pool, allocator, host pool in `layout`, controller."""
 
-    def __init__(self, kind: str, layout: str, extra: dict, model: str = "tiny-llama", dtype=torch.bfloat16):
+    def __init__(self, kind: str, layout: str, extra: dict, model: str = "tiny-llama", dtype=torch.bfloat16, layers: int = LAYERS, heads: int = 2, head_dim: int = 16, device_tokens: int = DEVICE_TOKENS, host_ratio: float = 2.0):
         init_runtime()
         self.kind = kind
-        if kind == "mha":
-            self.device = MHATokenToKVPool(size=DEVICE_TOKENS, page_size=PAGE, dtype=dtype, head_num=2, head_dim=16, layer_num=LAYERS, device="cpu", enable_memory_saver=False)
-            self.host = MHATokenToKVPoolHost(self.device._mha_buffer_info(), 2.0, 0, PAGE, layout, pin_memory=False, device="cpu", device_capacity_tokens=DEVICE_TOKENS, start_layer=0, end_layer=LAYERS - 1)
-        else:
-            self.device = MLATokenToKVPool(size=DEVICE_TOKENS, page_size=PAGE, dtype=dtype, kv_lora_rank=32, qk_rope_head_dim=16, layer_num=LAYERS, device="cpu", enable_memory_saver=False)
-            self.host = MLATokenToKVPoolHost(self.device._mla_buffer_info(), 2.0, 0, PAGE, layout, pin_memory=False, device="cpu", device_capacity_tokens=DEVICE_TOKENS, start_layer=0, end_layer=LAYERS - 1, target_layer_num=LAYERS)
-        self.allocator = PagedTokenToKVPoolAllocator(DEVICE_TOKENS, PAGE, dtype, "cpu", self.device, need_sort=False)
+        # SGLang sizes host pools against the machine's free memory less a 10 GiB reserve, which a
+        # shared test machine may not have: these small pools are booked against a budget instead
+        with host_memory_budget_scope(HOST_BUDGET):
+            self._pools(kind, layout, dtype, layers, heads, head_dim, device_tokens, host_ratio)
+        self.allocator = PagedTokenToKVPoolAllocator(device_tokens, PAGE, dtype, "cpu", self.device, need_sort=False)
         self.controller = HiCacheController(
             self.allocator,
             self.host,
@@ -71,6 +71,14 @@ class Engine:
             storage_backend_extra_config={**BACKEND, **extra},
         )
         self.backend = self.controller.storage_backend
+
+    def _pools(self, kind, layout, dtype, layers, heads, head_dim, device_tokens, host_ratio) -> None:
+        if kind == "mha":
+            self.device = MHATokenToKVPool(size=device_tokens, page_size=PAGE, dtype=dtype, head_num=heads, head_dim=head_dim, layer_num=layers, device="cpu", enable_memory_saver=False)
+            self.host = MHATokenToKVPoolHost(self.device._mha_buffer_info(), host_ratio, 0, PAGE, layout, pin_memory=False, device="cpu", device_capacity_tokens=device_tokens, start_layer=0, end_layer=layers - 1)
+        else:
+            self.device = MLATokenToKVPool(size=device_tokens, page_size=PAGE, dtype=dtype, kv_lora_rank=2 * head_dim, qk_rope_head_dim=head_dim, layer_num=layers, device="cpu", enable_memory_saver=False)
+            self.host = MLATokenToKVPoolHost(self.device._mla_buffer_info(), host_ratio, 0, PAGE, layout, pin_memory=False, device="cpu", device_capacity_tokens=device_tokens, start_layer=0, end_layer=layers - 1, target_layer_num=layers)
 
     def fill(self, host_indices: torch.Tensor, seed: int) -> None:
         """Random bytes in the host pool's pages at host_indices (as a forward pass would leave)."""
