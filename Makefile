@@ -1,7 +1,7 @@
 # One entry point for the project's jobs. `make run` is the main job, `make test` the whole suite.
 NODE_MODULES := node_modules/.installed
 
-.PHONY: all install build typecheck test test-python pytest-python test-vllm pytest-vllm bench-engine unit e2e run bench clean lint
+.PHONY: all install build typecheck test test-python pytest-python test-vllm pytest-vllm bench-engine test-sglang pytest-sglang unit e2e run bench clean lint
 
 all: build
 
@@ -69,6 +69,24 @@ pytest-vllm: $(VLLM_VENV)/.installed
 bench-engine: build $(VLLM_VENV)/.installed
 	cd $(PY_DIR) && .venv-vllm/bin/python bench/bench_vllm.py
 
+# The SGLang HiCache backend's tests (clients/python/tests_sglang): SGLang's own host pools and
+# HiCacheController on the CPU against real store processes. A venv of their own (about 6 GB: torch
+# 2.14.1 with its CUDA libraries, which SGLang pins; 1-2 minutes to install here), so not part of
+# `make test`; .ci/run runs both.
+SGL_VENV := $(PY_DIR)/.venv-sglang
+
+$(SGL_VENV)/.installed: $(PY_DIR)/tests_sglang/requirements.txt $(PY_DIR)/tests_sglang/requirements-nodeps.txt $(PY_DIR)/pyproject.toml
+	test -x $(SGL_VENV)/bin/python || $(PYTHON) -m venv $(SGL_VENV)
+	$(SGL_VENV)/bin/pip install -q -r $(PY_DIR)/tests_sglang/requirements.txt -e "$(PY_DIR)"
+	$(SGL_VENV)/bin/pip install -q --no-deps -r $(PY_DIR)/tests_sglang/requirements-nodeps.txt
+	touch $@
+
+test-sglang: build
+	$(MAKE) pytest-sglang
+
+pytest-sglang: $(SGL_VENV)/.installed
+	cd $(PY_DIR) && .venv-sglang/bin/python -m pytest -q -rs -p no:cacheprovider tests_sglang
+
 unit: build
 	$(JEST) --testPathIgnorePatterns='/e2e/|/node_modules/|/dist/'
 
@@ -82,4 +100,4 @@ bench: build
 	npm run bench
 
 clean:
-	rm -rf dist proto/gen native/build $(PY_VENV) $(VLLM_VENV)
+	rm -rf dist proto/gen native/build $(PY_VENV) $(VLLM_VENV) $(SGL_VENV)

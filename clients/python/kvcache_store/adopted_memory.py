@@ -2,8 +2,9 @@
 shared region in place, so the real client reads and writes it with no copy in either process.
 
 The page-aligned interior of the range is remapped: a region file of that size is created in the
-shared directory, the current bytes are copied into it, and the file is mapped MAP_SHARED |
-MAP_FIXED over the same addresses (mmap through ctypes: Python's mmap cannot place a mapping).
+shared directory and, 64 MiB at a time, the current bytes are written into it and the file is
+mapped MAP_SHARED | MAP_FIXED over the same addresses (mmap through ctypes: Python's mmap cannot
+place a mapping).
 Tensors over the memory keep their address and their bytes but now live in the file, which the
 real client maps too (RegisterRegion). The head and tail of the range that share a page with
 other memory cannot be remapped without moving that memory too: they stay where they are, and a
@@ -37,6 +38,9 @@ _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_
 _MAP_FAILED = ctypes.c_void_p(-1).value
 _MAP_FIXED = getattr(mmap, "MAP_FIXED", 0x10)
 
+#: Bytes copied and remapped per step: bounds the memory held twice while adopting.
+CHUNK = 64 << 20
+
 
 def interior(address: int, size: int):
     """(start, end) of the whole pages inside [address, address+size); start == end when none."""
@@ -62,14 +66,20 @@ class AdoptedRegion:
                 _live_paths.add(self.path)
             fcntl.flock(self._fd, fcntl.LOCK_SH)  # as SharedRegion: the real client reaps unlocked files
             os.ftruncate(self._fd, size)
-            # Copy the current bytes through a temporary mapping of the file, then place the file
-            # over the memory: from then on the same addresses show the same bytes, now shared.
-            with mmap.mmap(self._fd, size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE) as tmp:
-                ctypes.memmove(ctypes.addressof(ctypes.c_char.from_buffer(tmp)), address, size)
-            got = _libc.mmap(address, size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | _MAP_FIXED, self._fd, 0)
-            if got == _MAP_FAILED or got != address:
-                err = ctypes.get_errno()
-                raise OSError(err, f"mmap MAP_FIXED at 0x{address:x}: {os.strerror(err)}")
+            # A chunk at a time: its bytes are written to the file, then the file is placed over
+            # the chunk's own addresses (the chunk's old pages go back to the system), so the
+            # memory held twice is one chunk, not the whole range.
+            for off in range(0, size, CHUNK):
+                n = min(CHUNK, size - off)
+                src = (ctypes.c_char * n).from_address(address + off)
+                done = 0
+                while done < n:
+                    done += os.pwrite(self._fd, memoryview(src)[done:], off + done)
+                got = _libc.mmap(address + off, n, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | _MAP_FIXED, self._fd, off)
+                if got == _MAP_FAILED or got != address + off:
+                    err = ctypes.get_errno()
+                    # the chunks before this one live in the file already; it stays while mapped
+                    raise OSError(err, f"mmap MAP_FIXED at 0x{address + off:x}: {os.strerror(err)} (the chunks before it stay remapped)")
         except (OSError, BufferError, ValueError) as e:
             self._discard()
             raise UnavailableError(f"cannot adopt {size} B at 0x{address:x} into {self.path}: {e}") from e
@@ -113,6 +123,20 @@ class AdoptedMemory:
         self.remaps = 0
         self.region: Optional[AdoptedRegion] = AdoptedRegion(shm_dir, self.start, self.end - self.start)
         attach(self.region)
+
+    @property
+    def head(self) -> int:
+        """Bytes before the interior (in a page shared with other memory: staged on use)."""
+        return self.start - self.address
+
+    @property
+    def tail(self) -> int:
+        """Bytes after the interior (staged on use)."""
+        return self.address + self.size - self.end
+
+    def summary(self) -> dict:
+        """{"address", "size", "head", "tail"}: the adopted interior and the bytes left out."""
+        return {"address": self.start, "size": self.shared_bytes, "head": self.head, "tail": self.tail}
 
     @property
     def shared_bytes(self) -> int:

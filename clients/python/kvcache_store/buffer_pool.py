@@ -176,7 +176,7 @@ class BufferPool:
             del self._windows[start]
 
     def add_region(self, region) -> None:
-        """Makes a region that is not a lease (adopted engine memory) known to locate()."""
+        """Makes a region that is not a lease (adopted engine memory, adopted_memory.py) known to locate()."""
         with self._cond:
             self._add_window(region.address, region.size, region, 0)
 

@@ -26,11 +26,11 @@ from typing import Dict, List, Optional, Sequence
 
 from . import errors as E
 from ._proto import store_client_pb2 as pb
-from .adopted_memory import AdoptedMemory
 from .buffer_pool import BufferLease, BufferPool
 from .channel import Channel
 from .config import to_wire
 from .connection import resolve_endpoint, open_socket
+from .dummy_adopt import AdoptCalls
 from .dummy_metadata import MetadataCalls
 from .errors import DeadlineExceededError, InvalidParamsError, StoreError, UnavailableError
 from .protocol import METHODS
@@ -73,12 +73,13 @@ def _size_env(env, name: str, fallback: int) -> int:
     return n
 
 
-class DummyClient(MetadataCalls):
+class DummyClient(MetadataCalls, AdoptCalls):
     def __init__(self, raise_errors: bool = False):
         self.raise_errors = raise_errors
         self._conn: Optional[_Conn] = None
         self._connect_lock = threading.Lock()
         self._regions: List[SharedRegion] = []
+        self._adopted: list = []  # AdoptedMemory, dummy_adopt.py
         self._pool: Optional[BufferPool] = None
         self._closed = False
         self._timeout = DEFAULT_TIMEOUT
@@ -120,13 +121,16 @@ class DummyClient(MetadataCalls):
         timeout: float = DEFAULT_TIMEOUT,
         spin_us: float = 100.0,
         client_name: Optional[str] = None,
+        lazy: bool = False,
         env=None,
     ) -> int:
         """Connects to the real client. Mooncake's positional arguments are accepted: the cluster
         ones (hostname, metadata server, segment size, protocol, devices, master) belong to the
         real client and are ignored here; `local_buffer_size` sizes the shared buffer pool.
-        A dict as the only argument is read as keyword arguments. Returns 0 (or raises with
-        raise_errors=True; else a negative ErrorCode)."""
+        A dict as the only argument is read as keyword arguments. `lazy=True`: an unreachable
+        real client does not fail setup; each call connects within its own deadline (a cache
+        whose store is down at start). Returns 0 (or raises with raise_errors=True; else a
+        negative ErrorCode)."""
         if isinstance(local_hostname, dict):
             return self.setup(**local_hostname)
         try:
@@ -138,7 +142,7 @@ class DummyClient(MetadataCalls):
                 raise InvalidParamsError(f"setup: the buffer size must be a positive integer, got {size!r}")
             if not (isinstance(timeout, (int, float)) and timeout > 0):
                 raise InvalidParamsError(f"setup: timeout must be a positive number of seconds, got {timeout!r}")
-            self._setup(resolve_endpoint(address, socket_path, shm_dir, env), size, max_regions, max_bytes, acquire_timeout, overflow, timeout, spin_us, client_name)
+            self._setup(resolve_endpoint(address, socket_path, shm_dir, env), size, max_regions, max_bytes, acquire_timeout, overflow, timeout, spin_us, client_name, lazy)
             return 0
         except (StoreError, TypeError, ValueError) as e:
             e = _as_store_error(e)
@@ -154,7 +158,7 @@ class DummyClient(MetadataCalls):
         size = int(mem_pool_size or 0) + int(local_buffer_size or 0)
         return self.setup(buffer_size=size or None, address=server_address, **kw)
 
-    def _setup(self, ep, size, max_regions, max_bytes, acquire_timeout, overflow, timeout, spin_us, client_name) -> None:
+    def _setup(self, ep, size, max_regions, max_bytes, acquire_timeout, overflow, timeout, spin_us, client_name, lazy=False) -> None:
         if self._pool is not None:
             raise InvalidParamsError("setup: this client is set up already")
         self.endpoint = ep
@@ -170,7 +174,12 @@ class DummyClient(MetadataCalls):
             max_bytes=max_bytes,
             default_timeout=acquire_timeout,
         )
-        self._connection(_now() + self._timeout)
+        try:
+            self._connection(_now() + self._timeout)
+        except UnavailableError as e:
+            if not lazy:
+                raise
+            log.warning("kvcache_store: real client %s unreachable at setup (%s); calls will connect on demand", ep.describe(), e.message)
 
     # ------------------------------------------------------------------ regions
 
@@ -331,11 +340,12 @@ class DummyClient(MetadataCalls):
             raise
         return spans, lease, outside
 
-    def _late_release(self, lease: Optional[BufferLease]):
+    def _late_release(self, lease: Optional[BufferLease], on_late=None):
         """Cleanup of a call that missed its deadline: the real client may still use the lease
-        until its reply comes (or the connection ends), so it is released only then."""
+        (and the caller's memory) until its reply comes or the connection ends, so the lease is
+        released, and the caller's `on_late` called, only then."""
         if lease is None:
-            return None
+            return on_late
 
         def release():
             self._late.active = True
@@ -343,12 +353,14 @@ class DummyClient(MetadataCalls):
                 lease.release()
             finally:
                 self._late.active = False
+                if on_late is not None:
+                    on_late()
 
         return release
 
-    def _run_with_lease(self, c: _Conn, name: str, req, deadline: float, lease: Optional[BufferLease]):
+    def _run_with_lease(self, c: _Conn, name: str, req, deadline: float, lease: Optional[BufferLease], on_late=None):
         try:
-            res = self._call(c, name, req, deadline, self._late_release(lease))
+            res = self._call(c, name, req, deadline, self._late_release(lease, on_late))
         except DeadlineExceededError:
             raise  # the lease is released when the late reply comes
         except BaseException:
@@ -413,7 +425,7 @@ class DummyClient(MetadataCalls):
         except (StoreError, TypeError, ValueError) as e:
             return self._code(e)
 
-    def _batch_write(self, verb: str, keys: Sequence[str], bufs: List[Buf], config, timeout) -> List[int]:
+    def _batch_write(self, verb: str, keys: Sequence[str], bufs: List[Buf], config, timeout, on_late=None) -> List[int]:
         if len(keys) != len(bufs):
             raise InvalidParamsError(f"batch {verb}: {len(keys)} keys but {len(bufs)} values")
         if not keys:
@@ -435,15 +447,17 @@ class DummyClient(MetadataCalls):
                 it = req.items.add(key=k)
                 it.slices.append(s)
                 to_wire(config, it.config)
-            res = self._run_with_lease(c, "BatchPutFrom" if verb == "put" else "BatchUpsertFrom", req, deadline, lease)
+            res = self._run_with_lease(c, "BatchPutFrom" if verb == "put" else "BatchUpsertFrom", req, deadline, lease, on_late)
             self._count("staged_bytes_put", staged)
             self._count("zero_copy_bytes_put", sum(b.size for b in bufs) - staged)
         out = [self._item_code(r, exists_ok) for r in res.results]
         return out + [E.INTERNAL_ERROR] * (len(keys) - len(out))
 
-    def batch_put_from(self, keys: Sequence[str], buffer_ptrs: Sequence, sizes: Sequence[int], config=None, *, timeout: Optional[float] = None) -> List[int]:
-        """Stores each key from its buffer in one call: a list of 0 / negative ErrorCode per key."""
-        return self._batch("put", keys, lambda: self._bufs(keys, buffer_ptrs, sizes, "batch_put_from"), config, timeout)
+    def batch_put_from(self, keys: Sequence[str], buffer_ptrs: Sequence, sizes: Sequence[int], config=None, *, timeout: Optional[float] = None, on_late=None) -> List[int]:
+        """Stores each key from its buffer in one call: a list of 0 / negative ErrorCode per key.
+        `on_late`: called (on a reading thread) when a call that missed its deadline is answered
+        late or its connection ends: only then has the real client stopped reading the buffers."""
+        return self._batch("put", keys, lambda: self._bufs(keys, buffer_ptrs, sizes, "batch_put_from"), config, timeout, on_late)
 
     def batch_upsert_from(self, keys: Sequence[str], buffer_ptrs: Sequence, sizes: Sequence[int], config=None, *, timeout: Optional[float] = None) -> List[int]:
         return self._batch("upsert", keys, lambda: self._bufs(keys, buffer_ptrs, sizes, "batch_upsert_from"), config, timeout)
@@ -462,9 +476,9 @@ class DummyClient(MetadataCalls):
     def upsert_batch(self, keys: Sequence[str], values: Sequence, config=None, *, timeout: Optional[float] = None) -> int:
         return next((r for r in self.batch_upsert(keys, values, config, timeout=timeout) if r != 0), 0)
 
-    def _batch(self, verb, keys, make_bufs, config, timeout) -> List[int]:
+    def _batch(self, verb, keys, make_bufs, config, timeout, on_late=None) -> List[int]:
         try:
-            return self._batch_write(verb, keys, make_bufs(), config, timeout)
+            return self._batch_write(verb, keys, make_bufs(), config, timeout, on_late)
         except (StoreError, TypeError, ValueError) as e:
             return [self._code(e)] * len(keys)
 
@@ -502,10 +516,10 @@ class DummyClient(MetadataCalls):
         finally:
             lease.release()
 
-    def _run_with_lease_keep(self, c, name, req, deadline, lease):
+    def _run_with_lease_keep(self, c, name, req, deadline, lease, on_late=None):
         """Like _run_with_lease, but on success the caller still holds the lease."""
         try:
-            return self._call(c, name, req, deadline, self._late_release(lease))
+            return self._call(c, name, req, deadline, self._late_release(lease, on_late))
         except DeadlineExceededError:
             raise
         except BaseException:
@@ -562,8 +576,9 @@ class DummyClient(MetadataCalls):
         except (StoreError, TypeError, ValueError) as e:
             return self._code(e)
 
-    def batch_get_into(self, keys: Sequence[str], buffer_ptrs: Sequence, sizes: Sequence[int], *, timeout: Optional[float] = None) -> List[int]:
-        """Reads each key into its buffer in one call: bytes read or a negative code per key."""
+    def batch_get_into(self, keys: Sequence[str], buffer_ptrs: Sequence, sizes: Sequence[int], *, timeout: Optional[float] = None, on_late=None) -> List[int]:
+        """Reads each key into its buffer in one call: bytes read or a negative code per key.
+        `on_late`: as in batch_put_from; only then has the real client stopped writing them."""
         try:
             targets = self._bufs(keys, buffer_ptrs, sizes, "batch_get_into", writable=True)
             if not targets:
@@ -595,7 +610,7 @@ class DummyClient(MetadataCalls):
                 if lease is not None:
                     lease.release()
                 raise
-            res = self._run_with_lease_keep(c, "BatchGetInto", req, deadline, lease) if lease else self._call(c, "BatchGetInto", req, deadline)
+            res = self._run_with_lease_keep(c, "BatchGetInto", req, deadline, lease, on_late) if lease else self._call(c, "BatchGetInto", req, deadline, on_late)
             try:
                 out = []
                 for t, place, r in zip(targets, places, res.results):
@@ -673,41 +688,12 @@ class DummyClient(MetadataCalls):
         self._registered.pop(buffer_ptr, None)
         return 0
 
-    def adopt_memory(self, buffer_ptr, size: Optional[int] = None) -> AdoptedMemory:
-        """Moves memory this process allocated itself (an engine's KV pool) into a shared region
-        in place: the page-aligned interior of [ptr, ptr+size) is remapped onto a region file
-        with its bytes and addresses kept (adopted_memory.py), so puts from it and gets into it
-        copy nothing; the partial head and tail pages stay private and are staged on use.
-        Returns an AdoptedMemory (`start`, `end`, `shared_bytes`, `covers()`, `remap()` to
-        fence late transfers after a deadline miss, `release()`). Raises (InvalidParamsError
-        for a range without a whole page, UnavailableError when the file cannot be made).
-        Nobody may write the memory while it is remapped."""
-        if self._closed or self._pool is None:
-            raise UnavailableError("DummyClient: closed" if self._closed else "DummyClient: not set up (call setup() first)")
-        b = as_buffer(buffer_ptr, size, writable=True, what="adopt_memory")
-        if b.address is None:
-            raise InvalidParamsError("adopt_memory: the memory must be writable and addressable (a pointer, tensor or writable buffer)")
-        return AdoptedMemory(self.endpoint.shm_dir, b.address, b.size, self._attach_adopted, self._detach_adopted)
-
-    def _attach_adopted(self, region) -> None:
-        self._regions.append(region)
-        self._pool.add_region(region)
-
-    def _detach_adopted(self, region) -> None:
-        """Forgets an adopted region without waiting: the real client may still be using it (a
-        call that missed its deadline); it unmaps it when those calls end."""
-        self._pool.remove_region(region)
-        if region in self._regions:
-            self._regions.remove(region)
+    def disconnect(self) -> None:
+        """Drops the connection to the real client: calls in flight fail, the cleanups of late
+        calls run (their on_late too), and the next call reconnects within its deadline."""
         c = self._conn
-        rid = c.ids.pop(region.name, None) if c is not None else None
-        if rid is not None and not c.channel.closed:
-            m = METHODS["UnregisterRegion"]
-            try:
-                c.channel.call_nowait(m.name, m.index, pb.UnregisterRegionRequest(region_id=rid).SerializeToString(), timeout=1.0)
-            except StoreError:
-                pass  # the connection went: the real client released it then
-        region.close()
+        if c is not None:
+            c.channel.close("dropped by disconnect()")
 
     def stats(self) -> dict:
         """Bytes moved per path (zero copy, staged through a lease, inline in messages),
