@@ -18,6 +18,11 @@ build: install
 typecheck: build
 	npm run typecheck
 
+# The linter (eslint.config.js: typescript-eslint plus the design's rules: no clock, timers or
+# randomness in master/core and operator/render, no focused test). .ci/run runs it.
+lint: install
+	npx eslint .
+
 # Unit tests (pure cores, no sockets) and e2e tests (real processes on 127.0.0.1).
 # --forceExit is a safety net: a test that fails half-way may leave a child process behind,
 # and CI must then report the failure instead of waiting forever for jest to exit.

@@ -64,7 +64,8 @@ async function runClient(name: string, client: StoreClient, placement: string, s
       if (c.batch === 1) return client.put(key(first), buf.subarray(0, c.size), config);
       const items = Array.from({ length: Math.min(c.batch, n - first) }, (_, k) => ({ key: key(first + k), value: buf.subarray(k * c.size, (k + 1) * c.size), config }));
       const r = await client.putBatch(items);
-      if (r.some((x) => x.error)) throw r.find((x) => x.error)!.error;
+      const bad = r.find((x) => x.error)?.error;
+      if (bad) throw bad;
     });
     const read = () =>
       measure(n, c.size, c.inflight, c.batch, async (first) => {
@@ -72,7 +73,8 @@ async function runClient(name: string, client: StoreClient, placement: string, s
         if (c.batch === 1) return void (await client.getInto(key(first), buf.subarray(0, c.size)));
         const items = Array.from({ length: Math.min(c.batch, n - first) }, (_, k) => ({ key: key(first + k), target: buf.subarray(k * c.size, (k + 1) * c.size) }));
         const r = await client.getIntoBatch(items);
-        if (r.some((x) => x.error)) throw r.find((x) => x.error)!.error;
+        const bad = r.find((x) => x.error)?.error;
+        if (bad) throw bad;
       });
     const first = await read();
     const again = await read();

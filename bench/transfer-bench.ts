@@ -152,8 +152,8 @@ async function main(): Promise<void> {
         const put = await measure(n, size, inflight, per, async (first) => {
           if (per === 1) return client.put(key(first), zc ? lease.buffer : value);
           const r = await client.putBatch(Array.from({ length: Math.min(per, n - first) }, (_, k) => ({ key: key(first + k), value })));
-          const bad = r.find((x) => x.error);
-          if (bad) throw bad.error;
+          const bad = r.find((x) => x.error)?.error;
+          if (bad) throw bad;
         });
         const get = await measure(n, size, inflight, per, async (first) => {
           if (per === 1) {
@@ -162,8 +162,8 @@ async function main(): Promise<void> {
             return;
           }
           const r = await client.getBatch(Array.from({ length: Math.min(per, n - first) }, (_, k) => key(first + k)));
-          const bad = r.find((x) => x.error);
-          if (bad) throw bad.error;
+          const bad = r.find((x) => x.error)?.error;
+          if (bad) throw bad;
         });
         for (const [op, r] of [['put', put], ['get', get]] as const) {
                     results.set(`${op}-${size}-${mode}`, r);

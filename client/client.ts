@@ -121,7 +121,7 @@ function backoff(ms: number, signal: AbortSignal | undefined): Promise<void> {
 /** The error an aborted setup rejects with. */
 function setupAborted(signal: AbortSignal, phase: string): UnavailableError {
   const r: unknown = signal.reason;
-  const why = r instanceof Error ? r.message : r === undefined ? 'aborted' : String(r);
+  const why = r instanceof Error ? r.message : r === undefined ? 'aborted' : String(r as string);
   return new UnavailableError(`setup aborted ${phase} (${why}); nothing is left mounted`, { cause: r });
 }
 
@@ -922,7 +922,7 @@ export class Client implements StoreClient {
     this.segments.delete(seg.name);
     this.unmounting.delete(seg);
     await this.metadata.remove(seg.name).catch((e) => this.log('warn', `unpublish of ${seg.name} failed: ${(e as Error).message}`));
-    this.unmapRegion(seg.region);
+    await this.unmapRegion(seg.region);
   }
 
   // ------------------------------------------------------------ lifecycle

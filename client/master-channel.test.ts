@@ -7,7 +7,6 @@ import { MasterClientClosedError, MasterConnectionError, MasterProtocolError, Ma
 
 /** Two connected in-memory streams: what one writes, the other reads. */
 function duplexPair(): [Duplex, Duplex] {
-  let a: Duplex | undefined;
   let b: Duplex | undefined;
   const make = (peer: () => Duplex): Duplex =>
     new Duplex({
@@ -21,7 +20,7 @@ function duplexPair(): [Duplex, Duplex] {
         cb();
       },
     });
-  a = make(() => b as Duplex);
+  const a = make(() => b as Duplex);
   b = make(() => a as Duplex);
   return [a, b];
 }

@@ -215,7 +215,7 @@ export class FlagTable {
       if (raw === null || (typeof raw === 'object')) {
         throw new FlagError(key, `invalid value for flag ${shown}: expected a scalar (${describeKind(spec)})`);
       }
-      out.set(spec.name, this.convert(spec, String(raw), shown));
+      out.set(spec.name, this.convert(spec, String(raw as string | number | boolean), shown));
     }
     return out;
   }

@@ -208,6 +208,7 @@ const internTable: string[] = new Array<string>(INTERN_MASK + 1).fill('');
  */
 const asciiOfLength = Array.from(
   { length: INTERN_MAX_BYTES + 1 },
+  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- measured above; built from numbers only
   (_, n) => new Function('b', 's', `return String.fromCharCode(${Array.from({ length: n }, (_, i) => `b[s + ${i}]`).join(', ')});`) as (b: Buffer, s: number) => string,
 );
 
@@ -415,6 +416,7 @@ export class MessageCodec {
       return `${JSON.stringify(f.name)}: ${d}`;
     });
     // The source is built only from field names of the compiled schema, quoted by JSON.stringify.
+    // eslint-disable-next-line @typescript-eslint/no-implied-eval -- see the line above
     this.blank = new Function('Buffer', `return () => ({ ${parts.join(', ')} });`)(Buffer) as () => Record<string, unknown>;
   }
 
@@ -607,6 +609,7 @@ export class MessageCodec {
       if (r.pos !== end) throw new RangeError('message overruns its length');
       return o;`;
     // The sources are built only from field names and numbers of the compiled schema (quoted by JSON.stringify).
+    // eslint-disable-next-line @typescript-eslint/no-implied-eval -- see the line above
     const make = new Function('C', 'F', 'writeScalar', 'readScalar', 'Buffer', 'WB', `return [function (w, o) { ${wr.join('\n')} }, function (r, end) { ${rd} }];`);
     const [fw, fr] = make(this, this.fields, writeScalar, readScalar, Buffer, WIRE_BODY) as [MessageCodec['fastWrite'], MessageCodec['fastRead']];
     this.fastWrite = fw;

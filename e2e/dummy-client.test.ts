@@ -162,7 +162,7 @@ describe('values inside messages', () => {
     const Ctor = grpc.loadPackageDefinition(def).store as unknown as { ClientService: grpc.ServiceClientConstructor };
     const stub = new Ctor.ClientService(svc.rpc, grpc.credentials.createInsecure());
     const call = (name: string, req: object) =>
-      new Promise<Record<string, unknown>>((resolve, reject) => (stub[name] as Function).call(stub, req, (e: Error | null, r: Record<string, unknown>) => (e ? reject(e) : resolve(r))));
+      new Promise<Record<string, unknown>>((resolve, reject) => (stub[name] as (...args: unknown[]) => void).call(stub, req, (e: Error | null, r: Record<string, unknown>) => (e ? reject(e) : resolve(r))));
     try {
       expect((await call('Put', { key: 'grpc-k', value: Buffer.from('over grpc') })).status_code).toBe(ErrorCode.OK);
       const got = await call('Get', { key: 'grpc-k' });

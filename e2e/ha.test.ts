@@ -42,7 +42,7 @@ function spawnUntil(cmd: string, args: string[], ready: RegExp, env?: NodeJS.Pro
     };
     proc.stdout!.on('data', onData);
     proc.stderr!.on('data', onData);
-    exited.then((code) => reject(new Error(`${cmd} exited with ${code} before it was ready:\n${out}`)));
+    void exited.then((code) => reject(new Error(`${cmd} exited with ${code} before it was ready:\n${out}`)));
   });
 }
 

@@ -37,7 +37,7 @@ function startMaster(): Promise<Master> {
       const m = /store_master listening: rpc=(\S+)/.exec(err);
       if (m) resolve({ proc, rpc: m[1], stderr: () => err, exited });
     });
-    exited.then((code) => reject(new Error(`master exited with ${code} before listening: ${err}`)));
+    void exited.then((code) => reject(new Error(`master exited with ${code} before listening: ${err}`)));
   });
 }
 

@@ -46,7 +46,7 @@ export function startMaster(args: string[] = [], opts: { nofile?: number } = {})
         });
       }
     });
-    exited.then((code) => reject(new Error(`master exited with ${code} before listening: ${err}`)));
+    void exited.then((code) => reject(new Error(`master exited with ${code} before listening: ${err}`)));
   });
 }
 

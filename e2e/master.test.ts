@@ -35,7 +35,7 @@ function startMaster(extra: string[] = []): Promise<Master> {
       const m = /store_master listening: rpc=(\S+) metrics=(\S+)(?: metadata=(\S+))?/.exec(err);
       if (m) resolve({ proc, rpc: m[1], metrics: `http://${m[2]}`, metadata: m[3], stderr: () => err, exited });
     });
-    exited.then((code) => reject(new Error(`master exited with ${code} before listening: ${err}`)));
+    void exited.then((code) => reject(new Error(`master exited with ${code} before listening: ${err}`)));
   });
 }
 

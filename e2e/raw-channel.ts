@@ -47,7 +47,7 @@ export class RawChannel {
     if (r) return Promise.resolve(r);
     return new Promise((resolve, reject) => {
       this.waiters.set(id, resolve);
-      this.closed.then(() => reject(new Error(`connection closed before the reply to ${id}`)));
+      void this.closed.then(() => reject(new Error(`connection closed before the reply to ${id}`)));
     });
   }
 

@@ -350,7 +350,7 @@ describe('SIGTERM', () => {
       expect(await s.exited).toBe(0);
     } finally {
       master.close();
-      engine.unregisterRegion(local.address);
+      await engine.unregisterRegion(local.address);
       engine.close();
       local.release();
     }

@@ -105,7 +105,7 @@ export class ChannelConnection {
     }
     if (req) res = this.dispatcher.serve(methodIndex, req, 'channel');
     // an RPC served in steps (a whole-table walk) answers later; replies may come in any order
-    if (res instanceof Promise) res.then((r) => this.reply(id, methodIndex, r));
+    if (res instanceof Promise) void res.then((r) => this.reply(id, methodIndex, r));
     else this.reply(id, methodIndex, res!);
   }
 

@@ -46,7 +46,7 @@ export function createGrpcServer(dispatcher: RpcDispatcher): { server: grpc.Serv
     handlers[name] = (call: grpc.ServerUnaryCall<object, object>, callback: grpc.sendUnaryData<object>) => {
       const req = call.request as object;
       const res = MALFORMED in req ? dispatcher.invalid(index, 'grpc', (req as Malformed)[MALFORMED]) : dispatcher.serve(index, req, 'grpc');
-      if (res instanceof Promise) res.then((r) => callback(null, r));
+      if (res instanceof Promise) void res.then((r) => callback(null, r));
       else callback(null, res);
     };
   }

@@ -40,7 +40,7 @@ class Progress {
     const gbps = (rate * this.bytesEach) / 1e9;
     const bar = `\x1b[32m${'█'.repeat(fill)}\x1b[2m${'░'.repeat(width - fill)}\x1b[0m`;
     const text = `${this.label.padEnd(18)} ${bar} ${String(pct).padStart(3)}% ${done}/${this.total}  ${rate.toFixed(0)} ops/s  ${gbps.toFixed(2)} GB/s`;
-    process.stderr.write(tty ? `\r\x1b[2K${text}` : `${text.replace(/\x1b\[[0-9;]*m/g, '')}\n`);
+    process.stderr.write(tty ? `\r\x1b[2K${text}` : `${text.replace(/\u001b\[[0-9;]*m/g, '')}\n`);
   }
   done(): void {
     this.update(this.total);

@@ -91,7 +91,7 @@ class DummyChannelConnection {
       this.reply(m, id, { status_code: ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS, error: 'the store service is starting (not mounted yet)' });
       return;
     }
-    service.invoke(m.call, req, this.session).then((res) => this.reply(m, id, res));
+    void service.invoke(m.call, req, this.session).then((res) => this.reply(m, id, res));
   }
 
   private reply(m: MethodInfo, id: number, res: object): void {
@@ -236,7 +236,7 @@ export class ClientServiceServer {
       handlers[m.name] = (call: grpc.ServerUnaryCall<object, object>, callback: grpc.sendUnaryData<object>) => {
         const service = this.service;
         if (!service) callback(null, { status_code: ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS, error: 'the store service is starting (not mounted yet)' });
-        else service.invoke(m.call, call.request, this.grpcSession).then((res) => callback(null, res));
+        else void service.invoke(m.call, call.request, this.grpcSession).then((res) => callback(null, res));
       };
     }
     const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_DUMMY_REQUEST_BYTES, 'grpc.max_send_message_length': MAX_DUMMY_REQUEST_BYTES });

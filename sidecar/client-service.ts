@@ -64,7 +64,7 @@ export class ClientService {
   /** Handlers by the proto's camelCase method name (the dispatcher looks them up by MethodInfo.call). */
   readonly handlers: Record<string, Handler> = {
     hello: async (req: { client_name: string }, s) => {
-      if (typeof req.client_name === 'string') s.clientName = req.client_name.slice(0, 200).replace(/[\x00-\x1f\x7f]/g, '?');
+      if (typeof req.client_name === 'string') s.clientName = req.client_name.slice(0, 200).replace(/[\u0000-\u001f\u007f]/g, '?');
       return this.helloReply();
     },
 

@@ -86,7 +86,7 @@ export function parseStoreServiceArgs(
       if (raw === null || typeof raw === 'object') throw new FlagError(key, `invalid value for "${key}" in --config=${path}: expected a string or number`);
       if (parsed.explicit.has(flag)) continue; // the command line wins
       explicit.add(flag);
-      v[flag] = storeServiceFlags.convert(storeServiceFlags.spec(flag)!, String(raw), `${key} (in ${path})`);
+      v[flag] = storeServiceFlags.convert(storeServiceFlags.spec(flag)!, String(raw as string | number | boolean), `${key} (in ${path})`);
     }
   }
   if (explicit.has('master_server_address')) {

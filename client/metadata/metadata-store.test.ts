@@ -83,7 +83,10 @@ describe('HTTP metadata server backend', () => {
       let body = '';
       req.on('data', (c) => (body += c));
       req.on('end', () => {
-        if (req.method === 'PUT') kv.set(key, body), res.writeHead(200).end('OK');
+        if (req.method === 'PUT') {
+          kv.set(key, body);
+          res.writeHead(200).end('OK');
+        }
         else if (req.method === 'DELETE') res.writeHead(kv.delete(key) ? 200 : 404).end();
         else if (kv.has(key)) res.writeHead(200).end(kv.get(key));
         else res.writeHead(404).end('not found');

@@ -231,7 +231,7 @@ function binary(op: string, ln: Node, rn: Node, env: Record<string, Value>): Val
     if (lErr === undefined && l === (op === '||')) return l;
     const r = truthy(evaluate(rn, env));
     if (r === (op === '||')) return r;
-    if (lErr !== undefined) throw lErr;
+    if (lErr !== undefined) throw lErr as Error;
     return r;
   }
   const l = evaluate(ln, env);

@@ -25,7 +25,7 @@ export function parseJsonPath(expr: string): Step[] {
       if (inner === '*') steps.push({ all: true });
       else if (/^-?\d+$/.test(inner)) steps.push({ index: Number(inner) });
       else {
-        const f = /^\?\(@((?:\.[A-Za-z0-9_\-]+)+)\s*(==|!=)\s*(.+)\)$/.exec(inner);
+        const f = /^\?\(@((?:\.[A-Za-z0-9_-]+)+)\s*(==|!=)\s*(.+)\)$/.exec(inner);
         if (!f) {
           const q = /^['"](.*)['"]$/.exec(inner);
           if (q) {

@@ -40,7 +40,7 @@ function cell(col: PrinterColumn, obj: Obj, now: number): unknown {
     return null;
   }
   if (values.length === 0) return null;
-  const v = values.length === 1 ? values[0] : values.map((x) => (typeof x === 'object' ? JSON.stringify(x) : String(x))).join(',');
+  const v = values.length === 1 ? values[0] : values.map((x) => (typeof x === 'object' ? JSON.stringify(x) : String(x as string))).join(',');
   if (col.type === 'date' && typeof v === 'string') {
     const t = Date.parse(v);
     return Number.isNaN(t) ? v : humanDuration(now - t);

@@ -14,6 +14,7 @@ setFlagsFromString('--enable-experimental-regexp-engine');
 export function compileKeyRegex(source: unknown): RegExp | null {
   if (typeof source !== 'string' || source.length === 0) return null;
   try {
+    // eslint-disable-next-line no-invalid-regexp -- 'l' is V8's linear-time engine, enabled above
     return new RegExp(source, 'l');
   } catch {
     return null;

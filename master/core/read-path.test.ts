@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { ErrorCode } from '../../common/error-code.js';
-import { makeCore, MEMORY, mountReq, putObject, putReq } from './master-core-fixture.js';
+import { makeCore, mountReq, putObject, putReq } from './master-core-fixture.js';
 import { MAX_KEY_LENGTH } from './write-validation.js';
 
 const LEASE = 5000;

@@ -1,7 +1,7 @@
 // Prints the master core's heap cost per object and the cost of its hot calls (not a test:
 // figures only). Run after `npm run build`:
-//   node --expose-gc dist/master/core/heap-footprint-check.js [objects]
-import { defaultMasterCoreConfig, MasterCore, SeededRng } from './master-core.js';
+//   node --expose-gc dist/bench/master-core-footprint.js [objects]
+import { defaultMasterCoreConfig, MasterCore, SeededRng } from '../master/core/master-core.js';
 
 function gc(): void {
   const g = (globalThis as { gc?: () => void }).gc;
