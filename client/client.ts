@@ -326,7 +326,7 @@ export class Client implements StoreClient {
   /** Setup's steps, in order; setup() releases what they acquired when one fails. */
   private async init(): Promise<void> {
     this.mapLocalMemory();
-    this.mapSegment();
+    await this.mapSegment();
     this.buildDataPath();
     await this.register();
     this.startHeartbeat();
@@ -370,13 +370,21 @@ export class Client implements StoreClient {
   }
 
   /** The global segment this client contributes (mounted by register()). */
-  private mapSegment(): void {
+  private async mapSegment(): Promise<void> {
     const s = this.settings;
     if (s.globalSegmentSize > 0) {
       const { region, incarnation } = this.mapRegion(s.globalSegmentSize, `store-segment-${this.clientId}`, true);
       if (this.options.prefaultSegment) {
-        const chunk = 64 * 1024 * 1024;
-        for (let off = 0; off < region.size; off += chunk) new Uint8Array(region.buffer, off, Math.min(chunk, region.size - off)).fill(0);
+        // Every page backed now, on several threads (bench:prefault): ready in seconds, and a
+        // machine without the memory fails here rather than under a peer's write.
+        try {
+          const started = this.now();
+          const how = await region.populate();
+          this.log('info', `segment of ${region.size} bytes prefaulted in ${Math.round(this.now() - started)} ms (${how.method}, ${how.threads} threads)`);
+        } catch (e) {
+          await this.unmapRegion(region);
+          throw e;
+        }
       }
       // The segment is named after the engine endpoint: unique per process, and what P2PHANDSHAKE needs.
       const name = this.engine.endpoint;

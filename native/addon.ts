@@ -6,8 +6,19 @@ import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+export interface RawRegionHandle {
+  release(): void;
+  populate(threads?: number): Promise<PopulateResult>;
+}
+
+/** How a region's pages were backed: MADV_POPULATE_WRITE, or one write per page on kernels before 5.14. */
+export interface PopulateResult {
+  method: 'madvise' | 'touch';
+  threads: number;
+}
+
 export interface RawRegion {
-  handle: { release(): void };
+  handle: RawRegionHandle;
   buffer: ArrayBuffer;
   address: number;
   size: number;

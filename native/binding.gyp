@@ -10,6 +10,7 @@
         "src/addon_engine.cc",
         "src/addon_bench.cc",
         "src/mapping.cc",
+        "src/populate.cc",
         "src/memory_memfd.cc",
         "src/memory_shm.cc",
         "src/memory_file.cc",

@@ -19,6 +19,8 @@ export const MemoryErrorCode = {
   HUGEPAGE_UNAVAILABLE: 'HUGEPAGE_UNAVAILABLE',
   MAP_FAILED: 'MAP_FAILED',
   NOT_FOUND: 'NOT_FOUND',
+  /** The machine cannot back the region's pages (populate). */
+  OUT_OF_MEMORY: 'OUT_OF_MEMORY',
 } as const;
 export type MemoryErrorCode = (typeof MemoryErrorCode)[keyof typeof MemoryErrorCode];
 

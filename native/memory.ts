@@ -1,9 +1,11 @@
 // Mapped memory for segments and buffers: memfd (default), named POSIX shm, a file on
 // hugetlbfs, any file or DAX device, or anonymous memory (from the mmap arena when enabled).
 // The bytes are exposed as an external ArrayBuffer over the mapping: never copied.
-import { addon } from './addon.js';
+import { addon, type PopulateResult, type RawRegionHandle } from './addon.js';
 import { MemoryError, MemoryErrorCode } from './errors.js';
 import { arenaConfig, hugepageDefaults, hugepageSizeBytes, type HugepageSize } from './env-config.js';
+
+export type { PopulateResult } from './addon.js';
 
 export type MemoryKind = 'memfd' | 'shm' | 'hugetlbfs' | 'file' | 'anonymous';
 
@@ -32,14 +34,20 @@ export interface MemoryRegion {
    * TypedArray can span (4 GiB in Node 20), so code takes windows of them rather than one view.
    */
   view(offset: number, length: number): Buffer;
+  /**
+   * Backs every page with memory now (contents kept), on `threads` threads (default: one per core,
+   * at most 8), off the JS thread. Rejects with a MemoryError (OUT_OF_MEMORY) when the machine
+   * cannot back the region. A release() meanwhile is safe: the unmap waits for the threads.
+   */
+  populate(threads?: number): Promise<PopulateResult>;
   release(): void;
 }
 
 class MappedRegion implements MemoryRegion {
-  #handle: { release(): void };
+  #handle: RawRegionHandle;
   #released = false;
   constructor(
-    handle: { release(): void },
+    handle: RawRegionHandle,
     readonly buffer: ArrayBuffer,
     readonly address: number,
     readonly size: number,
@@ -57,6 +65,15 @@ class MappedRegion implements MemoryRegion {
       throw invalid(`MemoryRegion.view: [${offset}, +${length}) lies outside the ${this.size}-byte region`);
     }
     return Buffer.from(this.buffer, offset, length);
+  }
+  async populate(threads = 0): Promise<PopulateResult> {
+    if (this.#released) throw invalid('MemoryRegion.populate: the region is released');
+    if (!Number.isInteger(threads) || threads < 0) throw invalid(`MemoryRegion.populate: threads must be a non-negative integer, got ${threads}`);
+    try {
+      return await this.#handle.populate(threads);
+    } catch (e) {
+      throw MemoryError.from(e);
+    }
   }
   release(): void {
     if (this.#released) return;

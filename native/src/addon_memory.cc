@@ -4,12 +4,17 @@
 #include <sys/mman.h>
 #include <v8.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
+#include <functional>
 #include <memory>
 
 #include "addon_util.h"
 #include "mapping.h"
 #include "mmap_arena.h"
+#include "populate.h"
 
 namespace kvstore {
 
@@ -36,11 +41,43 @@ Napi::ArrayBuffer RegionArrayBuffer(Napi::Env env, const std::shared_ptr<Mapping
   return Napi::ArrayBuffer(env, reinterpret_cast<napi_value>(*ab));
 }
 
+// Runs Populate() off the JS thread; the handle keeps the mapping until it settles.
+class PopulateWorker : public Napi::AsyncWorker {
+ public:
+  PopulateWorker(Napi::Env env, std::shared_ptr<Mapping> m, Napi::Reference<Napi::ArrayBuffer> keep, unsigned threads, std::function<void()> settled)
+      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), mapping_(std::move(m)), keep_(std::move(keep)), threads_(threads), settled_(std::move(settled)) {}
+  Napi::Promise Promise() { return deferred_.Promise(); }
+  void Execute() override { result_ = Populate(static_cast<char*>(mapping_->data()), mapping_->size(), threads_); }
+  void OnOK() override {
+    Napi::Env env = Env();
+    keep_.Reset();
+    settled_();
+    if (result_.error != 0) {
+      Napi::Error e = Napi::Error::New(env, std::string("populate: the machine cannot back the region's ") + std::to_string(mapping_->size()) + " bytes: " + std::strerror(result_.error));
+      e.Set("code", Napi::String::New(env, result_.error == ENOMEM ? "OUT_OF_MEMORY" : "MAP_FAILED"));
+      deferred_.Reject(e.Value());
+      return;
+    }
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("method", Napi::String::New(env, result_.method));
+    o.Set("threads", Napi::Number::New(env, result_.threads));
+    deferred_.Resolve(o);
+  }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  std::shared_ptr<Mapping> mapping_;
+  Napi::Reference<Napi::ArrayBuffer> keep_;  // a forgotten region's finalizer must not unmap under the threads
+  unsigned threads_;
+  std::function<void()> settled_;
+  PopulateResult result_;
+};
+
 class RegionHandle : public Napi::ObjectWrap<RegionHandle> {
  public:
   static Napi::FunctionReference* ctor;
   static void Init(Napi::Env env) {
-    Napi::Function f = DefineClass(env, "RegionHandle", {InstanceMethod("release", &RegionHandle::Release)});
+    Napi::Function f = DefineClass(env, "RegionHandle", {InstanceMethod("release", &RegionHandle::Release), InstanceMethod("populate", &RegionHandle::PopulateJs)});
     ctor = new Napi::FunctionReference(Napi::Persistent(f));
   }
   explicit RegionHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<RegionHandle>(info) {}
@@ -50,25 +87,54 @@ class RegionHandle : public Napi::ObjectWrap<RegionHandle> {
   }
 
  private:
+  // populate(threads): backs every page now, off the JS thread; a release() meanwhile takes effect
+  // when the populate has settled (its threads still write the pages).
+  Napi::Value PopulateJs(const Napi::CallbackInfo& info) {
+    return Guarded(info.Env(), [&]() -> Napi::Value {
+      if (!mapping_ || mapping_->unmapped()) throw NativeError("INVALID_ARGUMENT", "populate: the region is released");
+      unsigned threads = info.Length() > 0 && info[0].IsNumber() ? static_cast<unsigned>(ToU64(info[0], "threads")) : 0;
+      Napi::Reference<Napi::ArrayBuffer> keep;
+      if (!buffer_.IsEmpty() && buffer_.Value().IsArrayBuffer()) keep = Napi::Persistent(buffer_.Value());
+      populating_++;
+      Ref();  // the handle outlives the worker
+      auto* w = new PopulateWorker(info.Env(), mapping_, std::move(keep), std::min(threads, 64u), [this] {
+        if (--populating_ == 0 && release_pending_) ReleaseNow();
+        Unref();
+      });
+      Napi::Promise p = w->Promise();
+      w->Queue();
+      return p;
+    });
+  }
+  void Unmap() {
+    if (mapping_) {
+      mapping_->Unmap();
+      mapping_.reset();
+    }
+  }
   Napi::Value Release(const Napi::CallbackInfo& info) {
     return Guarded(info.Env(), [&]() -> Napi::Value {
-      if (!buffer_.IsEmpty()) {
-        Napi::Value v = buffer_.Value();
-        if (!v.IsEmpty() && v.IsArrayBuffer()) {
-          Napi::ArrayBuffer ab = v.As<Napi::ArrayBuffer>();
-          if (!ab.IsDetached()) ab.Detach();
-        }
-        buffer_.Reset();
-      }
-      if (mapping_) {
-        mapping_->Unmap();
-        mapping_.reset();
-      }
+      // Detaching drops the buffer's backing store, whose deleter unmaps: wait for populate's threads.
+      if (populating_ > 0) release_pending_ = true;
+      else ReleaseNow();
       return info.Env().Undefined();
     });
   }
+  void ReleaseNow() {
+    if (!buffer_.IsEmpty()) {
+      Napi::Value v = buffer_.Value();
+      if (!v.IsEmpty() && v.IsArrayBuffer()) {
+        Napi::ArrayBuffer ab = v.As<Napi::ArrayBuffer>();
+        if (!ab.IsDetached()) ab.Detach();
+      }
+      buffer_.Reset();
+    }
+    Unmap();
+  }
   std::shared_ptr<Mapping> mapping_;
   Napi::Reference<Napi::ArrayBuffer> buffer_;
+  int populating_ = 0;
+  bool release_pending_ = false;
 };
 Napi::FunctionReference* RegionHandle::ctor = nullptr;
 

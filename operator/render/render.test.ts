@@ -129,6 +129,16 @@ describe('renderSegment', () => {
     expect(c.readinessProbe?.httpGet?.path).toBe('/health');
   });
 
+  it('gives a store pod a startupProbe that grows with its segment (pre-faulting takes seconds per GiB)', () => {
+    const budget = (size: string) => {
+      const p = sts(segment({ size })).spec!.template.spec!.containers[0].startupProbe!;
+      expect(p.httpGet).toEqual({ path: '/health', port: 'http' });
+      return p.periodSeconds! * p.failureThreshold!;
+    };
+    expect(budget('8Gi')).toBe(46);
+    expect(budget('64Gi')).toBe(158);
+  });
+
   it('shm: a memory emptyDir at /dev/shm and a memory request covering it', () => {
     const spec = sts(segment({})).spec!.template.spec!;
     expect(spec.volumes).toContainEqual({ name: 'segment', emptyDir: { medium: 'Memory', sizeLimit: '8Gi' } });

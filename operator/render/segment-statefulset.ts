@@ -10,6 +10,7 @@ import { formatQuantity, parseQuantity } from '../api/quantity.js';
 import { containerResources, objectMeta } from './meta.js';
 import { masterAddress, metadataServer, segmentConfigMap, segmentName } from './names.js';
 import { createHash } from 'node:crypto';
+import { segmentStartupProbe } from './startup-probe.js';
 
 /** Memory the process needs beside its segment (heap, transfer buffers). */
 const PROCESS_OVERHEAD = 512 * 2 ** 20;
@@ -124,8 +125,10 @@ export function renderSegmentStatefulSet(ss: DefaultedStoreSegment, sc: Defaulte
       ...layout.env,
     ],
     ports: [{ name: 'http', containerPort: ss.spec.httpPort, protocol: 'TCP' }],
+    // pre-faulting a large segment takes seconds per GiB: liveness starts once this succeeds
+    startupProbe: segmentStartupProbe(parseQuantity(ss.spec.size), '/health', 'http'),
     readinessProbe: { httpGet: { path: '/health', port: 'http' }, periodSeconds: 5 },
-    livenessProbe: { httpGet: { path: '/health', port: 'http' }, initialDelaySeconds: 10, periodSeconds: 10, failureThreshold: 6 },
+    livenessProbe: { httpGet: { path: '/health', port: 'http' }, periodSeconds: 10, failureThreshold: 6 },
     resources: mergeResources(layout.resources, containerResources(ss.spec.resources)),
     volumeMounts: [{ name: 'config', mountPath: '/etc/store', readOnly: true }, ...layout.mounts],
     securityContext: layout.privileged ? { privileged: true } : { allowPrivilegeEscalation: false },

@@ -50,6 +50,8 @@ describe('webhook injection', () => {
       '--master_server=kvcache-master.ml.svc:50051', `--global_segment_size=${8 * 2 ** 30}`, '--protocol=tcp',
     ]);
     expect(sidecar.startupProbe?.httpGet).toEqual({ path: '/health', port: 'store-http' });
+    // an 8 GiB segment is pre-faulted before /health answers: 30 s + 2 s per GiB
+    expect(sidecar.startupProbe!.periodSeconds! * sidecar.startupProbe!.failureThreshold!).toBe(46);
     expect(sidecar.resources).toEqual({ requests: { cpu: '500m', memory: '8448Mi' }, limits: { memory: '8448Mi' } });
     expect(sidecar.volumeMounts).toEqual([{ name: 'store-shm', mountPath: '/store-shm' }]);
 

@@ -8,6 +8,7 @@ import { Annotations, SHM_MOUNT_PATH, SHM_VOLUME, SIDECAR_CONTAINER } from '../a
 import { formatQuantity, parseQuantity } from '../api/quantity.js';
 import { containerResources } from '../render/meta.js';
 import { masterAddress, metadataServer } from '../render/names.js';
+import { segmentStartupProbe } from '../render/startup-probe.js';
 
 /** Everything injection needs from the cluster, resolved (the cluster's sidecar defaults). */
 export interface InjectionSettings {
@@ -139,7 +140,7 @@ function sidecarContainer(s: InjectionSettings): V1Container {
     ],
     ports: [{ name: 'store-http', containerPort: s.httpPort, protocol: 'TCP' }],
     // The app containers start only once this succeeds (native sidecar semantics).
-    startupProbe: { ...probe, periodSeconds: 1, failureThreshold: 120 },
+    startupProbe: segmentStartupProbe(s.globalSegmentSize, probe.httpGet.path, probe.httpGet.port),
     readinessProbe: { ...probe, periodSeconds: 5 },
     resources: s.resources ?? { requests: { cpu: '500m', memory: mem }, limits: { memory: mem } },
     volumeMounts: [{ name: SHM_VOLUME, mountPath: SHM_MOUNT_PATH }],
