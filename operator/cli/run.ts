@@ -75,7 +75,7 @@ export async function run(o: RunOptions): Promise<void> {
     }
   };
   const own = (kind: string) => (obj: KubernetesObject) => leading && controller.enqueue(kind, obj.metadata?.namespace ?? '', obj.metadata?.name ?? '');
-  const segments = new Informer(api, { kind: 'StoreSegment', namespace: o.watchNamespace, resyncMs: o.resyncMs, onChange: own('StoreSegment'), log });
+  const segments = new Informer(kc, api, { kind: 'StoreSegment', namespace: o.watchNamespace, resyncMs: o.resyncMs, onChange: own('StoreSegment'), log });
   // A cluster's change also wakes the segments that use it (they render its addresses).
   const clusterChanged = (obj: KubernetesObject) => {
     own('StoreCluster')(obj);
@@ -83,12 +83,12 @@ export async function run(o: RunOptions): Promise<void> {
       if (s.spec?.cluster === obj.metadata?.name && s.metadata?.namespace === obj.metadata?.namespace) own('StoreSegment')(s as KubernetesObject);
     }
   };
-  const clusters = new Informer(api, { kind: 'StoreCluster', namespace: o.watchNamespace, resyncMs: o.resyncMs, onChange: clusterChanged, log });
+  const clusters = new Informer(kc, api, { kind: 'StoreCluster', namespace: o.watchNamespace, resyncMs: o.resyncMs, onChange: clusterChanged, log });
   const informers = [
     clusters,
     segments,
-    new Informer(api, { kind: 'StatefulSet', namespace: o.watchNamespace, labelSelector: `${Labels.managedBy}=${MANAGER}`, resyncMs: o.resyncMs, onChange: enqueueOwner, log }),
-    new Informer(api, { kind: 'Pod', namespace: o.watchNamespace, labelSelector: `${Labels.managedBy}=${MANAGER}`, resyncMs: o.resyncMs, onChange: enqueueOwner, log }),
+    new Informer(kc, api, { kind: 'StatefulSet', namespace: o.watchNamespace, labelSelector: `${Labels.managedBy}=${MANAGER}`, resyncMs: o.resyncMs, onChange: enqueueOwner, log }),
+    new Informer(kc, api, { kind: 'Pod', namespace: o.watchNamespace, labelSelector: `${Labels.managedBy}=${MANAGER}`, resyncMs: o.resyncMs, onChange: enqueueOwner, log }),
   ];
   for (const i of informers) i.start();
 

@@ -3,7 +3,7 @@
 // on duplicate create and on a stale resourceVersion in replace, JSON merge patch with null
 // deletion, the status subresource, equality label selectors. It records every write.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { KubeApiError, type KubeApi, type ListResult, type Ref, type WatchEvent } from '../reconcile/kube-client.js';
+import { KubeApiError, type KubeApi, type ListResult, type Ref } from '../reconcile/kube-client.js';
 
 function mergePatch(target: any, patch: any): any {
   if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
@@ -62,8 +62,5 @@ export class MemoryApi implements KubeApi {
   async delete(r: Ref): Promise<void> {
     this.objects.delete(this.key(r));
     this.writes.push(`delete ${this.key(r)}`);
-  }
-  async watch(_r: Ref, _rv: string, _on: (e: WatchEvent) => void, _s: AbortSignal): Promise<void> {
-    throw new Error('not used by reconcile passes');
   }
 }
