@@ -9,7 +9,8 @@ import { KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { StoreCluster } from '../gen/index.js';
 import { Labels, MANAGER } from '../api/constants.js';
 import { defaultStoreCluster, type DefaultedStoreCluster, type OperatorDefaults } from '../api/defaults.js';
-import { LeaseLock } from '../election/lease-lock.js';
+import { K8sLease } from '../../common/k8s-lease.js';
+import { LeaderElector } from '../election/leader-elector.js';
 import { reconcileCluster } from '../reconcile/cluster-reconciler.js';
 import { Controller } from '../reconcile/controller.js';
 import { ApiEventRecorder } from '../reconcile/events.js';
@@ -61,6 +62,7 @@ export async function run(o: RunOptions): Promise<void> {
   };
   const controller = new Controller({ StoreCluster: (ns, n) => reconcileCluster(ctx, ns, n), StoreSegment: (ns, n) => reconcileSegment(ctx, ns, n) }, log);
   let leading = !o.leaderElect;
+  let stopping = false;
 
   const enqueueOwner = (obj: KubernetesObject) => {
     if (!leading) return;
@@ -99,13 +101,15 @@ export async function run(o: RunOptions): Promise<void> {
     for (const obj of clusters.list()) own('StoreCluster')(obj);
     for (const obj of segments.list()) own('StoreSegment')(obj);
   };
-  let lock: LeaseLock | undefined;
+  let lock: LeaderElector | undefined;
   if (o.leaderElect) {
-    lock = new LeaseLock(api, {
-      identity: o.identity, namespace: o.leaseNamespace, name: o.leaseName,
+    const lease = new K8sLease({ namespace: o.leaseNamespace, name: o.leaseName, identity: o.identity, kubeConfig: kc, monoNow: () => performance.now(), wallNow: () => Date.now() });
+    lock = new LeaderElector({
+      lease,
       leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000,
       onStartedLeading: startReconciling,
       onStoppedLeading: () => {
+        if (stopping) return;
         // Another replica may already reconcile; exit so we restart as a clean follower.
         log('lost leadership; exiting');
         process.exit(1);
@@ -155,6 +159,7 @@ export async function run(o: RunOptions): Promise<void> {
   log(`health on :${(health.address() as any).port}; watching ${o.watchNamespace ?? 'all namespaces'}`);
 
   const shutdown = async () => {
+    stopping = true;
     log('shutting down');
     controller.stop();
     for (const i of informers) i.stop();
