@@ -7,7 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import yaml from 'js-yaml';
 import { ApiError, badRequest, methodNotAllowed } from './api-error.js';
-import { evalRule } from './cel.js';
+import { evalRule } from '../../common/cel-rules.js';
 import { coreVersions, group, groupList, resourceList, versionInfo } from './discovery.js';
 import { isPlainObject } from './json-patch.js';
 import { OPENAPI_V2_PROTOBUF, OPENAPI_V2_PROTOBUF_TYPE, openApiGroupVersion, openApiIndex, openApiV2 } from './openapi.js';
