@@ -4,7 +4,7 @@
 // how it would mutate a pod. Bad input: a readable message and exit code 2.
 import { readFileSync } from 'node:fs';
 import { DEFAULT_IMAGE } from './api/constants.js';
-import { loadCrdSchemas } from './api/schema-check.js';
+import { loadCrdSchemas } from './api/crd-schema.js';
 import { CliError, injectCommand, renderCommand } from './cli/offline.js';
 
 const USAGE = `usage:

@@ -7,7 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import yaml from 'js-yaml';
 import { ApiError, badRequest, methodNotAllowed } from './api-error.js';
-import { evalRule } from './cel.js';
+import { evalRule } from '../../common/cel-rules.js';
 import { coreVersions, group, groupList, resourceList, versionInfo } from './discovery.js';
 import { isPlainObject } from './json-patch.js';
 import { OPENAPI_V2_PROTOBUF, OPENAPI_V2_PROTOBUF_TYPE, openApiGroupVersion, openApiIndex, openApiV2 } from './openapi.js';
@@ -92,6 +92,7 @@ export class KubeApiServer {
   readonly store: ObjectStore;
   private readonly server: http.Server;
   private readonly watches = new Set<() => void>();
+  private readonly watchSockets = new Set<() => void>();
   private readonly bookmarkIntervalMs: number;
   private addr = '';
   private readonly stsController?: StatefulSetController;
@@ -133,6 +134,16 @@ export class KubeApiServer {
   /** Ends every open watch, as a real server does on its watch timeouts or a restart; clients re-watch. */
   closeWatches(): void {
     for (const end of [...this.watches]) end();
+  }
+
+  /** Cuts every open watch connection without ending its response, as a network failure does. */
+  dropWatches(): void {
+    for (const drop of [...this.watchSockets]) drop();
+  }
+
+  /** How many watches are open (tests await a client's reconnection by watching this grow). */
+  get openWatches(): number {
+    return this.watches.size;
   }
 
   async stop(): Promise<void> {
@@ -362,14 +373,24 @@ export class KubeApiServer {
     const timers: NodeJS.Timeout[] = [];
     if (bookmarks) timers.push(setInterval(() => bookmark(), this.bookmarkIntervalMs));
     const timeout = Number(q.get('timeoutSeconds'));
-    const end = () => {
+    const cleanup = () => {
       unsubscribe();
       for (const tm of timers) clearInterval(tm);
       this.watches.delete(end);
+      this.watchSockets.delete(drop);
+    };
+    const end = () => {
+      cleanup();
       if (!res.writableEnded) res.end();
+    };
+    // No final chunk: the client sees the connection break mid-stream.
+    const drop = () => {
+      cleanup();
+      res.socket?.destroy();
     };
     if (timeout > 0) timers.push(setTimeout(end, timeout * 1000));
     this.watches.add(end);
+    this.watchSockets.add(drop);
     // The response's 'close' fires when the client goes away (the request's may fire on body end).
     res.on('close', end);
   }

@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import https from 'node:https';
 import tls from 'node:tls';
 import { ApiError } from './api-error.js';
-import { evalExpression } from './cel.js';
+import { evalExpression } from '../../common/cel-rules.js';
 import { isPlainObject, jsonPatch } from './json-patch.js';
 import type { ObjectStore, Obj } from './object-store.js';
 import type { ResourceType } from './resource-registry.js';

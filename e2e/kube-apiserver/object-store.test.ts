@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import yaml from 'js-yaml';
 import { ApiError } from './api-error.js';
-import { evalRule } from './cel.js';
+import { evalRule } from '../../common/cel-rules.js';
 import { ObjectStore, type Obj, type StoreEvent } from './object-store.js';
 
 const T0 = Date.parse('2026-01-02T03:04:05Z');

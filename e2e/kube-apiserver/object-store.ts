@@ -21,7 +21,7 @@ import { parseFieldSelector, parseLabelSelector } from './selector.js';
 import { toScale, withReplicas } from './scale-subresource.js';
 import { applyConfig, fieldsV1 } from './server-side-apply.js';
 import { strategicMergePatch } from './strategic-merge-patch.js';
-import { applyDefaults, prune, validate, type RuleEvaluator } from './structural-schema.js';
+import { applyDefaults, prune, validate, type RuleEvaluator } from '../../common/structural-schema.js';
 
 export type Obj = Record<string, any>;
 export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';

@@ -86,7 +86,18 @@ describe('json patch (RFC 6902)', () => {
   test('a failed test or a missing path rejects the whole patch with 422', () => {
     const e1 = (() => { try { jsonPatch({ a: 1 }, [{ op: 'replace', path: '/a', value: 2 }, { op: 'test', path: '/a', value: 1 }]); } catch (e) { return e as ApiError; } })();
     expect(e1?.code).toBe(422);
+    expect(e1?.message).toBe('testing value /a failed: test operation failed');
     const e2 = (() => { try { jsonPatch({ a: 1 }, [{ op: 'remove', path: '/b' }]); } catch (e) { return e as ApiError; } })();
     expect(e2?.code).toBe(422);
+    expect(e2?.message).toBe('jsonpatch remove operation does not apply: doc is missing key: /b');
+    const e3 = (() => { try { jsonPatch({ a: { b: 1 } }, [{ op: 'copy', from: '/a/b', path: '/x/y' }]); } catch (e) { return e as ApiError; } })();
+    expect(e3?.message).toBe('jsonpatch copy operation does not apply: doc is missing path: "/x/y"');
+    const doc = { a: 1 };
+    expect(() => jsonPatch(doc, [{ op: 'replace', path: '/a', value: 2 }, { op: 'add', path: '/x/y', value: 1 }])).toThrow(ApiError);
+    expect(doc).toEqual({ a: 1 });
+    expect(jsonPatch(doc, [{ op: 'replace', path: '', value: { b: 2 } }])).toEqual({ b: 2 });
+    for (const bad of [{ op: 'frob', path: '/a' }, { op: 'add' }, { op: 'move', path: '/a' }, { op: 'add', path: 'a', value: 1 }]) {
+      expect(() => jsonPatch(doc, [bad])).toThrow(expect.objectContaining({ code: 400 }));
+    }
   });
 });

@@ -1,20 +1,11 @@
-// Election backend on a Kubernetes coordination.k8s.io/v1 Lease (@kubernetes/client-node 1.3):
-// `--ha_backend_connstring=<namespace>/<lease-name>`. Writes use optimistic concurrency on
-// resourceVersion (409 = someone else wrote first = we lost). Holders' clocks are not trusted:
-// a follower treats a lease as expired only after it has seen the same record unchanged for
-// leaseDurationSeconds on its own monotonic clock. The leader's address is kept in the annotation
-// store.kvcache.io/leader-address; while leading, the master labels its own pod
-// store.kvcache.io/leader=true (POD_NAME/POD_NAMESPACE) so a Service selects it.
-import {
-  ApiException,
-  CoordinationV1Api,
-  CoreV1Api,
-  KubeConfig,
-  PatchStrategy,
-  V1MicroTime,
-  setHeaderOptions,
-  type V1Lease,
-} from '@kubernetes/client-node';
+// Election backend on a Kubernetes coordination.k8s.io/v1 Lease:
+// `--ha_backend_connstring=<namespace>/<lease-name>`. A thin adapter over the Lease lock shared
+// with the operator (common/k8s-lease.ts: expiry by local observation, optimistic concurrency on
+// resourceVersion). The leader's address is kept in the annotation store.kvcache.io/leader-address;
+// while leading, the master labels its own pod store.kvcache.io/leader=true (POD_NAME/POD_NAMESPACE)
+// so a Service selects it.
+import { CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { K8sLease } from '../../common/k8s-lease.js';
 import type { AcquireResult, ElectionBackend } from './election-backend.js';
 
 export const LEADER_LABEL = 'store.kvcache.io/leader';
@@ -41,138 +32,36 @@ export function parseLeaseRef(connstring: string): { namespace: string; leaseNam
   return { namespace: m[1], leaseName: m[3] };
 }
 
-function statusOf(e: unknown): number | undefined {
-  if (e instanceof ApiException) return e.code;
-  const c = (e as { code?: unknown })?.code;
-  return typeof c === 'number' ? c : undefined;
-}
-
 export class K8sBackend implements ElectionBackend {
   readonly description: string;
-  private readonly leases: CoordinationV1Api;
+  private readonly lease: K8sLease;
   private readonly core: CoreV1Api;
-  /** resourceVersion of our own last write while we hold the lease. */
-  private ownVersion: string | undefined;
-  /** The last foreign record seen and when (monotonic) it was first seen in that state. */
-  private observed: { key: string; at: number } | undefined;
 
   constructor(private readonly o: K8sBackendOptions) {
     const kc = o.kubeConfig ?? new KubeConfig();
     if (!o.kubeConfig) kc.loadFromDefault();
-    this.leases = kc.makeApiClient(CoordinationV1Api);
+    this.lease = new K8sLease({ namespace: o.namespace, name: o.leaseName, identity: o.identity, kubeConfig: kc, monoNow: o.monoNow, wallNow: o.wallNow });
     this.core = kc.makeApiClient(CoreV1Api);
-    this.description = `k8s Lease ${o.namespace}/${o.leaseName} as ${o.identity}`;
+    this.description = this.lease.description;
   }
 
   async tryAcquire(address: string, ttlMs: number): Promise<AcquireResult> {
-    const seconds = Math.max(1, Math.ceil(ttlMs / 1000));
-    let lease: V1Lease;
-    try {
-      lease = await this.leases.readNamespacedLease({ name: this.o.leaseName, namespace: this.o.namespace });
-    } catch (e) {
-      if (statusOf(e) !== 404) throw e;
-      return this.create(address, seconds);
-    }
-    const spec = lease.spec ?? {};
-    const holder = spec.holderIdentity ?? '';
-    const leader = lease.metadata?.annotations?.[LEADER_ADDRESS_ANNOTATION];
-    if (holder !== '' && holder !== this.o.identity) {
-      // Expiry by observation: the record must stay unchanged for a whole lease duration.
-      const key = `${holder}|${lease.metadata?.resourceVersion}`;
-      const now = this.o.monoNow();
-      if (!this.observed || this.observed.key !== key) this.observed = { key, at: now };
-      const duration = (spec.leaseDurationSeconds ?? seconds) * 1000;
-      if (now < this.observed.at + duration) return { acquired: false, leader };
-    }
-    const wall = new V1MicroTime(this.o.wallNow());
-    const body: V1Lease = {
-      ...lease,
-      metadata: { ...lease.metadata, annotations: { ...(lease.metadata?.annotations ?? {}), [LEADER_ADDRESS_ANNOTATION]: address } },
-      spec: {
-        ...spec,
-        holderIdentity: this.o.identity,
-        leaseDurationSeconds: seconds,
-        acquireTime: holder === this.o.identity ? spec.acquireTime : wall,
-        renewTime: wall,
-        leaseTransitions: holder === this.o.identity ? spec.leaseTransitions : (spec.leaseTransitions ?? 0) + 1,
-      },
-    };
-    try {
-      const out = await this.leases.replaceNamespacedLease({ name: this.o.leaseName, namespace: this.o.namespace, body });
-      this.ownVersion = out.metadata?.resourceVersion;
-      this.observed = undefined;
-      return { acquired: true };
-    } catch (e) {
-      if (statusOf(e) === 409) return { acquired: false, leader };
-      throw e;
-    }
+    const r = await this.lease.tryAcquire(ttlMs, { [LEADER_ADDRESS_ANNOTATION]: address });
+    return r.acquired ? { acquired: true } : { acquired: false, leader: r.annotations[LEADER_ADDRESS_ANNOTATION] };
   }
 
-  private async create(address: string, seconds: number): Promise<AcquireResult> {
-    const wall = new V1MicroTime(this.o.wallNow());
-    const body: V1Lease = {
-      apiVersion: 'coordination.k8s.io/v1',
-      kind: 'Lease',
-      metadata: { name: this.o.leaseName, namespace: this.o.namespace, annotations: { [LEADER_ADDRESS_ANNOTATION]: address } },
-      spec: { holderIdentity: this.o.identity, leaseDurationSeconds: seconds, acquireTime: wall, renewTime: wall, leaseTransitions: 0 },
-    };
-    try {
-      const out = await this.leases.createNamespacedLease({ namespace: this.o.namespace, body });
-      this.ownVersion = out.metadata?.resourceVersion;
-      return { acquired: true };
-    } catch (e) {
-      if (statusOf(e) === 409) return { acquired: false };
-      throw e;
-    }
+  renew(address: string, ttlMs: number): Promise<boolean> {
+    return this.lease.renew(ttlMs, { [LEADER_ADDRESS_ANNOTATION]: address });
   }
 
-  async renew(address: string, ttlMs: number): Promise<boolean> {
-    const lease = await this.leases.readNamespacedLease({ name: this.o.leaseName, namespace: this.o.namespace });
-    if (lease.spec?.holderIdentity !== this.o.identity || lease.metadata?.resourceVersion !== this.ownVersion) {
-      this.ownVersion = undefined;
-      return false;
-    }
-    const body: V1Lease = {
-      ...lease,
-      metadata: { ...lease.metadata, annotations: { ...(lease.metadata?.annotations ?? {}), [LEADER_ADDRESS_ANNOTATION]: address } },
-      spec: { ...lease.spec, leaseDurationSeconds: Math.max(1, Math.ceil(ttlMs / 1000)), renewTime: new V1MicroTime(this.o.wallNow()) },
-    };
-    try {
-      const out = await this.leases.replaceNamespacedLease({ name: this.o.leaseName, namespace: this.o.namespace, body });
-      this.ownVersion = out.metadata?.resourceVersion;
-      return true;
-    } catch (e) {
-      if (statusOf(e) === 409) {
-        this.ownVersion = undefined;
-        return false;
-      }
-      throw e;
-    }
-  }
-
-  async release(_address: string): Promise<void> {
-    if (this.ownVersion === undefined) return;
-    const version = this.ownVersion;
-    this.ownVersion = undefined;
-    const lease = await this.leases.readNamespacedLease({ name: this.o.leaseName, namespace: this.o.namespace });
-    if (lease.spec?.holderIdentity !== this.o.identity || lease.metadata?.resourceVersion !== version) return;
-    const annotations = { ...(lease.metadata?.annotations ?? {}) };
-    delete annotations[LEADER_ADDRESS_ANNOTATION];
-    const body: V1Lease = { ...lease, metadata: { ...lease.metadata, annotations }, spec: { ...lease.spec, holderIdentity: '', renewTime: new V1MicroTime(this.o.wallNow()) } };
-    await this.leases.replaceNamespacedLease({ name: this.o.leaseName, namespace: this.o.namespace, body }).catch((e) => {
-      if (statusOf(e) !== 409) throw e;
-    });
+  release(_address: string): Promise<void> {
+    return this.lease.release([LEADER_ADDRESS_ANNOTATION]);
   }
 
   async readLeader(): Promise<string | undefined> {
-    try {
-      const lease = await this.leases.readNamespacedLease({ name: this.o.leaseName, namespace: this.o.namespace });
-      if (!lease.spec?.holderIdentity) return undefined;
-      return lease.metadata?.annotations?.[LEADER_ADDRESS_ANNOTATION];
-    } catch (e) {
-      if (statusOf(e) === 404) return undefined;
-      throw e;
-    }
+    const lease = await this.lease.read();
+    if (!lease?.spec?.holderIdentity) return undefined;
+    return lease.metadata?.annotations?.[LEADER_ADDRESS_ANNOTATION];
   }
 
   /** Sets (true) or removes (false) the leader label on our own pod; no-op outside a pod. */

@@ -59,21 +59,24 @@ describe('validateStoreCluster', () => {
     }, 'Bad_Name')));
     expect(errors).toEqual(expect.arrayContaining([
       expect.stringMatching(/^metadata.name: "Bad_Name" must be a DNS-1035 label/),
-      expect.stringMatching(/^spec.master.haBackend: required when master.replicas > 1/),
-      expect.stringMatching(/^spec.metadataServer.type: 'http' is embedded in the master and has no HA/),
+      expect.stringMatching(/^spec.master: Invalid value: "object": haBackend is required when master.replicas > 1/),
+      expect.stringMatching(/^spec: Invalid value: "object": metadataServer.type 'http' is embedded in the master and has no HA/),
       expect.stringMatching(/^spec.master.metricsPort: 9003 is already used by spec.master.rpcPort/),
-      expect.stringMatching(/^spec.master.defaultKvLeaseTtl: "5 seconds" is not a duration/),
-      expect.stringMatching(/^spec.master.evictionRatio: 2 must be between 0 and 1/),
+      expect.stringMatching(/^spec.master.defaultKvLeaseTtl: Invalid value: "5 seconds": .* should match/),
+      expect.stringMatching(/^spec.master.evictionRatio: Invalid value: 2: .* should be less than or equal to 1/),
       expect.stringMatching(/^spec.master.extraFlags: "rpc_port" is set by the operator/),
       expect.stringMatching(/^spec.master.extraFlags: "Bad-Flag" is not a flag name/),
-      expect.stringMatching(/^spec.sidecar.globalSegmentSize: invalid byte quantity "lots"/),
+      expect.stringMatching(/^spec.sidecar.globalSegmentSize: Invalid value: "lots": .* should match/),
     ]));
     expect(errors).toHaveLength(9);
   });
 
   it('requires a connstring for etcd and redis HA backends and an address for external metadata', () => {
     const errors = validateStoreCluster(defaultStoreCluster(sc({ master: { replicas: 2, haBackend: { type: 'etcd' } }, metadataServer: { type: 'redis' } })));
-    expect(errors).toEqual(['spec.master.haBackend.connstring: required for the etcd backend', 'spec.metadataServer.address: required for the redis type']);
+    expect(errors).toEqual([
+      'spec.master.haBackend: Invalid value: "object": haBackend.connstring is required for the etcd and redis backends',
+      'spec.metadataServer: Invalid value: "object": metadataServer.address is required for the etcd and redis types',
+    ]);
   });
 
   it('refuses names whose derived object names would exceed 63 characters', () => {
@@ -90,16 +93,16 @@ describe('validateStoreSegment', () => {
   it('lists every problem of a bad segment', () => {
     const errors = validateStoreSegment(defaultStoreSegment(ss({ cluster: '', size: '3Mi', replicas: -1, memory: { kind: 'hugepage', devicePath: '/dev/dax0.0' } })));
     expect(errors).toEqual([
-      'spec.cluster: required (the name of a StoreCluster in the same namespace)',
-      'spec.replicas: -1 must be a non-negative integer',
-      'spec.memory: size 3Mi is not a whole number of 2Mi huge pages',
-      'spec.memory.devicePath: applies only to memory.kind dax',
+      'spec.cluster: Invalid value: "": spec.cluster in body should be at least 1 chars long',
+      'spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0',
+      'spec.memory: Invalid value: "object": memory.devicePath applies only to memory.kind dax',
+      'spec.size: 3Mi is not a whole number of 2Mi huge pages',
     ]);
   });
 
   it('requires a DAX device path for dax memory', () => {
-    expect(validateStoreSegment(defaultStoreSegment(ss({ memory: { kind: 'dax' } })))).toEqual(['spec.memory.devicePath: required when memory.kind is dax (e.g. /dev/dax0.0)']);
-    expect(validateStoreSegment(defaultStoreSegment(ss({ memory: { kind: 'dax', devicePath: '/etc/passwd' } })))).toEqual([expect.stringMatching(/is not a DAX device path/)]);
+    expect(validateStoreSegment(defaultStoreSegment(ss({ memory: { kind: 'dax' } })))).toEqual(['spec.memory: Invalid value: "object": memory.devicePath is required when memory.kind is dax']);
+    expect(validateStoreSegment(defaultStoreSegment(ss({ memory: { kind: 'dax', devicePath: '/etc/passwd' } })))).toEqual([expect.stringMatching(/^spec.memory.devicePath: Invalid value: "\/etc\/passwd": .* should match/)]);
   });
 });
 

@@ -45,8 +45,8 @@ describe('store-operator CLI', () => {
     expect(r.status).toBe(2);
     expect(r.stdout).toBe('');
     expect(r.stderr).toContain('StoreCluster kv:');
-    expect(r.stderr).toContain('spec.master.allocationStrategy: "best" is not one of "random", "free_ratio_first", "cxl"');
-    expect(r.stderr).toContain('spec.master.haBackend: required when master.replicas > 1');
+    expect(r.stderr).toContain('spec.master.allocationStrategy: Unsupported value: "best": supported values: "random", "free_ratio_first", "cxl"');
+    expect(r.stderr).toContain('spec.master: Invalid value: "object": haBackend is required when master.replicas > 1');
   });
 
   it('exits 2 on unreadable files, bad YAML, a segment without its cluster, and refused injections', () => {

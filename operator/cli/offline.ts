@@ -6,7 +6,7 @@ import type { KubernetesObject, V1Pod } from '@kubernetes/client-node';
 import type { StoreCluster, StoreSegment } from '../gen/index.js';
 import { API_VERSION } from '../api/constants.js';
 import { defaultStoreCluster, defaultStoreSegment, type DefaultedStoreCluster, type OperatorDefaults } from '../api/defaults.js';
-import { checkSchema, type CrdInfo } from '../api/schema-check.js';
+import { checkCustomResource, type CrdInfo } from '../api/crd-schema.js';
 import { validateStoreCluster, validateStoreSegment } from '../api/validation.js';
 import { renderCluster, renderSegment } from '../render/render.js';
 import { mutatePod } from '../webhook/admission.js';
@@ -40,12 +40,14 @@ function parseDocs(text: string, file: string): KubernetesObject[] {
 const toYaml = (objs: unknown[]) => objs.map((o) => yaml.dump(o, { noRefs: true, lineWidth: -1 })).join('---\n');
 const label = (o: KubernetesObject) => `${o.kind} ${o.metadata?.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata?.name ?? '<unnamed>'}`;
 
+/** The object as written checked against its CRD (schema and CEL rules), as the API server would. */
 function schemaErrors(o: KubernetesObject, crds: Map<string, CrdInfo>): string[] {
   const crd = crds.get(o.kind ?? '');
-  if (!crd) return [];
-  const errors = o.apiVersion === crd.apiVersion ? [] : [`apiVersion: "${o.apiVersion}" must be ${crd.apiVersion}`];
-  return [...errors, ...checkSchema(o, crd.schema)];
+  return crd ? checkCustomResource(o, crd) : [];
 }
+
+/** Errors of the object as written and of its defaulted form, each once. */
+const both = (raw: string[], defaulted: string[]) => [...new Set([...raw, ...defaulted])];
 
 export function renderCommand(text: string, file: string, defaults: OperatorDefaults, crds: Map<string, CrdInfo>): string {
   const docs = parseDocs(text, file);
@@ -57,10 +59,10 @@ export function renderCommand(text: string, file: string, defaults: OperatorDefa
       problems.push(`${label(o)}: only StoreCluster and StoreSegment (${API_VERSION}) can be rendered`);
       continue;
     }
-    const errs = schemaErrors(o, crds);
+    let errs = schemaErrors(o, crds);
     if (o.kind === 'StoreCluster') {
       const d = defaultStoreCluster(o as StoreCluster, defaults);
-      errs.push(...validateStoreCluster(d));
+      errs = both(errs, validateStoreCluster(d));
       if (!errs.length) clusters.set(`${d.metadata.namespace}/${d.metadata.name}`, d);
     }
     if (errs.length) problems.push(`${label(o)}:\n${errs.map((e) => `    - ${e}`).join('\n')}`);
@@ -96,7 +98,7 @@ export function injectCommand(podText: string, podFile: string, clusterText: str
     for (const o of parseDocs(clusterText, clusterFile)) {
       if (o.kind !== 'StoreCluster') continue;
       const d = defaultStoreCluster(o as StoreCluster, defaults);
-      const errs = [...schemaErrors(o, crds), ...validateStoreCluster(d)];
+      const errs = both(schemaErrors(o, crds), validateStoreCluster(d));
       if (errs.length) throw new CliError(`${clusterFile}: ${label(o)} is invalid:\n${errs.map((e) => `  - ${e}`).join('\n')}`);
       clusters.push(d);
     }

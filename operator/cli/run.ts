@@ -9,7 +9,8 @@ import { KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { StoreCluster } from '../gen/index.js';
 import { Labels, MANAGER } from '../api/constants.js';
 import { defaultStoreCluster, type DefaultedStoreCluster, type OperatorDefaults } from '../api/defaults.js';
-import { LeaseLock } from '../election/lease-lock.js';
+import { K8sLease } from '../../common/k8s-lease.js';
+import { LeaderElector } from '../election/leader-elector.js';
 import { reconcileCluster } from '../reconcile/cluster-reconciler.js';
 import { Controller } from '../reconcile/controller.js';
 import { ApiEventRecorder } from '../reconcile/events.js';
@@ -61,6 +62,7 @@ export async function run(o: RunOptions): Promise<void> {
   };
   const controller = new Controller({ StoreCluster: (ns, n) => reconcileCluster(ctx, ns, n), StoreSegment: (ns, n) => reconcileSegment(ctx, ns, n) }, log);
   let leading = !o.leaderElect;
+  let stopping = false;
 
   const enqueueOwner = (obj: KubernetesObject) => {
     if (!leading) return;
@@ -75,7 +77,7 @@ export async function run(o: RunOptions): Promise<void> {
     }
   };
   const own = (kind: string) => (obj: KubernetesObject) => leading && controller.enqueue(kind, obj.metadata?.namespace ?? '', obj.metadata?.name ?? '');
-  const segments = new Informer(api, { kind: 'StoreSegment', namespace: o.watchNamespace, resyncMs: o.resyncMs, onChange: own('StoreSegment'), log });
+  const segments = new Informer(kc, api, { kind: 'StoreSegment', namespace: o.watchNamespace, resyncMs: o.resyncMs, onChange: own('StoreSegment'), log });
   // A cluster's change also wakes the segments that use it (they render its addresses).
   const clusterChanged = (obj: KubernetesObject) => {
     own('StoreCluster')(obj);
@@ -83,12 +85,12 @@ export async function run(o: RunOptions): Promise<void> {
       if (s.spec?.cluster === obj.metadata?.name && s.metadata?.namespace === obj.metadata?.namespace) own('StoreSegment')(s as KubernetesObject);
     }
   };
-  const clusters = new Informer(api, { kind: 'StoreCluster', namespace: o.watchNamespace, resyncMs: o.resyncMs, onChange: clusterChanged, log });
+  const clusters = new Informer(kc, api, { kind: 'StoreCluster', namespace: o.watchNamespace, resyncMs: o.resyncMs, onChange: clusterChanged, log });
   const informers = [
     clusters,
     segments,
-    new Informer(api, { kind: 'StatefulSet', namespace: o.watchNamespace, labelSelector: `${Labels.managedBy}=${MANAGER}`, resyncMs: o.resyncMs, onChange: enqueueOwner, log }),
-    new Informer(api, { kind: 'Pod', namespace: o.watchNamespace, labelSelector: `${Labels.managedBy}=${MANAGER}`, resyncMs: o.resyncMs, onChange: enqueueOwner, log }),
+    new Informer(kc, api, { kind: 'StatefulSet', namespace: o.watchNamespace, labelSelector: `${Labels.managedBy}=${MANAGER}`, resyncMs: o.resyncMs, onChange: enqueueOwner, log }),
+    new Informer(kc, api, { kind: 'Pod', namespace: o.watchNamespace, labelSelector: `${Labels.managedBy}=${MANAGER}`, resyncMs: o.resyncMs, onChange: enqueueOwner, log }),
   ];
   for (const i of informers) i.start();
 
@@ -99,13 +101,15 @@ export async function run(o: RunOptions): Promise<void> {
     for (const obj of clusters.list()) own('StoreCluster')(obj);
     for (const obj of segments.list()) own('StoreSegment')(obj);
   };
-  let lock: LeaseLock | undefined;
+  let lock: LeaderElector | undefined;
   if (o.leaderElect) {
-    lock = new LeaseLock(api, {
-      identity: o.identity, namespace: o.leaseNamespace, name: o.leaseName,
+    const lease = new K8sLease({ namespace: o.leaseNamespace, name: o.leaseName, identity: o.identity, kubeConfig: kc, monoNow: () => performance.now(), wallNow: () => Date.now() });
+    lock = new LeaderElector({
+      lease,
       leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000,
       onStartedLeading: startReconciling,
       onStoppedLeading: () => {
+        if (stopping) return;
         // Another replica may already reconcile; exit so we restart as a clean follower.
         log('lost leadership; exiting');
         process.exit(1);
@@ -155,6 +159,7 @@ export async function run(o: RunOptions): Promise<void> {
   log(`health on :${(health.address() as any).port}; watching ${o.watchNamespace ?? 'all namespaces'}`);
 
   const shutdown = async () => {
+    stopping = true;
     log('shutting down');
     controller.stop();
     for (const i of informers) i.stop();

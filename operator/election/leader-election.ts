@@ -1,37 +1,25 @@
-// Leader election on a coordination.k8s.io/v1 Lease, as a pure state machine: given the Lease
-// as last read and the time, it says what to write (create, take over, renew) or to wait, and
-// whether this replica leads. The shell (lease-lock.ts) does the reads, writes and sleeps.
-// Expiry is judged by when THIS replica saw the record change (local monotonic time), not by the
-// renewTime written by another clock, so clock skew between nodes cannot split the brain.
-
-export interface LeaseSpec {
-  holderIdentity?: string | null;
-  leaseDurationSeconds?: number | null;
-  acquireTime?: string | null;
-  renewTime?: string | null;
-  leaseTransitions?: number | null;
-}
+// Whether this operator replica leads, as a pure state machine over the outcomes of its Lease
+// claims (common/k8s-lease.ts decides and writes the Lease; leader-elector.ts is the timer shell).
+// A claim accepted by the API server lets the replica lead until the renew deadline counted from
+// when that claim was SENT: the Lease's holders are judged expired only after the lease duration
+// from when they see the record change, which is no earlier than the send, so with
+// renewDeadline < leaseDuration a leader stops before anyone else may start.
 
 export interface ElectionConfig {
-  identity: string;
-  /** How long a holder's claim stands without renewal (ms). */
+  /** How long a holder's claim stands without renewal (ms): written into the Lease. */
   leaseDurationMs: number;
-  /** The leader gives up if it could not renew for this long (ms); < leaseDurationMs. */
+  /** The leader stops leading this long after its last accepted claim was sent (ms); < leaseDurationMs. */
   renewDeadlineMs: number;
   /** Pause between attempts (ms). */
   retryPeriodMs: number;
 }
 
-export type Decision =
-  | { action: 'create'; spec: LeaseSpec }
-  | { action: 'update'; spec: LeaseSpec }
-  | { action: 'wait'; holder: string | undefined };
+/** How a claim (acquire or renew) came back: ours, someone else's, or unknown (an error). */
+export type ClaimOutcome = 'held' | 'lost' | 'error';
 
 export class LeaderElection {
-  private observed: LeaseSpec | undefined;
-  private observedAt = 0;
-  private lastRenewAt: number | undefined;
   private leading = false;
+  private leadUntil = 0;
 
   constructor(readonly config: ElectionConfig) {
     if (!(config.renewDeadlineMs < config.leaseDurationMs)) throw new Error('leader election: renewDeadline must be shorter than leaseDuration');
@@ -42,63 +30,35 @@ export class LeaderElection {
     return this.leading;
   }
 
-  /**
-   * Next step, from the Lease as just read (undefined: it does not exist) at time `now` (ms,
-   * monotonic, wall-clock ISO `wallNow` for the record).
-   */
-  decide(lease: LeaseSpec | undefined, now: number, wallNow: string): Decision {
-    const me = this.config.identity;
-    const durationS = Math.ceil(this.config.leaseDurationMs / 1000);
-    if (!lease) return { action: 'create', spec: { holderIdentity: me, leaseDurationSeconds: durationS, acquireTime: wallNow, renewTime: wallNow, leaseTransitions: 0 } };
-    if (!this.observed || !sameRecord(this.observed, lease)) {
-      this.observed = lease;
-      this.observedAt = now;
-    }
-    const holder = lease.holderIdentity ?? undefined;
-    const heldByMe = holder === me;
-    const duration = (lease.leaseDurationSeconds ?? durationS) * 1000;
-    const expired = !holder || now >= this.observedAt + duration;
-    if (!heldByMe && !expired) {
+  /** The monotonic instant this replica stops leading unless a claim is accepted first (0 when not leading). */
+  get deadline(): number {
+    return this.leading ? this.leadUntil : 0;
+  }
+
+  /** The claim sent at `sentAt` came back at `now` with `outcome`. */
+  claimed(outcome: ClaimOutcome, sentAt: number, now: number): void {
+    if (outcome === 'lost') {
       this.leading = false;
-      return { action: 'wait', holder };
+      return;
     }
-    return {
-      action: 'update',
-      spec: {
-        holderIdentity: me,
-        leaseDurationSeconds: durationS,
-        acquireTime: heldByMe ? lease.acquireTime ?? wallNow : wallNow,
-        renewTime: wallNow,
-        leaseTransitions: heldByMe ? lease.leaseTransitions ?? 0 : (lease.leaseTransitions ?? 0) + 1,
-      },
-    };
+    if (outcome === 'held') {
+      const until = sentAt + this.config.renewDeadlineMs;
+      // An acceptance arriving after its own deadline proves nothing about now.
+      if (now < until) {
+        this.leadUntil = this.leading ? Math.max(this.leadUntil, until) : until;
+        this.leading = true;
+      }
+    }
+    this.checkDeadline(now);
   }
 
-  /** Result of writing a create/update decision: true when the API server accepted it. */
-  written(ok: boolean, spec: LeaseSpec, now: number): void {
-    if (ok) {
-      this.observed = spec;
-      this.observedAt = now;
-      this.lastRenewAt = now;
-      this.leading = true;
-    } else {
-      this.checkDeadline(now);
-    }
-  }
-
-  /** A read failed or nothing could be written: leadership lapses past the renew deadline. */
+  /** Leadership lapses once the renew deadline has passed without an accepted claim. */
   checkDeadline(now: number): void {
-    if (this.leading && (this.lastRenewAt === undefined || now - this.lastRenewAt >= this.config.renewDeadlineMs)) this.leading = false;
+    if (this.leading && now >= this.leadUntil) this.leading = false;
   }
 
-  /** Record for a voluntary step-down (shutdown): give the Lease up so another takes over at once. */
-  release(wallNow: string): LeaseSpec | undefined {
-    if (!this.leading || !this.observed) return undefined;
+  /** Voluntary step-down (shutdown). */
+  stepDown(): void {
     this.leading = false;
-    return { ...this.observed, holderIdentity: null, leaseDurationSeconds: 1, renewTime: wallNow };
   }
-}
-
-function sameRecord(a: LeaseSpec, b: LeaseSpec): boolean {
-  return a.holderIdentity === b.holderIdentity && a.renewTime === b.renewTime && a.acquireTime === b.acquireTime && a.leaseTransitions === b.leaseTransitions;
 }

@@ -1,101 +1,120 @@
-// List+watch of one kind, keeping a local cache and calling back on every change: lists, then
-// watches from the list's resourceVersion (with bookmarks), re-lists when the watch expires
-// (410 Gone), backs off on errors, and resyncs (replays every cached object) periodically.
-import type { KubernetesObject } from '@kubernetes/client-node';
-import { KubeApiError, type KubeApi, type WatchEvent } from './kube-client.js';
+// A cache of one kind kept by @kubernetes/client-node's ListWatch (list, then watch from the
+// list's resourceVersion; a watch the server ends is resumed from the last version seen, a 410
+// Gone relists), plus what ListWatch leaves to its user: restarting after an error (a dropped
+// connection, a failed list) with exponential backoff, watch bookmarks, a periodic resync that
+// replays every cached object, and a promise for the first complete list.
+import { ListWatch, Watch, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
+import type { KubeClient } from './kube-client.js';
+
+export type ChangeType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'RESYNC';
 
 export interface InformerOptions {
   kind: string;
   namespace?: string;
   labelSelector?: string;
   resyncMs: number;
-  onChange: (obj: KubernetesObject, type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'RESYNC') => void;
+  onChange: (obj: KubernetesObject, type: ChangeType) => void;
   log: (m: string) => void;
+  /** Delay before the n-th consecutive restart after an error (default 0.5 s doubling, at most 30 s). */
+  backoffMs?: (failures: number) => number;
+  /** Server-side timeout of each watch request (the server ends it, the informer resumes). */
+  watchTimeoutSeconds?: number;
 }
 
-const keyOf = (o: KubernetesObject) => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
+const defaultBackoff = (failures: number) => Math.min(30_000, 500 * 2 ** Math.min(failures - 1, 6));
+
+/** Asks for bookmarks and a server-side timeout on every watch ListWatch starts. */
+class BookmarkWatch extends Watch {
+  constructor(kc: KubeConfig, private readonly timeoutSeconds: number) {
+    super(kc);
+  }
+  override watch(path: string, query: Record<string, string | number | boolean | undefined>, callback: (phase: string, obj: any, watchObj?: any) => void, done: (err: any) => void): Promise<AbortController> {
+    return super.watch(path, { ...query, allowWatchBookmarks: true, timeoutSeconds: this.timeoutSeconds }, callback, done);
+  }
+}
 
 export class Informer {
-  readonly cache = new Map<string, KubernetesObject>();
-  private readonly abort = new AbortController();
+  private lw: ListWatch<KubernetesObject> | undefined;
+  private stopped = false;
+  private failures = 0;
   private synced = false;
-  private syncWaiters: (() => void)[] = [];
+  private listedSinceStart = false;
+  private readonly syncWaiters: (() => void)[] = [];
+  private resyncTimer: NodeJS.Timeout | undefined;
+  private restartTimer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly api: KubeApi, private readonly opts: InformerOptions) {}
+  constructor(private readonly kc: KubeConfig, private readonly api: KubeClient, private readonly opts: InformerOptions) {}
 
   get(namespace: string, name: string): KubernetesObject | undefined {
-    return this.cache.get(`${namespace}/${name}`);
+    return this.lw?.get(name, namespace || undefined);
   }
   list(): KubernetesObject[] {
-    return [...this.cache.values()];
+    return [...(this.lw?.list() ?? [])];
   }
+  /** Resolves once the cache holds a complete list. */
   hasSynced(): Promise<void> {
     return this.synced ? Promise.resolve() : new Promise((r) => this.syncWaiters.push(r));
   }
 
   start(): void {
-    void this.run();
-    const t = setInterval(() => {
-      for (const o of this.cache.values()) this.opts.onChange(o, 'RESYNC');
+    this.resyncTimer = setInterval(() => {
+      for (const o of this.list()) this.opts.onChange(o, 'RESYNC');
     }, this.opts.resyncMs);
-    t.unref();
-    this.abort.signal.addEventListener('abort', () => clearInterval(t));
+    this.resyncTimer.unref();
+    void this.connect();
   }
 
   stop(): void {
-    this.abort.abort();
+    this.stopped = true;
+    clearInterval(this.resyncTimer);
+    clearTimeout(this.restartTimer);
+    void this.lw?.stop();
   }
 
-  private async run(): Promise<void> {
-    let failures = 0;
-    const ref = { kind: this.opts.kind, namespace: this.opts.namespace };
-    while (!this.abort.signal.aborted) {
-      try {
-        const list = await this.api.list(ref, this.opts.labelSelector);
-        const seen = new Set<string>();
-        for (const o of list.items) {
-          seen.add(keyOf(o));
-          const prev = this.cache.get(keyOf(o));
-          this.cache.set(keyOf(o), o);
-          if (!prev || prev.metadata?.resourceVersion !== o.metadata?.resourceVersion) this.opts.onChange(o, prev ? 'MODIFIED' : 'ADDED');
-        }
-        for (const [k, o] of this.cache) if (!seen.has(k)) { this.cache.delete(k); this.opts.onChange(o, 'DELETED'); }
-        if (!this.synced) { this.synced = true; this.syncWaiters.splice(0).forEach((r) => r()); }
-        let rv = list.resourceVersion;
-        failures = 0;
-        // Keep watching from the last seen version until the server says it is too old.
-        while (!this.abort.signal.aborted) {
-          let gone = false;
-          await this.api.watch(ref, rv, (e: WatchEvent) => {
-            if (e.type === 'ERROR') {
-              const status = e.object as unknown as { code?: number; message?: string };
-              if (status.code === 410) gone = true;
-              else this.opts.log(`watch ${this.opts.kind}: ${status.message ?? 'error event'}`);
-              return;
-            }
-            rv = e.object.metadata?.resourceVersion ?? rv;
-            if (e.type === 'BOOKMARK') return;
-            if (e.type === 'DELETED') this.cache.delete(keyOf(e.object));
-            else this.cache.set(keyOf(e.object), e.object);
-            this.opts.onChange(e.object, e.type);
-          }, this.abort.signal);
-          if (gone) break;
-        }
-      } catch (e) {
-        if (this.abort.signal.aborted) return;
-        if (!(e instanceof KubeApiError && e.gone)) {
-          failures++;
-          this.opts.log(`informer ${this.opts.kind}: ${(e as Error).message}; retrying`);
-          await sleep(Math.min(30_000, 500 * 2 ** Math.min(failures, 6)), this.abort.signal);
-        }
+  private listFn = async (): Promise<KubernetesListObject<KubernetesObject>> => {
+    const { kind, namespace, labelSelector } = this.opts;
+    const list = await this.api.list({ kind, namespace }, labelSelector);
+    this.listedSinceStart = true;
+    this.failures = 0;
+    return { apiVersion: 'v1', kind: `${kind}List`, metadata: { resourceVersion: list.resourceVersion }, items: list.items };
+  };
+
+  private async connect(): Promise<void> {
+    try {
+      if (!this.lw) {
+        const path = await this.api.collectionPath(this.opts.kind, this.opts.namespace);
+        const lw = new ListWatch<KubernetesObject>(path, new BookmarkWatch(this.kc, this.opts.watchTimeoutSeconds ?? 300), this.listFn, false, this.opts.labelSelector);
+        lw.on('add', (o) => this.event(o, 'ADDED'));
+        lw.on('update', (o) => this.event(o, 'MODIFIED'));
+        lw.on('delete', (o) => this.event(o, 'DELETED'));
+        // ListWatch stops on any error but a 410 (which it relists by itself): restart it.
+        lw.on('error', (err) => this.restart(err));
+        this.lw = lw;
       }
+      if (this.stopped) return;
+      this.listedSinceStart = false;
+      await this.lw.start();
+      if (this.listedSinceStart && !this.synced) {
+        this.synced = true;
+        this.syncWaiters.splice(0).forEach((r) => r());
+      }
+    } catch (e) {
+      this.restart(e);
     }
   }
-}
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
-  });
+  private event(obj: KubernetesObject, type: ChangeType): void {
+    this.failures = 0;
+    this.opts.onChange(obj, type);
+  }
+
+  private restart(err: unknown): void {
+    if (this.stopped) return;
+    this.failures++;
+    const delay = (this.opts.backoffMs ?? defaultBackoff)(this.failures);
+    this.opts.log(`informer ${this.opts.kind}: ${(err as Error)?.message ?? String(err)}; retrying in ${delay}ms`);
+    clearTimeout(this.restartTimer);
+    this.restartTimer = setTimeout(() => void this.connect(), delay);
+    this.restartTimer.unref();
+  }
 }

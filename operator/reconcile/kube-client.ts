@@ -1,38 +1,44 @@
-// A small Kubernetes REST client for the kinds the operator touches: get, list, create, merge
-// patch (object and status), delete and watch (newline-delimited JSON events). Authentication
-// and TLS come from @kubernetes/client-node's KubeConfig (in-cluster or KUBECONFIG); the paths
-// come from a fixed table, so no discovery round trips are needed.
-import * as http from 'node:http';
-import * as https from 'node:https';
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+// The operator's seam to the API server (KubeApi: get, list, create, replace, merge patch of an
+// object or of a custom resource's status, delete) and its implementation on
+// @kubernetes/client-node: KubernetesObjectApi for objects (paths found by discovery, cached per
+// group version) and CustomObjectsApi for the status subresource. Reconcilers see the objects as
+// the API server sends them (plain JSON, the shape the watch stream and the in-memory fake give):
+// the library's typed models would turn timestamps into Dates and drop fields the model does not
+// know, which a read-modify-write (replace) would then erase on the server.
+import {
+  ApiException,
+  CustomObjectsApi,
+  KubernetesObjectApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubeConfig,
+  type KubernetesObject,
+  type ResponseContext,
+} from '@kubernetes/client-node';
 import { GROUP, VERSION } from '../api/constants.js';
 
-export interface ResourceInfo {
-  apiVersion: string;
-  plural: string;
-  namespaced: boolean;
-}
-
-export const RESOURCES: Record<string, ResourceInfo> = {
-  ConfigMap: { apiVersion: 'v1', plural: 'configmaps', namespaced: true },
-  Secret: { apiVersion: 'v1', plural: 'secrets', namespaced: true },
-  Service: { apiVersion: 'v1', plural: 'services', namespaced: true },
-  ServiceAccount: { apiVersion: 'v1', plural: 'serviceaccounts', namespaced: true },
-  Pod: { apiVersion: 'v1', plural: 'pods', namespaced: true },
-  Event: { apiVersion: 'v1', plural: 'events', namespaced: true },
-  StatefulSet: { apiVersion: 'apps/v1', plural: 'statefulsets', namespaced: true },
-  Role: { apiVersion: 'rbac.authorization.k8s.io/v1', plural: 'roles', namespaced: true },
-  RoleBinding: { apiVersion: 'rbac.authorization.k8s.io/v1', plural: 'rolebindings', namespaced: true },
-  PodDisruptionBudget: { apiVersion: 'policy/v1', plural: 'poddisruptionbudgets', namespaced: true },
-  Lease: { apiVersion: 'coordination.k8s.io/v1', plural: 'leases', namespaced: true },
-  MutatingWebhookConfiguration: { apiVersion: 'admissionregistration.k8s.io/v1', plural: 'mutatingwebhookconfigurations', namespaced: false },
-  StoreCluster: { apiVersion: `${GROUP}/${VERSION}`, plural: 'storeclusters', namespaced: true },
-  StoreSegment: { apiVersion: `${GROUP}/${VERSION}`, plural: 'storesegments', namespaced: true },
+/** apiVersion of each kind the operator touches (a Ref names only the kind). */
+export const API_VERSIONS: Record<string, string> = {
+  ConfigMap: 'v1',
+  Secret: 'v1',
+  Service: 'v1',
+  ServiceAccount: 'v1',
+  Pod: 'v1',
+  Event: 'v1',
+  StatefulSet: 'apps/v1',
+  Role: 'rbac.authorization.k8s.io/v1',
+  RoleBinding: 'rbac.authorization.k8s.io/v1',
+  PodDisruptionBudget: 'policy/v1',
+  Lease: 'coordination.k8s.io/v1',
+  MutatingWebhookConfiguration: 'admissionregistration.k8s.io/v1',
+  StoreCluster: `${GROUP}/${VERSION}`,
+  StoreSegment: `${GROUP}/${VERSION}`,
 };
 
+/** A failed API call: the HTTP status and the Status reason (NotFound, Conflict, Expired, ...). */
 export class KubeApiError extends Error {
-  constructor(readonly status: number, readonly reason: string, message: string) {
-    super(message);
+  constructor(readonly status: number, readonly reason: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
     this.name = 'KubeApiError';
   }
   get notFound() { return this.status === 404; }
@@ -46,88 +52,100 @@ export interface Ref {
   name?: string;
 }
 
-export interface WatchEvent<T = KubernetesObject> {
-  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
-  object: T;
-}
-
 export interface ListResult<T> {
   items: T[];
   resourceVersion: string;
 }
 
-/** What the reconcilers need from the API server (tests of the loop can provide another). */
+/** What the reconcilers need from the API server (operator/testing/memory-api.ts is the fake). */
 export interface KubeApi {
   get<T extends KubernetesObject>(ref: Ref): Promise<T | undefined>;
   list<T extends KubernetesObject>(ref: Ref, labelSelector?: string): Promise<ListResult<T>>;
   create<T extends KubernetesObject>(obj: T): Promise<T>;
   replace<T extends KubernetesObject>(obj: T): Promise<T>;
+  /** RFC 7386 merge patch of the object, or (custom resources only) of its status subresource. */
   mergePatch<T extends KubernetesObject>(ref: Ref, patch: unknown, subresource?: 'status'): Promise<T>;
+  /** Deletes with background propagation; an object already gone is not an error. */
   delete(ref: Ref): Promise<void>;
-  watch(ref: Ref, resourceVersion: string, onEvent: (e: WatchEvent) => void, signal: AbortSignal): Promise<void>;
 }
 
-export function resourcePath(ref: Ref, resource?: ResourceInfo): string {
-  const info = resource ?? RESOURCES[ref.kind];
-  if (!info) throw new Error(`kube client: unknown kind ${ref.kind}`);
-  const base = info.apiVersion.includes('/') ? `/apis/${info.apiVersion}` : `/api/${info.apiVersion}`;
-  const ns = info.namespaced && ref.namespace ? `/namespaces/${encodeURIComponent(ref.namespace)}` : '';
-  return `${base}${ns}/${info.plural}${ref.name ? `/${encodeURIComponent(ref.name)}` : ''}`;
+export function apiVersionOf(kind: string): string {
+  const v = API_VERSIONS[kind];
+  if (!v) throw new Error(`kube client: unknown kind ${kind}`);
+  return v;
+}
+
+/** The library's object API, answering with the JSON the server sent and exposing collection paths. */
+class JsonObjectApi extends KubernetesObjectApi {
+  static forConfig(kc: KubeConfig): JsonObjectApi {
+    const api = kc.makeApiClient(JsonObjectApi);
+    api.setDefaultNamespace(kc);
+    return api;
+  }
+
+  protected override async processResponse<T extends KubernetesObject>(response: ResponseContext, type?: string): Promise<T> {
+    if (response.httpStatusCode < 200 || response.httpStatusCode > 299) return super.processResponse(response, type); // throws ApiException
+    const text = await response.body.text();
+    return (text ? JSON.parse(text) : {}) as T;
+  }
+
+  /** `/apis/<group>/<version>[/namespaces/<ns>]/<plural>`, the path a list or watch of a kind uses. */
+  collectionPath(apiVersion: string, kind: string, namespace?: string): Promise<string> {
+    return this.specUriPath({ apiVersion, kind, metadata: { namespace } }, 'list');
+  }
+
+  /** The kind's resource name (plural), from discovery. */
+  async plural(apiVersion: string, kind: string): Promise<string> {
+    const r = await this.resource(apiVersion, kind);
+    if (!r) throw new Error(`kube client: the API server does not serve ${kind} in ${apiVersion}`);
+    return r.name;
+  }
+}
+
+/** Turns the library's ApiException (HTTP status, Status body) into a KubeApiError. */
+export function toKubeApiError(e: unknown, what: string): unknown {
+  if (!(e instanceof ApiException)) return e;
+  let body: { reason?: string; message?: string } = {};
+  if (typeof e.body === 'string') {
+    try {
+      body = JSON.parse(e.body);
+    } catch {
+      body = { message: e.body };
+    }
+  } else if (e.body && typeof e.body === 'object') body = e.body as typeof body;
+  return new KubeApiError(e.code, body.reason ?? '', `${what}: ${e.code} ${body.message ?? ''}`.trimEnd(), { cause: e });
 }
 
 export class KubeClient implements KubeApi {
-  private readonly server: URL;
-  constructor(private readonly kc: KubeConfig) {
-    const cluster = kc.getCurrentCluster();
-    if (!cluster) throw new Error('kube client: the kubeconfig has no current cluster');
-    this.server = new URL(cluster.server);
+  private readonly objects: JsonObjectApi;
+  private readonly custom: CustomObjectsApi;
+
+  constructor(kc: KubeConfig) {
+    if (!kc.getCurrentCluster()) throw new Error('kube client: the kubeconfig has no current cluster');
+    this.objects = JsonObjectApi.forConfig(kc);
+    this.custom = kc.makeApiClient(CustomObjectsApi);
   }
 
-  private async options(method: string, path: string, headers: Record<string, string>): Promise<https.RequestOptions> {
-    const opts: https.RequestOptions = { method, headers: { Accept: 'application/json', ...headers } };
-    await this.kc.applyToHTTPSOptions(opts);
-    const url = new URL(this.server.pathname.replace(/\/$/, '') + path, this.server);
-    opts.protocol = url.protocol;
-    opts.hostname = url.hostname;
-    opts.port = url.port;
-    opts.path = url.pathname + url.search;
-    if (url.protocol === 'http:') delete opts.agent; // the kubeconfig's TLS agent does not apply
-    return opts;
+  private header(ref: Ref) {
+    return { apiVersion: apiVersionOf(ref.kind), kind: ref.kind, metadata: { name: ref.name ?? '', namespace: ref.namespace } };
   }
 
-  private async request<T>(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<T> {
-    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    const opts = await this.options(method, path, payload ? { 'Content-Type': contentType, 'Content-Length': String(payload.length) } : {});
-    return new Promise<T>((resolve, reject) => {
-      const req = (opts.protocol === 'http:' ? http : https).request(opts, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let parsed: any;
-          try {
-            parsed = text ? JSON.parse(text) : {};
-          } catch {
-            parsed = { message: text };
-          }
-          const status = res.statusCode ?? 0;
-          if (status >= 200 && status < 300) resolve(parsed as T);
-          else reject(new KubeApiError(status, parsed?.reason ?? '', `${method} ${path}: ${status} ${parsed?.message ?? text}`));
-        });
-        res.on('error', reject);
-      });
-      req.on('error', reject);
-      req.end(payload);
-    });
+  private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      throw toKubeApiError(e, what);
+    }
   }
 
-  private refOf(obj: KubernetesObject): Ref {
-    return { kind: obj.kind ?? '', namespace: obj.metadata?.namespace, name: obj.metadata?.name };
+  /** The path a list or watch of `kind` (in `namespace`, or all namespaces) uses. */
+  collectionPath(kind: string, namespace?: string): Promise<string> {
+    return this.call(`discover ${kind}`, () => this.objects.collectionPath(apiVersionOf(kind), kind, namespace));
   }
 
   async get<T extends KubernetesObject>(ref: Ref): Promise<T | undefined> {
     try {
-      return await this.request<T>('GET', resourcePath(ref));
+      return await this.call(`get ${ref.kind} ${ref.namespace ?? ''}/${ref.name}`, () => this.objects.read<T>(this.header(ref)));
     } catch (e) {
       if (e instanceof KubeApiError && e.notFound) return undefined;
       throw e;
@@ -135,74 +153,51 @@ export class KubeClient implements KubeApi {
   }
 
   async list<T extends KubernetesObject>(ref: Ref, labelSelector?: string): Promise<ListResult<T>> {
-    const q = labelSelector ? `?labelSelector=${encodeURIComponent(labelSelector)}` : '';
-    const list = await this.request<{ items?: T[]; metadata?: { resourceVersion?: string } }>('GET', resourcePath({ kind: ref.kind, namespace: ref.namespace }) + q);
-    const info = RESOURCES[ref.kind];
+    const apiVersion = apiVersionOf(ref.kind);
+    const list = await this.call(`list ${ref.kind}`, () =>
+      this.objects.list<T>(apiVersion, ref.kind, ref.namespace, undefined, undefined, undefined, undefined, labelSelector),
+    );
     // List items carry no kind/apiVersion; restore them so callers can treat them as objects.
-    const items = (list.items ?? []).map((i) => ({ apiVersion: info.apiVersion, kind: ref.kind, ...i }));
+    const items = (list.items ?? []).map((i) => ({ apiVersion, kind: ref.kind, ...i }));
     return { items, resourceVersion: list.metadata?.resourceVersion ?? '' };
   }
 
   create<T extends KubernetesObject>(obj: T): Promise<T> {
-    const ref = this.refOf(obj);
-    return this.request<T>('POST', resourcePath({ kind: ref.kind, namespace: ref.namespace }), obj);
+    return this.call(`create ${obj.kind} ${obj.metadata?.name}`, () => this.objects.create(obj));
   }
 
   replace<T extends KubernetesObject>(obj: T): Promise<T> {
-    return this.request<T>('PUT', resourcePath(this.refOf(obj)), obj);
+    return this.call(`replace ${obj.kind} ${obj.metadata?.name}`, () => this.objects.replace(obj));
   }
 
-  mergePatch<T extends KubernetesObject>(ref: Ref, patch: unknown, subresource?: 'status'): Promise<T> {
-    return this.request<T>('PATCH', resourcePath(ref) + (subresource ? `/${subresource}` : ''), patch, 'application/merge-patch+json');
+  async mergePatch<T extends KubernetesObject>(ref: Ref, patch: unknown, subresource?: 'status'): Promise<T> {
+    const what = `patch ${ref.kind} ${ref.namespace ?? ''}/${ref.name}${subresource ? '/status' : ''}`;
+    const head = this.header(ref);
+    if (subresource === 'status') {
+      const [group, version] = head.apiVersion.split('/');
+      if (!version || !ref.namespace || !ref.name) throw new Error(`kube client: ${what}: the status subresource is patched for namespaced custom resources only`);
+      const plural = await this.call(what, () => this.objects.plural(head.apiVersion, ref.kind));
+      return this.call(what, () =>
+        this.custom.patchNamespacedCustomObjectStatus(
+          { group, version, namespace: ref.namespace!, plural, name: ref.name!, body: patch },
+          setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+        ) as Promise<T>,
+      );
+    }
+    // The object API takes the target from the body: apiVersion, kind and metadata name/namespace
+    // are sent along (they equal the stored values, so the merge leaves them as they are).
+    const p = (patch ?? {}) as { metadata?: object };
+    const body = { ...p, ...head, metadata: { ...p.metadata, ...head.metadata } } as unknown as T;
+    return this.call(what, () => this.objects.patch<T>(body, undefined, undefined, undefined, undefined, PatchStrategy.MergePatch));
   }
 
   async delete(ref: Ref): Promise<void> {
     try {
-      await this.request('DELETE', resourcePath(ref), { propagationPolicy: 'Background' });
+      await this.call(`delete ${ref.kind} ${ref.namespace ?? ''}/${ref.name}`, () =>
+        this.objects.delete(this.header(ref), undefined, undefined, undefined, undefined, 'Background'),
+      );
     } catch (e) {
       if (!(e instanceof KubeApiError && e.notFound)) throw e;
     }
-  }
-
-  /** Streams watch events until the server ends the watch, an error occurs, or `signal` aborts. */
-  async watch(ref: Ref, resourceVersion: string, onEvent: (e: WatchEvent) => void, signal: AbortSignal): Promise<void> {
-    const q = new URLSearchParams({ watch: 'true', allowWatchBookmarks: 'true', resourceVersion, timeoutSeconds: '300' });
-    const opts = await this.options('GET', `${resourcePath({ kind: ref.kind, namespace: ref.namespace })}?${q}`, {});
-    opts.signal = signal;
-    await new Promise<void>((resolve, reject) => {
-      const req = (opts.protocol === 'http:' ? http : https).request(opts, (res) => {
-        if ((res.statusCode ?? 0) >= 300) {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            let msg = Buffer.concat(chunks).toString('utf8');
-            try { msg = JSON.parse(msg).message ?? msg; } catch { /* keep text */ }
-            reject(new KubeApiError(res.statusCode ?? 0, '', `watch ${ref.kind}: ${res.statusCode} ${msg}`));
-          });
-          return;
-        }
-        let buf = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          buf += chunk;
-          let nl;
-          while ((nl = buf.indexOf('\n')) >= 0) {
-            const line = buf.slice(0, nl).trim();
-            buf = buf.slice(nl + 1);
-            if (!line) continue;
-            try {
-              onEvent(JSON.parse(line) as WatchEvent);
-            } catch (e) {
-              req.destroy(e as Error);
-              return;
-            }
-          }
-        });
-        res.on('end', () => resolve());
-        res.on('error', (e) => (signal.aborted ? resolve() : reject(e)));
-      });
-      req.on('error', (e) => (signal.aborted ? resolve() : reject(e)));
-      req.end();
-    });
   }
 }

@@ -117,7 +117,7 @@ describe('reconcileCluster', () => {
     expect(st.phase).toBe('Failed');
     const ready = st.conditions.find((c: any) => c.type === 'Ready');
     expect(ready).toMatchObject({ status: 'False', reason: 'InvalidSpec', observedGeneration: 1 });
-    expect(ready.message).toMatch(/haBackend: required.*metadataServer.type.*metricsPort: 9003 is already used/);
+    expect(ready.message).toMatch(/haBackend is required when master.replicas > 1.*metadataServer.type 'http' is embedded.*metricsPort: 9003 is already used/);
     expect(events.events).toEqual([expect.objectContaining({ type: 'Warning', reason: 'InvalidSpec' })]);
     expect([...api.objects.keys()].filter((k) => !k.startsWith('StoreCluster') && !k.startsWith('Event'))).toEqual([]);
     // Retrying the same spec changes nothing and records no new event.
@@ -173,7 +173,7 @@ describe('reconcileSegment', () => {
   it('rejects an invalid segment terminally', async () => {
     const { api, ctx } = setup();
     await api.create({ ...segObj, spec: { cluster: 'kv', size: '0', memory: { kind: 'dax' } } });
-    await expect(reconcileSegment(ctx, 'ml', 'pool')).rejects.toThrow(/spec.size: 0 is below the minimum.*devicePath: required/);
+    await expect(reconcileSegment(ctx, 'ml', 'pool')).rejects.toThrow(/memory.devicePath is required when memory.kind is dax.*spec.size: 0 is below the minimum/);
   });
 });
 

@@ -3,17 +3,11 @@
 // on duplicate create and on a stale resourceVersion in replace, JSON merge patch with null
 // deletion, the status subresource, equality label selectors. It records every write.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { KubeApiError, type KubeApi, type ListResult, type Ref, type WatchEvent } from '../reconcile/kube-client.js';
+import mergePatchLib from 'json-merge-patch';
+import { KubeApiError, type KubeApi, type ListResult, type Ref } from '../reconcile/kube-client.js';
 
-function mergePatch(target: any, patch: any): any {
-  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
-  const out = target && typeof target === 'object' && !Array.isArray(target) ? { ...target } : {};
-  for (const [k, v] of Object.entries(patch)) {
-    if (v === null) delete out[k];
-    else out[k] = mergePatch(out[k], v);
-  }
-  return out;
-}
+/** JSON merge patch (RFC 7386, json-merge-patch) on a copy of `target`. */
+const mergePatch = (target: any, patch: any): any => mergePatchLib.apply(structuredClone(target), patch);
 
 export class MemoryApi implements KubeApi {
   objects = new Map<string, any>();
@@ -62,8 +56,5 @@ export class MemoryApi implements KubeApi {
   async delete(r: Ref): Promise<void> {
     this.objects.delete(this.key(r));
     this.writes.push(`delete ${this.key(r)}`);
-  }
-  async watch(_r: Ref, _rv: string, _on: (e: WatchEvent) => void, _s: AbortSignal): Promise<void> {
-    throw new Error('not used by reconcile passes');
   }
 }

@@ -1,15 +1,16 @@
-// RFC 6902 diff/apply: applying diff(a, b) to a gives b, for hand-picked and generated documents.
+// RFC 6902 diff/apply on the rfc6902 library: applying diff(a, b) to a gives b, for hand-picked and
+// generated documents; a patch that does not apply fails as a whole with a PatchError.
 import fc from 'fast-check';
-import { applyPatch, diff, PatchError, type Json } from './json-patch.js';
+import { applyPatch, deepEqual, diff, PatchError, type Json } from './json-patch.js';
 
 describe('diff', () => {
   it('emits add, remove and replace with escaped paths', () => {
     const before = { metadata: { annotations: { 'a/b': '1', 'c~d': 'x' } }, list: [1, 2, 3], keep: true };
     const after = { metadata: { annotations: { 'a/b': '2' }, labels: { l: 'v' } }, list: [1, 5], keep: true };
     expect(diff(before, after)).toEqual([
+      { op: 'add', path: '/metadata/labels', value: { l: 'v' } },
       { op: 'remove', path: '/metadata/annotations/c~0d' },
       { op: 'replace', path: '/metadata/annotations/a~1b', value: '2' },
-      { op: 'add', path: '/metadata/labels', value: { l: 'v' } },
       { op: 'replace', path: '/list/1', value: 5 },
       { op: 'remove', path: '/list/2' },
     ]);
@@ -20,8 +21,14 @@ describe('diff', () => {
     expect(diff({ a: 1, b: undefined }, { a: 1 })).toEqual([]);
   });
 
-  it('appends to arrays at the index equal to their length', () => {
-    expect(diff({ c: [{ n: 'a' }] }, { c: [{ n: 'a' }, { n: 'b' }] })).toEqual([{ op: 'add', path: '/c/1', value: { n: 'b' } }]);
+  it('appends to arrays with "-"', () => {
+    expect(diff({ c: [{ n: 'a' }] }, { c: [{ n: 'a' }, { n: 'b' }] })).toEqual([{ op: 'add', path: '/c/-', value: { n: 'b' } }]);
+  });
+
+  it('deepEqual is an empty diff: undefined members are absent', () => {
+    expect(deepEqual({ a: [1, { b: 'x' }], u: undefined }, { a: [1, { b: 'x' }] })).toBe(true);
+    expect(deepEqual({ a: [1, 2] }, { a: [2, 1] })).toBe(false);
+    expect(deepEqual({ a: 1 }, { a: '1' })).toBe(false);
   });
 
   const json: fc.Arbitrary<Json> = fc.letrec((tie) => ({
@@ -46,7 +53,16 @@ describe('applyPatch', () => {
 
   it('refuses paths that do not resolve', () => {
     expect(() => applyPatch({ a: 1 }, [{ op: 'remove', path: '/b' }])).toThrow(PatchError);
-    expect(() => applyPatch({ a: [1] }, [{ op: 'replace', path: '/a/3', value: 1 }])).toThrow(/out of range/);
-    expect(() => applyPatch({ a: 1 }, [{ op: 'add', path: '/x/y', value: 1 }])).toThrow(/does not exist/);
+    expect(() => applyPatch({ a: [1] }, [{ op: 'replace', path: '/a/3', value: 1 }])).toThrow('json-patch: replace /a/3 does not apply');
+    expect(() => applyPatch({ a: 1 }, [{ op: 'add', path: '/x/y', value: 1 }])).toThrow('json-patch: add /x/y does not apply');
+    expect(() => applyPatch({ a: 1 }, [{ op: 'test', path: '/a', value: 2 }])).toThrow('json-patch: test /a does not apply');
+  });
+
+  it('applies all or nothing, and can replace the root', () => {
+    const doc = { a: 1 };
+    expect(() => applyPatch(doc, [{ op: 'replace', path: '/a', value: 2 }, { op: 'remove', path: '/b' }])).toThrow(PatchError);
+    expect(doc).toEqual({ a: 1 });
+    expect(applyPatch(doc, [{ op: 'replace', path: '', value: [1] }])).toEqual([1]);
+    expect(applyPatch({ a: { b: 1 } }, [{ op: 'move', from: '/a/b', path: '/c' }])).toEqual({ a: {}, c: 1 });
   });
 });

@@ -2,13 +2,24 @@
 // applies them to a custom resource: defaults are filled in, unknown fields are pruned (unless
 // x-kubernetes-preserve-unknown-fields), and the result is validated (type, required, enum,
 // minimum/maximum, lengths, item counts, pattern, int-or-string, nullable, allOf/anyOf/oneOf/not,
-// and the x-kubernetes-validations rules through an injected rule evaluator). Field errors carry
-// the same reasons and messages as the real server's, so clients see familiar 422 responses.
-
-import type { StatusCause } from './api-error.js';
-import { deepClone, deepEqual, isPlainObject } from './json-patch.js';
+// and the x-kubernetes-validations rules through an injected rule evaluator, cel-rules.ts). Field
+// errors carry the same reasons and messages as the real server's, so clients see familiar 422
+// responses. One module for the test API server (e2e/kube-apiserver) and the operator, which
+// checks its custom resources against the CRDs in crds/ with it.
+import { isDeepStrictEqual } from 'node:util';
 
 export type Schema = Record<string, any>;
+
+/** One field error, as in a Kubernetes Status's details.causes. */
+export interface FieldCause {
+  reason: string;
+  message: string;
+  field: string;
+}
+
+const isPlainObject = (v: unknown): v is Record<string, any> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const deepEqual = isDeepStrictEqual;
+const deepClone = <T>(v: T): T => structuredClone(v);
 
 /** Evaluates one x-kubernetes-validations rule; returns true (valid), false, or 'skip' if unsupported. */
 export type RuleEvaluator = (rule: string, self: unknown, oldSelf: unknown) => boolean | 'skip';
@@ -92,7 +103,7 @@ export function prune(schema: Schema | undefined, value: any, path = '', isRoot 
 }
 
 interface Ctx {
-  causes: StatusCause[];
+  causes: FieldCause[];
   evalRule?: RuleEvaluator;
 }
 
@@ -205,7 +216,7 @@ function validateRules(schema: Schema, v: any, old: any, path: string, ctx: Ctx)
 }
 
 /** Validates a defaulted, pruned object against its schema; `old` is the stored object on update. */
-export function validate(schema: Schema | undefined, obj: any, old?: any, evalRule?: RuleEvaluator): StatusCause[] {
+export function validate(schema: Schema | undefined, obj: any, old?: any, evalRule?: RuleEvaluator): FieldCause[] {
   if (!schema) return [];
   const ctx: Ctx = { causes: [], evalRule };
   validateNode(schema, obj, old, '', ctx, true);

@@ -1,8 +1,5 @@
-// Schema defaulting, pruning and validation, the CEL subset, and the product CRDs' rules.
+// Schema defaulting, pruning and validation (shared by the test API server and the operator).
 
-import { readdirSync, readFileSync } from 'node:fs';
-import yaml from 'js-yaml';
-import { evalRule, isSupportedRule } from './cel.js';
 import { applyDefaults, prune, validate } from './structural-schema.js';
 
 describe('structural schema', () => {
@@ -48,38 +45,5 @@ describe('structural schema', () => {
     ]);
     expect(fields({ list: [{ k: 'a' }], ratio: 'x' })).toEqual(['spec.mode|FieldValueRequired', 'spec.list[0].k|FieldValueInvalid', 'spec.ratio|FieldValueTypeInvalid']);
     expect(validate(schema, { spec: { mode: 'a', n: -1 } })[0].message).toBe('Invalid value: -1: spec.n in body should be greater than or equal to 0');
-  });
-});
-
-describe('CEL subset', () => {
-  test('evaluates the forms CRD rules use', () => {
-    const self = { replicas: 3, type: 'etcd', address: 'x:1', tags: ['a', 'b'], m: { k: 'v' } };
-    expect(evalRule("self.replicas <= 1 || has(self.haBackend)", self, undefined)).toBe(false);
-    expect(evalRule("!(self.type == 'etcd' || self.type == 'redis') || has(self.address)", self, undefined)).toBe(true);
-    expect(evalRule('self.tags.all(t, t.size() == 1) && size(self.tags) == 2', self, undefined)).toBe(true);
-    expect(evalRule("self.tags.exists(t, t == 'c')", self, undefined)).toBe(false);
-    expect(evalRule("'k' in self.m && self.type.startsWith('et') && self.address.matches('^[a-z]+:[0-9]+$')", self, undefined)).toBe(true);
-    expect(evalRule('self.replicas % 2 == 1 ? self.replicas > 2 : false', self, undefined)).toBe(true);
-    expect(evalRule('self == oldSelf', 1, 1)).toBe(true);
-    expect(evalRule('self == oldSelf', 1, 2)).toBe(false);
-    expect(evalRule('self.missing > 1', self, undefined)).toBe(false);
-    expect(evalRule('self.missing > 1 || true', self, undefined)).toBe(true);
-    expect(evalRule("quantity(self.q).isGreaterThan(quantity('1Gi'))", self, undefined)).toBe('skip');
-  });
-
-  test('every x-kubernetes-validations rule in crds/ is in the evaluated subset', () => {
-    const dir = new URL('../../crds/', import.meta.url);
-    const rules: string[] = [];
-    const walk = (v: unknown) => {
-      if (Array.isArray(v)) v.forEach(walk);
-      else if (v && typeof v === 'object') {
-        for (const [k, x] of Object.entries(v)) {
-          if (k === 'x-kubernetes-validations' && Array.isArray(x)) rules.push(...x.map((r) => String(r.rule)));
-          else walk(x);
-        }
-      }
-    };
-    for (const f of readdirSync(dir).filter((n) => n.endsWith('.yaml'))) walk(yaml.loadAll(readFileSync(new URL(f, dir), 'utf8')));
-    expect(rules.filter((r) => !isSupportedRule(r))).toEqual([]);
   });
 });
