@@ -1,5 +1,5 @@
 // Jest runs the TypeScript sources directly (ESM, transpiled per file by ts-jest without type
-// checking: `npm run build` type-checks everything with tsc). The e2e tests spawn the compiled
+// checking: `npm run typecheck` type-checks everything, tests included). The e2e tests spawn the compiled
 // binaries in dist/, so `make test` builds first.
 export default {
   testEnvironment: 'node',

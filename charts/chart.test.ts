@@ -71,6 +71,12 @@ describe('charts/store', () => {
     expect(byKind(objs, 'Deployment')[0].spec.template.spec.containers[0].args).toContain('--webhook=false');
   });
 
+  it('warns at install time that pods in the namespace of the operator are never injected when that is "default"', () => {
+    const notes = (ns: string) => execFileSync(helm, ['install', 'store', CHART, '--dry-run=client', '--namespace', ns], { encoding: 'utf8' }).split('NOTES:')[1];
+    expect(notes('default')).toContain('WARNING: the sidecar webhook never injects pods in the operator\'s own namespace, and that is\n"default"');
+    expect(notes('store-system')).not.toContain('WARNING');
+  });
+
   it('produces manifests kubectl recognises offline (chart, CRDs and examples)', () => {
     const file = join(dir, 'all.yaml');
     writeFileSync(file, template());

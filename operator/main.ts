@@ -2,10 +2,11 @@
 // store-operator: `run` (default) reconciles StoreClusters/StoreSegments and serves the sidecar
 // injection webhook; `render -f FILE` and `inject -f POD` show offline what it would create or
 // how it would mutate a pod. Bad input: a readable message and exit code 2.
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { DEFAULT_IMAGE } from './api/constants.js';
 import { loadCrdSchemas } from './api/crd-schema.js';
-import { CliError, injectCommand, renderCommand } from './cli/offline.js';
+import { CliError, injectCommand, renderCommand, type Source } from './cli/offline.js';
 
 const USAGE = `usage:
   store-operator [run] [--namespace=NS] [--image=IMAGE] [--leader-elect=true|false]
@@ -13,15 +14,18 @@ const USAGE = `usage:
                  [--webhook-port=9443 | --webhook=false] [--cert-dir=DIR] [--webhook-service=NAME]
                  [--webhook-secret=NAME] [--webhook-config=NAME] [--master-url-template=URL]
                  [--segment-stats=true|false] [--resync=SECONDS]
-  store-operator render -f FILE [--image=IMAGE] [--namespace=NS]
-  store-operator inject -f POD_FILE [--cluster-file=FILE] [--image=IMAGE] [--namespace=NS]
+  store-operator render -f FILE|DIR [-f ...] [--cluster-file=FILE] [--image=IMAGE] [--namespace=NS]
+  store-operator inject -f POD_FILE|DIR [-f ...] [--cluster-file=FILE] [--image=IMAGE] [--namespace=NS]
+  (-f may repeat; a directory means its *.yaml, *.yml and *.json files; - is stdin. A StoreSegment's
+  or a pod's StoreCluster comes from the -f inputs or from --cluster-file.)
 `;
 
 const KNOWN = new Set(['f', 'filename', 'namespace', 'image', 'leader-elect', 'lease-name', 'lease-namespace', 'identity', 'health-port', 'webhook', 'webhook-port', 'cert-dir',
   'webhook-service', 'webhook-secret', 'webhook-config', 'master-url-template', 'segment-stats', 'resync', 'cluster-file', 'help', 'h']);
 
-function parseArgs(argv: string[]): { command: string; flags: Map<string, string> } {
+function parseArgs(argv: string[]): { command: string; flags: Map<string, string>; files: string[] } {
   const flags = new Map<string, string>();
+  const files: string[] = [];
   let command = 'run';
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -38,9 +42,10 @@ function parseArgs(argv: string[]): { command: string; flags: Map<string, string
       else if (i + 1 < argv.length && !argv[i + 1].startsWith('--')) value = argv[++i];
       else throw new CliError(`flag --${name} needs a value`);
     }
-    flags.set(name === 'filename' ? 'f' : name, value);
+    if (name === 'f' || name === 'filename') files.push(value);
+    else flags.set(name, value);
   }
-  return { command, flags };
+  return { command, flags, files };
 }
 
 function bool(flags: Map<string, string>, name: string, dflt: boolean): boolean {
@@ -58,8 +63,7 @@ function int(flags: Map<string, string>, name: string, dflt: number, min = 0, ma
   return n;
 }
 
-function readInput(path: string | undefined, what: string): string {
-  if (!path) throw new CliError(`${what}: -f FILE is required`);
+function readInput(path: string): string {
   try {
     return readFileSync(path === '-' ? 0 : path, 'utf8');
   } catch (e) {
@@ -67,23 +71,43 @@ function readInput(path: string | undefined, what: string): string {
   }
 }
 
+/** Every -f input as text: files as given, directories as their manifest files in name order (as kubectl does). */
+function readInputs(paths: string[], what: string): Source[] {
+  if (paths.length === 0) throw new CliError(`${what}: -f FILE is required`);
+  const out: Source[] = [];
+  for (const path of paths) {
+    let dir = false;
+    try {
+      dir = path !== '-' && statSync(path).isDirectory();
+    } catch {
+      // not there: readInput says so
+    }
+    if (!dir) {
+      out.push({ file: path, text: readInput(path) });
+      continue;
+    }
+    const names = readdirSync(path).filter((n) => /\.(ya?ml|json)$/.test(n)).sort();
+    if (names.length === 0) throw new CliError(`${path}: a directory without *.yaml, *.yml or *.json files`);
+    for (const n of names) out.push({ file: join(path, n), text: readInput(join(path, n)) });
+  }
+  return out;
+}
+
 async function main(): Promise<void> {
-  const { command, flags } = parseArgs(process.argv.slice(2));
+  const { command, flags, files } = parseArgs(process.argv.slice(2));
   if (command === 'help' || flags.has('help') || flags.has('h')) {
     process.stdout.write(USAGE);
     return;
   }
   const defaults = { image: flags.get('image') ?? process.env.STORE_IMAGE ?? DEFAULT_IMAGE, namespace: flags.get('namespace') ?? 'default' };
+  const clusterFile = flags.get('cluster-file');
+  const context = clusterFile ? readInputs([clusterFile], '--cluster-file') : [];
   if (command === 'render') {
-    const file = flags.get('f');
-    process.stdout.write(renderCommand(readInput(file, 'render'), file!, defaults, loadCrdSchemas()));
+    process.stdout.write(renderCommand(readInputs(files, 'render'), context, defaults, loadCrdSchemas()));
     return;
   }
   if (command === 'inject') {
-    const file = flags.get('f');
-    const clusterFile = flags.get('cluster-file');
-    const clusterText = clusterFile ? readInput(clusterFile, 'inject --cluster-file') : undefined;
-    process.stdout.write(injectCommand(readInput(file, 'inject'), file!, clusterText, clusterFile ?? '', defaults, loadCrdSchemas()));
+    process.stdout.write(injectCommand(readInputs(files, 'inject'), context, defaults, loadCrdSchemas()));
     return;
   }
   const webhook = bool(flags, 'webhook', true);

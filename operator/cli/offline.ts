@@ -49,63 +49,91 @@ function schemaErrors(o: KubernetesObject, crds: Map<string, CrdInfo>): string[]
 /** Errors of the object as written and of its defaulted form, each once. */
 const both = (raw: string[], defaulted: string[]) => [...new Set([...raw, ...defaulted])];
 
-export function renderCommand(text: string, file: string, defaults: OperatorDefaults, crds: Map<string, CrdInfo>): string {
-  const docs = parseDocs(text, file);
-  const problems: string[] = [];
+/** One -f input (or --cluster-file): its name for messages and its text. */
+export interface Source {
+  file: string;
+  text: string;
+}
+
+interface Doc {
+  o: KubernetesObject;
+  file: string;
+}
+
+/** With one input, messages need not name it per object. */
+const noteFor = (inputs: number) => (file: string) => (inputs > 1 ? ` (${file})` : '');
+const docsOf = (sources: Source[]): Doc[] => sources.flatMap((s) => parseDocs(s.text, s.file).map((o) => ({ o, file: s.file })));
+const inputsNamed = (sources: Source[]) => sources.map((s) => s.file).join(', ');
+
+/** The valid StoreClusters among `docs`, by namespace/name; problems of invalid ones go to `problems`. */
+function clustersOf(docs: Doc[], defaults: OperatorDefaults, crds: Map<string, CrdInfo>, problems: string[], fileNote: (file: string) => string): Map<string, DefaultedStoreCluster> {
   const clusters = new Map<string, DefaultedStoreCluster>();
-  const output: unknown[] = [];
-  for (const o of docs) {
-    if (o.kind !== 'StoreCluster' && o.kind !== 'StoreSegment') {
-      problems.push(`${label(o)}: only StoreCluster and StoreSegment (${API_VERSION}) can be rendered`);
-      continue;
-    }
-    let errs = schemaErrors(o, crds);
-    if (o.kind === 'StoreCluster') {
-      const d = defaultStoreCluster(o as StoreCluster, defaults);
-      errs = both(errs, validateStoreCluster(d));
-      if (!errs.length) clusters.set(`${d.metadata.namespace}/${d.metadata.name}`, d);
-    }
-    if (errs.length) problems.push(`${label(o)}:\n${errs.map((e) => `    - ${e}`).join('\n')}`);
+  for (const { o, file } of docs) {
+    if (o.kind !== 'StoreCluster') continue;
+    const d = defaultStoreCluster(o as StoreCluster, defaults);
+    const errs = both(schemaErrors(o, crds), validateStoreCluster(d));
+    if (errs.length) problems.push(`${label(o)}${fileNote(file)}:\n${errs.map((e) => `    - ${e}`).join('\n')}`);
+    else clusters.set(`${d.metadata.namespace}/${d.metadata.name}`, d);
   }
-  for (const o of docs) {
+  return clusters;
+}
+
+/**
+ * The objects the operator would create for the StoreClusters and StoreSegments in `sources`.
+ * A StoreSegment's cluster is looked up among the inputs and `context` (--cluster-file), whose
+ * own objects are not rendered.
+ */
+export function renderCommand(sources: Source[], context: Source[], defaults: OperatorDefaults, crds: Map<string, CrdInfo>): string {
+  const fileNote = noteFor(sources.length + context.length);
+  const docs = docsOf(sources);
+  const problems: string[] = [];
+  for (const { o, file } of docs) {
+    if (o.kind !== 'StoreCluster' && o.kind !== 'StoreSegment') problems.push(`${label(o)}${fileNote(file)}: only StoreCluster and StoreSegment (${API_VERSION}) can be rendered`);
+  }
+  const clusters = clustersOf(docs, defaults, crds, problems, fileNote);
+  const known = new Map([...clustersOf(docsOf(context), defaults, crds, problems, fileNote), ...clusters]);
+  const named = (ns: string, name: string) => [...docs, ...docsOf(context)].some(({ o }) => o.kind === 'StoreCluster' && o.metadata?.name === name && (o.metadata?.namespace ?? defaults.namespace) === ns);
+  const output: unknown[] = [];
+  for (const { o, file } of docs) {
     if (o.kind === 'StoreCluster') {
       const d = defaultStoreCluster(o as StoreCluster, defaults);
       const c = clusters.get(`${d.metadata.namespace}/${d.metadata.name}`);
       if (c) output.push(...renderCluster(c).desired);
     } else if (o.kind === 'StoreSegment') {
       const s = defaultStoreSegment(o as StoreSegment, defaults);
-      const errs = validateStoreSegment(s);
-      if (schemaErrors(o, crds).length) continue; // already reported
-      const c = clusters.get(`${s.metadata.namespace}/${s.spec.cluster}`);
-      if (!c && !docs.some((x) => x.kind === 'StoreCluster' && x.metadata?.name === s.spec.cluster)) errs.push(`spec.cluster: StoreCluster "${s.spec.cluster}" is not in ${file} (render needs it for the master address)`);
-      if (errs.length) problems.push(`${label(o)}:\n${errs.map((e) => `    - ${e}`).join('\n')}`);
+      const schema = schemaErrors(o, crds);
+      const errs = both(schema, validateStoreSegment(s));
+      const c = known.get(`${s.metadata.namespace}/${s.spec.cluster}`);
+      if (!c && !named(s.metadata.namespace, s.spec.cluster)) {
+        errs.push(`spec.cluster: StoreCluster "${s.spec.cluster}" (namespace ${s.metadata.namespace}) is not among ${inputsNamed([...sources, ...context])}: render needs it for the master address (add it with -f or --cluster-file)`);
+      }
+      if (errs.length) problems.push(`${label(o)}${fileNote(file)}:\n${errs.map((e) => `    - ${e}`).join('\n')}`);
       else if (c) output.push(...renderSegment(s, c).desired);
     }
   }
-  if (problems.length) throw new CliError(`${file} is invalid:\n  ${problems.join('\n  ')}`);
-  if (!output.length) throw new CliError(`${file} holds no StoreCluster or StoreSegment`);
+  if (problems.length) throw new CliError(`${inputsNamed(sources)} ${sources.length > 1 ? 'are' : 'is'} invalid:\n  ${problems.join('\n  ')}`);
+  if (!output.length) throw new CliError(`${inputsNamed(sources)} ${sources.length > 1 ? 'hold' : 'holds'} no StoreCluster or StoreSegment`);
   return toYaml(output);
 }
 
 /**
- * The pod(s) in `podText` as the webhook would admit them. Clusters come from `clusterText`
- * (StoreCluster documents); without it, a cluster with default settings named by the pod's
- * annotation (or "kvcache") is assumed, as if it existed in the pod's namespace.
+ * The pod(s) in `sources` as the webhook would admit them. Their StoreClusters come from the
+ * inputs or `context` (--cluster-file); without any, inject refuses: it never assumes a cluster's
+ * master or metadata server.
  */
-export function injectCommand(podText: string, podFile: string, clusterText: string | undefined, clusterFile: string, defaults: OperatorDefaults, crds: Map<string, CrdInfo>): string {
-  const clusters: DefaultedStoreCluster[] = [];
-  if (clusterText !== undefined) {
-    for (const o of parseDocs(clusterText, clusterFile)) {
-      if (o.kind !== 'StoreCluster') continue;
-      const d = defaultStoreCluster(o as StoreCluster, defaults);
-      const errs = both(schemaErrors(o, crds), validateStoreCluster(d));
-      if (errs.length) throw new CliError(`${clusterFile}: ${label(o)} is invalid:\n${errs.map((e) => `  - ${e}`).join('\n')}`);
-      clusters.push(d);
-    }
-  }
-  const out: unknown[] = [];
+export function injectCommand(sources: Source[], context: Source[], defaults: OperatorDefaults, crds: Map<string, CrdInfo>): string {
+  const fileNote = noteFor(sources.length + context.length);
+  const docs = docsOf(sources);
   const problems: string[] = [];
-  for (const o of parseDocs(podText, podFile)) {
+  const clusters = [...clustersOf([...docs, ...docsOf(context)], defaults, crds, problems, fileNote).values()];
+  if (problems.length) throw new CliError(`invalid StoreCluster:\n  ${problems.join('\n  ')}`);
+  if (clusters.length === 0) {
+    throw new CliError(`no StoreCluster among ${inputsNamed([...sources, ...context])}: the sidecar's master and metadata server come from it (add it with -f or --cluster-file)`);
+  }
+  const where = inputsNamed([...sources, ...context]);
+  const out: unknown[] = [];
+  for (const { o } of docs) {
+    if (o.kind === 'StoreCluster') continue;
     if (o.kind !== 'Pod') {
       problems.push(`${label(o)}: only Pods can be injected (the webhook mutates pods as they are created)`);
       continue;
@@ -113,17 +141,15 @@ export function injectCommand(podText: string, podFile: string, clusterText: str
     const pod = o as V1Pod;
     const ns = pod.metadata?.namespace ?? defaults.namespace;
     const result = mutatePod(pod, ns, (namespace, name) => {
-      if (clusterText === undefined) {
-        return defaultStoreCluster({ apiVersion: API_VERSION, kind: 'StoreCluster', metadata: { name: name ?? 'kvcache', namespace }, spec: {} }, defaults);
-      }
       const inNs = clusters.filter((c) => c.metadata.namespace === namespace);
-      if (name) return inNs.find((c) => c.metadata.name === name) ?? `StoreCluster ${namespace}/${name} not found in ${clusterFile}`;
+      if (name) return inNs.find((c) => c.metadata.name === name) ?? `StoreCluster ${namespace}/${name} not found in ${where}`;
       if (inNs.length === 1) return inNs[0];
-      return inNs.length ? `several StoreClusters in namespace ${namespace}; name one with the annotation` : `no StoreCluster in namespace ${namespace} in ${clusterFile}`;
+      return inNs.length ? `several StoreClusters in namespace ${namespace}; name one with the annotation` : `no StoreCluster in namespace ${namespace} in ${where}`;
     });
     if (result.denied) problems.push(`${label(o)}:\n${result.denied.map((e) => `    - ${e}`).join('\n')}`);
     else out.push(applyPatch(pod, result.patch));
   }
   if (problems.length) throw new CliError(`injection refused:\n  ${problems.join('\n  ')}`);
+  if (out.length === 0) throw new CliError(`${inputsNamed(sources)}: no Pod to inject`);
   return toYaml(out);
 }

@@ -5,11 +5,12 @@ import * as http from 'node:http';
 import { readFileSync, existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import type { StoreCluster } from '../gen/index.js';
 import { Labels, MANAGER } from '../api/constants.js';
 import { defaultStoreCluster, type DefaultedStoreCluster, type OperatorDefaults } from '../api/defaults.js';
 import { K8sLease } from '../../common/k8s-lease.js';
+import { loadKubeConfig } from './kube-config.js';
 import { LeaderElector } from '../election/leader-elector.js';
 import { reconcileCluster } from '../reconcile/cluster-reconciler.js';
 import { Controller } from '../reconcile/controller.js';
@@ -46,8 +47,11 @@ export interface RunOptions {
 const log = (m: string) => process.stderr.write(`${new Date().toISOString()} store-operator: ${m}\n`);
 
 export async function run(o: RunOptions): Promise<void> {
-  const kc = new KubeConfig();
-  kc.loadFromDefault();
+  const kc = loadKubeConfig();
+  const ownNamespace = process.env.POD_NAMESPACE;
+  if (o.webhookPort !== undefined && ownNamespace === 'default') {
+    log('WARNING: the webhook never injects pods in its own namespace, and that is "default": annotated pods there start without the store sidecar; install the operator in a namespace of its own');
+  }
   const api = new KubeClient(kc);
   const events = new ApiEventRecorder(api, MANAGER, () => new Date().toISOString(), log);
   const ctx = {

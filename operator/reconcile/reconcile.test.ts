@@ -2,7 +2,6 @@
 // generations): first pass creates everything, the next writes nothing, spec changes patch and
 // delete, invalid specs end in a terminal error with conditions, and status reflects what the
 // StatefulSet, the leader pod and the master's segment detail say.
-import type { KubernetesObject } from '@kubernetes/client-node';
 import { MemoryApi } from '../testing/memory-api.js';
 import { reconcileCluster } from './cluster-reconciler.js';
 import { reconcileSegment } from './segment-reconciler.js';
