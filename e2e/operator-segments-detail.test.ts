@@ -1,22 +1,15 @@
-// The segment figures in status come from a real master: start store_master and a store_service
-// (compiled binaries: run `npm run build` first), read /get_segments_detail with the fetcher the
-// operator uses, and sum it overall and per pod address.
+// The segment figures in a StoreCluster's status come from a real master: start store_master and
+// a store_service (compiled binaries: run `npm run build` first), read /get_segments_detail with
+// the fetcher the operator uses, and sum it overall and per pod address.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { httpSegmentsFetcher, sumSegments } from './segments-detail.js';
+import { httpSegmentsFetcher, sumSegments } from '../operator/reconcile/segments-detail.js';
+import { freePort } from './free-port.js';
+import { startMaster } from './master-process.js';
 
 const procs: ChildProcess[] = [];
-const freePort = () => new Promise<number>((resolve, reject) => {
-  const s = net.createServer();
-  s.listen(0, '127.0.0.1', () => {
-    const { port } = s.address() as net.AddressInfo;
-    s.close(() => resolve(port));
-  });
-  s.on('error', reject);
-});
 
 /** Starts a binary and resolves when its output contains `ready`. */
 function start(args: string[], ready: RegExp): Promise<ChildProcess> {
@@ -40,14 +33,15 @@ afterAll(() => {
 
 describe('segments detail from a real master', () => {
   it('reads mounted segments and sums capacity, overall and for a pod address', async () => {
-    const [rpc, metrics, meta, http] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
-    await start(['dist/master/main.js', `--rpc_port=${rpc}`, `--metrics_port=${metrics}`, '--enable_http_metadata_server=true', `--http_metadata_server_port=${meta}`, '--rpc_address=127.0.0.1'], /listening/);
+    const meta = await freePort(); // the metadata server's port is not reported back
+    const master = await startMaster(['--enable_http_metadata_server=true', `--http_metadata_server_port=${meta}`]);
+    procs.push(master.proc);
     const dir = mkdtempSync(join(tmpdir(), 'store-seg-'));
     // The JSON config the operator renders for a StoreSegment pod (server role: local buffer 0).
-    writeFileSync(join(dir, 'store.json'), JSON.stringify({ metadata_server: `http://127.0.0.1:${meta}/metadata`, master_server_address: `127.0.0.1:${rpc}`, global_segment_size: 64 * 2 ** 20, local_buffer_size: 0, protocol: 'tcp', device_name: '' }));
-    await start(['dist/sidecar/main.js', `--config=${join(dir, 'store.json')}`, '--host=127.0.0.1', `--port=${http}`, '--local_hostname=127.0.0.1', '--shutdown_grace_seconds=0'], /store_service ready/);
+    writeFileSync(join(dir, 'store.json'), JSON.stringify({ metadata_server: `http://127.0.0.1:${meta}/metadata`, master_server_address: master.rpc, global_segment_size: 64 * 2 ** 20, local_buffer_size: 0, protocol: 'tcp', device_name: '' }));
+    await start(['dist/sidecar/main.js', `--config=${join(dir, 'store.json')}`, '--host=127.0.0.1', '--port=0', '--rpc_port=0', '--local_hostname=127.0.0.1', '--shutdown_grace_seconds=0'], /store_service ready/);
 
-    const detail = await httpSegmentsFetcher(`http://127.0.0.1:${metrics}`);
+    const detail = await httpSegmentsFetcher(master.http);
     expect(detail.total_segments).toBe(1);
     expect(detail.segments[0]).toMatchObject({ size_bytes: 64 * 2 ** 20, status: 'MOUNTED' });
     expect(sumSegments(detail)).toEqual({ segments: 1, capacityBytes: 64 * 2 ** 20, usedBytes: 0 });
