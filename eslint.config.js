@@ -54,4 +54,15 @@ export default tseslint.config(
       'no-restricted-globals': ['error', ...impureGlobals],
     },
   },
+  {
+    // The shells that run on the one clock (common/clock.ts), so their tests run in virtual time.
+    files: [
+      'client/heartbeat.ts', 'client/buffer-pool.ts', 'client/master-channel.ts', 'master/sweeper.ts', 'master/heap-guard.ts', 'master/ha/leader-elector.ts',
+      'operator/reconcile/controller.ts', 'operator/reconcile/informer.ts', 'operator/election/leader-elector.ts',
+    ],
+    rules: {
+      'no-restricted-properties': ['error', ...impure.filter((r) => r.object !== 'Math').map((r) => ({ ...r, message: 'take the time from the injected Clock (common/clock.ts)' }))],
+      'no-restricted-globals': ['error', ...impureGlobals.filter((g) => g.name !== 'queueMicrotask' && !g.name.endsWith('Immediate')).map((g) => ({ ...g, message: 'schedule on the injected Clock (common/clock.ts)' }))],
+    },
+  },
 );

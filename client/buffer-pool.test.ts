@@ -1,6 +1,7 @@
 import { BufferPool, type PoolRegion } from './buffer-pool.js';
 import { OffsetAllocator } from '../common/offset-allocator.js';
 import { BufferExhaustedError, InvalidParamsError } from './errors.js';
+import { FakeClock } from '../common/clock.js';
 
 function bufferView(b: Buffer): (offset: number, length: number) => Buffer {
   return (offset, length) => b.subarray(offset, offset + length);
@@ -11,18 +12,6 @@ function region(address: number, size: number, released: number[] = []): PoolReg
   return { address, size, view: bufferView(Buffer.alloc(size)), release: () => released.push(address) };
 }
 
-/** A manual timer seam: timeouts fire only when the test says so. */
-function manualTimers() {
-  const pending: { ms: number; fn: () => void; live: boolean }[] = [];
-  return {
-    schedule: (ms: number, fn: () => void) => {
-      const t = { ms, fn, live: true };
-      pending.push(t);
-      return () => void (t.live = false);
-    },
-    fireAll: () => pending.splice(0).forEach((t) => t.live && t.fn()),
-  };
-}
 
 function pool(size: number, extra: Partial<ConstructorParameters<typeof BufferPool>[0]> = {}) {
   return new BufferPool({ primary: region(0x10000, size), allocator: new OffsetAllocator('local', 0, size), ...extra });
@@ -91,11 +80,15 @@ describe('buffer pool', () => {
   });
 
   it('a blocking acquire fails with BufferExhaustedError when its timeout fires', async () => {
-    const timers = manualTimers();
-    const p = pool(1024, { schedule: timers.schedule });
+    const clock = new FakeClock();
+    const p = pool(1024, { clock });
     const a = p.tryAcquire(1024)!;
     const waiting = p.acquire(512, 50);
-    timers.fireAll();
+    let settled = false;
+    void waiting.catch(() => (settled = true));
+    await clock.advance(49);
+    expect(settled).toBe(false);
+    await clock.advance(1);
     await expect(waiting).rejects.toThrow(BufferExhaustedError);
     expect(p.stats().waiting).toBe(0);
     a.release();

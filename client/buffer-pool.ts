@@ -3,6 +3,7 @@
 // mapped and registered for one lease and released with it. Callers cap pressure with max_regions
 // (leases outstanding), max_bytes (bytes outstanding) and an acquire timeout; a blocking acquire
 // waits in FIFO order. A released lease refuses further use.
+import { realClock, type Clock } from '../common/clock.js';
 import { BufferExhaustedError, InvalidParamsError } from './errors.js';
 import type { AllocHandle, BufferAllocator } from '../common/buffer-allocator.js';
 
@@ -30,8 +31,8 @@ export interface BufferPoolOptions {
   maxBytes?: number;
   /** Default wait of acquire() before it fails with BufferExhaustedError (ms). */
   acquireTimeoutMs?: number;
-  /** Timer seam: run fn after ms, return a cancel function. */
-  schedule?: (ms: number, fn: () => void) => () => void;
+  /** Default the real clock. */
+  clock?: Clock;
 }
 
 export class BufferLease {
@@ -70,11 +71,6 @@ interface Waiter {
   reject: (e: Error) => void;
   cancel?: () => void;
 }
-
-const defaultSchedule = (ms: number, fn: () => void) => {
-  const t = setTimeout(fn, ms);
-  return () => clearTimeout(t);
-};
 
 export class BufferPool {
   private leases = 0;
@@ -121,12 +117,13 @@ export class BufferPool {
     return new Promise((resolve, reject) => {
       const w: Waiter = { size, resolve, reject };
       if (timeoutMs > 0 && Number.isFinite(timeoutMs)) {
-        w.cancel = (this.opts.schedule ?? defaultSchedule)(timeoutMs, () => {
+        // keepAlive: the waiter's promise settles even when nothing else holds the process open
+        w.cancel = (this.opts.clock ?? realClock).schedule(timeoutMs, () => {
           const i = this.waiters.indexOf(w);
           if (i >= 0) this.waiters.splice(i, 1);
           reject(new BufferExhaustedError(`no ${size} B staging buffer within ${timeoutMs} ms (${this.leases} leases, ${this.leasedBytes} B outstanding)`));
           this.drain();
-        });
+        }, { keepAlive: true });
       }
       this.waiters.push(w);
     });

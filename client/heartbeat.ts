@@ -1,6 +1,7 @@
 // The client's liveness loop: ping the master every interval (well under its --client_ttl) and
 // remount this client's segments when the master says it does not know them (a restarted master
 // or a new leader). One beat at a time; a failed ping is reported and the loop keeps going.
+import { realClock, type Clock } from '../common/clock.js';
 import type { PingResponse__Output } from '../proto/gen/store/PingResponse.js';
 
 export interface HeartbeatOptions {
@@ -8,15 +9,9 @@ export interface HeartbeatOptions {
   ping: () => Promise<PingResponse__Output>;
   remount: () => Promise<void>;
   onError?: (e: unknown) => void;
-  /** Timer seam: run fn after ms, return a cancel function. */
-  schedule?: (ms: number, fn: () => void) => () => void;
+  /** Default the real clock (its timers never keep a process alive on their own). */
+  clock?: Clock;
 }
-
-const defaultSchedule = (ms: number, fn: () => void) => {
-  const t = setTimeout(fn, ms);
-  t.unref(); // never keeps a process alive on its own
-  return () => clearTimeout(t);
-};
 
 export class Heartbeat {
   private cancel: (() => void) | undefined;
@@ -36,7 +31,7 @@ export class Heartbeat {
 
   private arm(): void {
     if (!this.running) return;
-    this.cancel = (this.opts.schedule ?? defaultSchedule)(this.opts.intervalMs, () => {
+    this.cancel = (this.opts.clock ?? realClock).schedule(this.opts.intervalMs, () => {
       this.cancel = undefined;
       this.nudge();
     });

@@ -1,4 +1,5 @@
 import { Duplex } from 'node:stream';
+import { FakeClock } from '../common/clock.js';
 import { CHANNEL_MAGIC, FrameDecoder, FrameKind, encodeFrame } from '../common/channel-frame.js';
 import { decodeMessage, encodeMessage, masterMethodByName } from '../common/master-proto.js';
 import type { GetReplicaListResponse__Output } from '../proto/gen/store/GetReplicaListResponse.js';
@@ -132,9 +133,15 @@ describe('MasterChannel', () => {
   it('rejects with MasterTimeoutError when no reply comes, and ignores the late reply', async () => {
     const [c, s] = duplexPair();
     const master = fakeMaster(s);
-    const ch = new MasterChannel(c, 'mem:1', { requestTimeoutMs: 20 });
+    const clock = new FakeClock();
+    const ch = new MasterChannel(c, 'mem:1', { requestTimeoutMs: 20_000, clock });
     const p = ch.call(GRL, { key: 'slow' });
+    let failed = false;
+    void p.catch(() => (failed = true));
     const req = await master.next();
+    await clock.advance(19_999);
+    expect(failed).toBe(false);
+    await clock.advance(1000); // the deadline check runs every timeout/4, at most every second
     await expect(p).rejects.toBeInstanceOf(MasterTimeoutError);
     master.reply(req, { status_code: 0 });
     const q = ch.call<{ status_code: number }>(GRL, { key: 'after' });

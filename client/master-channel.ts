@@ -1,6 +1,7 @@
 // Client end of the fast master channel: one TCP connection carrying many requests in flight,
 // matched to replies by request id. Frames are batched per tick; a single timer enforces the
 // request timeout. Transport-agnostic: it drives any Duplex (a net.Socket in production).
+import { every, realClock, type Cancel, type Clock } from '../common/clock.js';
 import { parseHostPort } from '../common/host-port.js';
 import { connect as netConnect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -54,15 +55,17 @@ export interface MasterChannelOptions {
   magic?: Buffer;
   /** What the other end is, in error messages (default "master"). */
   peer?: string;
+  /** Time of deadlines and timeouts (default the real clock). */
+  clock?: Clock;
 }
-
 
 export class MasterChannel {
   private readonly pending = new Map<number, PendingCall>();
   private nextId = 1;
   private readonly writer: FrameWriter;
   private readonly decoder: FrameDecoder;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: Cancel | undefined;
+  private readonly clock: Clock;
   private failure: MasterChannelError | undefined;
   private readonly timeoutMs: number;
   private readonly peer: string;
@@ -71,6 +74,7 @@ export class MasterChannel {
 
   constructor(private readonly stream: Duplex, readonly address: string, opts: MasterChannelOptions = {}) {
     this.timeoutMs = opts.requestTimeoutMs ?? 10_000;
+    this.clock = opts.clock ?? realClock;
     this.peer = opts.peer ?? 'master';
     const peer = this.peer;
     this.writer = new FrameWriter((data) => {
@@ -95,16 +99,20 @@ export class MasterChannel {
     const { host, port } = parseHostPort(address, 'master address');
     return new Promise((resolve, reject) => {
       const socket: Socket = netConnect({ host, port, noDelay: opts.noDelay ?? true });
-      const timer = setTimeout(() => {
-        socket.destroy();
-        reject(new MasterConnectionError(`connecting to master ${address} timed out after ${opts.connectTimeoutMs ?? 5000} ms`, address));
-      }, opts.connectTimeoutMs ?? 5000);
+      const cancel = (opts.clock ?? realClock).schedule(
+        opts.connectTimeoutMs ?? 5000,
+        () => {
+          socket.destroy();
+          reject(new MasterConnectionError(`connecting to master ${address} timed out after ${opts.connectTimeoutMs ?? 5000} ms`, address));
+        },
+        { keepAlive: true },
+      );
       socket.once('error', (e) => {
-        clearTimeout(timer);
+        cancel();
         reject(new MasterConnectionError(`cannot connect to master ${address}: ${e.message}`, address, undefined, { cause: e }));
       });
       socket.once('connect', () => {
-        clearTimeout(timer);
+        cancel();
         socket.removeAllListeners('error');
         resolve(new MasterChannel(socket, address, opts));
       });
@@ -130,7 +138,7 @@ export class MasterChannel {
     }
     this.nextId = this.nextId >= 0xffffffff ? 1 : this.nextId + 1;
     return new Promise<Res>((resolve, reject) => {
-      this.pending.set(id, new PendingCall(method, performance.now() + this.timeoutMs, resolve as (v: unknown) => void, reject));
+      this.pending.set(id, new PendingCall(method, this.clock.now() + this.timeoutMs, resolve as (v: unknown) => void, reject));
       if (!this.timer) this.startTimer();
     });
   }
@@ -163,8 +171,8 @@ export class MasterChannel {
 
   private startTimer(): void {
     const period = Math.max(5, Math.min(1000, this.timeoutMs / 4));
-    this.timer = setInterval(() => {
-      const now = performance.now();
+    this.timer = every(this.clock, period, () => {
+      const now = this.clock.now();
       for (const [id, p] of this.pending) {
         if (p.deadline <= now) {
           this.pending.delete(id);
@@ -172,12 +180,11 @@ export class MasterChannel {
         }
       }
       if (this.pending.size === 0) this.stopTimer();
-    }, period);
-    this.timer.unref();
+    });
   }
 
   private stopTimer(): void {
-    if (this.timer) clearInterval(this.timer);
+    this.timer?.();
     this.timer = undefined;
   }
 

@@ -5,6 +5,7 @@
 // and UpsertStart get NO_AVAILABLE_HANDLE, see MasterCore's constructor) until usage is back
 // under LOW (60%), after removals and a collection. A larger limit is the operator's choice
 // (NODE_OPTIONS=--max-old-space-size=N).
+import { every, realClock, type Cancel, type Clock } from '../common/clock.js';
 import { getHeapStatistics } from 'node:v8';
 import type { Logger } from '../common/logger.js';
 
@@ -23,11 +24,12 @@ export interface HeapNumbers {
 export class HeapGuard {
   /** Shared with every core this process makes (a new one per HA term). */
   readonly state = { full: false };
-  private timer: NodeJS.Timeout | undefined;
+  private timer: Cancel | undefined;
 
   constructor(
     private readonly log: Logger,
     private readonly read: () => HeapNumbers = getHeapStatistics,
+    private readonly clock: Clock = realClock,
   ) {}
 
   check(): void {
@@ -44,12 +46,11 @@ export class HeapGuard {
   }
 
   start(): void {
-    this.timer ??= setInterval(() => this.check(), INTERVAL_MS);
-    this.timer.unref();
+    this.timer ??= every(this.clock, INTERVAL_MS, () => this.check());
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
+    this.timer?.();
     this.timer = undefined;
   }
 }

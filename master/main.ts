@@ -2,6 +2,7 @@
 // store_master: parses flags, builds the MasterCore and serves it: gRPC and the fast channel on
 // --rpc_port, management HTTP on --metrics_port, optionally the HTTP metadata server; a periodic
 // sweep drives leases, client liveness and eviction. SIGINT/SIGTERM close cleanly.
+import { clockWith } from '../common/clock.js';
 import { randomInt } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
@@ -151,7 +152,7 @@ async function main(): Promise<void> {
     process.exit(1);
   }
 
-  const sweeper = new Sweeper(port, clock, log, SWEEP_INTERVAL_MS);
+  const sweeper = new Sweeper(port, clockWith(clock), log, SWEEP_INTERVAL_MS);
   sweeper.start();
   heap.start();
   ha?.start(rpcPort);

@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { clockWith } from '../common/clock.js';
 import { createServer, connect, type AddressInfo } from 'node:net';
 import { Logger } from '../common/logger.js';
 import type { SweepResult } from './core-port.js';
@@ -6,7 +7,7 @@ import { Sweeper } from './sweeper.js';
 
 function setup(sweep: (now: number) => SweepResult): { s: Sweeper; logs: string[] } {
   const logs: string[] = [];
-  const s = new Sweeper({ sweep }, () => 42, new Logger({ program: 't', stderr: (l) => logs.push(l) }), 200);
+  const s = new Sweeper({ sweep }, clockWith(() => 42), new Logger({ program: 't', stderr: (l) => logs.push(l) }), 200);
   return { s, logs };
 }
 
@@ -61,7 +62,7 @@ describe('Sweeper', () => {
           return { droppedClients: [], unmountedSegments: [], evictedObjects: 0, releasedZombies: 0, underReplicated: 0 };
         },
       },
-      () => 0,
+      clockWith(() => 0), // real timers: the test is about the event loop's phases
       new Logger({ program: 't', stderr: () => undefined }),
       5,
     );

@@ -4,29 +4,29 @@
 // the socket reads of the same turn: when the loop was held up (a long request, a GC pause), the
 // heartbeats that arrived meanwhile are read before liveness is judged, so a stall of the master
 // does not make its live clients look silent and get dropped with their segments.
+import { every, type Cancel, type Clock } from '../common/clock.js';
 import type { Logger } from '../common/logger.js';
 import type { MasterCorePort } from './core-port.js';
 
 export class Sweeper {
-  private timer: NodeJS.Timeout | undefined;
+  private timer: Cancel | undefined;
   private pending: NodeJS.Immediate | undefined;
   /** Objects waiting for a replica copy at the last sweep. */
   private short = 0;
 
   constructor(
     private readonly core: Pick<MasterCorePort, 'sweep'>,
-    private readonly clock: () => number,
+    private readonly clock: Clock,
     private readonly log: Logger,
     private readonly intervalMs: number,
   ) {}
 
   start(): void {
-    this.timer ??= setInterval(() => this.schedule(), this.intervalMs);
-    this.timer.unref();
+    this.timer ??= every(this.clock, this.intervalMs, () => this.schedule());
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
+    this.timer?.();
     if (this.pending) clearImmediate(this.pending);
     this.timer = this.pending = undefined;
   }
@@ -42,7 +42,7 @@ export class Sweeper {
   /** One sweep; exceptions are logged, the next tick tries again. */
   tick(): void {
     try {
-      const r = this.core.sweep(this.clock());
+      const r = this.core.sweep(this.clock.now());
       if (r.droppedClients.length > 0) this.log.warn(`clients silent past --client_ttl, dropped: ${r.droppedClients.join(', ')}`);
       if (r.unmountedSegments.length > 0) this.log.info(`segments unmounted: ${r.unmountedSegments.join(', ')}`);
       if (r.evictedObjects > 0) this.log.info(`evicted ${r.evictedObjects} objects`);

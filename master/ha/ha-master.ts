@@ -2,6 +2,7 @@
 // clients must reach (--rpc_address / --rpc_interface, or POD_IP when bound to a wildcard),
 // and ties the election to the LeaderGate: elected -> fresh core with a new view_version,
 // deposed -> stop serving at once. Also the `store_master_is_leader` gauge and summary lines.
+import { clockWith } from '../../common/clock.js';
 import { hostname } from 'node:os';
 import client from 'prom-client';
 import { FlagError } from '../../common/flags.js';
@@ -104,7 +105,7 @@ export class HaMaster {
     this.address = hostPort(this.host, rpcPort);
     // A restarted container may still carry the label from a previous life.
     this.backend.onDeposed?.().catch((e: Error) => this.o.log.warn(`HA: clearing a stale leader label failed: ${e.message}`));
-    this.elector = new LeaderElector(this.backend, this.address, this.o.timings ?? DEFAULT_TIMINGS, this.o.clock, this.o.log, {
+    this.elector = new LeaderElector(this.backend, this.address, this.o.timings ?? DEFAULT_TIMINGS, clockWith(this.o.clock), this.o.log, {
       elected: (term) => {
         const v = this.gate.lead(Date.now());
         this.o.log.info(`HA: elected leader (term ${term} of this process) at ${this.address}; serving with view_version=${v}`);

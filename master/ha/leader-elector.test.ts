@@ -1,8 +1,9 @@
-// The elector shell over an in-memory backend with short timings: it campaigns, renews, steps
-// down when a renewal hangs past the deadline or finds the record taken, and releases on stop.
-// Every wait is on an event (elected/deposed), never on a fixed delay.
+// The elector shell over an in-memory backend, in virtual time (FakeClock): it campaigns, renews
+// every retry period, steps down exactly at the renew deadline when a renewal hangs, at once when
+// it finds the record taken, and releases on stop.
 import type { AcquireResult, ElectionBackend } from './election-backend.js';
 import { LeaderElector } from './leader-elector.js';
+import { FakeClock } from '../../common/clock.js';
 
 class MemoryBackend implements ElectionBackend {
   readonly description = 'memory';
@@ -12,29 +13,14 @@ class MemoryBackend implements ElectionBackend {
   released = 0;
   renewals = 0;
   attempts = 0;
-  /** Resolves once `n` more calls of kind happened. */
-  private waiters: Array<{ kind: 'acquire' | 'renew'; at: number; resolve: () => void }> = [];
-  calls(kind: 'acquire' | 'renew', n: number): Promise<void> {
-    const at = (kind === 'acquire' ? this.attempts : this.renewals) + n;
-    return new Promise((resolve) => this.waiters.push({ kind, at, resolve }));
-  }
-  private notify(): void {
-    this.waiters = this.waiters.filter((w) => {
-      const done = (w.kind === 'acquire' ? this.attempts : this.renewals) >= w.at;
-      if (done) w.resolve();
-      return !done;
-    });
-  }
   async tryAcquire(address: string): Promise<AcquireResult> {
     this.attempts++;
-    queueMicrotask(() => this.notify());
     if (this.holder && this.holder !== address) return { acquired: false, leader: this.holder };
     this.holder = address;
     return { acquired: true };
   }
   renew(address: string): Promise<boolean> {
     this.renewals++;
-    queueMicrotask(() => this.notify());
     if (this.hangRenewals) return new Promise(() => undefined);
     if (this.stealOnRenew) this.holder = 'other:1';
     return Promise.resolve(this.holder === address);
@@ -50,16 +36,15 @@ class MemoryBackend implements ElectionBackend {
 }
 
 const quiet = { info: () => undefined, warn: () => undefined };
-// Generous deadline so a loaded machine cannot depose a healthy leader; a short one where the
-// deadline itself is under test.
-const RELAXED = { leaseDurationMs: 10_000, renewDeadlineMs: 5_000, retryPeriodMs: 20 };
-const SHORT = { leaseDurationMs: 400, renewDeadlineMs: 250, retryPeriodMs: 20 };
+// The production-like timings: virtual time makes them as fast to test as short ones.
+const TIMINGS = { leaseDurationMs: 10_000, renewDeadlineMs: 5_000, retryPeriodMs: 2_000 };
 
-function elector(b: MemoryBackend, timings = RELAXED, address = 'me:1') {
+function elector(b: MemoryBackend, timings = TIMINGS, address = 'me:1') {
+  const clock = new FakeClock();
   const events: string[] = [];
   let wake: (() => void) | undefined;
   const next = (): Promise<void> => new Promise((r) => (wake = r));
-  const e = new LeaderElector(b, address, timings, () => performance.now(), quiet, {
+  const e = new LeaderElector(b, address, timings, clock, quiet, {
     elected: () => {
       events.push('elected');
       wake?.();
@@ -69,21 +54,23 @@ function elector(b: MemoryBackend, timings = RELAXED, address = 'me:1') {
       wake?.();
     },
   });
-  return { e, events, next };
+  return { e, events, next, clock };
 }
 
 describe('LeaderElector', () => {
   it('is elected when the record is free and keeps renewing it', async () => {
     const b = new MemoryBackend();
-    const { e, events, next } = elector(b);
+    const { e, events, next, clock } = elector(b);
     const elected = next();
     e.start();
     await elected;
     expect(events).toEqual(['elected']);
-    expect(e.isServing(performance.now())).toBe(true);
+    expect(e.isServing(clock.now())).toBe(true);
     expect(b.holder).toBe('me:1');
-    await b.calls('renew', 3);
-    expect(e.isServing(performance.now())).toBe(true);
+    await clock.advance(3 * TIMINGS.retryPeriodMs);
+    expect(b.renewals).toBe(3);
+    await clock.advance(60_000); // far past any lease: renewals keep it
+    expect(e.isServing(clock.now())).toBe(true);
     await e.stop();
     expect(events).toEqual(['elected', 'deposed: shutting down']);
     expect(b.holder).toBeUndefined();
@@ -92,13 +79,13 @@ describe('LeaderElector', () => {
   it('stays follower while someone else holds the record', async () => {
     const b = new MemoryBackend();
     b.holder = 'other:1';
-    const { e, events } = elector(b);
-    const tries = b.calls('acquire', 3);
+    const { e, events, clock } = elector(b);
     e.start();
-    await tries;
+    await clock.advance(2 * TIMINGS.retryPeriodMs);
+    expect(b.attempts).toBe(3);
     expect(await b.readLeader()).toBe('other:1');
     expect(e.election.knownLeader).toBe('other:1');
-    expect(e.isServing(performance.now())).toBe(false);
+    expect(e.isServing(clock.now())).toBe(false);
     await e.stop();
     expect(events).toEqual([]);
     expect(b.released).toBe(0);
@@ -106,27 +93,30 @@ describe('LeaderElector', () => {
 
   it('steps down at the renew deadline when a renewal hangs', async () => {
     const b = new MemoryBackend();
-    const { e, events, next } = elector(b, SHORT);
-    let w = next();
+    const { e, events, next, clock } = elector(b);
+    const w = next();
     e.start();
     await w;
+    const electedAt = clock.now();
     b.hangRenewals = true;
-    w = next();
-    await w;
+    await clock.advance(TIMINGS.renewDeadlineMs - 1);
+    expect(events).toEqual(['elected']);
+    expect(e.isServing(clock.now())).toBe(true);
+    await clock.advance(1);
+    expect(clock.now() - electedAt).toBe(TIMINGS.renewDeadlineMs);
     expect(events[1]).toBe('deposed: renew deadline passed without a successful renewal');
-    expect(e.isServing(performance.now())).toBe(false);
+    expect(e.isServing(clock.now())).toBe(false);
     await e.stop();
   });
 
   it('steps down at once when a renewal finds the record taken', async () => {
     const b = new MemoryBackend();
-    const { e, events, next } = elector(b);
-    let w = next();
+    const { e, events, next, clock } = elector(b);
+    const w = next();
     e.start();
     await w;
     b.stealOnRenew = true;
-    w = next();
-    await w;
+    await clock.advance(TIMINGS.retryPeriodMs);
     expect(events[1]).toBe('deposed: the leader record is no longer ours');
     expect(b.holder).toBe('other:1');
     await e.stop();

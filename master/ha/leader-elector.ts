@@ -1,6 +1,7 @@
 // The timer-and-I/O shell around the Election state machine: asks it what to do, runs the
 // backend call, feeds back the outcome stamped with the time the call was sent, and arms a timer
 // for the renew deadline so leadership ends on time even while a renewal hangs.
+import type { Cancel, Clock } from '../../common/clock.js';
 import { Election, type ElectionTimings, type Transition } from './election.js';
 import type { ElectionBackend } from './election-backend.js';
 
@@ -18,7 +19,7 @@ export interface ElectorEvents {
 
 export class LeaderElector {
   readonly election: Election;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: Cancel | undefined;
   private stopped = true;
   private lastProblem = '';
   private lastLeaderSeen: string | undefined;
@@ -27,7 +28,7 @@ export class LeaderElector {
     private readonly backend: ElectionBackend,
     private readonly address: string,
     timings: ElectionTimings,
-    private readonly clock: () => number,
+    private readonly clock: Clock,
     private readonly log: ElectorLog,
     private readonly events: ElectorEvents,
   ) {
@@ -48,9 +49,9 @@ export class LeaderElector {
   /** Stops campaigning; a leader steps down at once and releases the record for a fast takeover. */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
+    this.timer?.();
     this.timer = undefined;
-    if (this.election.resign(this.clock()) === 'deposed') {
+    if (this.election.resign(this.clock.now()) === 'deposed') {
       this.events.deposed('shutting down');
       await Promise.all([
         this.backend.release(this.address).catch((e: Error) => this.log.warn(`HA: release on shutdown failed: ${e.message}`)),
@@ -62,15 +63,14 @@ export class LeaderElector {
 
   private pump(): void {
     if (this.stopped) return;
-    if (this.timer) clearTimeout(this.timer);
+    this.timer?.();
     this.timer = undefined;
-    const now = this.clock();
+    const now = this.clock.now();
     this.apply(this.election.check(now), 'renew deadline passed without a successful renewal');
     const step = this.election.next(now);
     if (step.do === 'wait') {
       if (Number.isFinite(step.untilMs)) {
-        this.timer = setTimeout(() => this.pump(), Math.max(0, Math.ceil(step.untilMs - now)));
-        this.timer.unref();
+        this.timer = this.clock.schedule(Math.ceil(step.untilMs - now), () => this.pump());
       }
       return;
     }
@@ -88,26 +88,25 @@ export class LeaderElector {
             this.log.info(`HA: following; leader is ${r.leader ?? '(unknown)'}`);
           }
           this.problem('');
-          this.apply(this.election.acquireDone(now, this.clock(), r.acquired, r.leader, this.address), '');
+          this.apply(this.election.acquireDone(now, this.clock.now(), r.acquired, r.leader, this.address), '');
         },
         (e: Error) => {
           this.problem(`HA: acquire via ${this.backend.description} failed: ${e.message}`);
-          this.apply(this.election.acquireDone(now, this.clock(), false), '');
+          this.apply(this.election.acquireDone(now, this.clock.now(), false), '');
         },
       ).finally(() => this.pump());
     } else {
       this.election.renewStarted(now);
       // The deadline timer keeps running while the renewal is in flight.
-      this.timer = setTimeout(() => this.pump(), Math.max(0, Math.ceil(this.election.servingDeadline - now)));
-      this.timer.unref();
+      this.timer = this.clock.schedule(Math.ceil(this.election.servingDeadline - now), () => this.pump());
       this.backend.renew(this.address, ttl).then(
         (ok) => {
           if (ok) this.problem('');
-          this.apply(this.election.renewDone(now, this.clock(), ok ? 'renewed' : 'lost'), 'the leader record is no longer ours');
+          this.apply(this.election.renewDone(now, this.clock.now(), ok ? 'renewed' : 'lost'), 'the leader record is no longer ours');
         },
         (e: Error) => {
           this.problem(`HA: renewal via ${this.backend.description} failed: ${e.message}`);
-          this.apply(this.election.renewDone(now, this.clock(), 'error'), 'renew deadline passed without a successful renewal');
+          this.apply(this.election.renewDone(now, this.clock.now(), 'error'), 'renew deadline passed without a successful renewal');
         },
       ).finally(() => this.pump());
     }

@@ -2,6 +2,7 @@
 // the shared lock (acquire as a follower, renew as the leader), feeds the outcome stamped with its
 // send time to the pure LeaderElection, arms a timer for the renew deadline so leadership ends on
 // time even while a claim hangs, and calls back when leadership starts or stops.
+import { realClock, type Cancel, type Clock } from '../../common/clock.js';
 import type { K8sLease } from '../../common/k8s-lease.js';
 import { LeaderElection, type ClaimOutcome, type ElectionConfig } from './leader-election.js';
 
@@ -12,22 +13,22 @@ export interface LeaderElectorOptions extends ElectionConfig {
   onStartedLeading: () => void;
   onStoppedLeading: () => void;
   log: (m: string) => void;
-  /** Monotonic clock (ms); default performance.now. */
-  monoNow?: () => number;
+  /** Time of claims, the renew deadline and retries (default the real clock). */
+  clock?: Clock;
 }
 
 export class LeaderElector {
   readonly election: LeaderElection;
-  private tickTimer: NodeJS.Timeout | undefined;
-  private deadlineTimer: NodeJS.Timeout | undefined;
+  private tickTimer: Cancel | undefined;
+  private deadlineTimer: Cancel | undefined;
   private stopped = false;
   private wasLeader = false;
   private lastProblem = '';
-  private readonly now: () => number;
+  private readonly clock: Clock;
 
   constructor(private readonly opts: LeaderElectorOptions) {
     this.election = new LeaderElection(opts);
-    this.now = opts.monoNow ?? (() => performance.now());
+    this.clock = opts.clock ?? realClock;
   }
 
   isLeader(): boolean {
@@ -41,8 +42,8 @@ export class LeaderElector {
   /** Stops campaigning; a leader gives the Lease up so a successor need not wait it out. */
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.tickTimer);
-    clearTimeout(this.deadlineTimer);
+    this.tickTimer?.();
+    this.deadlineTimer?.();
     if (this.election.isLeader()) {
       this.election.stepDown();
       await this.opts.lease.release().catch((e: Error) => this.opts.log(`lease release failed: ${e.message}`));
@@ -55,19 +56,18 @@ export class LeaderElector {
     if (leader && !this.wasLeader) this.opts.onStartedLeading();
     if (!leader && this.wasLeader) this.opts.onStoppedLeading();
     this.wasLeader = leader;
-    clearTimeout(this.deadlineTimer);
+    this.deadlineTimer?.();
     if (leader && !this.stopped) {
-      this.deadlineTimer = setTimeout(() => {
-        this.election.checkDeadline(this.now());
+      this.deadlineTimer = this.clock.schedule(Math.ceil(this.election.deadline - this.clock.now()), () => {
+        this.election.checkDeadline(this.clock.now());
         this.transition();
-      }, Math.max(0, Math.ceil(this.election.deadline - this.now())));
-      this.deadlineTimer.unref();
+      });
     }
   }
 
   private async tick(): Promise<void> {
     if (this.stopped) return;
-    const sentAt = this.now();
+    const sentAt = this.clock.now();
     const duration = this.opts.leaseDurationMs;
     let outcome: ClaimOutcome;
     try {
@@ -85,9 +85,8 @@ export class LeaderElector {
       if (outcome === 'held') await this.opts.lease.release().catch(() => undefined);
       return;
     }
-    this.election.claimed(outcome, sentAt, this.now());
+    this.election.claimed(outcome, sentAt, this.clock.now());
     this.transition();
-    this.tickTimer = setTimeout(() => void this.tick(), this.opts.retryPeriodMs);
-    this.tickTimer.unref();
+    this.tickTimer = this.clock.schedule(this.opts.retryPeriodMs, () => void this.tick());
   }
 }

@@ -1,6 +1,7 @@
 // The work queue that drives reconcilers: keys (kind/namespace/name) are deduplicated, a key is
 // never reconciled twice at once, failures retry with per-key exponential backoff, TerminalError
 // stops retries, and requeueAfter schedules the next pass for expected waits.
+import { realClock, type Cancel, type Clock } from '../../common/clock.js';
 import { Backoff } from './backoff.js';
 import { TerminalError, type Result } from './context.js';
 
@@ -11,7 +12,7 @@ export class Controller {
   private readonly queued = new Set<string>();
   private readonly active = new Set<string>();
   private readonly dirty = new Set<string>();
-  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly timers = new Map<string, Cancel>();
   private running = false;
   private workers = 0;
 
@@ -20,6 +21,7 @@ export class Controller {
     private readonly log: (m: string) => void,
     private readonly backoff = new Backoff(),
     private readonly concurrency = 2,
+    private readonly clock: Clock = realClock,
   ) {}
 
   start(): void {
@@ -29,7 +31,7 @@ export class Controller {
 
   stop(): void {
     this.running = false;
-    for (const t of this.timers.values()) clearTimeout(t);
+    for (const cancel of this.timers.values()) cancel();
     this.timers.clear();
   }
 
@@ -43,15 +45,13 @@ export class Controller {
   }
 
   private later(key: string, ms: number): void {
-    const prev = this.timers.get(key);
-    if (prev) clearTimeout(prev);
-    const t = setTimeout(() => {
+    this.timers.get(key)?.();
+    const cancel = this.clock.schedule(ms, () => {
       this.timers.delete(key);
       const [kind, ns, name] = key.split('/');
       this.enqueue(kind, ns, name);
-    }, ms);
-    t.unref();
-    this.timers.set(key, t);
+    });
+    this.timers.set(key, cancel);
   }
 
   private pump(): void {

@@ -3,6 +3,7 @@
 // Gone relists), plus what ListWatch leaves to its user: restarting after an error (a dropped
 // connection, a failed list) with exponential backoff, watch bookmarks, a periodic resync that
 // replays every cached object, and a promise for the first complete list.
+import { every, realClock, type Cancel, type Clock } from '../../common/clock.js';
 import { ListWatch, Watch, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
 import type { KubeClient } from './kube-client.js';
 
@@ -19,6 +20,8 @@ export interface InformerOptions {
   backoffMs?: (failures: number) => number;
   /** Server-side timeout of each watch request (the server ends it, the informer resumes). */
   watchTimeoutSeconds?: number;
+  /** Time of resyncs and restarts (default the real clock). */
+  clock?: Clock;
 }
 
 const defaultBackoff = (failures: number) => Math.min(30_000, 500 * 2 ** Math.min(failures - 1, 6));
@@ -40,10 +43,13 @@ export class Informer {
   private synced = false;
   private listedSinceStart = false;
   private readonly syncWaiters: (() => void)[] = [];
-  private resyncTimer: NodeJS.Timeout | undefined;
-  private restartTimer: NodeJS.Timeout | undefined;
+  private resyncTimer: Cancel | undefined;
+  private restartTimer: Cancel | undefined;
+  private readonly clock: Clock;
 
-  constructor(private readonly kc: KubeConfig, private readonly api: KubeClient, private readonly opts: InformerOptions) {}
+  constructor(private readonly kc: KubeConfig, private readonly api: KubeClient, private readonly opts: InformerOptions) {
+    this.clock = opts.clock ?? realClock;
+  }
 
   get(namespace: string, name: string): KubernetesObject | undefined {
     return this.lw?.get(name, namespace || undefined);
@@ -57,17 +63,16 @@ export class Informer {
   }
 
   start(): void {
-    this.resyncTimer = setInterval(() => {
+    this.resyncTimer = every(this.clock, this.opts.resyncMs, () => {
       for (const o of this.list()) this.opts.onChange(o, 'RESYNC');
-    }, this.opts.resyncMs);
-    this.resyncTimer.unref();
+    });
     void this.connect();
   }
 
   stop(): void {
     this.stopped = true;
-    clearInterval(this.resyncTimer);
-    clearTimeout(this.restartTimer);
+    this.resyncTimer?.();
+    this.restartTimer?.();
     void this.lw?.stop();
   }
 
@@ -113,8 +118,7 @@ export class Informer {
     this.failures++;
     const delay = (this.opts.backoffMs ?? defaultBackoff)(this.failures);
     this.opts.log(`informer ${this.opts.kind}: ${(err as Error)?.message ?? String(err)}; retrying in ${delay}ms`);
-    clearTimeout(this.restartTimer);
-    this.restartTimer = setTimeout(() => void this.connect(), delay);
-    this.restartTimer.unref();
+    this.restartTimer?.();
+    this.restartTimer = this.clock.schedule(delay, () => void this.connect());
   }
 }
