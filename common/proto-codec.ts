@@ -36,7 +36,8 @@ function wireType(kind: string): number {
   return WIRE_VARINT;
 }
 
-function varintBytes(v: number): number[] {
+/** The varint encoding of a non-negative safe integer, byte by byte (for pre-encoded fields). */
+export function varintBytes(v: number): number[] {
   const out: number[] = [];
   while (v >= 0x80) {
     out.push((v & 0x7f) | 0x80);
@@ -246,7 +247,7 @@ export function utf8Text(b: Buffer, start: number, stop: number): string {
   return s.replace(/\ufffd/g, '\udcff');
 }
 
-class Reader {
+export class Reader {
   pos: number;
   constructor(
     readonly buf: Buffer,

@@ -3,7 +3,7 @@
 // (tens of millions of empty sub-requests in 64 MB), so the tags are walked first, bodies
 // skipped, and a request whose repeated field exceeds the element cap is refused before any
 // object exists. Malformed wire is left to the decoder, which reports it.
-import type { MessageCodec } from './proto-codec.js';
+import { Reader, type MessageCodec } from './proto-codec.js';
 
 /** The most elements one top-level field of a request may carry (keys, sub-requests, slice lengths). */
 export const MAX_REQUEST_ELEMENTS = 65_536;
@@ -39,36 +39,33 @@ export function requestShapeProblem(payload: Uint8Array, maxRepeated: number, pa
   const end = payload.length;
   if (end <= maxRepeated) return undefined;
   const counts = new Map<number, number>();
-  let pos = 0;
-  /** The varint at pos (at most 35 bits, as tags and lengths are), moving pos past it; -1 when malformed. */
-  const varint = (): number => {
-    let v = 0;
-    let b: number;
-    for (let shift = 0; ; shift += 7) {
-      if (pos >= end || shift > 28) return -1;
-      b = payload[pos++];
-      v += (b & 0x7f) * 2 ** shift;
-      if ((b & 0x80) === 0) return v;
-    }
-  };
-  while (pos < end) {
-    const key = varint();
-    if (key < 0) return undefined;
+  const r = new Reader(Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength), 0, end);
+  try {
+    return walk(r, payload, counts, maxRepeated, packed);
+  } catch (e) {
+    if (e instanceof RangeError) return undefined; // truncated or overlong varint: the decoder's call
+    throw e;
+  }
+}
+
+function walk(r: Reader, payload: Uint8Array, counts: Map<number, number>, maxRepeated: number, packed: PackedFields): string | undefined {
+  const end = r.end;
+  while (r.pos < end) {
+    const key = r.varint();
+    if (r.hi !== 0) return undefined;
     const id = Math.floor(key / 8);
     const wire = key % 8;
     let elements = 1;
     if (wire === 0) {
-      const start = pos;
-      while (pos < end && payload[pos] & 0x80) pos++;
-      if (pos >= end || pos - start >= 10) return undefined;
-      pos++;
+      r.varint();
     } else if (wire === 1) {
-      pos += 8;
+      r.pos += 8;
     } else if (wire === 5) {
-      pos += 4;
+      r.pos += 4;
     } else if (wire === 2) {
-      const len = varint();
-      if (len < 0) return undefined;
+      const len = r.varint();
+      if (r.hi !== 0) return undefined;
+      const pos = r.pos;
       const stop = pos + len;
       if (stop > end) return undefined;
       const enc = packed.get(id);
@@ -77,11 +74,11 @@ export function requestShapeProblem(payload: Uint8Array, maxRepeated: number, pa
         for (let i = pos; i < stop; i++) if ((payload[i] & 0x80) === 0) elements++;
       } else if (enc === 'fixed64') elements = Math.floor(len / 8);
       else if (enc === 'fixed32') elements = Math.floor(len / 4);
-      pos = stop;
+      r.pos = stop;
     } else {
       return undefined; // groups (3, 4) and wire types 6, 7: the decoder's call
     }
-    if (pos > end) return undefined;
+    if (r.pos > end) return undefined;
     const n = (counts.get(id) ?? 0) + elements;
     if (n > maxRepeated) return `field ${id} holds more than ${maxRepeated} elements (request of ${end} bytes)`;
     counts.set(id, n);

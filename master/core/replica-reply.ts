@@ -7,7 +7,7 @@
 // on first access (gRPC, HTTP, tests) from the same capture, so a reply describes the object as it
 // was when the reply was made, whatever happens to the object afterwards.
 import { ErrorCode } from '../../common/error-code.js';
-import { WIRE_BODY, WIRE_TYPE, type SelfEncoding, type Writer } from '../../common/proto-codec.js';
+import { varintBytes, WIRE_BODY, WIRE_TYPE, type SelfEncoding, type Writer } from '../../common/proto-codec.js';
 import type { BufHandle__Output } from '../../proto/gen/store/BufHandle.js';
 import { BufStatus, type BufStatus__Output } from '../../proto/gen/store/BufStatus.js';
 import type { GetReplicaListResponse__Output } from '../../proto/gen/store/GetReplicaListResponse.js';
@@ -46,29 +46,12 @@ const NO_CHECKSUMS = Object.freeze([]) as unknown as number[];
 function stringField(tag: number, s: string): Buffer {
   if (s.length === 0) return Buffer.alloc(0);
   const body = Buffer.from(s, 'utf8');
-  const len: number[] = [];
-  for (let n = body.length; ; n >>>= 7) {
-    if (n < 0x80) {
-      len.push(n);
-      break;
-    }
-    len.push((n & 0x7f) | 0x80);
-  }
-  return Buffer.concat([Buffer.from([tag, ...len]), body]);
+  return Buffer.concat([Buffer.from([tag, ...varintBytes(body.length)]), body]);
 }
 
 /** Field `tag` holding the varint `v` (empty for 0). */
 function varintField(tag: number, v: number): Buffer {
-  if (v === 0) return Buffer.alloc(0);
-  const out = [tag];
-  for (let n = v; ; n = Math.floor(n / 128)) {
-    if (n < 0x80) {
-      out.push(n);
-      break;
-    }
-    out.push((n % 128) | 0x80);
-  }
-  return Buffer.from(out);
+  return v === 0 ? Buffer.alloc(0) : Buffer.from([tag, ...varintBytes(v)]);
 }
 
 function wireOf(seg: Segment): SegmentWire {
