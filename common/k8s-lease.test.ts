@@ -3,22 +3,20 @@
 // it observes it and then takes over (counting a transition), the deposed holder's renewal
 // fails, a release lets a successor in at once, and annotations are published and withdrawn.
 import { KubeConfig } from '@kubernetes/client-node';
-import { startKubeApiServer, type KubeApiServer } from '../e2e/kube-apiserver/http-server.js';
+import { startKubeFixture, type KubeFixture } from '../operator/testing/kube-fixture.js';
 import { kubeconfigYaml } from '../e2e/kube-apiserver/kubeconfig.js';
 import { K8sLease } from './k8s-lease.js';
 
 const NS = 'ha';
-let server: KubeApiServer;
+let fx: KubeFixture;
 let kc: KubeConfig;
+let server: KubeFixture['server'];
 
 beforeAll(async () => {
-  server = await startKubeApiServer();
-  kc = new KubeConfig();
-  kc.loadFromString(kubeconfigYaml(server.url, NS));
-  const r = await fetch(`${server.url}/api/v1/namespaces`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ metadata: { name: NS } }) });
-  if (r.status !== 201) throw new Error(`namespace: ${r.status}`);
+  fx = await startKubeFixture(NS);
+  ({ kc, server } = fx);
 });
-afterAll(() => server.stop());
+afterAll(() => fx.server.stop());
 
 /** A candidate with its own virtual monotonic clock. */
 function candidate(identity: string, name: string) {

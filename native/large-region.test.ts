@@ -3,22 +3,14 @@
 // kernel refuses is a MemoryError (the process lives on). Node 20's TypedArrays span at most 4 GiB,
 // so region.view(offset, length) is how JS touches such a region.
 import { createHash, randomFillSync } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { mapMemory, MemoryError, TransferEngine } from './index.js';
 import { ensureAddon } from './test-fixtures/ensure-addon.js';
+import { residentKb } from './test-fixtures/resident.js';
 
 beforeAll(() => ensureAddon());
 
 const GiB = 1024 ** 3;
 const MiB = 1024 ** 2;
-
-/** Resident kB of the mapping starting at `address` (from /proc/self/smaps). */
-function residentKb(address: number): number {
-  const smaps = readFileSync('/proc/self/smaps', 'utf8');
-  const block = smaps.split(/\n(?=[0-9a-f]+-)/).find((b) => b.startsWith(address.toString(16) + '-'));
-  if (!block) throw new Error(`no mapping at 0x${address.toString(16)}`);
-  return Number(/\nRss:\s+(\d+) kB/.exec(block)![1]);
-}
 
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 

@@ -2,21 +2,13 @@
 // threads, keeping what the region already holds; safe against a release() while it runs; clear
 // errors for a released region and bad arguments.
 import { randomFillSync } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { mapMemory, MemoryError } from './index.js';
 import { ensureAddon } from './test-fixtures/ensure-addon.js';
+import { residentKb } from './test-fixtures/resident.js';
 
 beforeAll(() => ensureAddon());
 
 const MiB = 1024 ** 2;
-
-/** Resident kB of the mapping starting at `address` (from /proc/self/smaps). */
-function residentKb(address: number): number {
-  const smaps = readFileSync('/proc/self/smaps', 'utf8');
-  const block = smaps.split(/\n(?=[0-9a-f]+-)/).find((b) => b.startsWith(address.toString(16) + '-'));
-  if (!block) throw new Error(`no mapping at 0x${address.toString(16)}`);
-  return Number(/\nRss:\s+(\d+) kB/.exec(block)![1]);
-}
 
 test('populate backs every page of a fresh region and keeps the bytes already written', async () => {
   const r = mapMemory({ size: 256 * MiB });

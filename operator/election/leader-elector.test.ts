@@ -2,23 +2,21 @@
 // server: one of two replicas leads, a leader that stops releases the Lease and the standby takes
 // over without waiting out the lease, and a leader that cannot reach the API server stops leading
 // at its renew deadline even though its claims never return an answer.
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { K8sLease } from '../../common/k8s-lease.js';
-import { startKubeApiServer, type KubeApiServer } from '../../e2e/kube-apiserver/http-server.js';
-import { kubeconfigYaml } from '../../e2e/kube-apiserver/kubeconfig.js';
+import { startKubeFixture, type KubeFixture } from '../testing/kube-fixture.js';
 import { LeaderElector, type LeaseLock } from './leader-elector.js';
 
 const NS = 'ops';
-let server: KubeApiServer;
+let fx: KubeFixture;
 let kc: KubeConfig;
+let server: KubeFixture['server'];
 
 beforeAll(async () => {
-  server = await startKubeApiServer();
-  kc = new KubeConfig();
-  kc.loadFromString(kubeconfigYaml(server.url, NS));
-  await fetch(`${server.url}/api/v1/namespaces`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ metadata: { name: NS } }) });
+  fx = await startKubeFixture(NS);
+  ({ kc, server } = fx);
 });
-afterAll(() => server.stop());
+afterAll(() => fx.server.stop());
 
 /** An elector whose leadership changes resolve promises a test can await. */
 function replica(identity: string, lease: LeaseLock = new K8sLease({ namespace: NS, name: 'operator', identity, kubeConfig: kc, monoNow: () => performance.now(), wallNow: () => Date.now() })) {
