@@ -2,6 +2,7 @@
 // client liveness, one method per RPC. No I/O, no timers: every mutating method takes `now`
 // (monotonic ms) and placement draws from the injected Rng. Bad input returns a status code and
 // changes nothing; the core never keeps a reference to a request object.
+import type { MasterRpcSurface } from './rpc-surface.js';
 import { ErrorCode } from '../../common/error-code.js';
 import type { BatchExistKeyRequest__Output } from '../../proto/gen/store/BatchExistKeyRequest.js';
 import type { BatchExistKeyResponse__Output } from '../../proto/gen/store/BatchExistKeyResponse.js';
@@ -149,7 +150,7 @@ function hostOf(endpoint: string): string {
   return colon > 0 && endpoint.indexOf(':') === colon ? endpoint.slice(0, colon) : endpoint;
 }
 
-export class MasterCore {
+export class MasterCore implements MasterRpcSurface {
   readonly config: Readonly<MasterCoreConfig>;
   private readonly rng: Rng;
   private readonly strategy: AllocationStrategy;
