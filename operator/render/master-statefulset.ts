@@ -6,6 +6,7 @@ import { Annotations, Labels, MASTER_CONFIG_PATH, clusterLabels } from '../api/c
 import { containerResources, objectMeta } from './meta.js';
 import { configHash, renderMasterConfigMap } from './master-config.js';
 import { masterConfigMap, masterHeadlessService, masterName } from './names.js';
+import { restrictedContainer, restrictedPod } from './security-context.js';
 
 export function masterSelector(cluster: string): Record<string, string> {
   return { [Labels.cluster]: cluster, [Labels.role]: 'master' };
@@ -42,7 +43,7 @@ export function renderMasterStatefulSet(sc: DefaultedStoreCluster): V1StatefulSe
       : { httpGet: { path: '/health', port: 'metrics' }, periodSeconds: 5 },
     volumeMounts: [{ name: 'config', mountPath: MASTER_CONFIG_PATH.replace(/\/[^/]+$/, ''), readOnly: true }],
     ...(m.resources ? { resources: containerResources(m.resources) } : {}),
-    securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: false, capabilities: { drop: ['ALL'] } },
+    securityContext: restrictedContainer(),
   };
   return {
     apiVersion: 'apps/v1',
@@ -65,7 +66,7 @@ export function renderMasterStatefulSet(sc: DefaultedStoreCluster): V1StatefulSe
           ...(ha
             ? { affinity: { podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: masterSelector(name) } } }] } } }
             : {}),
-          securityContext: { runAsNonRoot: true, runAsUser: 1000, fsGroup: 1000 },
+          securityContext: restrictedPod(),
         },
       },
     },

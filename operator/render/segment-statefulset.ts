@@ -11,6 +11,7 @@ import { containerResources, objectMeta } from './meta.js';
 import { masterAddress, metadataServer, segmentConfigMap, segmentName } from './names.js';
 import { createHash } from 'node:crypto';
 import { segmentStartupProbe } from './startup-probe.js';
+import { daxContainer, restrictedContainer, restrictedPod } from './security-context.js';
 
 /** Memory the process needs beside its segment (heap, transfer buffers). */
 const PROCESS_OVERHEAD = 512 * 2 ** 20;
@@ -131,7 +132,7 @@ export function renderSegmentStatefulSet(ss: DefaultedStoreSegment, sc: Defaulte
     livenessProbe: { httpGet: { path: '/health', port: 'http' }, periodSeconds: 10, failureThreshold: 6 },
     resources: mergeResources(layout.resources, containerResources(ss.spec.resources)),
     volumeMounts: [{ name: 'config', mountPath: '/etc/store', readOnly: true }, ...layout.mounts],
-    securityContext: layout.privileged ? { privileged: true } : { allowPrivilegeEscalation: false },
+    securityContext: layout.privileged ? daxContainer() : restrictedContainer(),
   };
   const hash = createHash('sha256').update(JSON.stringify(cm.data)).digest('hex').slice(0, 16);
   return {
@@ -147,6 +148,7 @@ export function renderSegmentStatefulSet(ss: DefaultedStoreSegment, sc: Defaulte
         metadata: { labels: labels(ss), annotations: { [Annotations.configHash]: hash } },
         spec: {
           automountServiceAccountToken: false,
+          ...(layout.privileged ? {} : { securityContext: restrictedPod() }),
           // The store unmounts its segments on SIGTERM; give it time to do so.
           terminationGracePeriodSeconds: 60,
           containers: [container],

@@ -9,6 +9,7 @@ import { formatQuantity, parseQuantity } from '../api/quantity.js';
 import { containerResources } from '../render/meta.js';
 import { masterAddress, metadataServer } from '../render/names.js';
 import { segmentStartupProbe } from '../render/startup-probe.js';
+import { restrictedContainer } from '../render/security-context.js';
 
 /** Everything injection needs from the cluster, resolved (the cluster's sidecar defaults). */
 export interface InjectionSettings {
@@ -144,6 +145,7 @@ function sidecarContainer(s: InjectionSettings): V1Container {
     readinessProbe: { ...probe, periodSeconds: 5 },
     resources: s.resources ?? { requests: { cpu: '500m', memory: mem }, limits: { memory: mem } },
     volumeMounts: [{ name: SHM_VOLUME, mountPath: SHM_MOUNT_PATH }],
+    securityContext: restrictedContainer(),
   };
 }
 
