@@ -1,8 +1,11 @@
 // End to end, real processes: what a stranger (another process on the same machine, no
 // credentials) could do before authentication existed (issue 14, docs/threat-model.md): take a
-// segment's name away from its owner, and reach memory a client never meant to serve (its staging
-// buffer, its result arena and the Buffers get() returned in it). Run `npm run build` first.
-import { spawn } from 'node:child_process';
+// segment's name away from its owner, reach memory a client never meant to serve (its staging
+// buffer, its result arena and the Buffers get() returned in it), and use a store service's
+// dummy-client Unix socket as another user. Run `npm run build` first.
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -137,4 +140,46 @@ describe("a stranger and a client's engine", () => {
     proc.stdin!.end('exit\n');
     expect(await target.exited).toBe(0);
   });
+});
+
+// Another uid, a real socket: the test runs as root and starts the stranger under setpriv.
+const strangerUid = 100_000 + Math.floor(Math.random() * 900_000);
+const cannotSwitchUid = (() => {
+  if (process.getuid?.() !== 0) return 'the test runs as root (it starts the stranger as another uid)';
+  try {
+    execFileSync('setpriv', ['--version'], { stdio: 'ignore' });
+  } catch {
+    return 'setpriv (util-linux) is installed';
+  }
+  return '';
+})();
+
+describe("a stranger and the store service's dummy-client socket", () => {
+  let cluster: LocalCluster;
+  afterAll(async () => cluster?.stop(), 30_000);
+
+  (cannotSwitchUid ? it.skip : it)(
+    `is refused when its uid is not allowed, even where the socket file lets everyone connect${cannotSwitchUid ? ` (skipped: needs ${cannotSwitchUid})` : ''}`,
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'kvstore-stranger-'));
+      chmodSync(dir, 0o1777);
+      try {
+        cluster = await LocalCluster.start({ storeServices: 0 });
+        const svc = await cluster.addService([`--shm_dir=${dir}`]);
+        chmodSync(svc.socket, 0o777); // as a permissive umask or shared volume leaves it
+        const knock = (wrap: string[]) =>
+          new Promise<string>((resolve, reject) =>
+            execFile(wrap[0] ?? process.execPath, [...wrap.slice(1), ...(wrap.length ? [process.execPath] : []), join(here, 'fixtures/socket-knock.mjs'), svc.socket], (err, out) =>
+              err ? reject(err) : resolve(out.trim()),
+            ),
+          );
+        expect(await knock(['setpriv', `--reuid=${strangerUid}`, `--regid=${strangerUid}`, '--clear-groups'])).toMatch(/^refused .*unreachable/);
+        await svc.waitFor(new RegExp(`dummy-client socket \\S+: refused pid \\d+ uid ${strangerUid}: not an allowed uid \\(allowed: 0; --peer_uids adds more\\)`));
+        expect(await knock([])).toBe('connected'); // the same uid as the store service
+      } finally {
+        await cluster?.stop();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });

@@ -3,7 +3,9 @@
 // channel's framing with ClientService's method numbers: many calls in flight on one connection,
 // replies in any order); the TCP port also serves gRPC (HTTP/2 preface) for remote callers and
 // other languages. One DummySession per channel connection holds its shared regions; they are
-// released when the connection ends. gRPC calls share one session that refuses regions.
+// released when the connection ends. gRPC calls share one session that refuses regions. The Unix
+// socket admits only peers of an allowed uid (SO_PEERCRED, common/peer-uids.ts): the file's mode
+// alone depends on the shared directory's permissions.
 import { createServer, type Server, type Socket } from 'node:net';
 import { existsSync, unlinkSync } from 'node:fs';
 import { connect as netConnect } from 'node:net';
@@ -16,6 +18,7 @@ import type { MethodInfo } from '../common/service-proto.js';
 import { protoPath } from '../common/service-proto.js';
 import { ErrorCode } from '../common/error-code.js';
 import type { Logger } from '../common/logger.js';
+import { peerRefusal, peerUidAllowed, type PeerCredentials } from '../common/peer-uids.js';
 import type { ClientService } from './client-service.js';
 import { DummySession, type SessionHost } from './dummy-session.js';
 
@@ -39,6 +42,10 @@ export interface ClientServiceServerOptions {
   /** The Unix socket's directory (the shared directory); no Unix socket when empty. */
   shmDir: string;
   log: Logger;
+  /** uids admitted on the Unix socket (this process's own and --peer_uids). */
+  peerUids: readonly number[];
+  /** SO_PEERCRED of a Unix socket connection (native peerCredentials). */
+  peerCredentials: (socket: Socket) => PeerCredentials | null;
 }
 
 /** One KVD1 connection: frames in, handler replies out (in completion order). */
@@ -140,7 +147,15 @@ export class ClientServiceServer {
     if (this.opts.shmDir) {
       const path = dummySocketPath(this.opts.shmDir, this.boundPort);
       await clearStaleSocket(path);
-      const unix = createServer((s) => this.onConnection(s, `unix:${path}`));
+      const unix = createServer((s) => {
+        const cred = this.opts.peerCredentials(s);
+        if (!peerUidAllowed(cred, this.opts.peerUids)) {
+          this.opts.log.warn(peerRefusal(`dummy-client socket ${path}`, cred, this.opts.peerUids, '--peer_uids'));
+          s.destroy();
+          return;
+        }
+        this.onConnection(s, cred ? `unix:${path} pid ${cred.pid}` : `unix:${path}`);
+      });
       await new Promise<void>((resolve, reject) => {
         unix.once('error', reject);
         unix.listen(path, () => {

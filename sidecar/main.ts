@@ -11,6 +11,7 @@ import { loggerFromFlags, type Logger } from '../common/logger.js';
 import { randomUUID } from 'node:crypto';
 import { Client } from '../client/client.js';
 import { loadNative } from '../client/native-port.js';
+import { allowedPeerUids } from '../common/peer-uids.js';
 import { ClientService } from './client-service.js';
 import { ClientServiceServer } from './client-service-server.js';
 import { removeIfOrphaned, sweepOrphanRegions } from './orphan-regions.js';
@@ -101,6 +102,7 @@ async function main(): Promise<void> {
   // mounted); until setup is done its calls are answered UNAVAILABLE_IN_CURRENT_STATUS.
   let client: Client | undefined;
   const native = await loadNative();
+  const peerUids = allowedPeerUids(process.geteuid?.() ?? 0, cfg.peerUids);
   const dummies = new ClientServiceServer(
     {
       shmDir: cfg.shmDir,
@@ -114,7 +116,7 @@ async function main(): Promise<void> {
       attachRegion: (r) => client!.attachRegion(r),
       detachRegion: (r) => client!.detachRegion(r),
     },
-    { host: cfg.host, port: cfg.rpcPort, shmDir: cfg.shmDir, log },
+    { host: cfg.host, port: cfg.rpcPort, shmDir: cfg.shmDir, log, peerUids, peerCredentials: (s) => native.socketPeerCredentials(s) },
   );
   let rpc: { port: number; socketPath: string };
   try {
@@ -137,7 +139,11 @@ async function main(): Promise<void> {
 
   try {
     client = await Client.setup(cfg.client, {
-      engine: cfg.threads !== undefined ? { connectionsPerPeer: cfg.threads } : undefined,
+      engine: {
+        ...(cfg.threads !== undefined ? { connectionsPerPeer: cfg.threads } : {}),
+        // The same uids receive segment fds over the engine's same-host socket (plus MC_STORE_SHM_PEER_UIDS).
+        shmPeerUids: allowedPeerUids(process.geteuid?.() ?? 0, cfg.shmPeerUids),
+      },
       prefaultSegment: cfg.values.prefault_segment as boolean,
       log: (level, msg) => (level === 'error' ? log.error(msg) : level === 'warn' ? log.warn(msg) : log.info(msg)),
       signal: setupAbort.signal,
