@@ -98,7 +98,8 @@ async function main(): Promise<void> {
   const port = ha ? ha.gate.port : (core as unknown as MasterCorePort);
   const metrics = new MasterMetrics(masterMethods, () => port.stats(clock()));
   ha?.registerMetrics(metrics.registry);
-  const dispatcher = new RpcDispatcher(ha ? ha.gate.rpcTarget : core, masterMethods, clock, metrics, log);
+  const dispatcher = new RpcDispatcher(ha ? ha.gate.rpcTarget : core, masterMethods, clock, metrics, log, new Set(flags.enable_remove_all ? [] : ['RemoveAll']));
+  if (!flags.enable_remove_all) log.info('RemoveAll is disabled (--enable_remove_all=false): answered NOT_IMPLEMENTED');
   const { injector } = createGrpcServer(dispatcher);
   let limits = '';
   try {
