@@ -147,8 +147,7 @@ async function main(): Promise<void> {
       metadataPort = await listen(metadata, flags.http_metadata_server_port, flags.http_metadata_server_host, log);
     }
   } catch (e) {
-    log.error(`cannot listen: ${(e as Error).message}`);
-    process.stderr.write(`store_master: cannot listen: ${(e as Error).message}\n`);
+    log.error(`cannot listen: ${(e as Error).message}`); // on stderr too (the logger copies errors): once
     process.exit(1);
   }
 

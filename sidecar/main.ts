@@ -92,8 +92,7 @@ async function main(): Promise<void> {
     // address not on this machine) is the host's.
     const flag = err.code === 'EADDRINUSE' || err.code === 'EACCES' ? '--port' : '--host';
     const msg = `${flag}: cannot listen on ${cfg.host}:${cfg.port}: ${err.message}`;
-    log.error(msg);
-    process.stderr.write(`store_service: ${msg}\n`);
+    log.error(msg); // errors reach stderr through the logger (glog copies them): once
     log.close();
     process.exit(2);
   }
@@ -125,8 +124,7 @@ async function main(): Promise<void> {
     const err = e as NodeJS.ErrnoException;
     const flag = err.code === 'EADDRINUSE' || err.code === 'EACCES' ? '--rpc_port' : err.message.includes('.sock') ? '--shm_dir' : '--host';
     const msg = `${flag}: cannot listen for dummy clients on ${cfg.host}:${cfg.rpcPort}${cfg.shmDir ? ` and in ${cfg.shmDir}` : ''}: ${err.message}`;
-    log.error(msg);
-    process.stderr.write(`store_service: ${msg}\n`);
+    log.error(msg); // errors reach stderr through the logger (glog copies them): once
     log.close();
     process.exit(2);
   }
@@ -158,8 +156,7 @@ async function main(): Promise<void> {
       return;
     }
     const code = e instanceof StoreError ? ` (${e.codeName})` : '';
-    log.error(`setup failed${code}: ${(e as Error).message}`);
-    process.stderr.write(`store_service: setup failed${code}: ${(e as Error).message}\n`);
+    log.error(`setup failed${code}: ${(e as Error).message}`); // on stderr too (the logger copies errors)
     process.exit(e instanceof StoreError && (e.code === -100 || e.code === -3) ? 2 : 1);
   }
 

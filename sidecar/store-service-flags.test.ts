@@ -1,4 +1,4 @@
-import { parseStoreServiceArgs } from './store-service-flags.js';
+import { parseStoreServiceArgs, storeServiceFlags } from './store-service-flags.js';
 import { FlagError } from '../common/flags.js';
 
 const files: Record<string, string> = {
@@ -60,6 +60,8 @@ describe('store_service flags', () => {
     fails(['--global_segment_size=4 parsecs'], /global_segment_size/);
     fails(['--port=70000'], /--port/);
     fails(['--config=missing.json'], /--config=missing.json/);
+    fails(['--config_path=svc.json'], /unknown flag --config_path \(did you mean --config\?\)/); // one config flag, not two
+    expect(storeServiceFlags.usage()).not.toMatch(/config_path/);
     fails(['--config=bad-key.json'], /global_segment_sise/);
     fails(['--config=bad-size.json'], /global_segment_size/);
     fails(['--global_segment_size=0', '--local_buffer_size=0'], /hold nothing/);

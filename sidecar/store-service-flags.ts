@@ -33,7 +33,8 @@ const specs: FlagSpec[] = [
   ...loggingFlags,
 ];
 
-export const storeServiceFlags = new FlagTable('store_service', specs);
+// --config is its config file (the spec's JSON keys); the generic --config_path is left out.
+export const storeServiceFlags = new FlagTable('store_service', specs, { configPath: false });
 
 /** Keys of the spec's JSON file -> the flag carrying the same setting. */
 const fileKeys: Record<string, string> = {
