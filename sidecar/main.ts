@@ -16,7 +16,7 @@ import { ClientService } from './client-service.js';
 import { ClientServiceServer } from './client-service-server.js';
 import { removeIfOrphaned, sweepOrphanRegions } from './orphan-regions.js';
 import { StoreError } from '../client/errors.js';
-import { parseStoreServiceArgs, type StoreServiceConfig } from './store-service-flags.js';
+import { loopbackHostNotice, parseStoreServiceArgs, type StoreServiceConfig } from './store-service-flags.js';
 import { MALFORMED_TARGET, requestUrl } from '../common/request-url.js';
 import { handleRestRequest } from './rest-api.js';
 import { SegmentMounts } from './segment-mounts.js';
@@ -133,6 +133,8 @@ async function main(): Promise<void> {
     const orphans = sweepOrphanRegions(cfg.shmDir, (p) => native.unlinkIfUnlocked(p));
     if (orphans.length > 0) log.info(`deleted ${orphans.length} region file(s) of dummy clients that died: ${orphans.slice(0, 5).join(', ')}${orphans.length > 5 ? ', ...' : ''}`);
   }
+  const loopback = loopbackHostNotice(cfg.client.local_hostname ?? '', cfg.client.master_server_address ?? '');
+  if (loopback) log.warn(loopback);
   log.info(`dummy clients: --rpc_port=${rpc.port} (KVD1 channel and gRPC on ${cfg.host})${rpc.socketPath ? `, Unix socket ${rpc.socketPath}` : ''}`);
 
   try {

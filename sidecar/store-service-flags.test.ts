@@ -1,4 +1,4 @@
-import { parseStoreServiceArgs, storeServiceFlags } from './store-service-flags.js';
+import { loopbackHostNotice, parseStoreServiceArgs, storeServiceFlags } from './store-service-flags.js';
 import { FlagError } from '../common/flags.js';
 
 const files: Record<string, string> = {
@@ -75,5 +75,20 @@ describe('store_service flags', () => {
   it('takes the mount and shutdown settings', () => {
     const c = parseStoreServiceArgs(['--max_segment_size=16MB', '--shutdown_grace_seconds=0.5', '--default_kv_lease_ttl=2s'], read);
     expect(c).toMatchObject({ maxSegmentSize: 16 * 1024 ** 2, shutdownGraceSeconds: 0.5, leaseTtlMs: 2000 });
+  });
+});
+
+describe('loopbackHostNotice', () => {
+  it('warns when a loopback --local_hostname would be registered with a master on another host', () => {
+    expect(loopbackHostNotice('localhost', '10.0.0.1:50051')).toMatch(/--local_hostname=localhost is a loopback name, but the master \(10\.0\.0\.1:50051\) is not on this host/);
+    expect(loopbackHostNotice('127.0.0.1:12345', 'etcd://10.0.0.1:2379;10.0.0.2:2379')).toMatch(/loopback/);
+    expect(loopbackHostNotice('[::1]:7000', 'master.store.svc:50051')).toMatch(/loopback/);
+  });
+
+  it('is quiet for a one-host setup or a real address', () => {
+    expect(loopbackHostNotice('localhost', 'localhost:50051')).toBeUndefined();
+    expect(loopbackHostNotice('127.0.0.1', '127.0.0.1:50051')).toBeUndefined();
+    expect(loopbackHostNotice('10.0.0.5', '10.0.0.1:50051')).toBeUndefined();
+    expect(loopbackHostNotice('node-3.example', 'localhost:50051')).toBeUndefined();
   });
 });

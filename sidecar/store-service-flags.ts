@@ -147,3 +147,25 @@ export function parseStoreServiceArgs(
     values: v,
   };
 }
+
+const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[?::1\]?)$/i;
+
+/** The host part of "host", "host:port", "[v6]:port". */
+function hostPart(hostPort: string): string {
+  const m = /^\[([^\]]+)\](?::\d+)?$/.exec(hostPort);
+  if (m) return m[1]!;
+  const i = hostPort.lastIndexOf(':');
+  return i > 0 && hostPort.indexOf(':') === i ? hostPort.slice(0, i) : hostPort;
+}
+
+/**
+ * A warning when --local_hostname is a loopback name (the default, localhost) while the master is
+ * elsewhere: the segment is registered under it, so peers on other hosts could not reach this
+ * engine. Undefined when nothing is wrong (a one-host setup, or a real address).
+ */
+export function loopbackHostNotice(localHostname: string, masterServer: string): string | undefined {
+  if (!LOOPBACK.test(hostPart(localHostname))) return undefined;
+  const masters = masterServer.replace(/^(etcd|redis):\/\//, '').split(/[;,]/).map((m) => hostPart(m.trim())).filter(Boolean);
+  if (masters.length === 0 || masters.every((m) => LOOPBACK.test(m))) return undefined;
+  return `--local_hostname=${localHostname} is a loopback name, but the master (${masterServer}) is not on this host: segments are registered under it, so peers on other hosts cannot reach this store service; give this host's address (Kubernetes: --local_hostname=$(POD_IP))`;
+}
