@@ -64,6 +64,49 @@ describe("a stranger and a segment's name", () => {
   });
 });
 
+describe("a stranger who takes a segment's name while the master has forgotten it", () => {
+  let cluster: LocalCluster;
+  afterAll(async () => cluster?.stop(), 30_000);
+
+  it("does not make the owner's remount a false success; the owner gets its name back once the squatter's client id expires", async () => {
+    cluster = await LocalCluster.start({ storeServices: 1, segmentSize: '64MB', masterArgs: ['--client_ttl=2s'], env: TCP_ONLY });
+    const owner = cluster.services[0]!;
+    const engine = new TransferEngine({ host: '127.0.0.1', shmTransport: false, env: {} });
+    const trap = mapMemory({ size: 64 * MiB });
+    let stranger: MasterClient | undefined;
+    const detail = async () =>
+      (JSON.parse(await cluster.admin('/get_segments_detail')) as { segments: { segment_name: string; te_endpoint: string; client_id: string }[] }).segments.map((x) => [x.segment_name, x.te_endpoint, x.client_id]);
+    try {
+      const endpoint = engine.start();
+      const incarnation = engine.registerRegion(trap.address, trap.size);
+      // The owner is paused while the master restarts empty: the stranger mounts first.
+      owner.proc.kill('SIGSTOP');
+      try {
+        await cluster.restartMaster();
+        stranger = await MasterClient.connect(cluster.master.rpc);
+        const squatter = randomUUID();
+        const m = await stranger.mountSegment({ buffer: trap.address, size: trap.size, segment_name: owner.segment, client_id: squatter, te_endpoint: endpoint, protocol: 'tcp', incarnation });
+        expect(m.status_code).toBe(ErrorCode.OK); // names are first come, first served (docs/threat-model.md)
+      } finally {
+        owner.proc.kill('SIGCONT');
+      }
+      // The owner's remount meets SEGMENT_ALREADY_EXISTS; it may replace only a mount of its own.
+      await owner.waitFor(new RegExp(`heartbeat to master \\S+ failed \\(1x\\): mount of segment ${owner.segment.replace(/\./g, '\\.')}: SEGMENT_ALREADY_EXISTS`));
+      const squatted = await detail();
+      expect(squatted).toHaveLength(1);
+      expect(squatted[0]!.slice(0, 2)).toEqual([owner.segment, endpoint]);
+      expect(owner.output()).not.toMatch(/remounted 1 segment\(s\) with master/);
+      // The squatter never pings: past --client_ttl its segment goes, and the owner's next remount succeeds.
+      await owner.waitFor(/remounted 1 segment\(s\) with master/);
+      expect(await detail()).toEqual([[owner.segment, owner.endpoint, owner.clientId]]);
+    } finally {
+      stranger?.close();
+      engine.close();
+      trap.release();
+    }
+  });
+});
+
 interface Target {
   endpoint: string;
   staging: number;
