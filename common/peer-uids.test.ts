@@ -8,13 +8,15 @@ describe('peer uids', () => {
     for (const bad of ['root', '-1', '1.5', '4294967296', '1e3', '0x10']) expect(() => parsePeerUids(bad, '--peer_uids')).toThrow(/--peer_uids: .* is not a uid/);
   });
 
-  it('allows the own uid and the listed ones only; an unknown peer never', () => {
+  it('allows the own uid, root and the listed ones only; an unknown peer never', () => {
     const allowed = allowedPeerUids(1000, [1001, 1000]);
-    expect(allowed).toEqual([1000, 1001]);
+    expect(allowed).toEqual([1000, 0, 1001]);
+    expect(allowedPeerUids(0, [])).toEqual([0]);
     expect(peerUidAllowed({ pid: 7, uid: 1000, gid: 1000 }, allowed)).toBe(true);
     expect(peerUidAllowed({ pid: 7, uid: 1001, gid: 5 }, allowed)).toBe(true);
-    expect(peerUidAllowed({ pid: 7, uid: 0, gid: 0 }, allowed)).toBe(false); // root is not implied
+    expect(peerUidAllowed({ pid: 7, uid: 0, gid: 0 }, allowed)).toBe(true);
     expect(peerUidAllowed({ pid: 7, uid: 1002, gid: 1000 }, allowed)).toBe(false); // the group does not matter
+    expect(peerUidAllowed({ pid: 7, uid: 1000, gid: 1000 }, [1001])).toBe(false); // only what the list says
     expect(peerUidAllowed(null, allowed)).toBe(false);
   });
 

@@ -1,7 +1,10 @@
 // Which local users may use this process's same-host interfaces (the transfer engine's shm
 // control socket, which hands out segment fds, and the store service's dummy-client Unix socket):
-// the process's own effective uid plus the uids an operator lists (MC_STORE_SHM_PEER_UIDS,
-// --peer_uids). Pure: the credentials come from SO_PEERCRED (native peerCredentials()).
+// the process's own effective uid, root, and the uids an operator lists (MC_STORE_SHM_PEER_UIDS,
+// --peer_uids). Root is in by default: it can read the shared directory's files and, on the host,
+// any process's memory anyway, and refusing it would cut off the usual injected pod (an inference
+// container running as root beside the store sidecar's uid 1000). Pure: the credentials come from
+// SO_PEERCRED (native peerCredentials()).
 
 export interface PeerCredentials {
   pid: number;
@@ -24,9 +27,12 @@ export function parsePeerUids(text: string, what: string): number[] {
   return out;
 }
 
-/** This process's effective uid followed by `extra`, without repeats. */
+/** Root, the uid every process may be reached by (see above). */
+export const ROOT_UID = 0;
+
+/** This process's effective uid, root, then `extra`, without repeats. */
 export function allowedPeerUids(ownUid: number, extra: readonly number[]): number[] {
-  return [...new Set([ownUid, ...extra])];
+  return [...new Set([ownUid, ROOT_UID, ...extra])];
 }
 
 /** A peer the kernel could not name (null) is never allowed. */

@@ -84,8 +84,8 @@ export function shmTransportDefault(env: Env = process.env): boolean {
 
 /**
  * The uids whose processes the engine's shm control socket hands memory fds to: this process's
- * effective uid plus MC_STORE_SHM_PEER_UIDS (comma-separated). Peers of any other uid are told
- * "not shareable" and use TCP.
+ * effective uid, root (common/peer-uids.ts says why) and MC_STORE_SHM_PEER_UIDS (comma-separated).
+ * Peers of any other uid are told "not shareable" and use TCP.
  */
 export function shmPeerUidsDefault(env: Env = process.env): number[] {
   return allowedPeerUids(process.geteuid?.() ?? 0, parsePeerUids(env.MC_STORE_SHM_PEER_UIDS ?? '', 'MC_STORE_SHM_PEER_UIDS'));

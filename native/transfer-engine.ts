@@ -80,7 +80,7 @@ export interface TransferEngineOptions {
   /**
    * The uids (SO_PEERCRED) of same-host peers that receive our memory fds over the shm control
    * socket; any other peer is answered "not shareable" (it uses TCP), counted in shmPeersRefused
-   * and logged on stderr. Default: this process's effective uid plus MC_STORE_SHM_PEER_UIDS.
+   * and logged on stderr. Default: this process's effective uid, root, and MC_STORE_SHM_PEER_UIDS.
    */
   shmPeerUids?: number[];
   /** SO_SNDBUF/SO_RCVBUF bytes; 0 leaves kernel autotuning. Default 4 MiB. */

@@ -19,12 +19,12 @@ bool ReadPeerCredentials(int fd, PeerCredentials* out) {
 }
 
 bool PeerUidAllowed(uint32_t uid, const std::vector<uint32_t>& allowed) {
-  if (allowed.empty()) return uid == static_cast<uint32_t>(::geteuid());
+  if (allowed.empty()) return uid == static_cast<uint32_t>(::geteuid()) || uid == 0;
   return std::find(allowed.begin(), allowed.end(), uid) != allowed.end();
 }
 
 std::string UidListText(const std::vector<uint32_t>& allowed) {
-  if (allowed.empty()) return std::to_string(::geteuid());
+  if (allowed.empty()) return ::geteuid() == 0 ? "0" : std::to_string(::geteuid()) + ",0";
   std::string s;
   for (uint32_t u : allowed) s += (s.empty() ? "" : ",") + std::to_string(u);
   return s;

@@ -20,7 +20,7 @@ namespace kvstore {
 
 class ShmControlServer {
  public:
-  // peer_uids: the uids that receive fds (empty: this process's effective uid only).
+  // peer_uids: the uids that receive fds (empty: this process's effective uid and root).
   ShmControlServer(RegionTable* regions, int io_timeout_ms, ConnectionGate* gate, std::vector<uint32_t> peer_uids)
       : regions_(regions), io_timeout_ms_(io_timeout_ms > 0 ? io_timeout_ms : 1 << 30), counters_(gate->counters()),
         peer_uids_(std::move(peer_uids)) {
