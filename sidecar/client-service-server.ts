@@ -42,7 +42,7 @@ export interface ClientServiceServerOptions {
   /** The Unix socket's directory (the shared directory); no Unix socket when empty. */
   shmDir: string;
   log: Logger;
-  /** uids admitted on the Unix socket (this process's own and --peer_uids). */
+  /** uids admitted on the Unix socket (this process's own, root and --peer_uids). */
   peerUids: readonly number[];
   /** SO_PEERCRED of a Unix socket connection (native peerCredentials). */
   peerCredentials: (socket: Socket) => PeerCredentials | null;

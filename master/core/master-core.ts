@@ -324,7 +324,7 @@ export class MasterCore {
     if (seg === undefined) return { status_code: segmentNameProblem(req.segment_name) === undefined ? ErrorCode.SEGMENT_NOT_FOUND : ErrorCode.INVALID_PARAMS };
     // Only the owner unmounts (an empty client id included: it used to skip this check). Without
     // authentication this is an ownership check, not a credential: client ids are listed by
-    // /get_all_segments (docs/threat-model.md).
+    // /get_segments_detail (docs/threat-model.md).
     if (req.client_id !== seg.clientId) return { status_code: ErrorCode.INVALID_PARAMS };
     const grace = req.grace_period_seconds;
     if (!Number.isFinite(grace) || grace < 0) return { status_code: ErrorCode.INVALID_PARAMS };
