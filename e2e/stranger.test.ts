@@ -219,7 +219,9 @@ describe("a stranger and the store service's dummy-client socket", () => {
               err ? reject(err) : resolve(out.trim()),
             ),
           );
-        expect(await knock(['setpriv', `--reuid=${strangerUid}`, `--regid=${strangerUid}`, '--clear-groups'])).toMatch(/^refused .*unreachable/);
+        expect(await knock(['setpriv', `--reuid=${strangerUid}`, `--regid=${strangerUid}`, '--clear-groups'])).toMatch(
+          new RegExp(`^refused .*unreachable .*Hello refused by store service .*: uid ${strangerUid} may not use the dummy-client socket .* \\(the store service allows 0; --peer_uids adds more\\)`),
+        );
         await svc.waitFor(new RegExp(`dummy-client socket \\S+: refused pid \\d+ uid ${strangerUid}: not an allowed uid \\(allowed: 0; --peer_uids adds more\\)`));
         expect(await knock([])).toBe('connected'); // the same uid as the store service
       } finally {

@@ -11,7 +11,7 @@ import { existsSync, unlinkSync } from 'node:fs';
 import { connect as netConnect } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { FrameDecoder, FrameKind, FrameWriter } from '../common/channel-frame.js';
+import { encodeFrame, FrameDecoder, FrameKind, FrameWriter } from '../common/channel-frame.js';
 import { clientMethods } from '../common/client-proto.js';
 import { decodeWith } from '../common/proto-codec.js';
 import type { MethodInfo } from '../common/service-proto.js';
@@ -151,7 +151,7 @@ export class ClientServiceServer {
         const cred = this.opts.peerCredentials(s);
         if (!peerUidAllowed(cred, this.opts.peerUids)) {
           this.opts.log.warn(peerRefusal(`dummy-client socket ${path}`, cred, this.opts.peerUids, '--peer_uids'));
-          s.destroy();
+          this.refuse(s, `uid ${cred?.uid ?? 'unknown'} may not use the dummy-client socket ${path} (the store service allows ${this.opts.peerUids.join(',')}; --peer_uids adds more)`);
           return;
         }
         this.onConnection(s, cred ? `unix:${path} pid ${cred.pid}` : `unix:${path}`);
@@ -201,6 +201,43 @@ export class ClientServiceServer {
         // already gone
       }
     }
+  }
+
+  /**
+   * A refused peer: its first request is answered with an ERROR frame saying why (so a dummy
+   * client reports that, not a bare hang-up), then the connection is closed. Nothing else is
+   * read or served; anything but the KVD1 channel, a frame over 64 KiB or no request within the
+   * handshake time is closed at once.
+   */
+  private refuse(socket: Socket, reason: string): void {
+    this.sockets.add(socket);
+    socket.once('close', () => this.sockets.delete(socket));
+    socket.on('error', () => {}); // a reset is the peer's business
+    const timer = setTimeout(() => socket.destroy(), HANDSHAKE_TIMEOUT_MS);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+    let head = Buffer.alloc(0);
+    let decoder: FrameDecoder | undefined;
+    socket.on('data', (chunk: Buffer) => {
+      if (!decoder) {
+        head = Buffer.concat([head, chunk]);
+        if (head.length < 4) return;
+        if (!head.subarray(0, 4).equals(DUMMY_CHANNEL_MAGIC)) {
+          socket.destroy();
+          return;
+        }
+        decoder = new FrameDecoder((_kind, id, method) => {
+          socket.removeAllListeners('data');
+          socket.end(encodeFrame(FrameKind.ERROR, id, method, Buffer.from(reason)));
+        }, 64 * 1024);
+        chunk = head.subarray(4);
+      }
+      try {
+        decoder.push(chunk);
+      } catch {
+        socket.destroy();
+      }
+    });
   }
 
   private onConnection(socket: Socket, peer: string): void {
