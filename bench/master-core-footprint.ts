@@ -69,12 +69,12 @@ function main(): void {
   // Unmounting walks every object once (no per-segment index): the small segment costs about what a big one does.
   let objects = core.stats(evictAt).objects;
   t0 = performance.now();
-  core.unmountSegment({ segment_name: 'small', client_id: '', grace_period_seconds: 0 }, evictAt);
+  core.unmountSegment({ segment_name: 'small', client_id: 'c', grace_period_seconds: 0 }, evictAt);
   const smallMs = performance.now() - t0;
   console.log(`unmount of a segment holding 1000 of ${objects} objects: ${smallMs.toFixed(2)} ms, dropped ${objects - core.stats(evictAt).objects}`);
   objects = core.stats(evictAt).objects;
   t0 = performance.now();
-  core.unmountSegment({ segment_name: 'seg-0', client_id: '', grace_period_seconds: 0 }, evictAt);
+  core.unmountSegment({ segment_name: 'seg-0', client_id: 'c', grace_period_seconds: 0 }, evictAt);
   const left = core.stats(evictAt).objects;
   console.log(`unmount of one of four big segments: ${objects - left} objects dropped in ${(performance.now() - t0).toFixed(1)} ms, ${left} left`);
 }

@@ -7,7 +7,9 @@
 // cache-hot (one pair of buffers, fits the LLC) and cold (cycling over 256 MiB, above the LLC, as a
 // Get of a value last touched long ago); the ratios use the cold figure. Every figure is bytes
 // (or ops) over the elapsed wall time of its row. A warm-up (JIT, connections, shm grants) runs
-// first and is not measured; objects are removed between sizes so every row has room.
+// first and is not measured; objects are removed between sizes so every row has room. Whatever
+// way it stops (the end, an error, SIGINT to it alone, its output closed), it stops the processes
+// it started (bench-lifecycle.ts).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
@@ -20,10 +22,21 @@ import { addon } from '../native/addon.js';
 import { Client } from '../client/client.js';
 import { LocalCluster } from '../sidecar/local-cluster.js';
 import { fmtSize, KiB, measure, memcpyGbps, MiB, type Row } from './bench-util.js';
+import { benchArgs, BenchLifecycle } from './bench-lifecycle.js';
 
 const SIZES = [4 * KiB, 64 * KiB, MiB, 4 * MiB, 16 * MiB];
 const BATCH = 8;
 const BYTES_PER_ROW = Number(process.env.BENCH_BYTES ?? 192 * MiB);
+/** The store service's segment (--global_segment_size). */
+const SEGMENT_SIZE = process.env.BENCH_SEGMENT_SIZE ?? '3GB';
+const USAGE = `Usage: npm run bench:transfer   (after npm run build; no arguments)
+
+Starts a store_master and a store_service on 127.0.0.1 (and redis-server when installed), measures
+Put/Get of 4 KiB .. 16 MiB from this process against them and the peers (raw TCP pump, memcpy,
+redis), prints the figures, and stops everything it started, also on SIGINT or when its output is
+closed. Environment:
+  BENCH_BYTES          bytes moved per row (default ${192 * MiB})
+  BENCH_SEGMENT_SIZE   the store service's segment (default 3GB)`;
 /** memcpy 'cold': the span it cycles over, well above this machine's LLC (32 MiB here). */
 const COLD_SPAN = 256 * MiB;
 /** Read-lease TTL of the bench's master: objects read are removable (to make room) this long after. */
@@ -96,8 +109,13 @@ async function redisOps(port: number, size: number, clients: number): Promise<{ 
   }
 }
 
-async function main(): Promise<void> {
+async function main(life: BenchLifecycle): Promise<void> {
   const pumpPeer = spawn(process.execPath, [fileURLToPath(import.meta.url), '--pump-peer'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const pumpExited = once(pumpPeer, 'exit');
+  life.own('pump peer', async () => {
+    pumpPeer.stdin!.end(); // it exits when its stdin ends
+    if (pumpPeer.exitCode === null && pumpPeer.signalCode === null) await pumpExited;
+  }, () => pumpPeer.kill('SIGKILL'));
   const pumpPort = await new Promise<number>((resolve, reject) => {
     createInterface({ input: pumpPeer.stdout! }).once('line', (l) => resolve(Number(l)));
     pumpPeer.once('exit', (c) => reject(new Error(`pump peer exited (${c})`)));
@@ -120,16 +138,20 @@ async function main(): Promise<void> {
   } catch {
     redis = undefined;
   }
+  if (redis) {
+    const r = redis;
+    const exited = once(r, 'exit');
+    life.own('redis-server', async () => {
+      if (r.exitCode !== null || r.signalCode !== null) return;
+      r.kill('SIGTERM');
+      await exited;
+    }, () => r.kill('SIGKILL'));
+  }
 
-  const cluster = await LocalCluster.start({ storeServices: 1, segmentSize: '3GB', masterArgs: [`--default_kv_lease_ttl=${LEASE_TTL_MS}ms`] });
+  const cluster = await LocalCluster.start({ storeServices: 1, segmentSize: SEGMENT_SIZE, masterArgs: [`--default_kv_lease_ttl=${LEASE_TTL_MS}ms`] });
+  life.own('store_master and store_service', () => cluster.stop(), () => cluster.killAllNow());
   const client = await Client.setup(cluster.clientConfig({ local_buffer_size: 320 * MiB }), { bufferPool: { acquireTimeoutMs: 60_000 } });
-  const cleanup = async () => {
-    await client.close().catch(() => {});
-    await cluster.stop();
-    pumpPeer.stdin!.end();
-    redis?.kill('SIGTERM');
-  };
-  process.on('SIGINT', () => void cleanup().finally(() => process.exit(130)));
+  life.own('client', () => client.close());
 
   try {
     console.log(`transfer bench: master ${cluster.master.rpc}, store_service ${cluster.services[0].endpoint} (separate processes), client = this process`);
@@ -300,16 +322,19 @@ async function main(): Promise<void> {
       );
     }
   } finally {
-    await cleanup();
+    await life.stop();
   }
 }
 
 if (process.argv.includes('--pump-peer')) runPumpPeer();
-else
-  main().then(
-    () => process.exit(0),
+else {
+  benchArgs('transfer-bench', USAGE, process.argv.slice(2));
+  const life = new BenchLifecycle('transfer-bench');
+  main(life).then(
+    () => life.exit(0),
     (e) => {
       process.stderr.write(`transfer-bench: ${(e as Error).stack ?? e}\n`);
-      process.exit(1);
+      void life.exit(1);
     },
   );
+}

@@ -54,7 +54,7 @@ export interface ClientOptions {
   /** Per-request timeout of master RPCs (default 10000 ms). */
   requestTimeoutMs?: number;
   /** Transfer engine knobs (defaults are the engine's). */
-  engine?: { connectionsPerPeer?: number; chunkSize?: number; timeoutMs?: number; shmTransport?: boolean };
+  engine?: { connectionsPerPeer?: number; chunkSize?: number; timeoutMs?: number; shmTransport?: boolean; shmPeerUids?: number[] };
   /** Log sink; default: warnings and errors to stderr. */
   log?: (level: 'info' | 'warn' | 'error', message: string) => void;
   /** Environment to read MC_* variables from (default process.env). */

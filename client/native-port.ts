@@ -1,6 +1,8 @@
 // The parts of the native addon (native/index.ts) the client uses: mapped memory and the transfer
 // engine. Data types are the addon's own; the port interfaces below are the seam the client's
 // logic is written against (its tests drive it with an in-memory engine).
+import type { Socket } from 'node:net';
+import type { PeerCredentials } from '../common/peer-uids.js';
 export type { MemoryRegion as MappedRegion, MapOptions as MapMemoryOptions } from '../native/memory.js';
 export type { TransferOp as EngineTransferOp, TransferEngineOptions } from '../native/transfer-engine.js';
 import type { MemoryRegion as MappedRegion, MapOptions as MapMemoryOptions } from '../native/memory.js';
@@ -61,6 +63,8 @@ export interface NativePort {
   lockShared(path: string): { release(): void };
   /** Deletes `path` unless a process holds a lock on it; true when it is gone. */
   unlinkIfUnlocked(path: string): boolean;
+  /** SO_PEERCRED of a connected Unix socket (native/peer-credentials.ts); null when unknown. */
+  socketPeerCredentials(socket: Socket): PeerCredentials | null;
 }
 
 /** Loads the addon (built by node-gyp); the error says how to build it when it is missing. */

@@ -62,12 +62,17 @@ function canonical(name: string): string {
 export class FlagTable {
   private readonly specs = new Map<string, FlagSpec>();
 
-  constructor(readonly program: string, specs: readonly FlagSpec[]) {
+  /**
+   * `opts.configPath: false` leaves out the generic --config_path (a binary whose own config-file
+   * flag reads another format, as store_service's --config reads the spec's JSON: two flags for
+   * one file would only confuse).
+   */
+  constructor(readonly program: string, specs: readonly FlagSpec[], opts: { configPath?: boolean } = {}) {
     for (const s of specs) {
       if (this.specs.has(s.name)) throw new Error(`flag --${s.name} declared twice`);
       this.specs.set(s.name, s);
     }
-    if (!this.specs.has(CONFIG_PATH)) {
+    if (opts.configPath !== false && !this.specs.has(CONFIG_PATH)) {
       this.specs.set(CONFIG_PATH, {
         name: CONFIG_PATH,
         kind: 'string',

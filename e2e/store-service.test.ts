@@ -201,6 +201,25 @@ describe('store_service setup parameters', () => {
   });
 });
 
+describe('store_service ports in use', () => {
+  it('a taken --port or --rpc_port exits 2 naming the flag, the reason printed once', async () => {
+    const taken = createServer().listen(0, '127.0.0.1');
+    await once(taken, 'listening');
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const common = ['--host=127.0.0.1', '--local_hostname=127.0.0.1', `--master_server=${cluster.master.rpc}`, `--metadata_server=${cluster.master.metadata}`, '--global_segment_size=16MB'];
+      for (const [flag, args] of [['--port', [`--port=${port}`, '--rpc_port=0']], ['--rpc_port', ['--port=0', `--rpc_port=${port}`, '--shm_dir=none']]] as const) {
+        const res = await run([...common, ...args]);
+        expect(res.code).toBe(2);
+        expect(res.stderr).toMatch(new RegExp(`${flag}: cannot listen`));
+        expect(res.stderr.match(/EADDRINUSE/g)).toHaveLength(1);
+      }
+    } finally {
+      taken.close();
+    }
+  });
+});
+
 describe('a store service killed mid-run', () => {
   it('never makes a Get return wrong bytes; objects fail over to a surviving replica', async () => {
     const client = await Client.setup(cluster.clientConfig({ local_buffer_size: 16 * MiB }));

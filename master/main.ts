@@ -99,7 +99,8 @@ async function main(): Promise<void> {
   const port = ha ? ha.gate.port : (core as unknown as MasterCorePort);
   const metrics = new MasterMetrics(masterMethods, () => port.stats(clock()));
   ha?.registerMetrics(metrics.registry);
-  const dispatcher = new RpcDispatcher(ha ? ha.gate.rpcTarget : core, masterMethods, clock, metrics, log);
+  const dispatcher = new RpcDispatcher(ha ? ha.gate.rpcTarget : core, masterMethods, clock, metrics, log, new Set(flags.enable_remove_all ? [] : ['RemoveAll']));
+  if (!flags.enable_remove_all) log.info('RemoveAll is disabled (--enable_remove_all=false): answered NOT_IMPLEMENTED');
   const { injector } = createGrpcServer(dispatcher);
   let limits = '';
   try {
@@ -147,8 +148,7 @@ async function main(): Promise<void> {
       metadataPort = await listen(metadata, flags.http_metadata_server_port, flags.http_metadata_server_host, log);
     }
   } catch (e) {
-    log.error(`cannot listen: ${(e as Error).message}`);
-    process.stderr.write(`store_master: cannot listen: ${(e as Error).message}\n`);
+    log.error(`cannot listen: ${(e as Error).message}`); // on stderr too (the logger copies errors): once
     process.exit(1);
   }
 

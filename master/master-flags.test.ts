@@ -23,6 +23,7 @@ describe('store_master flags', () => {
       rpc_enable_tcp_no_delay: true,
       enable_metric_reporting: true,
       metrics_port: 9003,
+      enable_remove_all: true,
       enable_http_metadata_server: false,
       http_metadata_server_host: '0.0.0.0',
       http_metadata_server_port: 8080,

@@ -18,6 +18,7 @@ export const masterFlagSpecs: FlagSpec[] = [
   { name: 'rpc_max_connections', kind: 'int', min: 1, default: 4096, help: 'RPC connections (gRPC and channel) served at once; more are closed on accept and counted', group: 'RPC' },
   { name: 'rpc_request_timeout_seconds', kind: 'duration', unit: 's', min: 0, default: 30_000, defaultText: '30', help: 'close a connection whose request (a channel frame, a gRPC message) has not fully arrived this long after it began; 0 disables', group: 'RPC' },
   { name: 'rpc_max_buffered_request_bytes', kind: 'size', min: 1, default: 256 * 1024 ** 2, defaultText: '256MB', help: 'incomplete request bytes held across all RPC connections; past it the connections holding the most are closed', group: 'RPC' },
+  { name: 'enable_remove_all', kind: 'bool', default: true, help: 'serve RemoveAll (every unleased object, hard-pinned ones too); false answers it NOT_IMPLEMENTED. No RPC is authenticated yet: set false where no client needs it (docs/threat-model.md)', group: 'RPC' },
   // Metrics and HTTP
   { name: 'enable_metric_reporting', kind: 'bool', default: true, help: 'periodically log a one-line metrics summary', group: 'Metrics' },
   { name: 'metrics_port', ...port, default: 9003, help: 'HTTP port of /metrics and the management endpoints', group: 'Metrics' },
@@ -91,6 +92,7 @@ export interface MasterFlags {
   rpc_max_buffered_request_bytes: number;
   enable_metric_reporting: boolean;
   metrics_port: number;
+  enable_remove_all: boolean;
   enable_http_metadata_server: boolean;
   http_metadata_server_host: string;
   http_metadata_server_port: number;

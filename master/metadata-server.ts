@@ -1,66 +1,153 @@
 // The embedded HTTP metadata server (--enable_http_metadata_server): a key -> bytes store at
 // /metadata?key=K where transfer engines publish "segment name -> endpoint" records.
 // GET returns the bytes (404 if absent), PUT stores the body, DELETE removes (404 if absent).
-// Single node, in memory: no HA.
+// Single node, in memory: no HA. Writes are not authenticated yet (docs/threat-model.md), so each
+// writer (the peer's IP address: the kernel names it, a writer cannot choose it as it could a key
+// prefix) holds at most a quota of records and bytes; one that would pass it is answered 429, and
+// the store as a whole 507 when full. A few PUTs from one address cannot fill the store and keep
+// other hosts' store services from publishing. Processes on one host share its address, and so
+// its quota: only the cluster secret tells them apart.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { MALFORMED_TARGET, requestUrl } from '../common/request-url.js';
 
 const TEXT = 'text/plain; charset=utf-8';
-/** Records are small endpoint descriptions; refuse anything absurd rather than buffer it. */
-export const MAX_METADATA_BYTES = 16 * 1024 * 1024;
+/** Records are small endpoint descriptions (a few hundred bytes); refuse anything absurd rather than buffer it. */
+export const MAX_METADATA_BYTES = 1024 * 1024;
 /** All records together (keys and values): the store lives in the master's heap. */
 export const MAX_METADATA_TOTAL_BYTES = 256 * 1024 * 1024;
+/** One writer's (IP address's) share: 16 of them at most fill the store. */
+export const MAX_METADATA_WRITER_BYTES = 16 * 1024 * 1024;
+/** One writer's records (bounds empty ones too): a host has a few store services of a few dozen segments. */
+export const MAX_METADATA_WRITER_RECORDS = 4096;
+
+export interface MetadataLimits {
+  maxBytes: number;
+  writerBytes: number;
+  writerRecords: number;
+}
+
+export const DEFAULT_METADATA_LIMITS: MetadataLimits = {
+  maxBytes: MAX_METADATA_TOTAL_BYTES,
+  writerBytes: MAX_METADATA_WRITER_BYTES,
+  writerRecords: MAX_METADATA_WRITER_RECORDS,
+};
+
+/** What put() did: stored, or refused for the writer's quota or the whole store (nothing changed). */
+export type PutOutcome = 'ok' | 'writer_quota' | 'full';
 
 function send(res: ServerResponse, status: number, body: string | Buffer, type = TEXT): void {
   res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body) });
   res.end(body);
 }
 
+interface MetadataRecord {
+  value: Buffer;
+  /** Who stored it (charged for it): the writer of its last PUT. */
+  writer: string;
+}
+
+interface WriterUsage {
+  bytes: number;
+  records: number;
+}
+
+const cost = (key: string, value: Buffer): number => key.length + value.length;
+
 export class MetadataStore {
-  private readonly records = new Map<string, Buffer>();
+  private readonly records = new Map<string, MetadataRecord>();
+  private readonly writers = new Map<string, WriterUsage>();
   /** Bytes held: key lengths (UTF-16 units) plus value lengths. */
   bytes = 0;
+  readonly limits: MetadataLimits;
 
-  constructor(readonly maxBytes = MAX_METADATA_TOTAL_BYTES) {}
+  constructor(limits: Partial<MetadataLimits> = {}) {
+    this.limits = { ...DEFAULT_METADATA_LIMITS, ...limits };
+  }
+
+  get maxBytes(): number {
+    return this.limits.maxBytes;
+  }
 
   get(key: string): Buffer | undefined {
-    return this.records.get(key);
+    return this.records.get(key)?.value;
   }
-  /** Stores the record; false (nothing changed) when the store would grow past maxBytes. */
-  put(key: string, value: Buffer): boolean {
+
+  /** What `writer` holds now. */
+  usage(writer: string): WriterUsage {
+    return { ...(this.writers.get(writer) ?? { bytes: 0, records: 0 }) };
+  }
+
+  /**
+   * Stores the record, charged to `writer` (a record another writer stored moves to this one).
+   * Refused, with nothing changed, when it would grow the writer past its quota or the store past
+   * maxBytes; a record that does not grow them always fits.
+   */
+  put(key: string, value: Buffer, writer = ''): PutOutcome {
     const old = this.records.get(key);
-    const bytes = this.bytes - (old ? key.length + old.length : 0) + key.length + value.length;
-    if (bytes > this.maxBytes && bytes > this.bytes) return false;
-    this.records.set(key, value);
+    const oldCost = old ? cost(key, old.value) : 0;
+    const newCost = cost(key, value);
+    const mine = this.writers.get(writer) ?? { bytes: 0, records: 0 };
+    const kept = old?.writer === writer ? oldCost : 0;
+    const writerBytes = mine.bytes - kept + newCost;
+    const writerRecords = mine.records + (old?.writer === writer ? 0 : 1);
+    if ((writerBytes > this.limits.writerBytes && writerBytes > mine.bytes) || writerRecords > this.limits.writerRecords) return 'writer_quota';
+    const bytes = this.bytes - oldCost + newCost;
+    if (bytes > this.limits.maxBytes && bytes > this.bytes) return 'full';
+    if (old) this.release(old.writer, oldCost);
+    const after = this.writers.get(writer) ?? { bytes: 0, records: 0 };
+    after.bytes += newCost;
+    after.records += 1;
+    this.writers.set(writer, after);
+    this.records.set(key, { value, writer });
     this.bytes = bytes;
-    return true;
+    return 'ok';
   }
+
   delete(key: string): boolean {
     const old = this.records.get(key);
     if (!old) return false;
     this.records.delete(key);
-    this.bytes -= key.length + old.length;
+    const c = cost(key, old.value);
+    this.release(old.writer, c);
+    this.bytes -= c;
     return true;
   }
+
   get size(): number {
     return this.records.size;
   }
+
+  private release(writer: string, bytes: number): void {
+    const u = this.writers.get(writer);
+    if (!u) return;
+    u.bytes -= bytes;
+    u.records -= 1;
+    if (u.records === 0) this.writers.delete(writer);
+  }
 }
 
+/** The writer a request is charged to: its peer's IP address (IPv4-mapped IPv6 as plain IPv4). */
+export function writerOf(req: IncomingMessage): string {
+  const a = req.socket.remoteAddress ?? '';
+  return a.startsWith('::ffff:') && a.includes('.') ? a.slice(7) : a;
+}
+
+/**
+ * The request body, or undefined when it passes MAX_METADATA_BYTES: the rest is then read and
+ * dropped (memory stays bounded), so the 413 reply reaches a client still sending (destroying the
+ * socket instead cut the reply off: the client saw a hang-up). Node's requestTimeout bounds a
+ * body that never ends.
+ */
 function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let n = 0;
     req.on('data', (c: Buffer) => {
       n += c.length;
-      if (n > MAX_METADATA_BYTES) {
-        resolve(undefined);
-        req.destroy();
-        return;
-      }
-      chunks.push(c);
+      if (n <= MAX_METADATA_BYTES) chunks.push(c);
+      else chunks.length = 0;
     });
-    req.on('end', () => resolve(Buffer.concat(chunks, n)));
+    req.on('end', () => resolve(n > MAX_METADATA_BYTES ? undefined : Buffer.concat(chunks, n)));
     req.on('error', reject);
   });
 }
@@ -82,7 +169,14 @@ export function createMetadataServer(store: MetadataStore): Server {
         readBody(req).then(
           (body) => {
             if (!body) return send(res, 413, `metadata value larger than ${MAX_METADATA_BYTES} bytes\n`);
-            if (!store.put(key, body)) return send(res, 507, `metadata store full: ${store.bytes} of ${store.maxBytes} bytes held; delete records first\n`);
+            const writer = writerOf(req);
+            const outcome = store.put(key, body, writer);
+            if (outcome === 'writer_quota') {
+              const u = store.usage(writer);
+              const l = store.limits;
+              return send(res, 429, `metadata quota of ${writer} reached: it holds ${u.records} record(s), ${u.bytes} bytes (at most ${l.writerRecords} records, ${l.writerBytes} bytes per writer address); delete its records first\n`);
+            }
+            if (outcome === 'full') return send(res, 507, `metadata store full: ${store.bytes} of ${store.maxBytes} bytes held; delete records first\n`);
             send(res, 200, 'metadata updated\n');
           },
           (e: Error) => send(res, 400, `cannot read the request body: ${e.message}\n`),

@@ -56,6 +56,24 @@ describe('RpcDispatcher', () => {
     expect(d.invoke(idx('Remove'), { key: 'k' }, 'channel').status_code).toBe(ErrorCode.OK);
   });
 
+  it('answers a disabled RPC NOT_IMPLEMENTED without calling the core (--enable_remove_all=false)', async () => {
+    const called: string[] = [];
+    const core = {
+      removeAll: () => (called.push('removeAll'), { status_code: 0, removed_count: 1 }),
+      *removeAllSteps() {
+        called.push('removeAllSteps');
+        return { status_code: 0, removed_count: 1 };
+      },
+      remove: () => (called.push('remove'), { status_code: 0 }),
+    };
+    const metrics = new MasterMetrics(masterMethods, () => stats);
+    const d = new RpcDispatcher(core, masterMethods, () => 0, metrics, new Logger({ program: 't', stderr: () => {} }), new Set(['RemoveAll']));
+    expect(await d.serve(idx('RemoveAll'), {}, 'grpc')).toEqual({ status_code: ErrorCode.NOT_IMPLEMENTED });
+    expect(d.invoke(idx('RemoveAll'), {}, 'channel').status_code).toBe(ErrorCode.NOT_IMPLEMENTED);
+    expect(d.invoke(idx('Remove'), { key: 'k' }, 'channel').status_code).toBe(ErrorCode.OK);
+    expect(called).toEqual(['remove']);
+  });
+
   it('counts an undecodable request as INVALID_PARAMS', async () => {
     const { d, metrics } = setup({});
     expect(d.invalid(idx('PutStart'), 'channel', 'index out of range').status_code).toBe(ErrorCode.INVALID_PARAMS);

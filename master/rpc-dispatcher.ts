@@ -3,7 +3,8 @@
 // records metrics. gRPC and the fast channel both go through here. An RPC that walks the whole
 // object table has a core method `<name>Steps` returning a generator of bounded steps
 // (master/core/table-walk.ts): serve() runs one step per turn of the event loop, so other calls
-// are answered in between, and resolves with the reply.
+// are answered in between, and resolves with the reply. RPCs the operator disabled (e.g.
+// RemoveAll with --enable_remove_all=false) are answered NOT_IMPLEMENTED without reaching the core.
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { ErrorCode } from '../common/error-code.js';
 import type { Logger } from '../common/logger.js';
@@ -29,8 +30,11 @@ export class RpcDispatcher {
     private readonly clock: () => number,
     private readonly metrics: MasterMetrics,
     private readonly log: Logger,
+    /** RPC names refused on this master (NOT_IMPLEMENTED), whatever the core has. */
+    disabled: ReadonlySet<string> = new Set(),
   ) {
     this.handlers = methods.map((m) => {
+      if (disabled.has(m.name)) return () => ({ status_code: ErrorCode.NOT_IMPLEMENTED });
       const fn = (core as Record<string, unknown>)[m.call];
       if (typeof fn !== 'function') {
         log.warn(`MasterCore has no method ${m.call}: ${m.name} answers NOT_IMPLEMENTED`);
@@ -39,6 +43,7 @@ export class RpcDispatcher {
       return (fn as CoreMethod).bind(core);
     });
     this.stepped = methods.map((m) => {
+      if (disabled.has(m.name)) return undefined;
       const fn = (core as Record<string, unknown>)[`${m.call}Steps`];
       return typeof fn === 'function' ? ((fn as SteppedMethod).bind(core) as SteppedMethod) : undefined;
     });

@@ -76,6 +76,8 @@ export interface RawAddon {
   mapMemory(req: RawMapRequest): RawRegion;
   addressOf(view: ArrayBufferView | ArrayBuffer): number;
   arenaStats(): { decided: boolean; enabled: boolean; poolSize: number; used: number; fallbacks: number };
+  /** SO_PEERCRED of a connected Unix socket's fd; null when the kernel does not say. */
+  peerCredentials(fd: number): { pid: number; uid: number; gid: number } | null;
   lockShared(path: string): number;
   unlockFile(fd: number): void;
   unlinkIfUnlocked(path: string): boolean;

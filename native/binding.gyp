@@ -30,6 +30,8 @@
         "src/raw_pump.cc",
         "src/shareable_registry.cc",
         "src/shm_server.cc",
+        "src/peer_credentials.cc",
+        "src/addon_peer_credentials.cc",
         "src/shm_peer.cc",
         "src/crc32c.cc",
         "src/crc32c_portable.cc",

@@ -1,5 +1,6 @@
 // Environment settings read by the native layer, as pure functions of an env object:
-// client port range, huge pages, the mmap arena, local memcpy.
+// client port range, huge pages, the mmap arena, local memcpy, the shm transport and its peer uids.
+import { allowedPeerUids, parsePeerUids } from '../common/peer-uids.js';
 import { parseSize } from '../common/size.js';
 
 export const DEFAULT_CLIENT_MIN_PORT = 12300;
@@ -79,4 +80,13 @@ export function memcpyLocalDefault(env: Env = process.env): boolean {
 export function shmTransportDefault(env: Env = process.env): boolean {
   const v = env.MC_STORE_SHM_TRANSPORT;
   return v === undefined || v.trim() === '' || !['0', 'false', 'no', 'off'].includes(v.trim().toLowerCase());
+}
+
+/**
+ * The uids whose processes the engine's shm control socket hands memory fds to: this process's
+ * effective uid, root (common/peer-uids.ts says why) and MC_STORE_SHM_PEER_UIDS (comma-separated).
+ * Peers of any other uid are told "not shareable" and use TCP.
+ */
+export function shmPeerUidsDefault(env: Env = process.env): number[] {
+  return allowedPeerUids(process.geteuid?.() ?? 0, parsePeerUids(env.MC_STORE_SHM_PEER_UIDS ?? '', 'MC_STORE_SHM_PEER_UIDS'));
 }

@@ -27,6 +27,7 @@ export {
   arenaConfig,
   memcpyLocalDefault,
   shmTransportDefault,
+  shmPeerUidsDefault,
   DEFAULT_CLIENT_MIN_PORT,
   DEFAULT_CLIENT_MAX_PORT,
   type HugepageSize,
@@ -38,3 +39,4 @@ export function rdmaAvailable(): boolean {
   return addon().rdmaAvailable;
 }
 export { lockShared, unlinkIfUnlocked, type FileLock } from './file-lock.js';
+export { peerCredentials, socketPeerCredentials } from './peer-credentials.js';

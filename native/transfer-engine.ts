@@ -6,7 +6,7 @@
 // a peer: unregisterRegion() and setFence() return promises that settle once bytes in flight moved.
 import { addon, type RawEngine } from './addon.js';
 import { TransferError, TransferErrorCode } from './errors.js';
-import { clientPortRange, memcpyLocalDefault, shmTransportDefault } from './env-config.js';
+import { clientPortRange, memcpyLocalDefault, shmPeerUidsDefault, shmTransportDefault } from './env-config.js';
 
 export interface TransferOp {
   op: 'read' | 'write';
@@ -60,6 +60,8 @@ export interface TransferEngineStats {
   staleRefused: number;
   /** WRITEs refused by the region's write fence (FENCED). */
   fencedRefused: number;
+  /** shm control connections from a uid not in shmPeerUids (answered "not shareable"). */
+  shmPeersRefused: number;
 }
 
 export interface TransferEngineOptions {
@@ -75,6 +77,12 @@ export interface TransferEngineOptions {
    * regions to same-host peers and memcpy through theirs; TCP for everything else.
    */
   shmTransport?: boolean;
+  /**
+   * The uids (SO_PEERCRED) of same-host peers that receive our memory fds over the shm control
+   * socket; any other peer is answered "not shareable" (it uses TCP), counted in shmPeersRefused
+   * and logged on stderr. Default: this process's effective uid, root, and MC_STORE_SHM_PEER_UIDS.
+   */
+  shmPeerUids?: number[];
   /** SO_SNDBUF/SO_RCVBUF bytes; 0 leaves kernel autotuning. Default 4 MiB. */
   socketBufferSize?: number;
   /**
@@ -166,6 +174,7 @@ export class TransferEngine {
       socketBufferSize: opts.socketBufferSize ?? ENGINE_DEFAULTS.socketBufferSize,
       memcpyLocal: opts.memcpyLocal ?? memcpyLocalDefault(env),
       shmTransport: opts.shmTransport ?? shmTransportDefault(env),
+      shmPeerUids: opts.shmPeerUids ?? shmPeerUidsDefault(env),
     });
   }
 

@@ -3,19 +3,22 @@
 // channel's framing with ClientService's method numbers: many calls in flight on one connection,
 // replies in any order); the TCP port also serves gRPC (HTTP/2 preface) for remote callers and
 // other languages. One DummySession per channel connection holds its shared regions; they are
-// released when the connection ends. gRPC calls share one session that refuses regions.
+// released when the connection ends. gRPC calls share one session that refuses regions. The Unix
+// socket admits only peers of an allowed uid (SO_PEERCRED, common/peer-uids.ts): the file's mode
+// alone depends on the shared directory's permissions.
 import { createServer, type Server, type Socket } from 'node:net';
 import { existsSync, unlinkSync } from 'node:fs';
 import { connect as netConnect } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { FrameDecoder, FrameKind, FrameWriter } from '../common/channel-frame.js';
+import { encodeFrame, FrameDecoder, FrameKind, FrameWriter } from '../common/channel-frame.js';
 import { clientMethods } from '../common/client-proto.js';
 import { decodeWith } from '../common/proto-codec.js';
 import type { MethodInfo } from '../common/service-proto.js';
 import { protoPath } from '../common/service-proto.js';
 import { ErrorCode } from '../common/error-code.js';
 import type { Logger } from '../common/logger.js';
+import { peerRefusal, peerUidAllowed, type PeerCredentials } from '../common/peer-uids.js';
 import type { ClientService } from './client-service.js';
 import { DummySession, type SessionHost } from './dummy-session.js';
 
@@ -39,6 +42,10 @@ export interface ClientServiceServerOptions {
   /** The Unix socket's directory (the shared directory); no Unix socket when empty. */
   shmDir: string;
   log: Logger;
+  /** uids admitted on the Unix socket (this process's own, root and --peer_uids). */
+  peerUids: readonly number[];
+  /** SO_PEERCRED of a Unix socket connection (native peerCredentials). */
+  peerCredentials: (socket: Socket) => PeerCredentials | null;
 }
 
 /** One KVD1 connection: frames in, handler replies out (in completion order). */
@@ -140,7 +147,15 @@ export class ClientServiceServer {
     if (this.opts.shmDir) {
       const path = dummySocketPath(this.opts.shmDir, this.boundPort);
       await clearStaleSocket(path);
-      const unix = createServer((s) => this.onConnection(s, `unix:${path}`));
+      const unix = createServer((s) => {
+        const cred = this.opts.peerCredentials(s);
+        if (!peerUidAllowed(cred, this.opts.peerUids)) {
+          this.opts.log.warn(peerRefusal(`dummy-client socket ${path}`, cred, this.opts.peerUids, '--peer_uids'));
+          this.refuse(s, `uid ${cred?.uid ?? 'unknown'} may not use the dummy-client socket ${path} (the store service allows ${this.opts.peerUids.join(',')}; --peer_uids adds more)`);
+          return;
+        }
+        this.onConnection(s, cred ? `unix:${path} pid ${cred.pid}` : `unix:${path}`);
+      });
       await new Promise<void>((resolve, reject) => {
         unix.once('error', reject);
         unix.listen(path, () => {
@@ -186,6 +201,43 @@ export class ClientServiceServer {
         // already gone
       }
     }
+  }
+
+  /**
+   * A refused peer: its first request is answered with an ERROR frame saying why (so a dummy
+   * client reports that, not a bare hang-up), then the connection is closed. Nothing else is
+   * read or served; anything but the KVD1 channel, a frame over 64 KiB or no request within the
+   * handshake time is closed at once.
+   */
+  private refuse(socket: Socket, reason: string): void {
+    this.sockets.add(socket);
+    socket.once('close', () => this.sockets.delete(socket));
+    socket.on('error', () => {}); // a reset is the peer's business
+    const timer = setTimeout(() => socket.destroy(), HANDSHAKE_TIMEOUT_MS);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+    let head = Buffer.alloc(0);
+    let decoder: FrameDecoder | undefined;
+    socket.on('data', (chunk: Buffer) => {
+      if (!decoder) {
+        head = Buffer.concat([head, chunk]);
+        if (head.length < 4) return;
+        if (!head.subarray(0, 4).equals(DUMMY_CHANNEL_MAGIC)) {
+          socket.destroy();
+          return;
+        }
+        decoder = new FrameDecoder((_kind, id, method) => {
+          socket.removeAllListeners('data');
+          socket.end(encodeFrame(FrameKind.ERROR, id, method, Buffer.from(reason)));
+        }, 64 * 1024);
+        chunk = head.subarray(4);
+      }
+      try {
+        decoder.push(chunk);
+      } catch {
+        socket.destroy();
+      }
+    });
   }
 
   private onConnection(socket: Socket, peer: string): void {

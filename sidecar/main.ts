@@ -11,11 +11,12 @@ import { loggerFromFlags, type Logger } from '../common/logger.js';
 import { randomUUID } from 'node:crypto';
 import { Client } from '../client/client.js';
 import { loadNative } from '../client/native-port.js';
+import { allowedPeerUids } from '../common/peer-uids.js';
 import { ClientService } from './client-service.js';
 import { ClientServiceServer } from './client-service-server.js';
 import { removeIfOrphaned, sweepOrphanRegions } from './orphan-regions.js';
 import { StoreError } from '../client/errors.js';
-import { parseStoreServiceArgs, type StoreServiceConfig } from './store-service-flags.js';
+import { loopbackHostNotice, parseStoreServiceArgs, type StoreServiceConfig } from './store-service-flags.js';
 import { MALFORMED_TARGET, requestUrl } from '../common/request-url.js';
 import { handleRestRequest } from './rest-api.js';
 import { SegmentMounts } from './segment-mounts.js';
@@ -91,8 +92,7 @@ async function main(): Promise<void> {
     // address not on this machine) is the host's.
     const flag = err.code === 'EADDRINUSE' || err.code === 'EACCES' ? '--port' : '--host';
     const msg = `${flag}: cannot listen on ${cfg.host}:${cfg.port}: ${err.message}`;
-    log.error(msg);
-    process.stderr.write(`store_service: ${msg}\n`);
+    log.error(msg); // errors reach stderr through the logger (glog copies them): once
     log.close();
     process.exit(2);
   }
@@ -101,6 +101,7 @@ async function main(): Promise<void> {
   // mounted); until setup is done its calls are answered UNAVAILABLE_IN_CURRENT_STATUS.
   let client: Client | undefined;
   const native = await loadNative();
+  const peerUids = allowedPeerUids(process.geteuid?.() ?? 0, cfg.peerUids);
   const dummies = new ClientServiceServer(
     {
       shmDir: cfg.shmDir,
@@ -114,7 +115,7 @@ async function main(): Promise<void> {
       attachRegion: (r) => client!.attachRegion(r),
       detachRegion: (r) => client!.detachRegion(r),
     },
-    { host: cfg.host, port: cfg.rpcPort, shmDir: cfg.shmDir, log },
+    { host: cfg.host, port: cfg.rpcPort, shmDir: cfg.shmDir, log, peerUids, peerCredentials: (s) => native.socketPeerCredentials(s) },
   );
   let rpc: { port: number; socketPath: string };
   try {
@@ -123,8 +124,7 @@ async function main(): Promise<void> {
     const err = e as NodeJS.ErrnoException;
     const flag = err.code === 'EADDRINUSE' || err.code === 'EACCES' ? '--rpc_port' : err.message.includes('.sock') ? '--shm_dir' : '--host';
     const msg = `${flag}: cannot listen for dummy clients on ${cfg.host}:${cfg.rpcPort}${cfg.shmDir ? ` and in ${cfg.shmDir}` : ''}: ${err.message}`;
-    log.error(msg);
-    process.stderr.write(`store_service: ${msg}\n`);
+    log.error(msg); // errors reach stderr through the logger (glog copies them): once
     log.close();
     process.exit(2);
   }
@@ -133,11 +133,17 @@ async function main(): Promise<void> {
     const orphans = sweepOrphanRegions(cfg.shmDir, (p) => native.unlinkIfUnlocked(p));
     if (orphans.length > 0) log.info(`deleted ${orphans.length} region file(s) of dummy clients that died: ${orphans.slice(0, 5).join(', ')}${orphans.length > 5 ? ', ...' : ''}`);
   }
+  const loopback = loopbackHostNotice(cfg.client.local_hostname ?? '', cfg.client.master_server_address ?? '');
+  if (loopback) log.warn(loopback);
   log.info(`dummy clients: --rpc_port=${rpc.port} (KVD1 channel and gRPC on ${cfg.host})${rpc.socketPath ? `, Unix socket ${rpc.socketPath}` : ''}`);
 
   try {
     client = await Client.setup(cfg.client, {
-      engine: cfg.threads !== undefined ? { connectionsPerPeer: cfg.threads } : undefined,
+      engine: {
+        ...(cfg.threads !== undefined ? { connectionsPerPeer: cfg.threads } : {}),
+        // The same uids receive segment fds over the engine's same-host socket (plus MC_STORE_SHM_PEER_UIDS).
+        shmPeerUids: allowedPeerUids(process.geteuid?.() ?? 0, cfg.shmPeerUids),
+      },
       prefaultSegment: cfg.values.prefault_segment as boolean,
       log: (level, msg) => (level === 'error' ? log.error(msg) : level === 'warn' ? log.warn(msg) : log.info(msg)),
       signal: setupAbort.signal,
@@ -152,8 +158,7 @@ async function main(): Promise<void> {
       return;
     }
     const code = e instanceof StoreError ? ` (${e.codeName})` : '';
-    log.error(`setup failed${code}: ${(e as Error).message}`);
-    process.stderr.write(`store_service: setup failed${code}: ${(e as Error).message}\n`);
+    log.error(`setup failed${code}: ${(e as Error).message}`); // on stderr too (the logger copies errors)
     process.exit(e instanceof StoreError && (e.code === -100 || e.code === -3) ? 2 : 1);
   }
 

@@ -1,4 +1,4 @@
-import { parseStoreServiceArgs } from './store-service-flags.js';
+import { loopbackHostNotice, parseStoreServiceArgs, storeServiceFlags } from './store-service-flags.js';
 import { FlagError } from '../common/flags.js';
 
 const files: Record<string, string> = {
@@ -60,6 +60,8 @@ describe('store_service flags', () => {
     fails(['--global_segment_size=4 parsecs'], /global_segment_size/);
     fails(['--port=70000'], /--port/);
     fails(['--config=missing.json'], /--config=missing.json/);
+    fails(['--config_path=svc.json'], /unknown flag --config_path \(did you mean --config\?\)/); // one config flag, not two
+    expect(storeServiceFlags.usage()).not.toMatch(/config_path/);
     fails(['--config=bad-key.json'], /global_segment_sise/);
     fails(['--config=bad-size.json'], /global_segment_size/);
     fails(['--global_segment_size=0', '--local_buffer_size=0'], /hold nothing/);
@@ -73,5 +75,20 @@ describe('store_service flags', () => {
   it('takes the mount and shutdown settings', () => {
     const c = parseStoreServiceArgs(['--max_segment_size=16MB', '--shutdown_grace_seconds=0.5', '--default_kv_lease_ttl=2s'], read);
     expect(c).toMatchObject({ maxSegmentSize: 16 * 1024 ** 2, shutdownGraceSeconds: 0.5, leaseTtlMs: 2000 });
+  });
+});
+
+describe('loopbackHostNotice', () => {
+  it('warns when a loopback --local_hostname would be registered with a master on another host', () => {
+    expect(loopbackHostNotice('localhost', '10.0.0.1:50051')).toMatch(/--local_hostname=localhost is a loopback name, but the master \(10\.0\.0\.1:50051\) is not on this host/);
+    expect(loopbackHostNotice('127.0.0.1:12345', 'etcd://10.0.0.1:2379;10.0.0.2:2379')).toMatch(/loopback/);
+    expect(loopbackHostNotice('[::1]:7000', 'master.store.svc:50051')).toMatch(/loopback/);
+  });
+
+  it('is quiet for a one-host setup or a real address', () => {
+    expect(loopbackHostNotice('localhost', 'localhost:50051')).toBeUndefined();
+    expect(loopbackHostNotice('127.0.0.1', '127.0.0.1:50051')).toBeUndefined();
+    expect(loopbackHostNotice('10.0.0.5', '10.0.0.1:50051')).toBeUndefined();
+    expect(loopbackHostNotice('node-3.example', 'localhost:50051')).toBeUndefined();
   });
 });

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { FlagError, FlagTable, type FlagSpec, type FlagValue } from '../common/flags.js';
 import { loggingFlags } from '../common/logger.js';
 import { metadataServerProblem, type ClientSetupConfig } from '../client/setup-config.js';
+import { parsePeerUids } from '../common/peer-uids.js';
 
 /** --max_segment_size default: the spec leaves the number open; 64 GiB keeps a 1 TiB region at 16 segments. */
 export const MAX_SEGMENT_SIZE_DEFAULT = 64 * 1024 ** 3;
@@ -16,6 +17,7 @@ const specs: FlagSpec[] = [
   { name: 'rpc_port', kind: 'int', default: 50052, min: 0, max: 65535, help: 'dummy-client RPC port (ClientService: KVD1 channel and gRPC), bound to --host; 0: any free port' },
   { name: 'threads', kind: 'int', default: 1, min: 1, max: 64, help: "threads moving dummy clients' bytes per peer (the transfer engine's I/O threads; RPCs run on the event loop). Given explicitly it sets the engine's connections per peer; when not given the engine keeps its default of 4" },
   { name: 'shm_dir', kind: 'string', default: '', defaultText: '$STORE_SHM_DIR or /dev/shm', help: "shared directory of dummy clients' region files and of the dummy-client Unix socket (kvstore-<rpc_port>.sock); 'none' disables the socket" },
+  { name: 'peer_uids', kind: 'string', default: '', help: "uids allowed besides this process's own and root (comma-separated): on the dummy-client Unix socket, and to receive segment fds over the transfer engine's same-host socket (MC_STORE_SHM_PEER_UIDS adds more there). A dummy client of another uid is refused on the socket (it may use --rpc_port)" },
   { name: 'local_hostname', kind: 'string', default: 'localhost', help: 'host name or address of this node, as peers reach its transfer engine; host:port pins the engine port' },
   { name: 'metadata_server', kind: 'string', default: 'http://localhost:8080/metadata', help: 'http://host:port/metadata, etcd://h:p[;h:p], redis://h:p or P2PHANDSHAKE' },
   { name: 'master_server', kind: 'string', default: 'localhost:50051', help: 'host:port of the master (etcd://h:p;h:p or redis://h:p for HA masters)' },
@@ -31,7 +33,8 @@ const specs: FlagSpec[] = [
   ...loggingFlags,
 ];
 
-export const storeServiceFlags = new FlagTable('store_service', specs);
+// --config is its config file (the spec's JSON keys); the generic --config_path is left out.
+export const storeServiceFlags = new FlagTable('store_service', specs, { configPath: false });
 
 /** Keys of the spec's JSON file -> the flag carrying the same setting. */
 const fileKeys: Record<string, string> = {
@@ -54,6 +57,10 @@ export interface StoreServiceConfig {
   threads: number | undefined;
   /** Shared directory of region files and the Unix socket; '' when disabled. */
   shmDir: string;
+  /** --peer_uids: uids allowed besides this process's own on its same-host sockets. */
+  peerUids: number[];
+  /** Besides this process's uid, those that receive segment fds: MC_STORE_SHM_PEER_UIDS and --peer_uids. */
+  shmPeerUids: number[];
   /** Largest segment of the REST mount API (bytes, a multiple of 4 KiB). */
   maxSegmentSize: number;
   /** Grace period of the unmounts at SIGTERM/SIGINT (seconds; 0: immediate). */
@@ -103,6 +110,18 @@ export function parseStoreServiceArgs(
   // Checked here too, so a typo exits 2 naming the flag instead of failing setup later.
   const maxSeg = v.max_segment_size as number;
   if (maxSeg <= 0 || maxSeg % 4096 !== 0) throw new FlagError('--max_segment_size', `--max_segment_size must be a positive multiple of 4096 bytes, got ${maxSeg}`);
+  let peerUids: number[];
+  let envPeerUids: number[];
+  try {
+    peerUids = parsePeerUids(v.peer_uids as string, '--peer_uids');
+  } catch (e) {
+    throw new FlagError('--peer_uids', (e as Error).message);
+  }
+  try {
+    envPeerUids = parsePeerUids(env.MC_STORE_SHM_PEER_UIDS ?? '', 'MC_STORE_SHM_PEER_UIDS');
+  } catch (e) {
+    throw new FlagError('MC_STORE_SHM_PEER_UIDS', (e as Error).message);
+  }
   const metadataProblem = metadataServerProblem(v.metadata_server as string);
   if (metadataProblem) throw new FlagError('--metadata_server', `--metadata_server: ${metadataProblem}`);
   return {
@@ -120,9 +139,33 @@ export function parseStoreServiceArgs(
     rpcPort: v.rpc_port as number,
     threads: explicit.has('threads') ? (v.threads as number) : undefined,
     shmDir,
+    peerUids,
+    shmPeerUids: [...envPeerUids, ...peerUids],
     maxSegmentSize: maxSeg,
     shutdownGraceSeconds: v.shutdown_grace_seconds as number,
     leaseTtlMs: v.default_kv_lease_ttl as number,
     values: v,
   };
+}
+
+const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[?::1\]?)$/i;
+
+/** The host part of "host", "host:port", "[v6]:port". */
+function hostPart(hostPort: string): string {
+  const m = /^\[([^\]]+)\](?::\d+)?$/.exec(hostPort);
+  if (m) return m[1]!;
+  const i = hostPort.lastIndexOf(':');
+  return i > 0 && hostPort.indexOf(':') === i ? hostPort.slice(0, i) : hostPort;
+}
+
+/**
+ * A warning when --local_hostname is a loopback name (the default, localhost) while the master is
+ * elsewhere: the segment is registered under it, so peers on other hosts could not reach this
+ * engine. Undefined when nothing is wrong (a one-host setup, or a real address).
+ */
+export function loopbackHostNotice(localHostname: string, masterServer: string): string | undefined {
+  if (!LOOPBACK.test(hostPart(localHostname))) return undefined;
+  const masters = masterServer.replace(/^(etcd|redis):\/\//, '').split(/[;,]/).map((m) => hostPart(m.trim())).filter(Boolean);
+  if (masters.length === 0 || masters.every((m) => LOOPBACK.test(m))) return undefined;
+  return `--local_hostname=${localHostname} is a loopback name, but the master (${masterServer}) is not on this host: segments are registered under it, so peers on other hosts cannot reach this store service; give this host's address (Kubernetes: --local_hostname=$(POD_IP))`;
 }

@@ -108,7 +108,7 @@ describe.each(['random', 'free_ratio_first'] as const)('BatchPutStart (%s strate
               expect(reply(batched.getReplicaList({ key: KEYS[o.key]! }, now))).toEqual(reply(single.getReplicaList({ key: KEYS[o.key]! }, now)));
               break;
             case 'unmount':
-              for (const core of [batched, single]) core.unmountSegment({ segment_name: SEGS[o.seg]!, client_id: '', grace_period_seconds: 0 }, now);
+              for (const core of [batched, single]) core.unmountSegment({ segment_name: SEGS[o.seg]!, client_id: 'c', grace_period_seconds: 0 }, now);
               for (const core of [batched, single]) core.mountSegment(mountReq(SEGS[o.seg]!, 12 * 1024, 'c', (o.seg + 1) * 2 ** 32, `h${o.seg}:1`), now);
               break;
           }
@@ -163,7 +163,7 @@ describe('reuse of deleted objects\' metadata', () => {
     }
     expect(core.getReplicaList({ key: 'a' }, 10).status_code).toBe(ErrorCode.OK); // leased until 110
     // the segment goes at once, taking the leased object with it
-    expect(core.unmountSegment({ segment_name: 's0', client_id: '', grace_period_seconds: 0 }, 10).status_code).toBe(ErrorCode.OK);
+    expect(core.unmountSegment({ segment_name: 's0', client_id: 'c', grace_period_seconds: 0 }, 10).status_code).toBe(ErrorCode.OK);
     core.mountSegment(mountReq('s0', 1 << 20, 'c', 2 ** 32), 10);
     for (const key of ['c', 'd']) {
       expect(core.putStart(putReq(key, 64), 10).status_code).toBe(ErrorCode.OK);

@@ -84,6 +84,8 @@ export class ScriptRunner {
   private core: MasterCore = new MasterCore({ ...defaultMasterCoreConfig }, new SeededRng(1));
   private now = 0;
   private readonly bases = new Map<string, number>();
+  /** Who mounted each segment: `unmount` names the owner unless the script says `client=`. */
+  private readonly owners = new Map<string, string>();
 
   run(line: string): string {
     const [name, ...words] = line.trim().split(/\s+/);
@@ -105,6 +107,7 @@ export class ScriptRunner {
         this.core = new MasterCore({ ...defaultMasterCoreConfig, ...(overrides as Partial<MasterCoreConfig>) }, new SeededRng(1));
         this.now = 0;
         this.bases.clear();
+        this.owners.clear();
         return 'ok';
       }
       case 'tick':
@@ -114,11 +117,14 @@ export class ScriptRunner {
         const seg = req(a, 'seg');
         const base = 0x1000_0000 * (this.bases.size + 1);
         const r = core.mountSegment({ buffer: base, size: num(a, 'size'), segment_name: seg, client_id: a.get('client') ?? 'c1', segment_id: '', te_endpoint: '', protocol: '', incarnation: 0 }, now);
-        if (r.status_code === 0) this.bases.set(seg, base);
+        if (r.status_code === 0) {
+          this.bases.set(seg, base);
+          this.owners.set(seg, a.get('client') ?? 'c1');
+        }
         return status(r.status_code);
       }
       case 'unmount':
-        return status(core.unmountSegment({ segment_name: req(a, 'seg'), client_id: '', grace_period_seconds: num(a, 'grace', 0) }, now).status_code);
+        return status(core.unmountSegment({ segment_name: req(a, 'seg'), client_id: a.get('client') ?? this.owners.get(req(a, 'seg')) ?? '', grace_period_seconds: num(a, 'grace', 0) }, now).status_code);
       case 'ping': {
         const r = core.ping({ client_id: req(a, 'client'), fence_acks: [], can_copy: false }, now);
         return r.status_code === 0 && r.need_remount ? 'ok need_remount' : status(r.status_code);

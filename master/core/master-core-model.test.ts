@@ -77,7 +77,7 @@ describe('MasterCore under random operations', () => {
               core.remove({ key, force: true }, now);
               break;
             case 'unmount':
-              core.unmountSegment({ segment_name: SEGS[o.seg]!, client_id: '', grace_period_seconds: o.grace }, now);
+              core.unmountSegment({ segment_name: SEGS[o.seg]!, client_id: 'c', grace_period_seconds: o.grace }, now);
               break;
             case 'mount':
               mount(o.seg);

@@ -89,6 +89,27 @@ describe('unmount', () => {
     expect(core.segmentNames()).toEqual(['s0', 's1']);
   });
 
+  it("refuses an unmount that does not name the owner's client id, empty included (issue 14)", () => {
+    const core = twoSegments();
+    putObject(core, 'k', 1000, 0, { preferred_segment: 's0' });
+    expect(core.unmountSegment({ segment_name: 's0', client_id: '', grace_period_seconds: 0 }, 1).status_code).toBe(ErrorCode.INVALID_PARAMS);
+    expect(core.unmountSegment({ segment_name: 's0', client_id: 'c1', grace_period_seconds: 5 }, 1).status_code).toBe(ErrorCode.INVALID_PARAMS);
+    expect(core.segmentNames()).toEqual(['s0', 's1']);
+    expect(core.segmentsDetail().find((s) => s.segment_name === 's0')!.status).toBe('MOUNTED');
+    expect(core.queryKey('k')!.map((r) => r.handles[0]!.segment_name)).toEqual(['s0']);
+  });
+
+  it("refuses a mount under a mounted segment's name from another client or endpoint: the owner's segment is unchanged", () => {
+    const core = makeCore();
+    core.mountSegment(mountReq('s0', 1 << 20, 'owner', 1 << 30, 'owner-host:1', 7), 0);
+    const before = core.segmentsDetail();
+    expect(core.mountSegment(mountReq('s0', 1 << 20, 'stranger', 1 << 20, 'stranger-host:1'), 1).status_code).toBe(ErrorCode.SEGMENT_ALREADY_EXISTS);
+    expect(core.mountSegment(mountReq('s0', 1 << 20, 'owner', 1 << 20, 'stranger-host:1'), 1).status_code).toBe(ErrorCode.SEGMENT_ALREADY_EXISTS);
+    expect(core.segmentsDetail()).toEqual(before);
+    const put = core.putStart(putReq('k', 100), 2);
+    expect(put.replica_list[0]!.handles[0]!.te_endpoint).toBe('owner-host:1');
+  });
+
   it('removes every replica on the segment at once, deleting objects left with none', () => {
     const core = twoSegments();
     putObject(core, 'both', 1000, 0, { replica_num: 2 });
@@ -111,7 +132,7 @@ describe('unmount', () => {
     putObject(core, 'k', [8192, 1024], 0, { preferred_segment: 'small' });
     const segs = core.queryKey('k')![0]!.handles.map((h) => h.segment_name);
     expect(segs[1]).toBe('small');
-    core.unmountSegment({ segment_name: 'small', client_id: '', grace_period_seconds: 0 }, 1);
+    core.unmountSegment({ segment_name: 'small', client_id: 'c', grace_period_seconds: 0 }, 1);
     expect(core.queryKey('k')).toBeUndefined();
     expect(core.querySegment('big')!.used + core.querySegment('big2')!.used).toBe(0);
   });
@@ -119,7 +140,7 @@ describe('unmount', () => {
   it('revokes writes in flight on the segment', () => {
     const core = twoSegments();
     core.putStart(putReq('w', 1000, { replica_num: 2 }), 0);
-    core.unmountSegment({ segment_name: 's0', client_id: '', grace_period_seconds: 0 }, 1);
+    core.unmountSegment({ segment_name: 's0', client_id: 'c0', grace_period_seconds: 0 }, 1);
     expect(core.queryKey('w')).toBeUndefined();
     expect(core.putEnd({ key: 'w', replica_type: MEMORY, slice_checksums: [] }, 2).status_code).toBe(ErrorCode.OBJECT_NOT_FOUND);
     expect(core.querySegment('s1')!.used).toBe(0);
@@ -130,7 +151,7 @@ describe('unmount', () => {
     const a = twoSegments();
     putObject(a, 'k', 1000, 0, { preferred_segment: 's0' });
     expect(a.upsertStart(putReq('k', 2000, { preferred_segment: 's1' }), 1).reused).toBe(false);
-    a.unmountSegment({ segment_name: 's0', client_id: '', grace_period_seconds: 0 }, 2);
+    a.unmountSegment({ segment_name: 's0', client_id: 'c0', grace_period_seconds: 0 }, 2);
     expect(a.upsertEnd({ key: 'k', replica_type: MEMORY, slice_checksums: [] }, 3).status_code).toBe(ErrorCode.OK);
     expect(a.queryKey('k')!.map((r) => [r.handles[0]!.segment_name, r.handles[0]!.size])).toEqual([['s1', 2000]]);
     expect(a.querySegment('s1')!.used).toBe(2000);
@@ -139,7 +160,7 @@ describe('unmount', () => {
     const r = twoSegments();
     putObject(r, 'k', 1000, 0, { preferred_segment: 's0' });
     r.upsertStart(putReq('k', 2000, { preferred_segment: 's1' }), 1);
-    r.unmountSegment({ segment_name: 's0', client_id: '', grace_period_seconds: 0 }, 2);
+    r.unmountSegment({ segment_name: 's0', client_id: 'c0', grace_period_seconds: 0 }, 2);
     expect(r.upsertRevoke({ key: 'k', replica_type: MEMORY, failed_segments: [] }, 3).status_code).toBe(ErrorCode.OK);
     expect(r.queryKey('k')).toBeUndefined();
     expect(r.querySegment('s1')!.used).toBe(0);
@@ -147,7 +168,7 @@ describe('unmount', () => {
     const b = twoSegments();
     putObject(b, 'k', 1000, 0, { preferred_segment: 's0' });
     b.upsertStart(putReq('k', 2000, { preferred_segment: 's1' }), 1);
-    b.unmountSegment({ segment_name: 's1', client_id: '', grace_period_seconds: 0 }, 2);
+    b.unmountSegment({ segment_name: 's1', client_id: 'c1', grace_period_seconds: 0 }, 2);
     expect(b.queryKey('k')!.map((r) => [r.handles[0]!.segment_name, r.handles[0]!.size])).toEqual([['s0', 1000]]);
     expect(b.querySegment('s0')!.used).toBe(1000);
     expect(b.checkIndexes()).toEqual([]);

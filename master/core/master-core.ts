@@ -323,7 +323,10 @@ export class MasterCore implements MasterRpcSurface {
     if (typeof req.segment_name !== 'string' || req.segment_name.length === 0) return { status_code: ErrorCode.INVALID_PARAMS };
     const seg = this.segments.byName(req.segment_name);
     if (seg === undefined) return { status_code: segmentNameProblem(req.segment_name) === undefined ? ErrorCode.SEGMENT_NOT_FOUND : ErrorCode.INVALID_PARAMS };
-    if (req.client_id && req.client_id !== seg.clientId) return { status_code: ErrorCode.INVALID_PARAMS };
+    // Only the owner unmounts (an empty client id included: it used to skip this check). Without
+    // authentication this is an ownership check, not a credential: client ids are listed by
+    // /get_segments_detail (docs/threat-model.md).
+    if (req.client_id !== seg.clientId) return { status_code: ErrorCode.INVALID_PARAMS };
     const grace = req.grace_period_seconds;
     if (!Number.isFinite(grace) || grace < 0) return { status_code: ErrorCode.INVALID_PARAMS };
     if (grace === 0) {

@@ -1,4 +1,4 @@
-// Module entry of the native addon: registers the memory, result arena, engine, checksum and benchmark
+// Module entry of the native addon: registers the memory, result arena, engine, checksum, peer-credential and benchmark
 // exports.
 #include <cmath>
 
@@ -35,6 +35,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   kvstore::InitResultArena(env, exports);
   kvstore::InitChecksum(env, exports);
   kvstore::InitFileLock(env, exports);
+  kvstore::InitPeerCredentials(env, exports);
   exports.Set("rdmaAvailable", Napi::Boolean::New(env, false));
   return exports;
 }

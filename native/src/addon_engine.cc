@@ -71,6 +71,17 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
         if (o.Get("socketBufferSize").IsNumber()) opts.tuning.buffer_bytes = ToInt(o.Get("socketBufferSize"), "socketBufferSize");
         opts.memcpy_local = o.Get("memcpyLocal").ToBoolean().Value();
         opts.shm_transport = o.Get("shmTransport").ToBoolean().Value();
+        Napi::Value uids = o.Get("shmPeerUids");
+        if (!uids.IsUndefined() && !uids.IsNull()) {
+          if (!uids.IsArray()) throw NativeError("INVALID_ARGUMENT", "shmPeerUids must be an array of uids");
+          Napi::Array arr = uids.As<Napi::Array>();
+          for (uint32_t i = 0; i < arr.Length(); ++i) {
+            const uint64_t uid = ToU64(arr.Get(i), "shmPeerUids[i]");
+            if (uid > 0xffffffffu) throw NativeError("INVALID_ARGUMENT", "shmPeerUids[i] is not a uid");
+            opts.shm_peer_uids.push_back(static_cast<uint32_t>(uid));
+          }
+          if (opts.shm_peer_uids.empty()) throw NativeError("INVALID_ARGUMENT", "shmPeerUids must name at least one uid");
+        }
       }
       tsfn_ = Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo&) {}),
                                             "kvstore-transfer-done", 0, 1);
@@ -256,6 +267,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     put("badRequests", c.bad_requests);
     put("staleRefused", c.stale_refused);
     put("fencedRefused", c.fenced_refused);
+    put("shmPeersRefused", c.shm_peers_refused);
     return o;
   }
 

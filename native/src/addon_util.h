@@ -51,5 +51,6 @@ Napi::Object InitBench(Napi::Env env, Napi::Object exports);
 Napi::Object InitResultArena(Napi::Env env, Napi::Object exports);
 Napi::Object InitChecksum(Napi::Env env, Napi::Object exports);
 Napi::Object InitFileLock(Napi::Env env, Napi::Object exports);
+Napi::Object InitPeerCredentials(Napi::Env env, Napi::Object exports);
 
 }  // namespace kvstore

@@ -16,6 +16,7 @@ struct EngineCounters {
   std::atomic<uint64_t> bad_requests{0};          // not this protocol (closed) or a chunk outside its op
   std::atomic<uint64_t> stale_refused{0};         // incarnation mismatch
   std::atomic<uint64_t> fenced_refused{0};        // WRITE refused by the region's fence
+  std::atomic<uint64_t> shm_peers_refused{0};     // shm control connections of a uid not allowed fds
 
   static void Bump(std::atomic<uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
 };

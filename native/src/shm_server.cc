@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "native_error.h"
@@ -17,6 +18,7 @@
 namespace kvstore {
 
 bool ShmControlServer::Start(const std::string& endpoint) {
+  endpoint_ = endpoint;
   const std::string name = ShmControlName(endpoint);
   struct sockaddr_un addr {};
   if (name.size() > sizeof(addr.sun_path)) return false;
@@ -36,8 +38,22 @@ bool ShmControlServer::Start(const std::string& endpoint) {
 
 void ShmControlServer::Stop() { listener_.Stop(); }
 
+bool ShmControlServer::Trusted(int fd) {
+  PeerCredentials cred;
+  const bool known = ReadPeerCredentials(fd, &cred);
+  if (known && PeerUidAllowed(cred.uid, peer_uids_)) return true;
+  EngineCounters::Bump(counters_->shm_peers_refused);
+  const std::string who = known ? "pid " + std::to_string(cred.pid) + " uid " + std::to_string(cred.uid) : "a peer of unknown uid";
+  // One write, so concurrent lines do not interleave; off the JS thread, so no napi (stderr only).
+  const std::string line = "kvstore engine " + endpoint_ + ": same-host peer " + who + " refused memory fds (allowed uids: " +
+                           UidListText(peer_uids_) + ", MC_STORE_SHM_PEER_UIDS adds more); its transfers use TCP\n";
+  std::fputs(line.c_str(), stderr);
+  return false;
+}
+
 void ShmControlServer::Serve(int fd) {
   int err = 0;
+  const bool trusted = Trusted(fd);
   for (;;) {
     // The first byte may take forever (no idle limit); the rest of the request ioTimeoutMs.
     ShmRequest req;
@@ -64,7 +80,7 @@ void ShmControlServer::Serve(int fd) {
       resp.region_length = served.size;
       resp.incarnation = served.incarnation;
       resp.generation = regions_->generation();
-      if (regions_->generation_fd() < 0 || !served.shareable || !LookupShareable(served.start, served.size, &m)) {
+      if (!trusted || regions_->generation_fd() < 0 || !served.shareable || !LookupShareable(served.start, served.size, &m)) {
         resp.status = static_cast<int32_t>(ShmStatus::kNotShareable);
       } else {
         resp.status = static_cast<int32_t>(ShmStatus::kOk);

@@ -1,12 +1,17 @@
 // Serving side of the same-host shm transport: answers fd requests for served, fd-backed ranges
 // on an abstract Unix socket (thread per connection like the TCP server, under the same
-// ConnectionGate). Local (serve: false) regions are never granted. Control connections have no
-// idle limit: a peer holds one for its channel's life and reads a hang-up as this engine's death.
+// ConnectionGate). Local (serve: false) regions are never granted, and fds only to a peer whose
+// uid (SO_PEERCRED) is allowed (peer_credentials.h): any other peer is told "not shareable" for
+// every range (so it uses TCP, like a peer on another host), counted, and logged once per
+// connection on stderr. Control connections have no idle limit: a peer holds one for its
+// channel's life and reads a hang-up as this engine's death.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "connection_gate.h"
 #include "connection_listener.h"
+#include "peer_credentials.h"
 #include "region_table.h"
 #include "socket_io.h"
 #include "unique_fd.h"
@@ -15,8 +20,10 @@ namespace kvstore {
 
 class ShmControlServer {
  public:
-  ShmControlServer(RegionTable* regions, int io_timeout_ms, ConnectionGate* gate)
-      : regions_(regions), io_timeout_ms_(io_timeout_ms > 0 ? io_timeout_ms : 1 << 30), counters_(gate->counters()) {
+  // peer_uids: the uids that receive fds (empty: this process's effective uid and root).
+  ShmControlServer(RegionTable* regions, int io_timeout_ms, ConnectionGate* gate, std::vector<uint32_t> peer_uids)
+      : regions_(regions), io_timeout_ms_(io_timeout_ms > 0 ? io_timeout_ms : 1 << 30), counters_(gate->counters()),
+        peer_uids_(std::move(peer_uids)) {
     listener_.SetGate(gate);
   }
   // False when the name is taken (then same-host peers simply use TCP).
@@ -25,10 +32,14 @@ class ShmControlServer {
 
  private:
   void Serve(int fd);
+  // Whether the peer on `fd` may receive fds; logs and counts a refusal.
+  bool Trusted(int fd);
 
   RegionTable* regions_;
   int io_timeout_ms_;
   EngineCounters* counters_;
+  std::vector<uint32_t> peer_uids_;
+  std::string endpoint_;  // for log lines; set by Start before any connection
   // SO_RCVTIMEO = ioTimeoutMs: how often a blocked read checks its deadline.
   ConnectionListener listener_{[this](int fd) { Serve(fd); }, [this](int fd) { SetSocketTimeout(fd, io_timeout_ms_); }};
 };

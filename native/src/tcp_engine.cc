@@ -16,7 +16,7 @@ TcpEngine::TcpEngine(EngineOptions opts, BatchDone done, RegionTable::WaiterDone
       gate_(opts_.max_connections, opts_.max_connections_per_peer, &counters_),
       regions_(std::move(waiter_done)),
       server_(&regions_, opts_.tuning, opts_.limits, &gate_),
-      shm_server_(&regions_, opts_.limits.io_timeout_ms, &gate_) {
+      shm_server_(&regions_, opts_.limits.io_timeout_ms, &gate_, opts_.shm_peer_uids) {
   if (opts_.chunk_size == 0) opts_.chunk_size = 1 << 20;
   if (opts_.chunk_size > kMaxChunkOnWire) opts_.chunk_size = kMaxChunkOnWire;
 }

@@ -32,6 +32,7 @@ struct EngineOptions {
   size_t max_connections_per_peer = 64;  // from one IP address (TCP) or process (shm control)
   bool memcpy_local = false;
   bool shm_transport = false;  // same-host peers through shared mappings (MC_STORE_SHM_TRANSPORT)
+  std::vector<uint32_t> shm_peer_uids;  // uids given our memory fds; empty: our effective uid and root
 };
 
 struct TransferOpSpec {

@@ -34,18 +34,31 @@ export interface RegionPeer {
   /** A transfer by the peer's own engine; `offset` is into the peer's region. */
   transfer(op: Record<string, unknown>): Promise<{ ok?: boolean; error?: string; message?: string }>;
   stats(): Promise<PeerStats>;
+  /** Resolves when the peer's stderr (captured with StartOptions.captureStderr) matches. */
+  waitForStderr(pattern: RegExp): Promise<string>;
   stop(): Promise<void>;
 }
 
 export interface StartOptions {
   /** Command prefix (e.g. setpriv ... to run the peer as another user). */
   wrap?: string[];
+  /** Keep the peer's stderr for waitForStderr() instead of passing it through. */
+  captureStderr?: boolean;
 }
 
 export async function startRegionPeer(size: number, seed: number, engineOptions: object = {}, start: StartOptions = {}): Promise<RegionPeer> {
   const args = [resolve(nativeDir, 'test-fixtures/region-server.mjs'), String(size), String(seed), JSON.stringify(engineOptions)];
   const [cmd, ...pre] = start.wrap ? [...start.wrap, process.execPath] : [process.execPath];
-  const proc = spawn(cmd, [...pre, ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const proc = spawn(cmd, [...pre, ...args], { stdio: ['pipe', 'pipe', start.captureStderr ? 'pipe' : 'inherit'] });
+  let stderr = '';
+  const stderrWaiters: Array<{ pattern: RegExp; res: (s: string) => void }> = [];
+  proc.stderr?.on('data', (d: Buffer) => {
+    stderr += d.toString();
+    for (let i = stderrWaiters.length - 1; i >= 0; i--) {
+      const m = stderr.match(stderrWaiters[i]!.pattern);
+      if (m) stderrWaiters.splice(i, 1)[0]!.res(m[0]);
+    }
+  });
   const rl: Interface = createInterface({ input: proc.stdout! });
   const waiting: Array<{ res: (v: Record<string, unknown>) => void; rej: (e: Error) => void }> = [];
   const events = new Map<number, { res: () => void; rej: (e: Error) => void }>();
@@ -118,6 +131,15 @@ export async function startRegionPeer(size: number, seed: number, engineOptions:
     },
     async stats() {
       return (await ask({ cmd: 'stats' })) as unknown as PeerStats;
+    },
+    waitForStderr(pattern) {
+      const m = stderr.match(pattern);
+      if (m) return Promise.resolve(m[0]);
+      if (!start.captureStderr) return Promise.reject(new Error('waitForStderr needs StartOptions.captureStderr'));
+      return new Promise<string>((res, rej) => {
+        stderrWaiters.push({ pattern, res });
+        void exited.then(() => rej(new Error(`region peer exited before printing ${pattern}: ${stderr.slice(-400)}`)));
+      });
     },
     async stop() {
       if (proc.exitCode === null && proc.signalCode === null) {
