@@ -60,6 +60,7 @@ describe('RpcDispatcher', () => {
     const called: string[] = [];
     const core = {
       removeAll: () => (called.push('removeAll'), { status_code: 0, removed_count: 1 }),
+      // eslint-disable-next-line require-yield -- a walk that finishes in its first step
       *removeAllSteps() {
         called.push('removeAllSteps');
         return { status_code: 0, removed_count: 1 };

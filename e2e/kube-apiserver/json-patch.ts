@@ -45,6 +45,7 @@ export function jsonPatch(target: Json, ops: Json): Json {
   const o = ops[i];
   if (results[i]!.name === 'TestError') throw new ApiError(422, 'Invalid', `testing value ${o.path} failed: test operation failed`);
   if (o.op === 'remove') throw new ApiError(422, 'Invalid', `jsonpatch remove operation does not apply: doc is missing key: ${o.path}`);
-  const missing = String((results[i] as { path?: unknown }).path ?? `/doc${o.path}`).slice('/doc'.length);
+  const reported = (results[i] as { path?: unknown }).path;
+  const missing = (typeof reported === 'string' ? reported : `/doc${o.path}`).slice('/doc'.length);
   throw new ApiError(422, 'Invalid', `jsonpatch ${o.op} operation does not apply: doc is missing path: "${missing}"`);
 }
