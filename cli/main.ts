@@ -1,0 +1,47 @@
+#!/usr/bin/env node
+// `store`: the command-line tool of the store (docs/cli.md). Parses the command line (args.ts),
+// runs one command (commands/) and turns any failure into one line on stderr and an exit code
+// (cli-errors.ts): 0 ok, 1 not found, 2 usage, 3 unreachable, 4 other store error, 5 local file.
+import { parseCommandLine, type Invocation } from './args.js';
+import { errorLine, exitCodeOf, ExitCode, HelpShown } from './cli-errors.js';
+import type { CliContext } from './context.js';
+import { get, put, rm } from './commands/data.js';
+import { health } from './commands/health.js';
+import { ls, segments, stat } from './commands/inspect.js';
+import { mount, unmount } from './commands/mount.js';
+import { top } from './commands/top.js';
+
+const RUN: Record<string, (ctx: CliContext) => Promise<void>> = { put, get, rm, ls, stat, segments, health, mount, unmount, top };
+
+function exit(code: number): never {
+  process.exit(code);
+}
+
+async function main(): Promise<void> {
+  // A closed pipe downstream (store ls | head) ends the tool quietly.
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') exit(ExitCode.OK);
+  });
+  let inv: Invocation;
+  try {
+    inv = parseCommandLine(process.argv.slice(2));
+  } catch (e) {
+    if (e instanceof HelpShown) {
+      process.stdout.write(e.text);
+      exit(ExitCode.OK);
+    }
+    process.stderr.write(errorLine('', e) + '\n');
+    exit(exitCodeOf(e));
+  }
+  const ctx: CliContext = { inv, env: process.env, stdin: process.stdin, stdout: process.stdout, stderr: process.stderr };
+  try {
+    await RUN[inv.command](ctx);
+  } catch (e) {
+    if (process.env.STORE_CLI_VERBOSE === '1' && e instanceof Error) process.stderr.write(`${e.stack}\n`);
+    process.stderr.write(errorLine(inv.command, e) + '\n');
+    exit(exitCodeOf(e));
+  }
+  exit(ExitCode.OK);
+}
+
+void main();
