@@ -28,7 +28,7 @@ export const ENV = {
 
 /** The master address as given (not resolved); a UsageError when there is none or it is malformed. */
 export function masterAddress(g: GlobalOptions, env: Env): string {
-  const a = g.master ?? env[ENV.master];
+  const a = g.master || env[ENV.master]; // an empty variable is unset
   if (!a) throw new UsageError(`no master address: give --master host:port (or etcd://..., redis://...) or set ${ENV.master}`);
   try {
     parseMasterAddress(a, env);
@@ -84,7 +84,7 @@ export function derivedMasterHttp(rpcAddress: string): string {
 
 /** metadata_server of the embedded client: --metadata, else STORE_METADATA_SERVER, else P2PHANDSHAKE. */
 export function metadataServer(g: GlobalOptions, env: Env): string {
-  const m = g.metadata ?? env[ENV.metadata] ?? P2P_HANDSHAKE;
+  const m = g.metadata || env[ENV.metadata] || P2P_HANDSHAKE;
   const problem = metadataServerProblem(m);
   if (problem) throw new UsageError(`--metadata: ${problem}`);
   return m;

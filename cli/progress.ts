@@ -51,7 +51,7 @@ export class Progress {
     if (done < total && t - this.lastDraw < REDRAW_MS) return;
     this.lastDraw = t;
     const line = renderBar(this.phase, done, total, t - this.started);
-    const cols = this.out.columns ?? 100;
+    const cols = this.out.columns || 100; // 0 on a terminal of unknown width
     this.out.write(`\r${line.slice(0, Math.max(20, cols - 1))}\x1b[K`);
     this.shown = true;
   }
