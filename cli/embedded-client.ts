@@ -21,11 +21,11 @@ export async function openClient(ctx: CliContext, valueBytes: number): Promise<C
   return Client.setup(
     {
       local_hostname: '127.0.0.1',
-      metadata_server: metadataServer(g, ctx.env),
+      metadata_server: await metadataServer(g, ctx.env),
       global_segment_size: 0,
       local_buffer_size: localBufferFor(valueBytes),
       protocol: 'tcp',
-      master_server_address: masterAddress(g, ctx.env),
+      master_server_address: await masterAddress(g, ctx.env),
     },
     {
       env,

@@ -6,13 +6,14 @@ import type { GlobalOptions } from './args.js';
 const g = (o: Partial<GlobalOptions> = {}): GlobalOptions => ({ timeoutMs: 1000, json: false, quiet: false, ...o });
 
 describe('endpoints', () => {
-  it('takes the master from the flag, else STORE_MASTER_ADDRESS; HA forms included', () => {
-    expect(masterAddress(g({ master: 'a:1' }), { STORE_MASTER_ADDRESS: 'b:2' })).toBe('a:1');
-    expect(masterAddress(g(), { STORE_MASTER_ADDRESS: 'etcd://e1:2379;e2:2379/prod' })).toBe('etcd://e1:2379;e2:2379/prod');
-    expect(masterAddress(g({ master: 'redis://r:6379' }), {})).toBe('redis://r:6379');
-    expect(() => masterAddress(g(), {})).toThrow(/STORE_MASTER_ADDRESS/);
-    expect(() => masterAddress(g({ master: 'zk://x:1' }), {})).toThrow(UsageError);
-    expect(() => masterAddress(g({ master: 'nohostport' }), {})).toThrow(UsageError);
+  it('takes the master from the flag, else STORE_MASTER_ADDRESS (empty = unset); HA forms included', async () => {
+    expect(await masterAddress(g({ master: 'a:1' }), { STORE_MASTER_ADDRESS: 'b:2' })).toBe('a:1');
+    expect(await masterAddress(g(), { STORE_MASTER_ADDRESS: 'etcd://e1:2379;e2:2379/prod' })).toBe('etcd://e1:2379;e2:2379/prod');
+    expect(await masterAddress(g({ master: 'redis://r:6379' }), {})).toBe('redis://r:6379');
+    await expect(masterAddress(g(), { STORE_MASTER_ADDRESS: '' })).rejects.toThrow(/STORE_MASTER_ADDRESS/);
+    await expect(masterAddress(g({ master: 'zk://x:1' }), {})).rejects.toThrow(UsageError);
+    await expect(masterAddress(g({ master: 'nohostport' }), {})).rejects.toThrow(UsageError);
+    await expect(masterAddress(g({ master: 'redis://a:1;b:2' }), {})).rejects.toThrow(/one host:port/);
   });
 
   it("derives the master's HTTP address from the leader's host and port 9003 unless told", async () => {
@@ -25,10 +26,10 @@ describe('endpoints', () => {
     expect(() => httpBase('--master-http', 'ftp://x:1')).toThrow(/expected http/);
   });
 
-  it('metadata server: flag, STORE_METADATA_SERVER, else P2PHANDSHAKE; a bad form is a usage error', () => {
-    expect(metadataServer(g(), {})).toBe('P2PHANDSHAKE');
-    expect(metadataServer(g(), { STORE_METADATA_SERVER: 'http://m:8080/metadata' })).toBe('http://m:8080/metadata');
-    expect(() => metadataServer(g({ metadata: 'bogus' }), {})).toThrow(UsageError);
+  it('metadata server: flag, STORE_METADATA_SERVER, else P2PHANDSHAKE; a bad form is a usage error', async () => {
+    expect(await metadataServer(g(), {})).toBe('P2PHANDSHAKE');
+    expect(await metadataServer(g(), { STORE_METADATA_SERVER: 'http://m:8080/metadata' })).toBe('http://m:8080/metadata');
+    await expect(metadataServer(g({ metadata: 'bogus' }), {})).rejects.toThrow(UsageError);
   });
 
   it('store service: flag, STORE_SERVICE_HTTP_ADDRESS, else the sidecar default', () => {

@@ -2,12 +2,10 @@
 // which the sidecar webhook sets; host:port or the HA forms etcd://... / redis://..., resolved to
 // the leader by client/leader-discovery.ts), the master's HTTP admin address (flag, else
 // STORE_MASTER_HTTP_ADDRESS, else derived: the master publishes only its RPC address, so the
-// leader's host with the master's default --metrics_port, 9003), the metadata service for the
-// embedded client and a store service's REST address. Pure but for the leader lookup.
+// leader's host with the master's default --metrics_port, 9003) and a store service's REST
+// address, and the metadata service of put/get's embedded client. Pure but for the leader lookup. client/leader-discovery.ts (etcd3 and ioredis: about
+// 250 ms of module loading) is imported only for an address that needs it.
 import { joinHostPort, splitHostPort } from '../common/host-port.js';
-import { parseMasterAddress, resolveMasterAddress } from '../client/leader-discovery.js';
-import { metadataServerProblem } from '../client/setup-config.js';
-import { P2P_HANDSHAKE } from '../client/metadata/p2p-metadata.js';
 import { StoreError } from '../client/errors.js';
 import { UnreachableError, UsageError } from './cli-errors.js';
 import type { GlobalOptions } from './args.js';
@@ -26,10 +24,17 @@ export const ENV = {
   service: 'STORE_SERVICE_HTTP_ADDRESS',
 } as const;
 
+/** A plain host:port (no scheme): no leader lookup, so no HA client libraries to load. */
+function plainHostPort(a: string): boolean {
+  return !/^[a-z][a-z0-9+.-]*:\/\//i.test(a.trim()) && splitHostPort(a.trim()) !== undefined;
+}
+
 /** The master address as given (not resolved); a UsageError when there is none or it is malformed. */
-export function masterAddress(g: GlobalOptions, env: Env): string {
+export async function masterAddress(g: GlobalOptions, env: Env): Promise<string> {
   const a = g.master || env[ENV.master]; // an empty variable is unset
   if (!a) throw new UsageError(`no master address: give --master host:port (or etcd://..., redis://...) or set ${ENV.master}`);
+  if (plainHostPort(a)) return a;
+  const { parseMasterAddress } = await import('../client/leader-discovery.js');
   try {
     parseMasterAddress(a, env);
   } catch (e) {
@@ -40,7 +45,9 @@ export function masterAddress(g: GlobalOptions, env: Env): string {
 
 /** The leader's host:port for the master address (itself for host:port). */
 export async function resolveMaster(g: GlobalOptions, env: Env): Promise<string> {
-  const a = masterAddress(g, env);
+  const a = await masterAddress(g, env);
+  if (plainHostPort(a)) return a.trim();
+  const { resolveMasterAddress } = await import('../client/leader-discovery.js');
   try {
     return await resolveMasterAddress(a, env);
   } catch (e) {
@@ -83,8 +90,9 @@ export function derivedMasterHttp(rpcAddress: string): string {
 }
 
 /** metadata_server of the embedded client: --metadata, else STORE_METADATA_SERVER, else P2PHANDSHAKE. */
-export function metadataServer(g: GlobalOptions, env: Env): string {
-  const m = g.metadata || env[ENV.metadata] || P2P_HANDSHAKE;
+export async function metadataServer(g: GlobalOptions, env: Env): Promise<string> {
+  const m = g.metadata || env[ENV.metadata] || 'P2PHANDSHAKE'; // an empty variable is unset
+  const { metadataServerProblem } = await import('../client/setup-config.js');
   const problem = metadataServerProblem(m);
   if (problem) throw new UsageError(`--metadata: ${problem}`);
   return m;

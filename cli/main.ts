@@ -5,13 +5,21 @@
 import { parseCommandLine, type Invocation } from './args.js';
 import { errorLine, exitCodeOf, ExitCode, HelpShown } from './cli-errors.js';
 import type { CliContext } from './context.js';
-import { get, put, rm } from './commands/data.js';
-import { health } from './commands/health.js';
-import { ls, segments, stat } from './commands/inspect.js';
-import { mount, unmount } from './commands/mount.js';
-import { top } from './commands/top.js';
 
-const RUN: Record<string, (ctx: CliContext) => Promise<void>> = { put, get, rm, ls, stat, segments, health, mount, unmount, top };
+type Command = (ctx: CliContext) => Promise<void>;
+// Loaded on use: put/get bring the client and its addon, which the read-only commands need not load.
+const RUN: Record<string, () => Promise<Command>> = {
+  put: async () => (await import('./commands/data.js')).put,
+  get: async () => (await import('./commands/data.js')).get,
+  rm: async () => (await import('./commands/data.js')).rm,
+  ls: async () => (await import('./commands/inspect.js')).ls,
+  stat: async () => (await import('./commands/inspect.js')).stat,
+  segments: async () => (await import('./commands/inspect.js')).segments,
+  health: async () => (await import('./commands/health.js')).health,
+  mount: async () => (await import('./commands/mount.js')).mount,
+  unmount: async () => (await import('./commands/mount.js')).unmount,
+  top: async () => (await import('./commands/top.js')).top,
+};
 
 function exit(code: number): never {
   process.exit(code);
@@ -35,7 +43,7 @@ async function main(): Promise<void> {
   }
   const ctx: CliContext = { inv, env: process.env, stdin: process.stdin, stdout: process.stdout, stderr: process.stderr };
   try {
-    await RUN[inv.command](ctx);
+    await (await RUN[inv.command]())(ctx);
   } catch (e) {
     if (process.env.STORE_CLI_VERBOSE === '1' && e instanceof Error) process.stderr.write(`${e.stack}\n`);
     process.stderr.write(errorLine(inv.command, e) + '\n');

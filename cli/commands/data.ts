@@ -8,15 +8,14 @@ import { constants as bufferConstants } from 'node:buffer';
 import { open, type FileHandle } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import type { Client } from '../../client/client.js';
-import { MasterClient } from '../../client/master-client.js';
 import { StoreError } from '../../client/errors.js';
 import { ErrorCode } from '../../common/error-code.js';
 import type { BufferLease } from '../../client/buffer-pool.js';
 import { intArg } from '../args.js';
-import { CliError, ExitCode, LocalIoError, UnreachableError, UsageError } from '../cli-errors.js';
+import { CliError, ExitCode, LocalIoError, UsageError } from '../cli-errors.js';
 import { write, type CliContext } from '../context.js';
-import { openClient } from '../embedded-client.js';
 import { resolveMaster } from '../endpoints.js';
+import { connectMaster } from '../master-rpc.js';
 import { keyArg } from '../key-arg.js';
 import { jsonDoc, formatSize } from '../output.js';
 import { Progress, PROGRESS_MIN_BYTES } from '../progress.js';
@@ -109,6 +108,7 @@ export async function put(ctx: CliContext): Promise<void> {
       checkSize(size, src);
     }
     const bar = new Progress(ctx.stderr, !inv.global.quiet && size >= PROGRESS_MIN_BYTES);
+    const { openClient } = await import('../embedded-client.js'); // the client and its addon: put/get only
     const client = await openClient(ctx, size);
     let lease: BufferLease | undefined;
     try {
@@ -178,8 +178,11 @@ export async function get(ctx: CliContext): Promise<void> {
   let client: Client | undefined;
   let lease: BufferLease | undefined;
   try {
-    client = await openClient(ctx, 0);
-    const size = await client.getSize(key);
+    // The size first, from the master: the client's local buffer is then sized for the value, so
+    // the engine reads straight into it (a lease of an overflow region would be staged: 2x memory).
+    const size = await valueSize(ctx, key);
+    const { openClient } = await import('../embedded-client.js');
+    client = await openClient(ctx, size);
     const progress = new Progress(ctx.stderr, !inv.global.quiet && size >= PROGRESS_MIN_BYTES);
     if (size > MAX_VALUE_BYTES) throw new CliError(ExitCode.STORE_ERROR, `${key} is ${size} bytes: this CLI reads values up to ${MAX_VALUE_BYTES} bytes (one Buffer)`);
     lease = await client.allocBuffer(size, inv.global.timeoutMs);
@@ -222,11 +225,16 @@ export async function rm(ctx: CliContext): Promise<void> {
   await write(ctx.stdout, inv.global.json ? jsonDoc({ key, removed: true }) : '');
 }
 
-/** A MasterClient of the leader; unreachable -> exit 3. */
-export async function connectMaster(leader: string, timeoutMs: number): Promise<MasterClient> {
+/** The size of KEY's value (its first complete replica), from the master's GetReplicaList. */
+async function valueSize(ctx: CliContext, key: string): Promise<number> {
+  const master = await connectMaster(await resolveMaster(ctx.inv.global, ctx.env), ctx.inv.global.timeoutMs);
   try {
-    return await MasterClient.connect(leader, { requestTimeoutMs: timeoutMs, connectTimeoutMs: timeoutMs });
-  } catch (e) {
-    throw new UnreachableError(`cannot reach the master at ${leader}: ${(e as Error).message}`, { cause: e });
+    const r = await master.getReplicaList({ key });
+    if (r.status_code !== ErrorCode.OK) throw StoreError.fromCode(r.status_code, `get ${JSON.stringify(key)}`);
+    const replica = r.replica_list.find((x) => x.handles.length > 0);
+    if (!replica) throw StoreError.fromCode(ErrorCode.REPLICA_IS_NOT_READY, `get ${JSON.stringify(key)}`);
+    return replica.handles.reduce((n, h) => n + Number(h.size), 0);
+  } finally {
+    master.close();
   }
 }

@@ -10,7 +10,7 @@ import { write, type CliContext } from '../context.js';
 import { masterAddress, masterHttp, resolveMaster } from '../endpoints.js';
 import { getText } from '../http.js';
 import { jsonDoc } from '../output.js';
-import { connectMaster } from './data.js';
+import { connectMaster } from '../master-rpc.js';
 
 interface Check {
   ok: boolean;
@@ -37,7 +37,7 @@ export class Unhealthy extends CliError {
 
 export async function health(ctx: CliContext): Promise<void> {
   const g = ctx.inv.global;
-  const address = masterAddress(g, ctx.env);
+  const address = await masterAddress(g, ctx.env);
   const report: {
     healthy: boolean;
     master: string;
