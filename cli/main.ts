@@ -22,6 +22,8 @@ const RUN: Record<string, () => Promise<Command>> = {
 };
 
 function exit(code: number): never {
+  // STORE_CLI_VERBOSE=1: the peak memory of the run (tests check that a value is held once).
+  if (process.env.STORE_CLI_VERBOSE === '1') process.stderr.write(`store: peak RSS ${process.resourceUsage().maxRSS * 1024} bytes\n`);
   process.exit(code);
 }
 
