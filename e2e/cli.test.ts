@@ -225,6 +225,27 @@ describe('top', () => {
   });
 });
 
+describe('top on a terminal', () => {
+  it('redraws frames in place until q', async () => {
+    const cmd = [process.execPath, CLI, 'top', '--interval', '200ms'].map((a) => `'${a}'`).join(' ');
+    const p = spawn('script', ['-qec', cmd, '/dev/null'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    const exited = new Promise<number | null>((r) => p.once('exit', (code) => r(code)));
+    await new Promise<void>((resolve) => {
+      p.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        // the second frame has rates: from two scrapes
+        if (/rates over/.test(out)) resolve();
+      });
+    });
+    p.stdin.write('q');
+    expect(await exited).toBe(0);
+    expect(out).toContain('\x1b[H\x1b[2J'); // each frame clears the screen first
+    expect(out).toMatch(/rates +\(after the next scrape\)/); // the first frame
+    expect(out).toContain('(q to quit)');
+  });
+});
+
 describe('usage', () => {
   it('usage errors are exit 2 with one line', async () => {
     await fails(['frob'], 2, /^store: unknown command "frob"/);
