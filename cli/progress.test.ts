@@ -9,7 +9,7 @@ function sink(isTTY: boolean) {
 describe('progress', () => {
   it('renders phase, bar, percentage, bytes and rate', () => {
     expect(renderBar('reading', 512 * 1024 * 1024, 2 ** 30, 500, 10)).toBe('reading  [#####.....]  50%  512.00 MB / 1.00 GB  1.00 GB/s');
-    expect(renderBar('storing', 0, 0, 0, 4)).toBe('storing  [####] 100%  0 B / 0 B');
+    expect(renderBar('reading', 3 * 1024 * 1024, 0, 1000, 4)).toBe('reading  3.00 MB  3.00 MB/s'); // total unknown (stdin)
   });
 
   it('draws on a terminal, at most every 100 ms but always the end, and clears the line', () => {

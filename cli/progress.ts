@@ -8,13 +8,15 @@ import { formatSize } from '../common/size.js';
 export const PROGRESS_MIN_BYTES = 8 * 1024 * 1024;
 const REDRAW_MS = 100;
 
-/** One line: `reading  [#########.........]  45%  450.00 MB / 1.00 GB  1.20 GB/s`. */
+/** One line: `reading  [#########.........]  45%  450.00 MB / 1.00 GB  1.20 GB/s` (total 0: no bar). */
 export function renderBar(phase: string, done: number, total: number, elapsedMs: number, width = 30): string {
-  const frac = total > 0 ? Math.min(1, done / total) : 1;
+  const speed = elapsedMs > 0 && done > 0 ? `  ${formatSize(Math.round((done * 1000) / elapsedMs))}/s` : '';
+  // total 0: not known yet (stdin), bytes and rate only
+  if (total <= 0) return `${phase.padEnd(8)} ${formatSize(done)}${speed}`;
+  const frac = Math.min(1, done / total);
   const filled = Math.round(frac * width);
   const bar = '#'.repeat(filled) + '.'.repeat(width - filled);
   const pct = `${Math.floor(frac * 100)}%`.padStart(4);
-  const speed = elapsedMs > 0 ? `  ${formatSize(Math.round((done * 1000) / elapsedMs))}/s` : '';
   return `${phase.padEnd(8)} [${bar}] ${pct}  ${formatSize(done)} / ${formatSize(total)}${speed}`;
 }
 
@@ -37,18 +39,19 @@ export class Progress {
     return this.enabled && this.out.isTTY === true;
   }
 
-  /** Starts a phase ("reading", "storing", "fetching", "writing"): its bytes count from 0. */
+  /** Starts a phase ("reading", "storing", "fetching", "writing"): its bytes count from 0; total 0 = unknown. */
   start(phase: string, total: number): void {
     this.phase = phase;
     this.started = this.now();
     this.lastDraw = -Infinity;
-    this.update(0, total);
+    if (total > 0) this.update(0, total); // an unknown total shows once bytes come
   }
 
   update(done: number, total: number): void {
     if (!this.active) return;
     const t = this.now();
-    if (done < total && t - this.lastDraw < REDRAW_MS) return;
+    const end = total > 0 && done >= total; // always drawn
+    if (!end && t - this.lastDraw < REDRAW_MS) return;
     this.lastDraw = t;
     const line = renderBar(this.phase, done, total, t - this.started);
     const cols = this.out.columns || 100; // 0 on a terminal of unknown width

@@ -46,7 +46,7 @@ async function readAll(input: Readable, progress: Progress): Promise<Buffer[]> {
       chunks.push(b);
       total += b.length;
       if (total > MAX_VALUE_BYTES) throw new UsageError(`stdin holds more than ${MAX_VALUE_BYTES} bytes: a value is at most that (one Buffer)`);
-      progress.update(total, Math.max(total, 1));
+      if (total >= PROGRESS_MIN_BYTES) progress.update(total, 0); // size unknown until the end
     }
   } catch (e) {
     if (e instanceof CliError) throw e;
@@ -86,7 +86,7 @@ export async function put(ctx: CliContext): Promise<void> {
   const progress = new Progress(ctx.stderr, !inv.global.quiet);
   try {
     if (src === '-') {
-      progress.start('reading', 1);
+      progress.start('reading', 0);
       chunks = await readAll(ctx.stdin, progress);
       progress.done();
       size = chunks.reduce((n, c) => n + c.length, 0);
@@ -97,6 +97,7 @@ export async function put(ctx: CliContext): Promise<void> {
         const st = await fh.stat();
         if (!st.isFile()) {
           // a pipe or a device: read as a stream
+          progress.start('reading', 0);
           chunks = await readAll(fh.createReadStream({ autoClose: false }), progress);
           progress.done();
           size = chunks.reduce((n, c) => n + c.length, 0);
