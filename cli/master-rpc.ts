@@ -1,0 +1,14 @@
+// The `store` CLI's connection to the master's RPC port (the fast channel, client/master-client.ts)
+// for rm, health and get's size lookup: one connection, the CLI's timeout for connect and calls,
+// an unreachable master as exit 3.
+import { MasterClient } from '../client/master-client.js';
+import { UnreachableError } from './cli-errors.js';
+
+/** A MasterClient of `leader` (host:port); unreachable -> UnreachableError. */
+export async function connectMaster(leader: string, timeoutMs: number): Promise<MasterClient> {
+  try {
+    return await MasterClient.connect(leader, { requestTimeoutMs: timeoutMs, connectTimeoutMs: timeoutMs });
+  } catch (e) {
+    throw new UnreachableError(`cannot reach the master at ${leader}: ${(e as Error).message}`, { cause: e });
+  }
+}
