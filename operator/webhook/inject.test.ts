@@ -66,6 +66,7 @@ describe('webhook injection', () => {
       { name: 'STORE_CLUSTER', value: 'kvcache' },
       { name: 'STORE_MASTER_ADDRESS', value: 'kvcache-master.ml.svc:50051' },
       { name: 'STORE_METADATA_SERVER', value: 'P2PHANDSHAKE' },
+      { name: 'STORE_SERVICE_HTTP_ADDRESS', value: 'http://127.0.0.1:8080' },
       { name: 'MC_STORE_CLUSTER_ID', value: 'kvcache' },
     ]);
     expect(got.metadata!.annotations!['store.kvcache.io/injected']).toBe('store:2');

@@ -110,6 +110,8 @@ export function dummyClientEnv(s: InjectionSettings): V1EnvVar[] {
     { name: 'STORE_CLUSTER', value: s.cluster },
     { name: 'STORE_MASTER_ADDRESS', value: s.masterAddress },
     { name: 'STORE_METADATA_SERVER', value: s.metadataServer },
+    // the sidecar's REST mount API, where the `store` CLI's mount/unmount look for it
+    { name: 'STORE_SERVICE_HTTP_ADDRESS', value: `http://127.0.0.1:${s.httpPort}` },
     { name: 'MC_STORE_CLUSTER_ID', value: s.clusterId },
   ];
 }
