@@ -25,10 +25,16 @@ describe('store-operator CLI', () => {
     const objs = (yaml.loadAll(r.stdout) as any[]).map((o) => `${o.kind}/${o.metadata.name}`);
     expect(objs).toEqual([
       'ServiceAccount/kvcache-master', 'Role/kvcache-master', 'RoleBinding/kvcache-master', 'ConfigMap/kvcache-master-config', 'Service/kvcache-master',
-      'Service/kvcache-master-headless', 'Service/kvcache-master-metrics', 'PodDisruptionBudget/kvcache-master', 'StatefulSet/kvcache-master',
-      'ConfigMap/kvcache-hugepages-store-config', 'Service/kvcache-hugepages-store', 'StatefulSet/kvcache-hugepages-store',
+      'Service/kvcache-master-headless', 'Service/kvcache-master-metrics', 'PodDisruptionBudget/kvcache-master', 'StatefulSet/kvcache-master', 'NetworkPolicy/kvcache-master',
+      'ConfigMap/kvcache-hugepages-store-config', 'Service/kvcache-hugepages-store', 'StatefulSet/kvcache-hugepages-store', 'NetworkPolicy/kvcache-hugepages-store',
     ]);
     expect(r.stdout).toContain('image: my/store:9');
+    // the policies as the API server reads them: `from`, not the client library's `_from`
+    const policy = (yaml.loadAll(r.stdout) as any[]).find((o) => o.kind === 'NetworkPolicy' && o.metadata.name === 'kvcache-master');
+    expect(policy.spec.ingress[0].from).toEqual([
+      { podSelector: { matchLabels: { 'store.kvcache.io/cluster': 'kvcache' } } },
+      { namespaceSelector: {}, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'store-operator' } } },
+    ]);
   });
 
   it('inject prints the pod as the webhook would admit it', () => {
@@ -73,7 +79,7 @@ describe('store-operator CLI', () => {
     // the cluster as context only: the segment's objects, not the cluster's
     const ctx = cli('render', '-f', 'crds/examples/storesegment.yaml', '--cluster-file', 'crds/examples/storecluster.yaml');
     expect(ctx.status).toBe(0);
-    expect(kinds(ctx.stdout)).toEqual(['ConfigMap/kvcache-hugepages-store-config', 'Service/kvcache-hugepages-store', 'StatefulSet/kvcache-hugepages-store']);
+    expect(kinds(ctx.stdout)).toEqual(['ConfigMap/kvcache-hugepages-store-config', 'Service/kvcache-hugepages-store', 'StatefulSet/kvcache-hugepages-store', 'NetworkPolicy/kvcache-hugepages-store']);
     expect(cli('render', '-f', join(dir, 'empty-dir-does-not-exist'))).toMatchObject({ status: 2, stderr: expect.stringContaining('no such file') });
   });
 

@@ -37,6 +37,15 @@ export const SIDECAR_CONTAINER = 'store-sidecar';
 export const SHM_VOLUME = 'store-shm';
 export const SHM_MOUNT_PATH = '/store-shm';
 export const MASTER_CONFIG_PATH = '/etc/store/master.json';
+/**
+ * The transfer engine's port in the pods the operator renders and injects: one fixed port (the
+ * first of the engine range) declared on the pod, so NetworkPolicies can name it.
+ */
+export const TRANSFER_PORT = 12300;
+/** The label that makes a pod a member of a StoreCluster (masters, store pods, injected pods). */
+export const MEMBER_LABEL = `${GROUP}/cluster`;
+/** Labels of the operator's own pods (the chart's selector labels). */
+export const OPERATOR_POD_LABELS = { 'app.kubernetes.io/name': 'store-operator' } as const;
 
 /** Common labels of every object rendered for one StoreCluster. */
 export function clusterLabels(cluster: string, component: string): Record<string, string> {

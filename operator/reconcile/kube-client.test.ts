@@ -41,6 +41,16 @@ describe('KubeClient', () => {
     expect(Object.getPrototypeOf(got)).toBe(Object.prototype);
   });
 
+  it("writes a NetworkPolicy's rules whole: `from` is not lost to the library's model names (a policy would admit everyone)", async () => {
+    const rule = { from: [{ podSelector: { matchLabels: { member: 'yes' } } }], ports: [{ port: 50051, protocol: 'TCP' }] };
+    const policy = { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { name: 'np', namespace: NS }, spec: { podSelector: {}, policyTypes: ['Ingress'], ingress: [rule] } };
+    await api.create(policy);
+    const stored = (await fx.call('GET', `/apis/networking.k8s.io/v1/namespaces/${NS}/networkpolicies/np`)).body;
+    expect(stored.spec.ingress).toEqual([rule]);
+    await api.replace({ ...policy, metadata: { ...policy.metadata, resourceVersion: stored.metadata.resourceVersion } });
+    expect((await fx.call('GET', `/apis/networking.k8s.io/v1/namespaces/${NS}/networkpolicies/np`)).body.spec.ingress).toEqual([rule]);
+  });
+
   it('lists with a label selector and restores kind and apiVersion on the items', async () => {
     await api.create(configMap('sel-a', { pick: 'yes' }));
     await api.create(configMap('sel-b', { pick: 'no' }));

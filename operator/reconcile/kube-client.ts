@@ -15,6 +15,9 @@ import {
   type KubernetesObject,
   type ResponseContext,
 } from '@kubernetes/client-node';
+// Not re-exported by the package's index; the same modules KubernetesObjectApi serializes with.
+import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
+import { getSerializationType } from '@kubernetes/client-node/dist/util.js';
 import { GROUP, VERSION } from '../api/constants.js';
 
 /** apiVersion of each kind the operator touches (a Ref names only the kind). */
@@ -29,6 +32,7 @@ export const API_VERSIONS: Record<string, string> = {
   Role: 'rbac.authorization.k8s.io/v1',
   RoleBinding: 'rbac.authorization.k8s.io/v1',
   PodDisruptionBudget: 'policy/v1',
+  NetworkPolicy: 'networking.k8s.io/v1',
   Lease: 'coordination.k8s.io/v1',
   MutatingWebhookConfiguration: 'admissionregistration.k8s.io/v1',
   StoreCluster: `${GROUP}/${VERSION}`,
@@ -102,6 +106,18 @@ class JsonObjectApi extends KubernetesObjectApi {
   }
 }
 
+/**
+ * A built-in object in the library's model form. create/replace serialize the body through the
+ * library's models, which name a few JSON fields differently (a NetworkPolicy rule's `from` is
+ * `_from`) and drop what they do not know: plain JSON sent as is lost `from`, and a policy meant
+ * for members only admitted everyone. Reading the JSON into the model first makes the round trip
+ * exact. Custom resources have no model and go as they are.
+ */
+function asModel<T extends KubernetesObject>(obj: T): T {
+  if (obj.apiVersion?.startsWith(`${GROUP}/`)) return obj;
+  return ObjectSerializer.deserialize(obj, getSerializationType(obj.apiVersion, obj.kind)) as T;
+}
+
 /** Turns the library's ApiException (HTTP status, Status body) into a KubeApiError. */
 export function toKubeApiError(e: unknown, what: string): unknown {
   if (!(e instanceof ApiException)) return e;
@@ -163,11 +179,11 @@ export class KubeClient implements KubeApi {
   }
 
   create<T extends KubernetesObject>(obj: T): Promise<T> {
-    return this.call(`create ${obj.kind} ${obj.metadata?.name}`, () => this.objects.create(obj));
+    return this.call(`create ${obj.kind} ${obj.metadata?.name}`, () => this.objects.create(asModel(obj)));
   }
 
   replace<T extends KubernetesObject>(obj: T): Promise<T> {
-    return this.call(`replace ${obj.kind} ${obj.metadata?.name}`, () => this.objects.replace(obj));
+    return this.call(`replace ${obj.kind} ${obj.metadata?.name}`, () => this.objects.replace(asModel(obj)));
   }
 
   async mergePatch<T extends KubernetesObject>(ref: Ref, patch: unknown, subresource?: 'status'): Promise<T> {

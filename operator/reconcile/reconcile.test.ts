@@ -37,12 +37,12 @@ describe('reconcileCluster', () => {
     expect(api.writes).toEqual([
       'create ServiceAccount/ml/kv-master', 'create Role/ml/kv-master', 'create RoleBinding/ml/kv-master', 'create ConfigMap/ml/kv-master-config',
       'create Service/ml/kv-master', 'create Service/ml/kv-master-headless', 'create Service/ml/kv-master-metrics', 'create PodDisruptionBudget/ml/kv-master',
-      'create StatefulSet/ml/kv-master', 'patch/status StoreCluster/ml/kv',
+      'create StatefulSet/ml/kv-master', 'create NetworkPolicy/ml/kv-master', 'patch/status StoreCluster/ml/kv',
     ]);
     const uid = (await api.get({ kind: 'StoreCluster', namespace: 'ml', name: 'kv' }))!.metadata!.uid;
     expect((await api.get({ kind: 'StatefulSet', namespace: 'ml', name: 'kv-master' }))!.metadata!.ownerReferences![0]).toMatchObject({ kind: 'StoreCluster', uid, controller: true });
     expect(res.requeueAfterMs).toBe(5000); // masters not ready yet: an expected wait
-    expect(events.events.filter((e) => e.reason === 'Created')).toHaveLength(9);
+    expect(events.events.filter((e) => e.reason === 'Created')).toHaveLength(10);
     const st = (await api.get<any>({ kind: 'StoreCluster', namespace: 'ml', name: 'kv' }))!.status;
     expect(st).toMatchObject({ phase: 'Pending', readyMasters: 0, observedGeneration: 1, masterAddress: 'kv-master.ml.svc:50051' });
     expect(st.conditions.map((c: any) => `${c.type}=${c.status}`)).toEqual(['Ready=False', 'Progressing=True', 'Degraded=False']);

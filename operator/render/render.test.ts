@@ -19,11 +19,12 @@ function find<T>(objs: { kind?: string; metadata?: { name?: string } }[], kind: 
 }
 
 describe('renderCluster', () => {
-  it('renders the HA set: SA, Role, RoleBinding, ConfigMap, 3 Services, PDB, StatefulSet; nothing absent but the metadata Service', () => {
+  it('renders the HA set: SA, Role, RoleBinding, ConfigMap, 3 Services, PDB, StatefulSet, NetworkPolicy; nothing absent but the metadata Service', () => {
     const r = renderCluster(ha);
     expect(r.desired.map((o) => `${o.kind}/${o.metadata?.name}`)).toEqual([
       'ServiceAccount/kv-master', 'Role/kv-master', 'RoleBinding/kv-master', 'ConfigMap/kv-master-config',
       'Service/kv-master', 'Service/kv-master-headless', 'Service/kv-master-metrics', 'PodDisruptionBudget/kv-master', 'StatefulSet/kv-master',
+      'NetworkPolicy/kv-master',
     ]);
     expect(r.absent).toEqual([{ apiVersion: 'v1', kind: 'Service', namespace: 'ml', name: 'kv-master-metadata' }]);
   });
@@ -110,6 +111,24 @@ describe('renderCluster', () => {
   });
 });
 
+describe('NetworkPolicies', () => {
+  const members = [
+    { podSelector: { matchLabels: { 'store.kvcache.io/cluster': 'kv' } } },
+    { namespaceSelector: {}, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'store-operator' } } },
+  ];
+  it("admit only the cluster's members and the operator: to the masters' ports, and to a store pod's HTTP and transfer ports", () => {
+    const master = find<any>(renderCluster(single).desired, 'NetworkPolicy', 'kv-master');
+    expect(master.spec).toEqual({
+      podSelector: { matchLabels: { 'store.kvcache.io/cluster': 'kv', 'store.kvcache.io/role': 'master' } },
+      policyTypes: ['Ingress'],
+      ingress: [{ from: members, ports: [{ port: 50051, protocol: 'TCP' }, { port: 9003, protocol: 'TCP' }, { port: 8080, protocol: 'TCP' }] }],
+    });
+    const store = find<any>(renderSegment(segment({}), single).desired, 'NetworkPolicy', 'pool-store');
+    expect(store.spec.podSelector).toEqual({ matchLabels: { 'store.kvcache.io/segment': 'pool', 'store.kvcache.io/role': 'store' } });
+    expect(store.spec.ingress).toEqual([{ from: members, ports: [{ port: 8080, protocol: 'TCP' }, { port: 12300, protocol: 'TCP' }] }]);
+  });
+});
+
 describe('renderSegment', () => {
   const sts = (s: ReturnType<typeof segment>, c = single) => find<V1StatefulSet>(renderSegment(s, c).desired, 'StatefulSet', 'pool-store');
 
@@ -124,7 +143,9 @@ describe('renderSegment', () => {
       device_name: '',
     });
     const c = sts(segment({ replicas: 4 })).spec!.template.spec!.containers[0];
-    expect(c.args).toEqual(['--config=/etc/store/store.json', '--host=0.0.0.0', '--port=8080', '--local_hostname=$(POD_IP)']);
+    expect(c.args).toEqual(['--config=/etc/store/store.json', '--host=0.0.0.0', '--port=8080', '--local_hostname=$(POD_IP):12300']);
+    // the transfer engine on one declared port, so NetworkPolicies can name it
+    expect(c.ports).toContainEqual({ name: 'transfer', containerPort: 12300, protocol: 'TCP' });
     expect(sts(segment({ replicas: 4 })).spec?.replicas).toBe(4);
     expect(c.readinessProbe?.httpGet?.path).toBe('/health');
   });

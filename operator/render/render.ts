@@ -9,6 +9,7 @@ import { renderMasterServices } from './master-services.js';
 import { renderMasterStatefulSet } from './master-statefulset.js';
 import { masterMetadataService, masterName } from './names.js';
 import { renderSegmentConfigMap, renderSegmentService, renderSegmentStatefulSet } from './segment-statefulset.js';
+import { renderMasterNetworkPolicy, renderSegmentNetworkPolicy } from './network-policies.js';
 
 export interface ObjectRef {
   apiVersion: string;
@@ -40,10 +41,10 @@ export function renderCluster(sc: DefaultedStoreCluster): Rendered {
   const pdb = renderMasterPdb(sc);
   if (pdb) desired.push(pdb);
   else absent.push({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', namespace: ns, name: masterName(name) });
-  desired.push(renderMasterStatefulSet(sc));
+  desired.push(renderMasterStatefulSet(sc), renderMasterNetworkPolicy(sc));
   return { desired, absent };
 }
 
 export function renderSegment(ss: DefaultedStoreSegment, sc: DefaultedStoreCluster): Rendered {
-  return { desired: [renderSegmentConfigMap(ss, sc), renderSegmentService(ss), renderSegmentStatefulSet(ss, sc)], absent: [] };
+  return { desired: [renderSegmentConfigMap(ss, sc), renderSegmentService(ss), renderSegmentStatefulSet(ss, sc), renderSegmentNetworkPolicy(ss)], absent: [] };
 }

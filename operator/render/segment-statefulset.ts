@@ -5,7 +5,7 @@
 // pool loses at most one segment at once during an update.
 import type { V1ConfigMap, V1Container, V1EnvVar, V1ResourceRequirements, V1Service, V1StatefulSet, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import type { DefaultedStoreCluster, DefaultedStoreSegment } from '../api/defaults.js';
-import { Annotations, Labels, clusterLabels } from '../api/constants.js';
+import { Annotations, Labels, TRANSFER_PORT, clusterLabels } from '../api/constants.js';
 import { formatQuantity, parseQuantity } from '../api/quantity.js';
 import { containerResources, objectMeta } from './meta.js';
 import { masterAddress, metadataServer, segmentConfigMap, segmentName } from './names.js';
@@ -118,14 +118,17 @@ export function renderSegmentStatefulSet(ss: DefaultedStoreSegment, sc: Defaulte
     image: ss.spec.image ?? sc.spec.image,
     imagePullPolicy: sc.spec.imagePullPolicy,
     command: ['store_service'],
-    args: [`--config=${STORE_CONFIG_PATH}`, '--host=0.0.0.0', `--port=${ss.spec.httpPort}`, '--local_hostname=$(POD_IP)'],
+    args: [`--config=${STORE_CONFIG_PATH}`, '--host=0.0.0.0', `--port=${ss.spec.httpPort}`, `--local_hostname=$(POD_IP):${TRANSFER_PORT}`],
     env: [
       { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
       { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
       { name: 'MC_STORE_CLUSTER_ID', value: sc.spec.clusterId },
       ...layout.env,
     ],
-    ports: [{ name: 'http', containerPort: ss.spec.httpPort, protocol: 'TCP' }],
+    ports: [
+      { name: 'http', containerPort: ss.spec.httpPort, protocol: 'TCP' },
+      { name: 'transfer', containerPort: TRANSFER_PORT, protocol: 'TCP' },
+    ],
     // pre-faulting a large segment takes seconds per GiB: liveness starts once this succeeds
     startupProbe: segmentStartupProbe(parseQuantity(ss.spec.size), '/health', 'http'),
     readinessProbe: { httpGet: { path: '/health', port: 'http' }, periodSeconds: 5 },

@@ -46,7 +46,7 @@ describe('webhook injection', () => {
     expect(got.spec!.initContainers![0].name).toBe('fetch-model');
     expect(sidecar).toMatchObject({ name: 'store-sidecar', image: 'store:2', restartPolicy: 'Always', command: ['store_service'] });
     expect(sidecar.args).toEqual([
-      '--host=0.0.0.0', '--port=8080', '--rpc_port=50052', '--local_hostname=$(POD_IP)', '--metadata_server=P2PHANDSHAKE',
+      '--host=0.0.0.0', '--port=8080', '--rpc_port=50052', '--local_hostname=$(POD_IP):12300', '--metadata_server=P2PHANDSHAKE',
       '--master_server=kvcache-master.ml.svc:50051', `--global_segment_size=${8 * 2 ** 30}`, '--protocol=tcp',
     ]);
     expect(sidecar.startupProbe?.httpGet).toEqual({ path: '/health', port: 'store-http' });
@@ -70,9 +70,11 @@ describe('webhook injection', () => {
       { name: 'MC_STORE_CLUSTER_ID', value: 'kvcache' },
     ]);
     expect(got.metadata!.annotations!['store.kvcache.io/injected']).toBe('store:2');
+    // the member label admits the pod through the cluster's NetworkPolicies; the pod's own labels stay
+    expect(got.metadata!.labels).toEqual({ app: 'llm', 'store.kvcache.io/cluster': 'kvcache' });
     // Nothing else changed.
-    expect({ ...got, spec: { ...got.spec, initContainers: undefined, containers: undefined, volumes: undefined }, metadata: { ...got.metadata, annotations: undefined } })
-      .toEqual({ ...pod, spec: { ...pod.spec, initContainers: undefined, containers: undefined, volumes: undefined }, metadata: { ...pod.metadata, annotations: undefined } });
+    expect({ ...got, spec: { ...got.spec, initContainers: undefined, containers: undefined, volumes: undefined }, metadata: { ...got.metadata, annotations: undefined, labels: undefined } })
+      .toEqual({ ...pod, spec: { ...pod.spec, initContainers: undefined, containers: undefined, volumes: undefined }, metadata: { ...pod.metadata, annotations: undefined, labels: undefined } });
     // The patch is exactly the before/after difference of the pure injection.
     expect(got).toEqual(injectSidecar(pod, injectionSettings(cluster)));
   });

@@ -4,7 +4,7 @@
 // the engine for the dummy client's region, and the env the dummy client reads. Idempotent.
 import type { V1Container, V1EnvVar, V1Pod } from '@kubernetes/client-node';
 import type { DefaultedStoreCluster } from '../api/defaults.js';
-import { Annotations, SHM_MOUNT_PATH, SHM_VOLUME, SIDECAR_CONTAINER } from '../api/constants.js';
+import { Annotations, MEMBER_LABEL, SHM_MOUNT_PATH, SHM_VOLUME, SIDECAR_CONTAINER, TRANSFER_PORT } from '../api/constants.js';
 import { formatQuantity, parseQuantity } from '../api/quantity.js';
 import { containerResources } from '../render/meta.js';
 import { masterAddress, metadataServer } from '../render/names.js';
@@ -130,7 +130,7 @@ function sidecarContainer(s: InjectionSettings): V1Container {
       '--host=0.0.0.0',
       `--port=${s.httpPort}`,
       `--rpc_port=${s.rpcPort}`,
-      '--local_hostname=$(POD_IP)',
+      `--local_hostname=$(POD_IP):${TRANSFER_PORT}`,
       `--metadata_server=${s.metadataServer}`,
       `--master_server=${s.masterAddress}`,
       `--global_segment_size=${s.globalSegmentSize}`,
@@ -141,7 +141,10 @@ function sidecarContainer(s: InjectionSettings): V1Container {
       { name: 'MC_STORE_CLUSTER_ID', value: s.clusterId },
       { name: 'STORE_SHM_DIR', value: SHM_MOUNT_PATH },
     ],
-    ports: [{ name: 'store-http', containerPort: s.httpPort, protocol: 'TCP' }],
+    ports: [
+      { name: 'store-http', containerPort: s.httpPort, protocol: 'TCP' },
+      { name: 'store-transfer', containerPort: TRANSFER_PORT, protocol: 'TCP' },
+    ],
     // The app containers start only once this succeeds (native sidecar semantics).
     startupProbe: segmentStartupProbe(s.globalSegmentSize, probe.httpGet.path, probe.httpGet.port),
     readinessProbe: { ...probe, periodSeconds: 5 },
@@ -187,6 +190,7 @@ export function injectSidecar(pod: V1Pod, s: InjectionSettings): V1Pod {
   for (const [what, port] of [['HTTP', s.httpPort], ['RPC', s.rpcPort]] as const) {
     if (usedPorts.has(port)) errors.push(`the sidecar's ${what} port ${port} is already a containerPort of the pod; set spec.sidecar.${what === 'HTTP' ? 'httpPort' : 'rpcPort'} of the StoreCluster`);
   }
+  if (usedPorts.has(TRANSFER_PORT)) errors.push(`the sidecar's transfer engine port ${TRANSFER_PORT} is already a containerPort of the pod`);
   if (s.localBufferSize <= 0) errors.push(`${Annotations.localBufferSize}: the dummy client needs a shared region larger than 0`);
   if (errors.length) throw new InjectionError(errors);
 
@@ -201,6 +205,11 @@ export function injectSidecar(pod: V1Pod, s: InjectionSettings): V1Pod {
       volumeMounts: [...(c.volumeMounts ?? []), { name: SHM_VOLUME, mountPath: SHM_MOUNT_PATH }],
     };
   });
-  out.metadata = { ...out.metadata, annotations: { ...(out.metadata?.annotations ?? {}), [Annotations.injected]: s.image } };
+  // The member label lets the cluster's NetworkPolicies admit this pod to the masters and stores.
+  out.metadata = {
+    ...out.metadata,
+    labels: { ...(out.metadata?.labels ?? {}), [MEMBER_LABEL]: s.cluster },
+    annotations: { ...(out.metadata?.annotations ?? {}), [Annotations.injected]: s.image },
+  };
   return out;
 }
