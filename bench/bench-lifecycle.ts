@@ -41,7 +41,7 @@ export class BenchLifecycle {
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       while (this.parts.length > 0) {
-        const p = this.parts[this.parts.length - 1]!;
+        const p = this.parts[this.parts.length - 1];
         try {
           await p.stop();
         } catch (e) {

@@ -17,7 +17,7 @@ const own = dash < 0 ? process.argv.slice(2) : process.argv.slice(2, dash);
 const masterFlags = dash < 0 ? [] : process.argv.slice(dash + 1);
 function arg(name: string, fallback: string): string {
   const i = own.indexOf(`--${name}`);
-  return i >= 0 && i + 1 < own.length ? own[i + 1]! : fallback;
+  return i >= 0 && i + 1 < own.length ? own[i + 1] : fallback;
 }
 const CONNECTIONS = Number(arg('connections', '64'));
 const SECONDS = Number(arg('seconds', '8'));
@@ -29,10 +29,10 @@ async function main(): Promise<void> {
   const proc = spawn(process.execPath, [MAIN, '--rpc_address=127.0.0.1', '--rpc_port=0', '--metrics_port=0', '--enable_metric_reporting=false', ...masterFlags], { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   const rpc = await new Promise<string>((resolve, reject) => {
-    proc.stderr!.on('data', (d: Buffer) => {
+    proc.stderr.on('data', (d: Buffer) => {
       err += d.toString();
       const m = /listening: rpc=(\S+)/.exec(err);
-      if (m) resolve(m[1]!);
+      if (m) resolve(m[1]);
     });
     proc.once('exit', (code) => reject(new Error(`master exited with ${code}: ${err}`)));
   });

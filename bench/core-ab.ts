@@ -18,7 +18,7 @@ interface CoreModule {
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && i + 1 < process.argv.length ? process.argv[i + 1]! : fallback;
+  return i >= 0 && i + 1 < process.argv.length ? process.argv[i + 1] : fallback;
 }
 
 const [distA, distB] = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && !all[i - 1]?.startsWith('--'));
@@ -52,11 +52,11 @@ async function main(): Promise<void> {
   // flat one-byte strings, as the decoder makes them
   const keys = Array.from({ length: KEYS }, (_, i) => Buffer.from(`bench/model-7b/layer-${i % 80}/block-${i}`).toString('latin1'));
   const rates: [number, number][][] = [[], []];
-  for (let r = 0; r < ROUNDS; r++) for (const b of r % 2 ? [1, 0] : [0, 1]) rates[b]!.push(run(builds[b]![1], keys));
-  const median = (a: number[]): number => [...a].sort((x, y) => x - y)[a.length >> 1]!;
+  for (let r = 0; r < ROUNDS; r++) for (const b of r % 2 ? [1, 0] : [0, 1]) rates[b].push(run(builds[b][1], keys));
+  const median = (a: number[]): number => [...a].sort((x, y) => x - y)[a.length >> 1];
   builds.forEach(([dist], b) => {
-    const put = rates[b]!.map((x) => x[0]);
-    const get = rates[b]!.map((x) => x[1]);
+    const put = rates[b].map((x) => x[0]);
+    const get = rates[b].map((x) => x[1]);
     console.log(`${dist}: put pair median ${Math.round(median(put)).toLocaleString('en-US')} pairs/s (best ${Math.round(Math.max(...put)).toLocaleString('en-US')}); GetReplicaList median ${Math.round(median(get)).toLocaleString('en-US')}/s (best ${Math.round(Math.max(...get)).toLocaleString('en-US')})`);
   });
 }

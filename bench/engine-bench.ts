@@ -258,7 +258,7 @@ async function inlineCpu(peer: PeerInfo, local: MemoryRegion, memEngine: Transfe
 async function main(): Promise<void> {
   const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--peer'], { stdio: ['pipe', 'pipe', 'inherit'] });
   const peer = await new Promise<PeerInfo>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', (l) => resolve(JSON.parse(l) as PeerInfo));
+    createInterface({ input: child.stdout }).once('line', (l) => resolve(JSON.parse(l) as PeerInfo));
     child.once('exit', (code) => reject(new Error(`bench peer exited with ${code}`)));
   });
   const local = mapMemory({ size: REGION });
@@ -326,7 +326,7 @@ async function main(): Promise<void> {
   if (SECTIONS.has('inline')) await inlineCpu(peer, local, memEngine, memEp, dst.address);
   memEngine.close();
   engine.close();
-  child.stdin!.end();
+  child.stdin.end();
   local.release();
   dst.release();
 }

@@ -8,7 +8,7 @@ import * as grpc from '@grpc/grpc-js';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && i + 1 < process.argv.length ? process.argv[i + 1]! : fallback;
+  return i >= 0 && i + 1 < process.argv.length ? process.argv[i + 1] : fallback;
 }
 const MAIN = arg('main', fileURLToPath(new URL('../master/main.js', import.meta.url)));
 const PHASE_MS = 3000;
@@ -17,10 +17,10 @@ async function main(): Promise<void> {
   const proc = spawn(process.execPath, [MAIN, '--rpc_address=127.0.0.1', '--rpc_port=0', '--metrics_port=0', '--enable_metric_reporting=false'], { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   const rpc = await new Promise<string>((resolve, reject) => {
-    proc.stderr!.on('data', (d: Buffer) => {
+    proc.stderr.on('data', (d: Buffer) => {
       err += d.toString();
       const m = /listening: rpc=(\S+)/.exec(err);
-      if (m) resolve(m[1]!);
+      if (m) resolve(m[1]);
     });
     proc.once('exit', (code) => reject(new Error(`master exited with ${code}: ${err}`)));
   });

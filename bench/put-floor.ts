@@ -42,7 +42,7 @@ function readVarint(buf: Buffer, at: number): number {
   let v = 0;
   let scale = 1;
   for (;;) {
-    const b = buf[at++]!;
+    const b = buf[at++];
     v += (b & 0x7f) * scale;
     if (b < 0x80) {
       pos = at;
@@ -60,7 +60,7 @@ function writeAscii(buf: Buffer, at: number, s: string): number {
 /** A 32-bit hash of n key bytes at buf[at..] (multiply-xorshift per byte, as the real table's); odd. */
 function bytesHash(buf: Buffer, at: number, n: number): number {
   let h = SEED ^ n;
-  for (let i = 0; i < n; i++) h = Math.imul(h ^ buf[at + i]!, 0x9e3779b1);
+  for (let i = 0; i < n; i++) h = Math.imul(h ^ buf[at + i], 0x9e3779b1);
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;
@@ -106,9 +106,9 @@ class FloorMaster {
   private find(buf: Buffer, at: number, n: number, h: number): number {
     const mask = this.hashes.length - 1;
     for (let i = Math.imul(h, 0x9e3779b1) >>> (32 - this.bits); ; i = (i + 1) & mask) {
-      const w = this.hashes[i]!;
+      const w = this.hashes[i];
       if (w === 0) return -i - 1;
-      if (w === h && this.sameKey(this.records[i]!, buf, at, n)) return this.records[i]!;
+      if (w === h && this.sameKey(this.records[i], buf, at, n)) return this.records[i];
     }
   }
 
@@ -117,7 +117,7 @@ class FloorMaster {
     let p = 0;
     let o = 0;
     while (p < req.length) {
-      const len = req[p++]!;
+      const len = req[p++];
       const h = bytesHash(req, p, len);
       const at = this.find(req, p, len, h);
       if (at >= 0) throw new Error(`key at byte ${p} exists`);
@@ -144,7 +144,7 @@ class FloorMaster {
       out[o++] = 0x10;
       o = writeVarint(out, o, size);
       out[o++] = 0x18;
-      o = writeVarint(out, o, this.address[r]!);
+      o = writeVarint(out, o, this.address[r]);
       out[o++] = 0x20;
       out[o++] = 1;
       out[handleLenAt] = o - handleStart;
@@ -159,7 +159,7 @@ class FloorMaster {
   putEnd(req: Buffer): void {
     let p = 0;
     while (p < req.length) {
-      const len = req[p++]!;
+      const len = req[p++];
       const r = this.find(req, p, len, bytesHash(req, p, len));
       if (r < 0) throw new Error(`key at byte ${p} missing`);
       this.status[r] = 2;
@@ -202,13 +202,13 @@ class FloorClient {
   readReply(reply: Buffer, end: number, into: Placement[]): void {
     let p = 0;
     while (p < end) {
-      const resultEnd = p + 2 + reply[p + 1]!;
+      const resultEnd = p + 2 + reply[p + 1];
       p += 4; // result tag and length, handle tag and length
-      const nameLen = reply[p + 1]!;
+      const nameLen = reply[p + 1];
       // the same segment every time: compare the bytes, keep one string
       if (!sameAscii(reply, p + 2, nameLen, this.segmentName)) this.segmentName = asciiString(reply, p + 2, nameLen);
       p += 2 + nameLen;
-      p += 2 + reply[p + 1]!; // te_endpoint
+      p += 2 + reply[p + 1]; // te_endpoint
       const size = readVarint(reply, p + 1);
       const address = readVarint(reply, pos + 1);
       into.push({ segment: this.segmentName, address, size });
@@ -243,23 +243,23 @@ function round(): { master: number; client: number } {
   const scratch = Buffer.alloc(64 * 1024);
   let clientNs = cpuNs(() => {
     for (let b = 0; b < batches; b++) {
-      startReqs.push(Buffer.from(scratch.subarray(0, client.encodeStart(keys[b]!, scratch))));
-      endReqs.push(Buffer.from(scratch.subarray(0, client.encodeEnd(keys[b]!, scratch))));
+      startReqs.push(Buffer.from(scratch.subarray(0, client.encodeStart(keys[b], scratch))));
+      endReqs.push(Buffer.from(scratch.subarray(0, client.encodeEnd(keys[b], scratch))));
     }
   });
   const masterNs = cpuNs(() => {
     for (let b = 0; b < batches; b++) {
       const out = Buffer.allocUnsafe(BATCH * 64);
-      replyEnds.push(master.putStart(startReqs[b]!, out, b));
+      replyEnds.push(master.putStart(startReqs[b], out, b));
       replies.push(out);
-      master.putEnd(endReqs[b]!);
+      master.putEnd(endReqs[b]);
     }
   });
   clientNs += cpuNs(() => {
     for (let b = 0; b < batches; b++) {
       const placements: Placement[] = [];
-      client.readReply(replies[b]!, replyEnds[b]!, placements);
-      if (placements.length !== BATCH || placements[BATCH - 1]!.size !== VALUE) throw new Error('bad reply');
+      client.readReply(replies[b], replyEnds[b], placements);
+      if (placements.length !== BATCH || placements[BATCH - 1].size !== VALUE) throw new Error('bad reply');
     }
   });
   const n = batches * BATCH;

@@ -31,7 +31,7 @@ async function main(): Promise<void> {
     await c.removeAll();
     await measure(OBJECTS, SIZE, 16, 1, (i) => c.put(`obj-${i}`, value, { replica_num: 2 }));
 
-    const dead = cluster.services[0]!;
+    const dead = cluster.services[0];
     dead.proc.kill('SIGKILL');
     await cluster.master.waitFor(/objects lost a replica/);
     const start = performance.now();
@@ -42,7 +42,7 @@ async function main(): Promise<void> {
     const copied = Number(/(\d+) copied/.exec(summary)![1]);
     const rate = (copied * SIZE) / seconds / 1e9;
 
-    console.log(`re-replication: ${OBJECTS} objects of ${SIZE / MiB} MiB, replica_num 2, 3 store services, one killed (load ${loadavg()[0]!.toFixed(1)})`);
+    console.log(`re-replication: ${OBJECTS} objects of ${SIZE / MiB} MiB, replica_num 2, 3 store services, one killed (load ${loadavg()[0].toFixed(1)})`);
     console.log(`  objects that lost a replica: ${lost}; copied: ${copied} in ${seconds.toFixed(2)} s (from the master's notice to the last report; sweeps every 200 ms)`);
     console.log(`  copy rate:             ${rate.toFixed(2)} GB/s`);
     console.log(`  peer, put replica_num 1 x16: ${peer.gbps.toFixed(2)} GB/s`);

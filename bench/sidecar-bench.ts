@@ -102,7 +102,7 @@ async function runPython(socket: string, segment: string, placement: string, out
   const script = join(process.cwd(), 'clients/python/bench/bench_dummy.py');
   if (!existsSync(python) || !existsSync(script)) return false;
   const child = spawn(python, [script, '--socket', socket, '--preferred-segment', segment, '--bytes-per-row', String(BYTES_PER_ROW)], { stdio: ['ignore', 'pipe', 'inherit'] });
-  for await (const line of createInterface({ input: child.stdout! })) {
+  for await (const line of createInterface({ input: child.stdout })) {
     let j: { case?: string; ops_per_s?: number; gb_per_s?: number; p50_us?: number; p99_us?: number };
     try {
       j = JSON.parse(line);

@@ -113,11 +113,11 @@ async function main(life: BenchLifecycle): Promise<void> {
   const pumpPeer = spawn(process.execPath, [fileURLToPath(import.meta.url), '--pump-peer'], { stdio: ['pipe', 'pipe', 'inherit'] });
   const pumpExited = once(pumpPeer, 'exit');
   life.own('pump peer', async () => {
-    pumpPeer.stdin!.end(); // it exits when its stdin ends
+    pumpPeer.stdin.end(); // it exits when its stdin ends
     if (pumpPeer.exitCode === null && pumpPeer.signalCode === null) await pumpExited;
   }, () => pumpPeer.kill('SIGKILL'));
   const pumpPort = await new Promise<number>((resolve, reject) => {
-    createInterface({ input: pumpPeer.stdout! }).once('line', (l) => resolve(Number(l)));
+    createInterface({ input: pumpPeer.stdout }).once('line', (l) => resolve(Number(l)));
     pumpPeer.once('exit', (c) => reject(new Error(`pump peer exited (${c})`)));
   });
   let redis: ChildProcess | undefined;
@@ -231,7 +231,7 @@ async function main(life: BenchLifecycle): Promise<void> {
     // with two pairs set up in opposite orders, in rounds whose order alternates; the cost is the
     // median of the per-round ratios over both pairs (docs/integrity.md).
     const checksumRows: { size: number; op: string; on: number; off: number; cost: number }[] = [];
-    const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+    const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
     const setupPair = async (onFirst: boolean) => {
       const mk = (checksums: boolean) => Client.setup(cluster.clientConfig({ local_buffer_size: 160 * MiB }), { bufferPool: { acquireTimeoutMs: 60_000 }, checksums });
       const first = await mk(onFirst);
@@ -244,7 +244,7 @@ async function main(life: BenchLifecycle): Promise<void> {
       const n = Math.min(opsFor(size), 250);
       const gbps = { put: { on: [] as number[], off: [] as number[] }, get: { on: [] as number[], off: [] as number[] } };
       for (let round = 0; round < 6; round++) {
-        const pair = pairs[round % 2]!;
+        const pair = pairs[round % 2];
         const order = (round >> 1) % 2 === 0 ? (['on', 'off'] as const) : (['off', 'on'] as const);
         for (const mode of order) {
           const c = pair[mode];
@@ -257,7 +257,7 @@ async function main(life: BenchLifecycle): Promise<void> {
       }
       for (const op of ['put', 'get'] as const) {
         const { on, off } = gbps[op];
-        checksumRows.push({ size, op, on: median(on), off: median(off), cost: median(on.map((x, i) => 1 - x / off[i]!)) });
+        checksumRows.push({ size, op, on: median(on), off: median(off), cost: median(on.map((x, i) => 1 - x / off[i])) });
       }
     }
     for (const p of pairs) {

@@ -111,7 +111,7 @@ export function errorLabel(e: unknown): string {
 export function bucketIndex(seconds: number): number {
   const b = LATENCY_BUCKETS_S;
   let i = 0;
-  while (i < b.length && seconds > b[i]!) i++;
+  while (i < b.length && seconds > b[i]) i++;
   return i;
 }
 
@@ -135,7 +135,7 @@ class OpLatencyHistogram {
       if (s.calls === 0) continue;
       let acc = 0;
       LATENCY_BUCKETS_S.forEach((le, i) => {
-        acc += s.buckets[i]!;
+        acc += s.buckets[i];
         values.push({ labels: { op, le }, value: acc, metricName: `${this.name}_bucket` });
       });
       values.push({ labels: { op, le: '+Inf' }, value: s.calls, metricName: `${this.name}_bucket` });
@@ -203,7 +203,7 @@ export class ClientMetrics {
           this.reset();
           TRANSPORTS.forEach((transport, t) => {
             (['read', 'write'] as const).forEach((direction, d) => {
-              const v = arr[t * 2 + d]!;
+              const v = arr[t * 2 + d];
               if (v > 0) this.inc({ transport, direction }, v);
             });
           });
@@ -252,8 +252,8 @@ export class ClientMetrics {
   /** One piece of `bytes` moved by `kind` (TransferMeter). */
   transfer(kind: TransportKind, dir: Direction, bytes: number): void {
     const i = (kind === 'memcpy' ? 0 : kind === 'inline' ? 2 : 4) + (dir === 'read' ? 0 : 1);
-    this.tBytes[i]! += bytes;
-    this.tPieces[i]!++;
+    this.tBytes[i] += bytes;
+    this.tPieces[i]++;
   }
 
   /**
@@ -326,8 +326,8 @@ export class ClientMetrics {
     }
     const moved: string[] = [];
     TRANSPORTS.forEach((t, k) => {
-      const r = this.tBytes[k * 2]! - this.lastTransfer[k * 2]!;
-      const w = this.tBytes[k * 2 + 1]! - this.lastTransfer[k * 2 + 1]!;
+      const r = this.tBytes[k * 2] - this.lastTransfer[k * 2];
+      const w = this.tBytes[k * 2 + 1] - this.lastTransfer[k * 2 + 1];
       if (r > 0 || w > 0) moved.push(`${t} read ${formatBytes(r)} write ${formatBytes(w)}`);
     });
     this.last = next;
@@ -340,7 +340,7 @@ export class ClientMetrics {
   private latency(s: OpStats, startMs: number): void {
     const secs = (this.now() - startMs) / 1000;
     s.latencySum += secs;
-    s.buckets[bucketIndex(secs)]!++;
+    s.buckets[bucketIndex(secs)]++;
   }
 
   private countError(s: OpStats, code: string): void {

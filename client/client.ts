@@ -121,7 +121,7 @@ function backoff(ms: number, signal: AbortSignal | undefined): Promise<void> {
 /** The error an aborted setup rejects with. */
 function setupAborted(signal: AbortSignal, phase: string): UnavailableError {
   const r: unknown = signal.reason;
-  const why = r instanceof Error ? r.message : r === undefined ? 'aborted' : String(r as string);
+  const why = r instanceof Error ? r.message : r === undefined ? 'aborted' : typeof r === 'string' ? r : JSON.stringify(r);
   return new UnavailableError(`setup aborted ${phase} (${why}); nothing is left mounted`, { cause: r });
 }
 

@@ -275,11 +275,11 @@ describe('data path', () => {
     expect(r.map((x) => x.error?.name)).toEqual([undefined, undefined, undefined]);
     expect(master.revoked.sort()).toEqual(['k1', 'k2']);
     expect(master.ended.sort()).toEqual(['k0', 'k1', 'k2']);
-    for (const k of ['k0', 'k1', 'k2']) expect(master.objects.get(k)!.replicas[0]!.handles[0]!.te_endpoint).toBe('a:1');
+    for (const k of ['k0', 'k1', 'k2']) expect(master.objects.get(k)!.replicas[0].handles[0].te_endpoint).toBe('a:1');
     // nowhere left to go: the error, once both attempts failed
     engine.dead.add('a:1');
     const bad = await path.putBatch([{ key: 'k3', value: Buffer.from('k3') }]);
-    expect(bad[0]!.error).toBeInstanceOf(TransferError);
+    expect(bad[0].error).toBeInstanceOf(TransferError);
     expect(master.revoked.filter((k) => k === 'k3')).toHaveLength(2);
   });
 
@@ -526,9 +526,9 @@ describe('inline reads (an engine that finishes small same-host reads synchronou
         { key: 'fine', value: Buffer.from('v') },
         { key, value: Buffer.from('v') },
       ]);
-      expect(ok!.error).toBeUndefined();
-      expect(bad!.error).toBeInstanceOf(InvalidParamsError);
-      expect((bad!.error as InvalidParamsError).code).toBe(ErrorCode.INVALID_KEY);
+      expect(ok.error).toBeUndefined();
+      expect(bad.error).toBeInstanceOf(InvalidParamsError);
+      expect((bad.error as InvalidParamsError).code).toBe(ErrorCode.INVALID_KEY);
       await path.get('fine');
       master.objects.delete('fine');
     }
@@ -544,7 +544,7 @@ describe('writes that meet an unreachable segment', () => {
     await path.put('k', value, { replica_num: 2 }); // first a+b (b dead), then c+a
     expect(master.revoked).toEqual(['k']);
     expect([...master.avoided]).toEqual(['b:1']);
-    expect(master.objects.get('k')!.replicas.map((r) => r.handles[0]!.te_endpoint).sort()).toEqual(['a:1', 'c:1']);
+    expect(master.objects.get('k')!.replicas.map((r) => r.handles[0].te_endpoint).sort()).toEqual(['a:1', 'c:1']);
     expect((await path.get('k')).equals(value)).toBe(true);
     // every store dead: one retry, then the error
     engine.dead.add('a:1');
@@ -589,24 +589,24 @@ describe('checksums', () => {
     const { path, engine, master } = setup({ checksums: true, mismatches });
     const value = randomBytes(5000);
     await path.put('k', value, { replica_num: 2 });
-    const [first, second] = master.objects.get('k')!.replicas.map((r) => r.handles[0]!);
-    engine.segments.get(first!.te_endpoint)![Number(first!.buffer) + 7] ^= 0xff; // one bit flipped in the first replica
+    const [first, second] = master.objects.get('k')!.replicas.map((r) => r.handles[0]);
+    engine.segments.get(first.te_endpoint)![Number(first.buffer) + 7] ^= 0xff; // one bit flipped in the first replica
     expect((await path.get('k')).equals(value)).toBe(true);
-    expect(mismatches).toEqual([`k@${first!.segment_name}`]);
+    expect(mismatches).toEqual([`k@${first.segment_name}`]);
     const target = Buffer.alloc(5000);
     expect(await path.getInto('k', target)).toBe(5000);
     expect(target.equals(value)).toBe(true);
-    engine.segments.get(second!.te_endpoint)![Number(second!.buffer)] ^= 1;
+    engine.segments.get(second.te_endpoint)![Number(second.buffer)] ^= 1;
     await expect(path.get('k')).rejects.toThrow(/every replica failed.*CRC-32C/s);
     const batch = await path.getBatch(['k']);
-    expect(batch[0]!.error).toBeInstanceOf(TransferError);
+    expect(batch[0].error).toBeInstanceOf(TransferError);
   });
 
   it('inline reads are checked too; objects written without checksums are read unchecked', async () => {
     const mismatches: string[] = [];
     const { path, engine, master } = inlineSetupWith({ checksums: true, mismatches });
     await path.put('k', Buffer.from('inline and checked'), { replica_num: 2 });
-    const h = master.objects.get('k')!.replicas[0]!.handles[0]!;
+    const h = master.objects.get('k')!.replicas[0].handles[0];
     engine.segments.get(h.te_endpoint)![Number(h.buffer)] ^= 0x20;
     expect((await path.get('k')).toString()).toBe('inline and checked');
     expect(mismatches.length).toBeGreaterThan(0);

@@ -22,7 +22,7 @@ function duplexPair(): [Duplex, Duplex] {
       },
     });
   const a = make(() => b as Duplex);
-  b = make(() => a as Duplex);
+  b = make(() => a);
   return [a, b];
 }
 

@@ -150,7 +150,7 @@ export class MasterClient {
     if (!Array.isArray(items) || items.length <= BATCH_CHUNK) return this.call<Res>(m, req);
     const calls: Promise<Res>[] = [];
     for (let i = 0; i < items.length; i += BATCH_CHUNK) calls.push(this.call<Res>(m, { ...req, [field]: items.slice(i, i + BATCH_CHUNK) }));
-    return Promise.all(calls).then((rs) => rs.find((r) => r.status_code !== 0) ?? { ...rs[0]!, results: rs.flatMap((r) => r.results) });
+    return Promise.all(calls).then((rs) => rs.find((r) => r.status_code !== 0) ?? { ...rs[0], results: rs.flatMap((r) => r.results) });
   }
 
   private call<Res>(m: MethodInfo, req: object): Promise<Res> {

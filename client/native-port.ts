@@ -70,7 +70,7 @@ export interface NativePort {
 /** Loads the addon (built by node-gyp); the error says how to build it when it is missing. */
 export async function loadNative(): Promise<NativePort> {
   try {
-    return (await import('../native/index.js')) as unknown as NativePort;
+    return await import('../native/index.js');
   } catch (e) {
     throw new Error('the native addon could not be loaded (run `npm run build` / node-gyp rebuild in native/)', { cause: e });
   }

@@ -333,12 +333,12 @@ export class ReadPath {
         if (meter) for (const op of ops) meter.transfer('engine', 'read', op.length);
         if (crc) {
           for (let i = 0; i < ops.length; i++) {
-            const w = opOf[i]!;
-            const o = objects[w.k]!;
+            const w = opOf[i];
+            const o = objects[w.k];
             if (!o.sums) continue;
-            const p = o.pieces[w.piece]!;
+            const p = o.pieces[w.piece];
             // The engine's CRC of the bytes it received; an engine without checksums: one pass here.
-            const v = got ? got[i]! : crc.of(w.at !== undefined ? lease!.buffer.subarray(w.at, w.at + p.length) : o.out.subarray(p.offset, p.offset + p.length));
+            const v = got ? got[i] : crc.of(w.at !== undefined ? lease!.buffer.subarray(w.at, w.at + p.length) : o.out.subarray(p.offset, p.offset + p.length));
             if (v !== o.sums[w.piece]) this.mismatched(o, p, what);
           }
         }
@@ -412,7 +412,7 @@ export class ReadPath {
         check(r.status_code, w);
         const replicas = orderReplicas(r.replica_list, this.core.isOwn);
         if (replicas.length === 0) throw new ObjectNotFoundError(`${w}: no complete replica`);
-        wanted.push({ i, replicas, deadline: leaseDeadline(start, Number(r.lease_ttl_ms)), result: outFor(i, replicaSize(replicas[0]), w), what: w, sums: this.expected(r, replicas[0]!) });
+        wanted.push({ i, replicas, deadline: leaseDeadline(start, Number(r.lease_ttl_ms)), result: outFor(i, replicaSize(replicas[0]), w), what: w, sums: this.expected(r, replicas[0]) });
       } catch (e) {
         results[i].error = e as StoreError;
       }

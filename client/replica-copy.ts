@@ -55,7 +55,7 @@ export async function copyReplica(core: PathCore, copy: ReplicaCopy__Output): Pr
       }
       if (sums) {
         readOf.forEach((p, i) => {
-          const v = got ? got[i]! : crc?.of(buf.subarray(p.offset, p.offset + p.length));
+          const v = got ? got[i] : crc?.of(buf.subarray(p.offset, p.offset + p.length));
           if (v !== undefined && v !== sums[from.indexOf(p)]) mismatch(core, copy, p, what);
         });
       }

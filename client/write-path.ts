@@ -116,7 +116,7 @@ export class WritePath {
         if (attempt < WRITE_ATTEMPTS && unreachable.length > 0) continue;
         throw e;
       }
-      check((await rpcs.end(key, sums[0]!)).status_code, `${what}: end refused`);
+      check((await rpcs.end(key, sums[0])).status_code, `${what}: end refused`);
       return;
     }
   }
@@ -182,10 +182,10 @@ export class WritePath {
       const asked: { op: number; plan: number; slice: number }[] = [];
       const meter = this.core.d.meter;
       for (let k = 0; k < plans.length; k++) {
-        const o = plans[k]!;
+        const o = plans[k];
         if (this.core.needsLookup(o.pieces.map((x) => x.p))) await this.core.resolveEndpoints(o.pieces.map((x) => x.p));
         for (const { p, slice } of o.pieces) {
-          const src = o.slices[slice]!;
+          const src = o.slices[slice];
           if (p.local) {
             const dst = this.core.segmentView(p.handle, p.length);
             if (crc) o.sums[slice] = crc.copy(dst, src);
@@ -216,10 +216,10 @@ export class WritePath {
         if (meter) for (const op of ops) meter.transfer('engine', 'write', op.length);
         for (const a of asked) {
           // An engine that computes no checksums: one pass over the source here instead.
-          plans[a.plan]!.sums[a.slice] = got ? got[a.op]! : crc!.of(plans[a.plan]!.slices[a.slice]!);
+          plans[a.plan].sums[a.slice] = got ? got[a.op] : crc!.of(plans[a.plan].slices[a.slice]);
         }
       }
-      if (crc) for (const o of plans) o.sums.forEach((v, j) => v < 0 && (o.sums[j] = crc.of(o.slices[j]!))); // a slice with no piece of its own (empty)
+      if (crc) for (const o of plans) o.sums.forEach((v, j) => v < 0 && (o.sums[j] = crc.of(o.slices[j]))); // a slice with no piece of its own (empty)
       return plans.map((o) => o.sums);
     } finally {
       lease?.release();
@@ -269,12 +269,12 @@ export class WritePath {
     const sums = new Map<number, number[]>();
     try {
       const all = await this.writeReplicas(granted, what);
-      granted.forEach((g, k) => sums.set(g.i, all[k]!));
+      granted.forEach((g, k) => sums.set(g.i, all[k]));
     } catch {
       // Find which objects failed: retry each on its own (their space is still reserved).
       for (const g of granted) {
         try {
-          sums.set(g.i, (await this.writeReplicas([g], `${rpcs.verb} ${JSON.stringify(g.req.key)}`))[0]!);
+          sums.set(g.i, (await this.writeReplicas([g], `${rpcs.verb} ${JSON.stringify(g.req.key)}`))[0]);
         } catch (e) {
           failed.add(g.i);
           results[g.i].error = e instanceof StoreError ? e : transferFailure(e, `${rpcs.verb} ${JSON.stringify(g.req.key)}`);
@@ -291,7 +291,7 @@ export class WritePath {
     if (again.length > 0) {
       const retried = await this.writeBatch(
         rpcs,
-        again.map((g) => items[g.i]!),
+        again.map((g) => items[g.i]),
         attempt + 1,
       );
       again.forEach((g, k) => (results[g.i] = retried[k]!));

@@ -16,7 +16,7 @@ function compile(expr: string): Program | null {
   if (p === undefined) {
     p = null;
     try {
-      if (env.check(expr).valid) p = env.parse(expr) as unknown as Program;
+      if (env.check(expr).valid) p = env.parse(expr);
     } catch {
       // A syntax error: unsupported, like an unknown function.
     }

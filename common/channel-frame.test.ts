@@ -125,12 +125,12 @@ describe('FrameWriter', () => {
     });
     const sizes = [100, 40_000, 70_000, 1, 300_000, 20_000, 5, 250_000, 33_000];
     for (let round = 0; round < 6; round++) {
-      for (let i = 0; i < sizes.length; i++) if ((i + round) % 3 !== 0) w.pushPayload(FrameKind.REQUEST, round * 100 + i, i, Buffer.alloc(sizes[i]!, round * 16 + i));
+      for (let i = 0; i < sizes.length; i++) if ((i + round) % 3 !== 0) w.pushPayload(FrameKind.REQUEST, round * 100 + i, i, Buffer.alloc(sizes[i], round * 16 + i));
       w.pushMessage(FrameKind.REQUEST, round, 5, grl, { key: 'x'.repeat(round * 20_000) });
       await tick();
     }
     // the views first handed out still hold what was sent
-    writes.forEach((d, i) => expect(d.equals(copies[i]!)).toBe(true));
+    writes.forEach((d, i) => expect(d.equals(copies[i])).toBe(true));
     const seen: Seen[] = [];
     const sig = (p: Uint8Array) => `${p.length}:${p[0] ?? ''}:${p[p.length - 1] ?? ''}`;
     const decoder = new FrameDecoder((kind, id, method, payload) => seen.push({ kind, id, method, payload: sig(payload) }), 1 << 20);
@@ -138,7 +138,7 @@ describe('FrameWriter', () => {
     expect(decoder.buffered).toBe(0);
     const want: Seen[] = [];
     for (let round = 0; round < 6; round++) {
-      for (let i = 0; i < sizes.length; i++) if ((i + round) % 3 !== 0) want.push({ kind: 0, id: round * 100 + i, method: i, payload: sig(Buffer.alloc(sizes[i]!, round * 16 + i)) });
+      for (let i = 0; i < sizes.length; i++) if ((i + round) % 3 !== 0) want.push({ kind: 0, id: round * 100 + i, method: i, payload: sig(Buffer.alloc(sizes[i], round * 16 + i)) });
       want.push({ kind: 0, id: round, method: 5, payload: sig(encodeWith(grl, { key: 'x'.repeat(round * 20_000) })) });
     }
     expect(seen).toEqual(want);
@@ -154,14 +154,14 @@ describe('FrameWriter', () => {
     expect(w.queuedFrames).toBe(2);
     w.dropLast();
     expect(w.queuedFrames).toBe(1);
-    expect(w.queued).toBe(frames[0]!.length);
+    expect(w.queued).toBe(frames[0].length);
     expect(() => w.dropLast()).toThrow(/no frame to drop/);
     w.pushPayload(FrameKind.ERROR, 42, 3, Buffer.from('unknown method'));
     const small = w.pushMessage(FrameKind.REQUEST, 1, 5, grl, { key: 'k' });
     expect(small).toBe(firstFrame.length - HEADER_BYTES);
     await tick();
     expect(writes).toHaveLength(1);
-    expect(writes[0]!.equals(Buffer.concat([frames[0]!, frames[2]!, firstFrame]))).toBe(true);
+    expect(writes[0].equals(Buffer.concat([frames[0], frames[2], firstFrame]))).toBe(true);
   });
 
   it('refuses to drop a frame already flushed or followed by another push', async () => {

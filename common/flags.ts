@@ -217,10 +217,10 @@ export class FlagTable {
       const spec = this.specs.get(canonical(key));
       const shown = `${key} (in ${path})`;
       if (!spec || spec.name === CONFIG_PATH) throw new FlagError(key, `unknown flag ${shown}${this.suggest(key)}`);
-      if (raw === null || (typeof raw === 'object')) {
+      if (typeof raw !== 'string' && typeof raw !== 'number' && typeof raw !== 'boolean') {
         throw new FlagError(key, `invalid value for flag ${shown}: expected a scalar (${describeKind(spec)})`);
       }
-      out.set(spec.name, this.convert(spec, String(raw as string | number | boolean), shown));
+      out.set(spec.name, this.convert(spec, String(raw), shown));
     }
     return out;
   }

@@ -15,7 +15,7 @@ export function splitHostPort(text: string): HostPort | undefined {
   if (!m) return undefined;
   const port = Number(m[3]);
   if (port < 1 || port > 65535) return undefined;
-  return { host: m[1] ?? m[2]!, port };
+  return { host: m[1] ?? m[2], port };
 }
 
 /** splitHostPort, throwing `invalid <what> "<text>": expected host:port` on a malformed address. */

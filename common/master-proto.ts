@@ -25,7 +25,7 @@ export const masterMethodByName: ReadonlyMap<string, MethodInfo> = loaded.byName
 
 /** Encodes a plain object (or __Output object) of `type`. */
 export function encodeMessage(type: protobuf.Type, obj: object): Uint8Array {
-  return type.encode(obj as protobuf.Message).finish();
+  return type.encode(obj).finish();
 }
 
 /** Decodes bytes of `type` into a plain object with every field present (the __Output shape). */

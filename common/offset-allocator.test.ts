@@ -13,11 +13,11 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 function checkNoOverlap(live: AllocHandle[], alloc: OffsetAllocator, base: number, size: number): void {
   const spans = live.map((h) => [h.address, h.address + alloc.reservedSize(h.block)] as const).sort((a, b) => a[0] - b[0]);
   for (let i = 0; i < spans.length; i++) {
-    const [start, end] = spans[i]!;
+    const [start, end] = spans[i];
     expect(start).toBeGreaterThanOrEqual(base);
     expect(end).toBeLessThanOrEqual(base + size);
     expect((start - base) % 8).toBe(0);
-    if (i > 0) expect(start).toBeGreaterThanOrEqual(spans[i - 1]![1]);
+    if (i > 0) expect(start).toBeGreaterThanOrEqual(spans[i - 1][1]);
   }
 }
 
@@ -56,7 +56,7 @@ describe('OffsetAllocator', () => {
               }
             } else if (live.length > 0) {
               const [h] = live.splice(op.pick % live.length, 1);
-              alloc.free(h!);
+              alloc.free(h);
             }
             const expectedUsed = live.reduce((sum, h) => sum + Math.ceil(h.size / 8) * 8, 0);
             expect(alloc.used).toBe(expectedUsed);
@@ -140,10 +140,10 @@ describe('OffsetAllocator', () => {
     const hs: AllocHandle[] = [];
     for (let i = 0; i < n; i++) hs.push(alloc.allocate(8 + (i % 5) * 8)!);
     expect(new Set(hs.map((h) => h.offset)).size).toBe(n);
-    for (let i = 1; i < n; i++) expect(hs[i]!.offset).toBe(hs[i - 1]!.offset + 8 + ((i - 1) % 5) * 8);
-    for (let i = 0; i < n; i += 2) alloc.free(hs[i]!);
-    for (let i = 1; i < n; i += 2) expect(alloc.addressOf(hs[i]!.block)).toBe(0x1000 + hs[i]!.offset);
-    for (let i = 1; i < n; i += 2) alloc.free(hs[i]!);
+    for (let i = 1; i < n; i++) expect(hs[i].offset).toBe(hs[i - 1].offset + 8 + ((i - 1) % 5) * 8);
+    for (let i = 0; i < n; i += 2) alloc.free(hs[i]);
+    for (let i = 1; i < n; i += 2) expect(alloc.addressOf(hs[i].block)).toBe(0x1000 + hs[i].offset);
+    for (let i = 1; i < n; i += 2) alloc.free(hs[i]);
     expect(alloc.used).toBe(0);
     expect(alloc.freeBlockCount).toBe(1);
     expect(alloc.allocate(1 << 30)).not.toBeNull();

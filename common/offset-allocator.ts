@@ -49,7 +49,7 @@ const POW2 = Float64Array.from({ length: 64 }, (_, i) => 2 ** i);
 export function binFloor(s: number): number {
   if (s < LINEAR) return s;
   const e = log2floor(s);
-  const m = Math.floor(s / POW2[e - MANTISSA_BITS]!) - MANTISSA;
+  const m = Math.floor(s / POW2[e - MANTISSA_BITS]) - MANTISSA;
   return (e - MANTISSA_BITS + 1) * MANTISSA + m;
 }
 
@@ -57,7 +57,7 @@ export function binFloor(s: number): number {
 export function binLowerBound(b: number): number {
   if (b < LINEAR) return b;
   const e = (b >> MANTISSA_BITS) + MANTISSA_BITS - 1;
-  return (MANTISSA + (b & (MANTISSA - 1))) * POW2[e - MANTISSA_BITS]!;
+  return (MANTISSA + (b & (MANTISSA - 1))) * POW2[e - MANTISSA_BITS];
 }
 
 /** The first bin whose every block is >= s. */
@@ -106,10 +106,10 @@ export class OffsetAllocator implements BufferAllocator {
     this.capacity = Math.floor(size / ALIGNMENT) * ALIGNMENT;
     if (this.capacity > 0) {
       const n = this.newNode();
-      this.offsets[n >>> CHUNK_BITS]![n & CHUNK_MASK] = 0;
-      this.sizes[n >>> CHUNK_BITS]![n & CHUNK_MASK] = this.capacity;
-      this.prevPhys[n >>> CHUNK_BITS]![n & CHUNK_MASK] = -1;
-      this.nextPhys[n >>> CHUNK_BITS]![n & CHUNK_MASK] = -1;
+      this.offsets[n >>> CHUNK_BITS][n & CHUNK_MASK] = 0;
+      this.sizes[n >>> CHUNK_BITS][n & CHUNK_MASK] = this.capacity;
+      this.prevPhys[n >>> CHUNK_BITS][n & CHUNK_MASK] = -1;
+      this.nextPhys[n >>> CHUNK_BITS][n & CHUNK_MASK] = -1;
       this.insertFree(n);
     }
   }
@@ -125,11 +125,11 @@ export class OffsetAllocator implements BufferAllocator {
 
   get largestFree(): number {
     for (let w = WORDS - 1; w >= 0; w--) {
-      const bits = this.bitmap[w]!;
+      const bits = this.bitmap[w];
       if (bits === 0) continue;
       const bin = w * 32 + 31 - Math.clz32(bits);
       let best = 0;
-      for (let n = this.heads[bin]!; n >= 0; n = this.nextFree[n >>> CHUNK_BITS]![n & CHUNK_MASK]!) best = Math.max(best, this.sizes[n >>> CHUNK_BITS]![n & CHUNK_MASK]!);
+      for (let n = this.heads[bin]; n >= 0; n = this.nextFree[n >>> CHUNK_BITS][n & CHUNK_MASK]!) best = Math.max(best, this.sizes[n >>> CHUNK_BITS][n & CHUNK_MASK]);
       return best;
     }
     return 0;
@@ -145,51 +145,51 @@ export class OffsetAllocator implements BufferAllocator {
       n = this.heads[bin]!;
     } else {
       let k = 0;
-      for (let m = this.heads[binFloor(s)]!; m >= 0 && k < EXACT_FIT_SCAN; m = this.nextFree[m >>> CHUNK_BITS]![m & CHUNK_MASK]!, k++) {
-        if (this.sizes[m >>> CHUNK_BITS]![m & CHUNK_MASK]! >= s) {
+      for (let m = this.heads[binFloor(s)]; m >= 0 && k < EXACT_FIT_SCAN; m = this.nextFree[m >>> CHUNK_BITS][m & CHUNK_MASK]!, k++) {
+        if (this.sizes[m >>> CHUNK_BITS][m & CHUNK_MASK] >= s) {
           n = m;
           break;
         }
       }
       if (n < 0) return null;
     }
-    const whole = this.sizes[n >>> CHUNK_BITS]![n & CHUNK_MASK]!;
+    const whole = this.sizes[n >>> CHUNK_BITS][n & CHUNK_MASK];
     const rest = whole - s;
     if (rest > 0 && binFloor(rest) === binFloor(whole)) {
       // The usual case with a big free block: what is left stays in the same bin, so the free
       // block keeps its list place and only moves its start; the allocation is a new node in
       // front of it (same offset as splitting the other way, without two list updates).
       const m = this.newNode();
-      const offset = this.offsets[n >>> CHUNK_BITS]![n & CHUNK_MASK]!;
-      const prev = this.prevPhys[n >>> CHUNK_BITS]![n & CHUNK_MASK]!;
-      this.offsets[m >>> CHUNK_BITS]![m & CHUNK_MASK] = offset;
-      this.sizes[m >>> CHUNK_BITS]![m & CHUNK_MASK] = s;
-      this.prevPhys[m >>> CHUNK_BITS]![m & CHUNK_MASK] = prev;
-      this.nextPhys[m >>> CHUNK_BITS]![m & CHUNK_MASK] = n;
-      if (prev >= 0) this.nextPhys[prev >>> CHUNK_BITS]![prev & CHUNK_MASK] = m;
-      this.prevPhys[n >>> CHUNK_BITS]![n & CHUNK_MASK] = m;
-      this.offsets[n >>> CHUNK_BITS]![n & CHUNK_MASK] = offset + s;
-      this.sizes[n >>> CHUNK_BITS]![n & CHUNK_MASK] = rest;
-      this.state[m >>> CHUNK_BITS]![m & CHUNK_MASK] = NODE_USED;
+      const offset = this.offsets[n >>> CHUNK_BITS][n & CHUNK_MASK];
+      const prev = this.prevPhys[n >>> CHUNK_BITS][n & CHUNK_MASK];
+      this.offsets[m >>> CHUNK_BITS][m & CHUNK_MASK] = offset;
+      this.sizes[m >>> CHUNK_BITS][m & CHUNK_MASK] = s;
+      this.prevPhys[m >>> CHUNK_BITS][m & CHUNK_MASK] = prev;
+      this.nextPhys[m >>> CHUNK_BITS][m & CHUNK_MASK] = n;
+      if (prev >= 0) this.nextPhys[prev >>> CHUNK_BITS][prev & CHUNK_MASK] = m;
+      this.prevPhys[n >>> CHUNK_BITS][n & CHUNK_MASK] = m;
+      this.offsets[n >>> CHUNK_BITS][n & CHUNK_MASK] = offset + s;
+      this.sizes[n >>> CHUNK_BITS][n & CHUNK_MASK] = rest;
+      this.state[m >>> CHUNK_BITS][m & CHUNK_MASK] = NODE_USED;
       this.usedBytes += s;
       return this.handleOf(m, offset, size, into);
     }
     this.removeFree(n);
     if (rest > 0) {
       const r = this.newNode();
-      this.offsets[r >>> CHUNK_BITS]![r & CHUNK_MASK] = this.offsets[n >>> CHUNK_BITS]![n & CHUNK_MASK]! + s;
-      this.sizes[r >>> CHUNK_BITS]![r & CHUNK_MASK] = rest;
-      const next = this.nextPhys[n >>> CHUNK_BITS]![n & CHUNK_MASK]!;
-      this.nextPhys[r >>> CHUNK_BITS]![r & CHUNK_MASK] = next;
-      this.prevPhys[r >>> CHUNK_BITS]![r & CHUNK_MASK] = n;
-      if (next >= 0) this.prevPhys[next >>> CHUNK_BITS]![next & CHUNK_MASK] = r;
-      this.nextPhys[n >>> CHUNK_BITS]![n & CHUNK_MASK] = r;
-      this.sizes[n >>> CHUNK_BITS]![n & CHUNK_MASK] = s;
+      this.offsets[r >>> CHUNK_BITS][r & CHUNK_MASK] = this.offsets[n >>> CHUNK_BITS][n & CHUNK_MASK] + s;
+      this.sizes[r >>> CHUNK_BITS][r & CHUNK_MASK] = rest;
+      const next = this.nextPhys[n >>> CHUNK_BITS][n & CHUNK_MASK];
+      this.nextPhys[r >>> CHUNK_BITS][r & CHUNK_MASK] = next;
+      this.prevPhys[r >>> CHUNK_BITS][r & CHUNK_MASK] = n;
+      if (next >= 0) this.prevPhys[next >>> CHUNK_BITS][next & CHUNK_MASK] = r;
+      this.nextPhys[n >>> CHUNK_BITS][n & CHUNK_MASK] = r;
+      this.sizes[n >>> CHUNK_BITS][n & CHUNK_MASK] = s;
       this.insertFree(r);
     }
-    this.state[n >>> CHUNK_BITS]![n & CHUNK_MASK] = NODE_USED;
+    this.state[n >>> CHUNK_BITS][n & CHUNK_MASK] = NODE_USED;
     this.usedBytes += s;
-    return this.handleOf(n, this.offsets[n >>> CHUNK_BITS]![n & CHUNK_MASK]!, size, into);
+    return this.handleOf(n, this.offsets[n >>> CHUNK_BITS][n & CHUNK_MASK], size, into);
   }
 
   private handleOf(block: number, offset: number, size: number, into: MutableAllocHandle | undefined): AllocHandle {
@@ -203,7 +203,7 @@ export class OffsetAllocator implements BufferAllocator {
 
   free(handle: AllocHandle): void {
     const n = handle.block;
-    if (!this.isLive(n) || this.offsets[n >>> CHUNK_BITS]![n & CHUNK_MASK] !== handle.offset) {
+    if (!this.isLive(n) || this.offsets[n >>> CHUNK_BITS][n & CHUNK_MASK] !== handle.offset) {
       throw new Error(`segment ${this.segmentName}: free of a handle that is not live (offset ${handle.offset})`);
     }
     this.freeBlock(n);
@@ -212,20 +212,20 @@ export class OffsetAllocator implements BufferAllocator {
   freeBlock(block: number): void {
     if (!this.isLive(block)) throw new Error(`segment ${this.segmentName}: free of block ${block} that is not live`);
     let n = block;
-    this.usedBytes -= this.sizes[n >>> CHUNK_BITS]![n & CHUNK_MASK]!;
-    this.state[n >>> CHUNK_BITS]![n & CHUNK_MASK] = NODE_FREE;
-    const p = this.prevPhys[n >>> CHUNK_BITS]![n & CHUNK_MASK]!;
-    if (p >= 0 && this.state[p >>> CHUNK_BITS]![p & CHUNK_MASK] === NODE_FREE) {
+    this.usedBytes -= this.sizes[n >>> CHUNK_BITS][n & CHUNK_MASK];
+    this.state[n >>> CHUNK_BITS][n & CHUNK_MASK] = NODE_FREE;
+    const p = this.prevPhys[n >>> CHUNK_BITS][n & CHUNK_MASK];
+    if (p >= 0 && this.state[p >>> CHUNK_BITS][p & CHUNK_MASK] === NODE_FREE) {
       this.removeFree(p);
-      this.sizes[p >>> CHUNK_BITS]![p & CHUNK_MASK] = this.sizes[p >>> CHUNK_BITS]![p & CHUNK_MASK]! + this.sizes[n >>> CHUNK_BITS]![n & CHUNK_MASK]!;
+      this.sizes[p >>> CHUNK_BITS][p & CHUNK_MASK] = this.sizes[p >>> CHUNK_BITS][p & CHUNK_MASK] + this.sizes[n >>> CHUNK_BITS][n & CHUNK_MASK];
       this.unlinkPhys(n, p);
       this.releaseNode(n);
       n = p;
     }
-    const q = this.nextPhys[n >>> CHUNK_BITS]![n & CHUNK_MASK]!;
-    if (q >= 0 && this.state[q >>> CHUNK_BITS]![q & CHUNK_MASK] === NODE_FREE) {
+    const q = this.nextPhys[n >>> CHUNK_BITS][n & CHUNK_MASK];
+    if (q >= 0 && this.state[q >>> CHUNK_BITS][q & CHUNK_MASK] === NODE_FREE) {
       this.removeFree(q);
-      this.sizes[n >>> CHUNK_BITS]![n & CHUNK_MASK] = this.sizes[n >>> CHUNK_BITS]![n & CHUNK_MASK]! + this.sizes[q >>> CHUNK_BITS]![q & CHUNK_MASK]!;
+      this.sizes[n >>> CHUNK_BITS][n & CHUNK_MASK] = this.sizes[n >>> CHUNK_BITS][n & CHUNK_MASK] + this.sizes[q >>> CHUNK_BITS][q & CHUNK_MASK];
       this.unlinkPhys(q, n);
       this.releaseNode(q);
     }
@@ -234,60 +234,60 @@ export class OffsetAllocator implements BufferAllocator {
 
   addressOf(block: number): number {
     if (!this.isLive(block)) throw new Error(`segment ${this.segmentName}: block ${block} is not live`);
-    return this.baseAddress + this.offsets[block >>> CHUNK_BITS]![block & CHUNK_MASK]!;
+    return this.baseAddress + this.offsets[block >>> CHUNK_BITS][block & CHUNK_MASK];
   }
 
   /** Reserved size (after alignment) of a live block. */
   reservedSize(block: number): number {
     if (!this.isLive(block)) throw new Error(`segment ${this.segmentName}: block ${block} is not live`);
-    return this.sizes[block >>> CHUNK_BITS]![block & CHUNK_MASK]!;
+    return this.sizes[block >>> CHUNK_BITS][block & CHUNK_MASK];
   }
 
   private isLive(n: number): boolean {
-    return Number.isInteger(n) && n >= 0 && n < this.nodeCount && this.state[n >>> CHUNK_BITS]![n & CHUNK_MASK] === NODE_USED;
+    return Number.isInteger(n) && n >= 0 && n < this.nodeCount && this.state[n >>> CHUNK_BITS][n & CHUNK_MASK] === NODE_USED;
   }
 
   /** Removes physical node `gone` whose space was merged into its previous neighbour `into`. */
   private unlinkPhys(gone: number, into: number): void {
-    const next = this.nextPhys[gone >>> CHUNK_BITS]![gone & CHUNK_MASK]!;
-    this.nextPhys[into >>> CHUNK_BITS]![into & CHUNK_MASK] = next;
-    if (next >= 0) this.prevPhys[next >>> CHUNK_BITS]![next & CHUNK_MASK] = into;
+    const next = this.nextPhys[gone >>> CHUNK_BITS][gone & CHUNK_MASK];
+    this.nextPhys[into >>> CHUNK_BITS][into & CHUNK_MASK] = next;
+    if (next >= 0) this.prevPhys[next >>> CHUNK_BITS][next & CHUNK_MASK] = into;
   }
 
   private findFreeBin(from: number): number {
     if (from >= NUM_BINS) return -1;
     const w = from >>> 5;
-    const bits = (this.bitmap[w]! & ((0xffffffff << (from & 31)) >>> 0)) >>> 0;
+    const bits = (this.bitmap[w] & ((0xffffffff << (from & 31)) >>> 0)) >>> 0;
     if (bits !== 0) return w * 32 + ctz(bits);
     const higher = (this.summary & ((0xffffffff << (w + 1)) >>> 0)) >>> 0;
     if (w + 1 >= 32 || higher === 0) return -1;
     const w2 = ctz(higher);
-    return w2 * 32 + ctz(this.bitmap[w2]!);
+    return w2 * 32 + ctz(this.bitmap[w2]);
   }
 
   private insertFree(n: number): void {
-    const b = binFloor(this.sizes[n >>> CHUNK_BITS]![n & CHUNK_MASK]!);
-    const head = this.heads[b]!;
-    this.prevFree[n >>> CHUNK_BITS]![n & CHUNK_MASK] = -1;
-    this.nextFree[n >>> CHUNK_BITS]![n & CHUNK_MASK] = head;
-    if (head >= 0) this.prevFree[head >>> CHUNK_BITS]![head & CHUNK_MASK] = n;
+    const b = binFloor(this.sizes[n >>> CHUNK_BITS][n & CHUNK_MASK]);
+    const head = this.heads[b];
+    this.prevFree[n >>> CHUNK_BITS][n & CHUNK_MASK] = -1;
+    this.nextFree[n >>> CHUNK_BITS][n & CHUNK_MASK] = head;
+    if (head >= 0) this.prevFree[head >>> CHUNK_BITS][head & CHUNK_MASK] = n;
     this.heads[b] = n;
-    this.state[n >>> CHUNK_BITS]![n & CHUNK_MASK] = NODE_FREE;
-    this.bitmap[b >>> 5] = (this.bitmap[b >>> 5]! | (1 << (b & 31))) >>> 0;
+    this.state[n >>> CHUNK_BITS][n & CHUNK_MASK] = NODE_FREE;
+    this.bitmap[b >>> 5] = (this.bitmap[b >>> 5] | (1 << (b & 31))) >>> 0;
     this.summary = (this.summary | (1 << (b >>> 5))) >>> 0;
     this.freeCount++;
   }
 
   private removeFree(n: number): void {
-    const b = binFloor(this.sizes[n >>> CHUNK_BITS]![n & CHUNK_MASK]!);
-    const prev = this.prevFree[n >>> CHUNK_BITS]![n & CHUNK_MASK]!;
-    const next = this.nextFree[n >>> CHUNK_BITS]![n & CHUNK_MASK]!;
-    if (prev >= 0) this.nextFree[prev >>> CHUNK_BITS]![prev & CHUNK_MASK] = next;
+    const b = binFloor(this.sizes[n >>> CHUNK_BITS][n & CHUNK_MASK]);
+    const prev = this.prevFree[n >>> CHUNK_BITS][n & CHUNK_MASK];
+    const next = this.nextFree[n >>> CHUNK_BITS][n & CHUNK_MASK];
+    if (prev >= 0) this.nextFree[prev >>> CHUNK_BITS][prev & CHUNK_MASK] = next;
     else this.heads[b] = next;
-    if (next >= 0) this.prevFree[next >>> CHUNK_BITS]![next & CHUNK_MASK] = prev;
-    if (this.heads[b]! < 0) {
+    if (next >= 0) this.prevFree[next >>> CHUNK_BITS][next & CHUNK_MASK] = prev;
+    if (this.heads[b] < 0) {
       const w = b >>> 5;
-      this.bitmap[w] = (this.bitmap[w]! & ~(1 << (b & 31))) >>> 0;
+      this.bitmap[w] = (this.bitmap[w] & ~(1 << (b & 31))) >>> 0;
       if (this.bitmap[w] === 0) this.summary = (this.summary & ~(1 << w)) >>> 0;
     }
     this.freeCount--;
@@ -296,7 +296,7 @@ export class OffsetAllocator implements BufferAllocator {
   private newNode(): number {
     if (this.unusedHead >= 0) {
       const n = this.unusedHead;
-      this.unusedHead = this.nextFree[n >>> CHUNK_BITS]![n & CHUNK_MASK]!;
+      this.unusedHead = this.nextFree[n >>> CHUNK_BITS][n & CHUNK_MASK]!;
       return n;
     }
     if (this.nodeCount === this.nodeCapacity) this.grow();
@@ -304,8 +304,8 @@ export class OffsetAllocator implements BufferAllocator {
   }
 
   private releaseNode(n: number): void {
-    this.state[n >>> CHUNK_BITS]![n & CHUNK_MASK] = NODE_UNUSED;
-    this.nextFree[n >>> CHUNK_BITS]![n & CHUNK_MASK] = this.unusedHead;
+    this.state[n >>> CHUNK_BITS][n & CHUNK_MASK] = NODE_UNUSED;
+    this.nextFree[n >>> CHUNK_BITS][n & CHUNK_MASK] = this.unusedHead;
     this.unusedHead = n;
   }
 
@@ -314,13 +314,13 @@ export class OffsetAllocator implements BufferAllocator {
     const first = this.nodeCapacity === 0 ? 16 : 0;
     if (this.nodeCapacity === 16) {
       // the small first chunk becomes a full one
-      this.offsets[0] = copyInto(new Float64Array(CHUNK), this.offsets[0]!);
-      this.sizes[0] = copyInto(new Float64Array(CHUNK), this.sizes[0]!);
-      this.prevPhys[0] = copyInto(new Int32Array(CHUNK), this.prevPhys[0]!);
-      this.nextPhys[0] = copyInto(new Int32Array(CHUNK), this.nextPhys[0]!);
-      this.prevFree[0] = copyInto(new Int32Array(CHUNK), this.prevFree[0]!);
-      this.nextFree[0] = copyInto(new Int32Array(CHUNK), this.nextFree[0]!);
-      this.state[0] = copyInto(new Uint8Array(CHUNK), this.state[0]!);
+      this.offsets[0] = copyInto(new Float64Array(CHUNK), this.offsets[0]);
+      this.sizes[0] = copyInto(new Float64Array(CHUNK), this.sizes[0]);
+      this.prevPhys[0] = copyInto(new Int32Array(CHUNK), this.prevPhys[0]);
+      this.nextPhys[0] = copyInto(new Int32Array(CHUNK), this.nextPhys[0]);
+      this.prevFree[0] = copyInto(new Int32Array(CHUNK), this.prevFree[0]);
+      this.nextFree[0] = copyInto(new Int32Array(CHUNK), this.nextFree[0]);
+      this.state[0] = copyInto(new Uint8Array(CHUNK), this.state[0]);
       this.nodeCapacity = CHUNK;
       return;
     }

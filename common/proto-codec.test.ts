@@ -38,7 +38,7 @@ function arbitraryOf(type: protobuf.Type, depth = 0): fc.Arbitrary<Record<string
     }
     fields[f.name] = a;
   }
-  return fc.record(fields, { requiredKeys: [] }) as fc.Arbitrary<Record<string, unknown>>;
+  return fc.record(fields, { requiredKeys: [] });
 }
 
 const types = [...new Map(masterMethods.flatMap((m) => [[m.requestType.name, m.requestType], [m.responseType.name, m.responseType]] as const)).values()];
@@ -62,7 +62,7 @@ describe('compiled proto codec', () => {
   it('keeps a "__proto__" map key as an ordinary key', () => {
     const codec = codecOf('BatchQueryIpResponse');
     const obj = { status_code: 0, client_ip_map: JSON.parse('{"__proto__": {"ip_addresses": ["10.0.0.1"]}, "c": {"ip_addresses": []}}') };
-    const back = decodeWith(codec, encodeWith(codec, obj)) as { client_ip_map: Record<string, unknown> };
+    const back = decodeWith<{ client_ip_map: Record<string, unknown> }>(codec, encodeWith(codec, obj));
     expect(Object.getPrototypeOf(back.client_ip_map)).toBe(Object.prototype);
     expect(Object.keys(back.client_ip_map).sort()).toEqual(['__proto__', 'c']);
     expect(Object.getOwnPropertyDescriptor(back.client_ip_map, '__proto__')?.value).toEqual({ ip_addresses: ['10.0.0.1'] });

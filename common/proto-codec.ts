@@ -215,7 +215,7 @@ const asciiOfLength = Array.from(
 
 /** The n bytes at b[start..] as a string; they must all be ASCII and n at most 64. */
 export function asciiString(b: Buffer, start: number, n: number): string {
-  return asciiOfLength[n]!(b, start);
+  return asciiOfLength[n](b, start);
 }
 
 declare global {
@@ -322,7 +322,7 @@ export class Reader {
       if (j === n) return cached;
     }
     for (let i = start; i < stop; i++) if (b[i] >= 0x80) return utf8Text(b, start, stop);
-    const s = asciiOfLength[n]!(b, start);
+    const s = asciiOfLength[n](b, start);
     internTable[slot] = s;
     return s;
   }
@@ -402,7 +402,7 @@ export class MessageCodec {
       const plan: FieldPlan = { id: f.id, name: f.name, kind, repeated: f.repeated, sub, keyKind, valueKind, tagBytes: tag };
       this.fields.push(plan);
       this.byId[f.id] = plan;
-      this.template[f.name] = kind === 'map' ? undefined : f.repeated ? undefined : kind === 'message' ? null : scalarDefault(kind as ScalarKind);
+      this.template[f.name] = kind === 'map' ? undefined : f.repeated ? undefined : kind === 'message' ? null : scalarDefault(kind);
     }
     this.compileBlank();
   }
@@ -473,7 +473,7 @@ export class MessageCodec {
       } else {
         w.tag(f.tagBytes); // packed
         const start = w.beginLen();
-        for (let j = 0; j < v.length; j++) writeScalar(w, f.kind as ScalarKind, v[j], `${name}[${j}]`);
+        for (let j = 0; j < v.length; j++) writeScalar(w, f.kind, v[j], `${name}[${j}]`);
         w.endLen(start);
       }
     } else if (f.kind === 'message') {
@@ -486,7 +486,7 @@ export class MessageCodec {
       // proto3: a scalar at its default value is not written
       if (v === 0 || v === '' || v === false) return;
       w.tag(f.tagBytes);
-      writeScalar(w, f.kind as ScalarKind, v, name);
+      writeScalar(w, f.kind, v, name);
     }
   }
 
@@ -538,11 +538,11 @@ export class MessageCodec {
       if (wire === WIRE_LEN && f.kind !== 'string' && f.kind !== 'bytes') {
         const n = r.len();
         const stop = r.pos + n;
-        while (r.pos < stop) arr.push(readScalar(r, f.kind as ScalarKind));
-      } else arr.push(readScalar(r, f.kind as ScalarKind));
+        while (r.pos < stop) arr.push(readScalar(r, f.kind));
+      } else arr.push(readScalar(r, f.kind));
     } else {
       if (wire !== wireType(f.kind)) throw new RangeError(`field ${f.name}: wire type ${wire} where ${wireType(f.kind)} was expected`);
-      o[f.name] = readScalar(r, f.kind as ScalarKind);
+      o[f.name] = readScalar(r, f.kind);
     }
   }
 

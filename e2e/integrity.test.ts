@@ -36,7 +36,7 @@ describe('a write that outlives its put', () => {
       // W1: a put whose bytes are late, played with a raw socket (as a paused store service or a
       // healed partition delivers them): PutStart, the WRITE header sent, the payload held back.
       const start = await master.putStart({ key: 'K1', value_length: MiB, slice_lengths: [MiB], config: { replica_num: 1 } });
-      const h = start.replica_list[0]!.handles[0]!;
+      const h = start.replica_list[0].handles[0];
       late = await rawConnect(h.te_endpoint);
       late.sock.write(requestHeader({ op: 'write', address: Number(h.buffer), length: MiB, incarnation: Number(h.incarnation), generation: Number(h.generation) }));
       // W1 gives up (its timeout) and revokes; W2 puts K2.
@@ -80,7 +80,7 @@ describe('a replica list from before a remount', () => {
       await writer.put('old', old);
       // The reader takes its replica list (and a 15 s lease), then is slow to read.
       const list = await master.getReplicaList({ key: 'old' });
-      const h = list.replica_list[0]!.handles[0]!;
+      const h = list.replica_list[0].handles[0];
       // The store service goes silent past --client_ttl: the master drops its segment and objects...
       await stopped(svc, () => cluster.master.waitFor(/clients silent past --client_ttl, dropped/));
       // ...and the service mounts it again (same memory, new registration), then gets new objects.
@@ -122,13 +122,13 @@ describe('checksums', () => {
       await client.put('cs', value, { replica_num: 2 });
       const list = await master.getReplicaList({ key: 'cs' });
       expect(list.slice_checksums).toHaveLength(1); // recorded by the writer at PutEnd
-      const [first, second] = list.replica_list.map((r) => r.handles[0]!);
+      const [first, second] = list.replica_list.map((r) => r.handles[0]);
       // A stray write (a bug, a stray peer) changes the first replica's bytes behind the master's back.
       const scribble = (h: typeof first) =>
-        engine.transfer([{ op: 'write', endpoint: h!.te_endpoint, remoteAddress: Number(h!.buffer) + 100, localAddress: junk.address, length: 64, incarnation: Number(h!.incarnation) }]);
+        engine.transfer([{ op: 'write', endpoint: h.te_endpoint, remoteAddress: Number(h.buffer) + 100, localAddress: junk.address, length: 64, incarnation: Number(h.incarnation) }]);
       await scribble(first);
       expect((await client.get('cs')).equals(value)).toBe(true);
-      expect(await client.metrics!.text()).toMatch(new RegExp(`store_client_checksum_mismatches_total\\{segment="${first!.segment_name}"[^}]*\\} 1`));
+      expect(await client.metrics!.text()).toMatch(new RegExp(`store_client_checksum_mismatches_total\\{segment="${first.segment_name}"[^}]*\\} 1`));
       await scribble(second);
       await expect(client.get('cs')).rejects.toThrow(/CRC-32C/);
     } finally {
@@ -148,7 +148,7 @@ describe('a store service that dies', () => {
     cluster = await LocalCluster.start({ storeServices: 3, segmentSize: '64MB' }); // --client_ttl 10 s
     const client = await Client.setup(cluster.clientConfig({ local_buffer_size: 8 * MiB }));
     try {
-      const victim = cluster.services[0]!;
+      const victim = cluster.services[0];
       victim.proc.kill('SIGKILL');
       await victim.exited;
       // Within the master's --client_ttl the dead segment is still mounted: before, about 2 of 3

@@ -62,7 +62,7 @@ describe('store_master key hygiene', () => {
     const repeated = JSON.parse(await text(`${m.http}/batch_query_keys?${q}`));
     expect(repeated.success).toBe(true);
     expect(Object.keys(repeated.data).sort()).toEqual(['a,b', 'with space', 'x=1&y=2', 'ключ'].sort());
-    for (const v of Object.values(repeated.data) as { ok: boolean; values: unknown[] }[]) {
+    for (const v of Object.values<{ ok: boolean; values: unknown[] }>(repeated.data)) {
       expect(v.ok).toBe(true);
       expect(v.values).toHaveLength(1);
     }
@@ -76,7 +76,7 @@ describe('store_master key hygiene', () => {
     try {
       const bad = [Buffer.from('alias\xff', 'latin1'), Buffer.from('alias\xfe', 'latin1'), Buffer.from([0x61, 0x6c, 0x69, 0x61, 0x73, 0xed, 0xa0, 0x80]), Buffer.from([0x61, 0xc0, 0xaf])];
       for (let i = 0; i < bad.length; i++) {
-        ch.send(encodeFrame(FrameKind.REQUEST, i + 1, putStart.index, putStartBytes(bad[i]!)));
+        ch.send(encodeFrame(FrameKind.REQUEST, i + 1, putStart.index, putStartBytes(bad[i])));
         const r = await ch.reply(i + 1);
         expect(r.kind).toBe(FrameKind.RESPONSE);
         expect(statusOf(r.payload)).toBe(ErrorCode.INVALID_KEY);

@@ -32,7 +32,7 @@ function startMaster(): Promise<Master> {
   let err = '';
   const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
   return new Promise((resolve, reject) => {
-    proc.stderr!.on('data', (d: Buffer) => {
+    proc.stderr.on('data', (d: Buffer) => {
       err += d.toString();
       const m = /store_master listening: rpc=(\S+)/.exec(err);
       if (m) resolve({ proc, rpc: m[1], stderr: () => err, exited });
@@ -126,14 +126,14 @@ describe('store_master request limits', () => {
       expect(started.status_code).toBe(ErrorCode.OK);
       expect(started.results).toHaveLength(n + 1);
       expect(started.results.slice(0, n).every((r) => r.status_code === ErrorCode.OK)).toBe(true);
-      expect(started.results[n]!.status_code).toBe(ErrorCode.OBJECT_ALREADY_EXISTS);
+      expect(started.results[n].status_code).toBe(ErrorCode.OBJECT_ALREADY_EXISTS);
       expect(n).toBeGreaterThan(4 * BATCH_CHUNK);
       const ended = await c.batchPutEnd({ keys, replica_type: 0 });
       expect(ended.results.map((r) => r.key)).toEqual(keys);
       const exist = await c.batchExistKey({ keys: [...keys.slice(0, 3), 'absent', ...keys.slice(3)] });
       expect(exist.results).toHaveLength(n + 1);
       expect(exist.results.filter((r) => !r.exists).length).toBe(1);
-      expect(exist.results[3]!.exists).toBe(false);
+      expect(exist.results[3].exists).toBe(false);
     } finally {
       c.close();
     }

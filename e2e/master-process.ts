@@ -28,14 +28,14 @@ export function startMaster(args: string[] = [], opts: { nofile?: number } = {})
   let err = '';
   const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
   return new Promise((resolve, reject) => {
-    proc.stderr!.on('data', (d: Buffer) => {
+    proc.stderr.on('data', (d: Buffer) => {
       err += d.toString();
       const m = /store_master listening: rpc=(\S+) metrics=(\S+)/.exec(err);
       if (m) {
         resolve({
           proc,
           pid: proc.pid!,
-          rpc: m[1]!,
+          rpc: m[1],
           http: `http://${m[2]}`,
           stderr: () => err,
           exited,

@@ -21,8 +21,8 @@ function start(args: string[], ready: RegExp): Promise<ChildProcess> {
       out += d;
       if (ready.test(out)) resolve(p);
     };
-    p.stdout!.on('data', on);
-    p.stderr!.on('data', on);
+    p.stdout.on('data', on);
+    p.stderr.on('data', on);
     p.on('exit', (code) => reject(new Error(`${args[0]} exited ${code}:\n${out}`)));
   });
 }

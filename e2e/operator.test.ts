@@ -272,7 +272,7 @@ describe('operator failover', () => {
     const standby = spawn(process.execPath, [operatorMain, 'run', '--leader-elect=true', '--identity=op-standby', `--lease-namespace=${OPERATOR_NS}`,
       '--webhook=false', '--segment-stats=false', '--health-port=0'], { env: { ...process.env, KUBECONFIG: kubeconfigPath }, stdio: ['ignore', 'pipe', 'pipe'] });
     let standbyLog = '';
-    standby.stderr!.on('data', (d: Buffer) => (standbyLog += d.toString()));
+    standby.stderr.on('data', (d: Buffer) => (standbyLog += d.toString()));
     try {
       const exited = new Promise((r) => operator.once('exit', r));
       operator.kill('SIGTERM');

@@ -15,7 +15,7 @@ describe('the kvcache-store package', () => {
 
   it('ships every file its binaries and the addon need', () => {
     const pkg = JSON.parse(readFileSync('package.json', 'utf8'));
-    for (const bin of Object.values(pkg.bin) as string[]) {
+    for (const bin of Object.values<string>(pkg.bin)) {
       expect(pkg.files.some((f: string) => bin.startsWith(f))).toBe(true);
     }
     expect(pkg.files).toEqual(expect.arrayContaining(['native/binding.gyp', 'native/src', 'proto/*.proto']));

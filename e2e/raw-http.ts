@@ -7,7 +7,7 @@ export function rawHttpStatus(host: string, port: number, request: string): Prom
     let got = '';
     const sock = connect(port, host, () => sock.write(request));
     sock.on('data', (d: Buffer) => (got += d.toString('latin1')));
-    sock.on('end', () => resolve(got.split('\r\n')[0]!));
+    sock.on('end', () => resolve(got.split('\r\n')[0]));
     sock.on('error', reject);
   });
 }

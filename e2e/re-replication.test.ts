@@ -35,19 +35,19 @@ describe('re-replication', () => {
       }
       const segmentsOf = async (key: string) => (await master.getReplicaList({ key })).replica_list.map((r) => r.handles.map((h) => h.segment_name));
       const hit: string[] = [];
-      for (const key of values.keys()) if ((await segmentsOf(key)).some((r) => r.includes(dead!.segment))) hit.push(key);
+      for (const key of values.keys()) if ((await segmentsOf(key)).some((r) => r.includes(dead.segment))) hit.push(key);
       expect(hit.length).toBeGreaterThan(0);
 
-      dead!.proc.kill('SIGKILL');
-      await cluster.master.waitFor(new RegExp(`dropped: .*${dead!.clientId}`));
+      dead.proc.kill('SIGKILL');
+      await cluster.master.waitFor(new RegExp(`dropped: .*${dead.clientId}`));
       await cluster.master.waitFor(/re-replication done/);
 
       for (const [key, slices] of values) {
         const list = (await master.getReplicaList({ key })).replica_list;
         expect(list).toHaveLength(2);
-        const segs = list.map((r) => r.handles[0]!.segment_name);
+        const segs = list.map((r) => r.handles[0].segment_name);
         expect(new Set(segs).size).toBe(2);
-        expect(segs).not.toContain(dead!.segment);
+        expect(segs).not.toContain(dead.segment);
         // Each replica read on its own, straight from its segment.
         for (const r of list) {
           let at = 0;

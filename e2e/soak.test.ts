@@ -58,7 +58,7 @@ describe('soak', () => {
           }
         } else if (roll < 90) {
           // mostly recent keys (likely still stored), sometimes any key ever written
-          const key = randomInt(10) < 8 ? keys[keys.length - 1 - randomInt(Math.min(keys.length, 300))]! : keys[randomInt(keys.length)]!;
+          const key = randomInt(10) < 8 ? keys[keys.length - 1 - randomInt(Math.min(keys.length, 300))] : keys[randomInt(keys.length)];
           stats.gets++;
           try {
             const got = await c.get(key);
@@ -72,7 +72,7 @@ describe('soak', () => {
             stats.getErrors++; // lost with a killed store, evicted, removed, or a failed read: allowed
           }
         } else {
-          const key = keys[randomInt(keys.length)]!;
+          const key = keys[randomInt(keys.length)];
           stats.removes++;
           await c.remove(key).catch(() => undefined);
         }
@@ -84,7 +84,7 @@ describe('soak', () => {
       while (performance.now() < deadline - 5000) {
         await pause(randomInt(1500, 4000));
         const live = cluster.services.filter((s) => s.proc.exitCode === null && s.proc.signalCode === null);
-        const victim: StoreServiceProcess = live[randomInt(live.length)]!;
+        const victim: StoreServiceProcess = live[randomInt(live.length)];
         if (randomInt(3) === 0 && live.length > 1) {
           stats.kills++;
           victim.proc.kill('SIGKILL');

@@ -86,7 +86,7 @@ async function gauge(name: string, target = svc): Promise<number> {
 /** The handles of `key`'s first replica (no lease taken). */
 async function handlesOf(key: string): Promise<{ segment_name: string; buffer: number; size: number }[]> {
   const m = await client.queryByRegex(`^${key}$`);
-  return m.get(key)![0]!.handles.map((h) => ({ segment_name: h.segment_name, buffer: Number(h.buffer), size: Number(h.size) }));
+  return m.get(key)![0].handles.map((h) => ({ segment_name: h.segment_name, buffer: Number(h.buffer), size: Number(h.size) }));
 }
 
 describe('POST /api/mount', () => {
@@ -114,9 +114,9 @@ describe('POST /api/mount', () => {
     const value = randomBytes(256 * 1024);
     await client.put('rest-pref', value, { preferred_segment: seg.name });
     const [h] = await handlesOf('rest-pref');
-    expect(h!.segment_name).toBe(seg.name);
-    expect(h!.buffer).toBeGreaterThanOrEqual(seg.address);
-    expect(h!.buffer + h!.size).toBeLessThanOrEqual(seg.address + seg.size);
+    expect(h.segment_name).toBe(seg.name);
+    expect(h.buffer).toBeGreaterThanOrEqual(seg.address);
+    expect(h.buffer + h.size).toBeLessThanOrEqual(seg.address + seg.size);
     expect((await client.get('rest-pref')).equals(value)).toBe(true);
     expect(await post('/api/unmount', { segment_ids: id })).toEqual({ status: 200, body: { status: 'success' } });
     await expect(client.get('rest-pref')).rejects.toBeInstanceOf(ObjectNotFoundError);
@@ -133,7 +133,7 @@ describe('with P2PHANDSHAKE metadata', () => {
     expect(seg.name).toBe(`${p2p.endpoint}/1`);
     const value = randomBytes(300_000);
     await client.put('p2p-obj', value, { preferred_segment: seg.name });
-    expect((await handlesOf('p2p-obj'))[0]!.segment_name).toBe(seg.name);
+    expect((await handlesOf('p2p-obj'))[0].segment_name).toBe(seg.name);
     expect((await client.get('p2p-obj')).equals(value)).toBe(true);
     expect((await post('/api/unmount', { segment_ids: id }, 'application/json', p2p)).status).toBe(200);
   });
@@ -149,9 +149,9 @@ describe('POST /api/mount_shm', () => {
     const value = randomBytes(100_000);
     await client.put('rest-shm', value, { preferred_segment: seg.name });
     const [h] = await handlesOf('rest-shm');
-    expect(h!.segment_name).toBe(seg.name);
+    expect(h.segment_name).toBe(seg.name);
     // The same bytes, seen through the test's own mapping of the object.
-    const at = 8 * MiB + (h!.buffer - seg.address);
+    const at = 8 * MiB + (h.buffer - seg.address);
     expect(shm.view(at, value.length).equals(value)).toBe(true);
     expect((await client.get('rest-shm')).equals(value)).toBe(true);
     expect(await post('/api/unmount_shm', { segment_ids: [id], grace_period_seconds: 0 })).toEqual({ status: 200, body: { status: 'success' } });
@@ -228,7 +228,7 @@ describe('unmount with a grace period', () => {
     const seg = (await segments()).find((s) => s.id === id)!;
     const values = [0, 1, 2].map(() => randomBytes(64 * 1024 + 17));
     for (const [i, v] of values.entries()) await client.put(`grace-${i}`, v, { preferred_segment: seg.name });
-    for (const i of [0, 1, 2]) expect((await handlesOf(`grace-${i}`))[0]!.segment_name).toBe(seg.name);
+    for (const i of [0, 1, 2]) expect((await handlesOf(`grace-${i}`))[0].segment_name).toBe(seg.name);
 
     expect(await post('/api/unmount', { segment_ids: [id], grace_period_seconds: 2 })).toEqual({ status: 200, body: { status: 'success' } });
     expect((await segments()).find((s) => s.id === id)).toMatchObject({ state: 'draining', origin: 'memory' });
@@ -236,7 +236,7 @@ describe('unmount with a grace period', () => {
     for (const [i, v] of values.entries()) expect((await client.get(`grace-${i}`)).equals(v)).toBe(true);
     // closed to new allocations: a preferred put goes elsewhere
     await client.put('grace-new', randomBytes(1000), { preferred_segment: seg.name });
-    expect((await handlesOf('grace-new'))[0]!.segment_name).not.toBe(seg.name);
+    expect((await handlesOf('grace-new'))[0].segment_name).not.toBe(seg.name);
     // a second unmount of the same id is refused
     await refused('/api/unmount', { segment_ids: id }, /already being unmounted/);
 
@@ -340,7 +340,7 @@ describe('SIGTERM', () => {
       expect((await client.get('term-obj')).equals(value)).toBe(true);
       const granted = await master.getReplicaList({ key: 'term-obj' });
       expect(granted.status_code).toBe(0);
-      const h = granted.replica_list[0]!.handles[0]!;
+      const h = granted.replica_list[0].handles[0];
       // the master forgets the segment: no new read is granted...
       await s.waitFor(/shutdown: grace period over, segments unmounted/);
       await expect(client.get('term-obj')).rejects.toBeInstanceOf(ObjectNotFoundError);
@@ -371,7 +371,7 @@ describe('a restarted master', () => {
       const [, count] = await s.waitFor(/remounted (\d+) segment\(s\) with master/);
       expect(Number(count)).toBe(2);
       const listed = (await own.admin('/get_all_segments')).split('\n').filter(Boolean).sort();
-      expect(listed).toEqual([s.segment, name(kept!)].sort());
+      expect(listed).toEqual([s.segment, name(kept)].sort());
     } finally {
       await own.stop();
     }

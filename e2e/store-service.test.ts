@@ -44,7 +44,7 @@ describe('store_service process', () => {
     expect((await cluster.admin('/get_all_segments')).split('\n')).toContain(svc.segment);
     // a request target that is not a URL path gets 400, and the service lives on
     const [host, port] = svc.http.split(':');
-    expect(await rawHttpStatus(host!, Number(port), MALFORMED_TARGET_REQUEST)).toBe('HTTP/1.1 400 Bad Request');
+    expect(await rawHttpStatus(host, Number(port), MALFORMED_TARGET_REQUEST)).toBe('HTTP/1.1 400 Bad Request');
     expect((await fetch(`http://${svc.http}/health`)).status).toBe(200);
   });
 

@@ -27,7 +27,7 @@ describe("a stranger and a segment's name", () => {
 
   it("can neither unmount the owner's segment nor mount its own under that name: the owner's puts all land in the owner's memory", async () => {
     cluster = await LocalCluster.start({ storeServices: 1, segmentSize: '64MB', env: TCP_ONLY });
-    const owner = cluster.services[0]!;
+    const owner = cluster.services[0];
     const stranger = await MasterClient.connect(cluster.master.rpc);
     const engine = new TransferEngine({ host: '127.0.0.1', shmTransport: false, env: {} });
     const trap = mapMemory({ size: 64 * MiB });
@@ -71,7 +71,7 @@ describe("a stranger who takes a segment's name while the master has forgotten i
 
   it("does not make the owner's remount a false success; the owner gets its name back once the squatter's client id expires", async () => {
     cluster = await LocalCluster.start({ storeServices: 1, segmentSize: '64MB', masterArgs: ['--client_ttl=5s'], env: TCP_ONLY });
-    const owner = cluster.services[0]!;
+    const owner = cluster.services[0];
     const engine = new TransferEngine({ host: '127.0.0.1', shmTransport: false, env: {} });
     const trap = mapMemory({ size: 64 * MiB });
     let stranger: MasterClient | undefined;
@@ -97,7 +97,7 @@ describe("a stranger who takes a segment's name while the master has forgotten i
       await owner.waitFor(/asked for a remount[\s\S]*asked for a remount/);
       const squatted = await detail();
       expect(squatted).toHaveLength(1);
-      expect(squatted[0]!.slice(0, 2)).toEqual([owner.segment, endpoint]);
+      expect(squatted[0].slice(0, 2)).toEqual([owner.segment, endpoint]);
       expect(owner.output()).not.toMatch(/remounted 1 segment\(s\) with master/);
       // The squatter never pings: past --client_ttl its segment goes, and the owner's next remount succeeds.
       await owner.waitFor(/remounted 1 segment\(s\) with master/);
@@ -139,7 +139,7 @@ describe("a stranger and a client's engine", () => {
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     target = track('probe-target', proc);
-    const t = JSON.parse((await target.waitFor(/^target (.*)$/m))[1]!) as Target;
+    const t = JSON.parse((await target.waitFor(/^target (.*)$/m))[1]) as Target;
     expect(t.held).toBeGreaterThanOrEqual(t.arena);
     expect(t.held + t.heldLength).toBeLessThanOrEqual(t.arena + t.arenaSize);
 
@@ -181,9 +181,9 @@ describe("a stranger and a client's engine", () => {
       }
     }
     // The Buffer get() returned, still held by the application, has the bytes it was given.
-    proc.stdin!.write('check\n');
+    proc.stdin.write('check\n');
     expect((await target.waitFor(/^intact (\w+)$/m))[1]).toBe('true');
-    proc.stdin!.end('exit\n');
+    proc.stdin.end('exit\n');
     expect(await target.exited).toBe(0);
   });
 });

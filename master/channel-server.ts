@@ -110,7 +110,7 @@ export class ChannelConnection {
   }
 
   private reply(id: number, methodIndex: number, res: StatusResponse): void {
-    const m = this.methods[methodIndex]!;
+    const m = this.methods[methodIndex];
     try {
       const length = this.writer.pushMessage(FrameKind.RESPONSE, id, methodIndex, m.responseCodec, res);
       if (length > this.maxReplyBytes) {

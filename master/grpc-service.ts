@@ -44,7 +44,7 @@ export function createGrpcServer(dispatcher: RpcDispatcher): { server: grpc.Serv
       },
     };
     handlers[name] = (call: grpc.ServerUnaryCall<object, object>, callback: grpc.sendUnaryData<object>) => {
-      const req = call.request as object;
+      const req = call.request;
       const res = MALFORMED in req ? dispatcher.invalid(index, 'grpc', (req as Malformed)[MALFORMED]) : dispatcher.serve(index, req, 'grpc');
       if (res instanceof Promise) void res.then((r) => callback(null, r));
       else callback(null, res);
@@ -59,7 +59,7 @@ export function createGrpcServer(dispatcher: RpcDispatcher): { server: grpc.Serv
     'grpc.max_send_message_length': MAX_PAYLOAD_BYTES,
     'grpc.max_concurrent_streams': MAX_CONCURRENT_STREAMS,
   });
-  server.addService(service as grpc.ServiceDefinition, handlers);
+  server.addService(service, handlers);
   const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
   return { server, injector };
 }

@@ -42,10 +42,10 @@ class FrameHeaderReader {
       if (this.have < HEADER_BYTES) return;
       this.have = 0;
       const h = this.head;
-      const length = (h[0]! << 16) | (h[1]! << 8) | h[2]!;
+      const length = (h[0] << 16) | (h[1] << 8) | h[2];
       const stream = h.readUInt32BE(5) & 0x7fffffff;
       this.skip = length;
-      this.onFrame(h[3]!, h[4]!, stream, length);
+      this.onFrame(h[3], h[4], stream, length);
     }
   }
 }

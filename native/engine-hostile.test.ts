@@ -139,7 +139,7 @@ async function flood(endpoint: string, count: number, source: string): Promise<F
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   floods.push(proc);
-  const lines = createInterface({ input: proc.stdout! });
+  const lines = createInterface({ input: proc.stdout });
   let closed = 0;
   const waiters: Array<{ n: number; res: () => void }> = [];
   const first = new Promise<{ connected: number; failed: number; closed: number }>((res) => lines.once('line', (l) => res(JSON.parse(l))));
@@ -155,7 +155,7 @@ async function flood(endpoint: string, count: number, source: string): Promise<F
     failed: report.failed,
     closedAtLeast: (n) => (closed >= n ? Promise.resolve() : new Promise<void>((res) => waiters.push({ n, res }))),
     end: async () => {
-      proc.stdin!.end();
+      proc.stdin.end();
       await exited;
     },
   };

@@ -33,7 +33,7 @@ test('the lock of a process killed with SIGKILL is gone with it', async () => {
   const holder = spawn('python3', ['-c', `import fcntl,os,sys,time\nfd=os.open(${JSON.stringify(path)},os.O_RDONLY)\nfcntl.flock(fd,fcntl.LOCK_SH)\nprint('held',flush=True)\ntime.sleep(600)`], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  await new Promise<void>((resolve) => holder.stdout!.once('data', () => resolve()));
+  await new Promise<void>((resolve) => holder.stdout.once('data', () => resolve()));
   expect(unlinkIfUnlocked(path)).toBe(false);
   holder.kill('SIGKILL');
   await new Promise((r) => holder.once('exit', r));

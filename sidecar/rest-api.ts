@@ -42,7 +42,7 @@ function sendError(res: ServerResponse, status: number, message: string, extra: 
 /** True for application/json, with or without parameters (charset=utf-8), any case. */
 export function isJsonContentType(header: string | undefined): boolean {
   if (!header) return false;
-  return header.split(';')[0]!.trim().toLowerCase() === 'application/json';
+  return header.split(';')[0].trim().toLowerCase() === 'application/json';
 }
 
 /** The request body as text; rejects with a 400 RestError past MAX_BODY_BYTES (reading stops). */

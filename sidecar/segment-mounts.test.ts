@@ -116,7 +116,7 @@ describe('SegmentMounts', () => {
     const { clock, calls, mounts } = setup();
     const { segmentIds } = await mounts.mountMemory({ size: MiB, protocol: 'tcp', location: '' });
     const [draining] = (await mounts.mountMemory({ size: MiB, protocol: 'tcp', location: '' })).segmentIds;
-    await mounts.unmount('memory', { segmentIds: [draining!], graceSeconds: 60 });
+    await mounts.unmount('memory', { segmentIds: [draining], graceSeconds: 60 });
     calls.length = 0;
     let done = false;
     void mounts.shutdown(3).then(() => (done = true));
@@ -162,6 +162,6 @@ describe('SegmentMounts', () => {
     await expect(mounts.unmount('memory', { segmentIds: [...mem, ...shm], graceSeconds: 0 })).rejects.toMatchObject({ message: expect.stringMatching(/mounted by \/api\/mount_shm/) });
     await expect(mounts.unmount('shm', { segmentIds: ['global'], graceSeconds: 0 })).rejects.toMatchObject({ message: expect.stringMatching(/not a segment mounted through the REST API/) });
     expect(calls).toEqual([]);
-    expect(mounts.describe(shm[0]!)).toEqual({ origin: 'shm', location: 'x' });
+    expect(mounts.describe(shm[0])).toEqual({ origin: 'shm', location: 'x' });
   });
 });

@@ -228,7 +228,7 @@ export class SegmentMounts {
     const fresh = live.filter((s) => s.state === 'mounted');
     const results = await Promise.allSettled(fresh.map((s) => this.o.owner.unmountSegment(s.id, graceSeconds)));
     results.forEach((r, i) => {
-      if (r.status === 'rejected') this.log('warn', `shutdown: unmount of segment ${fresh[i]!.name} with a grace period failed: ${(r.reason as Error).message}`);
+      if (r.status === 'rejected') this.log('warn', `shutdown: unmount of segment ${fresh[i].name} with a grace period failed: ${(r.reason as Error).message}`);
     });
     this.log('info', `shutdown: ${live.length} segment(s) closed to new allocations; memory released after ${graceSeconds} s + the ${this.o.leaseTtlMs} ms read lease`);
     await this.sleep(graceSeconds * 1000);

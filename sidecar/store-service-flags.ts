@@ -90,10 +90,10 @@ export function parseStoreServiceArgs(
     for (const [key, raw] of Object.entries(doc as Record<string, unknown>)) {
       const flag = fileKeys[key];
       if (!flag) throw new FlagError(key, `unknown key "${key}" in --config=${path} (known: ${Object.keys(fileKeys).join(', ')})`);
-      if (raw === null || typeof raw === 'object') throw new FlagError(key, `invalid value for "${key}" in --config=${path}: expected a string or number`);
+      if (typeof raw !== 'string' && typeof raw !== 'number' && typeof raw !== 'boolean') throw new FlagError(key, `invalid value for "${key}" in --config=${path}: expected a string or number`);
       if (parsed.explicit.has(flag)) continue; // the command line wins
       explicit.add(flag);
-      v[flag] = storeServiceFlags.convert(storeServiceFlags.spec(flag)!, String(raw as string | number | boolean), `${key} (in ${path})`);
+      v[flag] = storeServiceFlags.convert(storeServiceFlags.spec(flag)!, String(raw), `${key} (in ${path})`);
     }
   }
   if (explicit.has('master_server_address')) {
@@ -153,7 +153,7 @@ const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[?::1\]?)$/i;
 /** The host part of "host", "host:port", "[v6]:port". */
 function hostPart(hostPort: string): string {
   const m = /^\[([^\]]+)\](?::\d+)?$/.exec(hostPort);
-  if (m) return m[1]!;
+  if (m) return m[1];
   const i = hostPort.lastIndexOf(':');
   return i > 0 && hostPort.indexOf(':') === i ? hostPort.slice(0, i) : hostPort;
 }

@@ -61,7 +61,7 @@ const descriptor: Record<string, unknown> = {
     },
   },
 };
-const root = protobuf.Root.fromJSON(descriptor as protobuf.INamespace);
+const root = protobuf.Root.fromJSON(descriptor);
 
 type Obj = Record<string, any>;
 
@@ -75,13 +75,13 @@ function dropEmpty(o: Obj): Obj {
 /** Decodes a protobuf body into the JSON form of the object. */
 export function decodeProtobufBody(body: Buffer): Obj {
   if (body.length < 4 || !body.subarray(0, 4).equals(MAGIC)) throw new ApiError(400, 'BadRequest', 'protobuf body without the k8s\\0 magic prefix');
-  const unknown = root.lookupType('Unknown').toObject(root.lookupType('Unknown').decode(body.subarray(4)), { defaults: false }) as Obj;
+  const unknown = root.lookupType('Unknown').toObject(root.lookupType('Unknown').decode(body.subarray(4)), { defaults: false });
   const kind: string = unknown.typeMeta?.kind ?? '';
   if (kind !== 'Secret' && kind !== 'ConfigMap' && kind !== 'DeleteOptions') {
     throw new ApiError(415, 'UnsupportedMediaType', `this test API server decodes protobuf only for Secret, ConfigMap and DeleteOptions, not "${kind}"; send JSON (kubectl apply -f / create -f)`);
   }
   const t = root.lookupType(kind);
-  const obj = t.toObject(t.decode(unknown.raw ?? new Uint8Array()), { longs: Number, bytes: String, defaults: false }) as Obj;
+  const obj = t.toObject(t.decode(unknown.raw ?? new Uint8Array()), { longs: Number, bytes: String, defaults: false });
   const meta = dropEmpty({ ...(obj.metadata ?? {}) });
   if (meta.generation === 0) delete meta.generation;
   return dropEmpty({ ...obj, apiVersion: unknown.typeMeta.apiVersion, kind, metadata: meta });

@@ -43,7 +43,7 @@ export function toScale(obj: Obj, paths: ScalePaths): Obj {
   const m = obj.metadata;
   const selector = paths.labelSelectorPath ? getPath(obj, paths.labelSelectorPath) : selectorString(obj.spec?.selector);
   const status: Obj = { replicas: Number(getPath(obj, paths.statusReplicasPath) ?? 0) };
-  if (selector) status.selector = String(selector as string);
+  if (selector) status.selector = typeof selector === 'string' ? selector : JSON.stringify(selector);
   return {
     kind: 'Scale',
     apiVersion: 'autoscaling/v1',

@@ -136,7 +136,7 @@ describe.each([
     const seen = new Set<string>();
     for (let i = 0; i < 40; i++) {
       const r = make().allocate(reg, req({ sliceLength: 8 }), rng);
-      seen.add(names(r)[0]!);
+      seen.add(names(r)[0]);
     }
     expect(seen.size).toBeGreaterThan(4);
   });
@@ -163,7 +163,7 @@ describe('free_ratio_first', () => {
     for (let seed = 0; seed < 10; seed++) {
       const r = new FreeRatioFirstStrategy().allocate(reg, req({ sliceLength: 8 }), new SeededRng(seed));
       expect(names(r)).toEqual(['seg-13']);
-      if (r.ok) r.buffers[0]!.segment.allocator.free(r.buffers[0]!.handle);
+      if (r.ok) r.buffers[0].segment.allocator.free(r.buffers[0].handle);
     }
   });
 });
@@ -173,7 +173,7 @@ describe('cxl strategy', () => {
     const reg = pool(3);
     const r = new CxlStrategy().allocate(reg, req({ replicaNum: 3, preferred: ['seg-2', 'seg-0'] }));
     expect(names(r)).toEqual(['seg-2']);
-    if (r.ok) expect(r.buffers[0]!.memoryType).toBe(MemoryType.CXL);
+    if (r.ok) expect(r.buffers[0].memoryType).toBe(MemoryType.CXL);
   });
 
   it('requires a preferred segment', () => {

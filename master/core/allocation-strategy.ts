@@ -175,7 +175,7 @@ export function preferredPhase(pool: SegmentPool, p: SliceAllocation): void {
   const preferred = p.preferred;
   for (let i = 0; i < preferred.length; i++) {
     if (p.done || p.attempts >= p.attemptLimit) return;
-    const seg = pool.byName(preferred[i]!);
+    const seg = pool.byName(preferred[i]);
     if (seg !== undefined && p.eligible(seg)) p.tryOn(seg);
   }
 }
@@ -189,7 +189,7 @@ export function randomScanPhase(pool: SegmentPool, p: SliceAllocation, rng: Rng)
   const cap = Math.min(RANDOM_SCAN_CAP, n);
   const limit = p.attemptLimit;
   for (let i = 0, at = start; i < cap && !p.done && p.attempts < limit; i++) {
-    const seg = segs[at]!;
+    const seg = segs[at];
     if (p.eligible(seg)) p.tryOn(seg);
     if (++at === n) at = 0;
   }

@@ -42,8 +42,8 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 );
 
 function request(p: Put): PutStartRequest__Output {
-  const preferred_segment = p.preferred < 0 ? '' : p.preferred < SEGS.length ? SEGS[p.preferred]! : 'nowhere';
-  const r = putReq(p.bad === 'key' ? '' : KEYS[p.key]!, p.slices, {
+  const preferred_segment = p.preferred < 0 ? '' : p.preferred < SEGS.length ? SEGS[p.preferred] : 'nowhere';
+  const r = putReq(p.bad === 'key' ? '' : KEYS[p.key], p.slices, {
     replica_num: p.bad === 'replicas' ? 40 : p.replicas,
     with_soft_pin: p.pin === 'soft',
     with_hard_pin: p.pin === 'hard',
@@ -93,7 +93,7 @@ describe.each(['random', 'free_ratio_first'] as const)('BatchPutStart (%s strate
               break;
             }
             case 'end':
-              end(o.keys.map((k) => KEYS[k]!));
+              end(o.keys.map((k) => KEYS[k]));
               break;
             case 'endLast': {
               const keys = last.filter((_, i) => o.drop === 0 || i % (o.drop + 1) !== 0);
@@ -105,11 +105,11 @@ describe.each(['random', 'free_ratio_first'] as const)('BatchPutStart (%s strate
               expect(batched.sweep(now)).toEqual(single.sweep(now));
               break;
             case 'get':
-              expect(reply(batched.getReplicaList({ key: KEYS[o.key]! }, now))).toEqual(reply(single.getReplicaList({ key: KEYS[o.key]! }, now)));
+              expect(reply(batched.getReplicaList({ key: KEYS[o.key] }, now))).toEqual(reply(single.getReplicaList({ key: KEYS[o.key] }, now)));
               break;
             case 'unmount':
-              for (const core of [batched, single]) core.unmountSegment({ segment_name: SEGS[o.seg]!, client_id: 'c', grace_period_seconds: 0 }, now);
-              for (const core of [batched, single]) core.mountSegment(mountReq(SEGS[o.seg]!, 12 * 1024, 'c', (o.seg + 1) * 2 ** 32, `h${o.seg}:1`), now);
+              for (const core of [batched, single]) core.unmountSegment({ segment_name: SEGS[o.seg], client_id: 'c', grace_period_seconds: 0 }, now);
+              for (const core of [batched, single]) core.mountSegment(mountReq(SEGS[o.seg], 12 * 1024, 'c', (o.seg + 1) * 2 ** 32, `h${o.seg}:1`), now);
               break;
           }
           expect(snapshot(batched, now)).toEqual(snapshot(single, now));
@@ -144,7 +144,7 @@ describe('BatchKeySet', () => {
       expect(set.size).toBe(keys.length);
       for (const k of keys) expect(set.has(`${k}`)).toBe(true);
       // a key differing only between the sampled ends (same hash) is still a different key
-      const k0 = keys[0]!;
+      const k0 = keys[0];
       expect(set.has(k0.slice(0, 8) + k0.slice(8, 13).toUpperCase() + k0.slice(13))).toBe(false);
       set.clear();
       expect(set.size).toBe(0);

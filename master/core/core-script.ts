@@ -29,16 +29,16 @@ export function parseScript(text: string): ScriptCase[] {
   let i = 0;
   while (i < lines.length) {
     const comments: string[] = [];
-    while (i < lines.length && (lines[i]!.startsWith('#') || lines[i]!.trim() === '')) {
-      if (lines[i]!.startsWith('#')) comments.push(lines[i]!);
+    while (i < lines.length && (lines[i].startsWith('#') || lines[i].trim() === '')) {
+      if (lines[i].startsWith('#')) comments.push(lines[i]);
       i++;
     }
     if (i >= lines.length) break;
-    const command = lines[i++]!;
+    const command = lines[i++];
     if (lines[i] !== '----') throw new Error(`line ${i + 1}: expected ---- after "${command}"`);
     i++;
     const out: string[] = [];
-    while (i < lines.length && lines[i] !== '') out.push(lines[i++]!);
+    while (i < lines.length && lines[i] !== '') out.push(lines[i++]);
     cases.push({ comments, command, expected: out.join('\n') });
   }
   return cases;
@@ -90,7 +90,7 @@ export class ScriptRunner {
   run(line: string): string {
     const [name, ...words] = line.trim().split(/\s+/);
     const args = parseArgs(words);
-    const out = this.dispatch(name!, args);
+    const out = this.dispatch(name, args);
     const problems = this.core.checkIndexes();
     return [out, ...problems.map((p) => `INDEX PROBLEM: ${p}`)].join('\n');
   }
@@ -213,7 +213,7 @@ export class ScriptRunner {
     if (list.length === 0) return '(no replicas)';
     return list
       .map((r) => {
-        const seg = r.handles[0]!.segment_name;
+        const seg = r.handles[0].segment_name;
         const spans = r.handles.map((h) => `${h.segment_name === seg ? '' : `${h.segment_name}:`}${Number(h.buffer) - (this.bases.get(h.segment_name) ?? 0)}+${h.size}`);
         return `${seg}[${spans.join(',')}]`;
       })

@@ -19,7 +19,7 @@ export class CxlStrategy implements AllocationStrategy {
     if (p.invalid || p.preferred.length === 0) return ErrorCode.INVALID_PARAMS;
     p.replicaNum = 1;
     p.memoryType = MemoryType.CXL;
-    const seg = pool.byName(p.preferred[0]!);
+    const seg = pool.byName(p.preferred[0]);
     if (seg !== undefined && p.eligible(seg)) p.tryOn(seg);
     return p.outcome();
   }

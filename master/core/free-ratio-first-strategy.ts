@@ -28,13 +28,13 @@ export class FreeRatioFirstStrategy implements AllocationStrategy {
       const k = Math.min(CANDIDATES_PER_REPLICA * p.remaining, n);
       const start = randomIndex(rng, n);
       const candidates = this.candidates;
-      for (let i = 0; i < k; i++) candidates.push(segs[(start + i) % n]!);
+      for (let i = 0; i < k; i++) candidates.push(segs[(start + i) % n]);
       // Array.prototype.sort is stable: equal ratios keep scan order.
       candidates.sort(byFreeRatio);
       const limit = p.attemptLimit;
       for (let i = 0; i < k; i++) {
         if (p.done || p.attempts >= limit) break;
-        const seg = candidates[i]!;
+        const seg = candidates[i];
         if (p.eligible(seg)) p.tryOn(seg);
       }
       candidates.length = 0;

@@ -37,7 +37,7 @@ export class LeaseTracker {
   extend(meta: ObjectMeta, until: number): void {
     const old = meta.leaseUntil;
     if (until <= old) return;
-    if (old > this.horizon) this.counts[this.indexOf(old)]!--;
+    if (old > this.horizon) this.counts[this.indexOf(old)]--;
     else this.count++;
     meta.leaseUntil = until;
     this.add(until);
@@ -47,7 +47,7 @@ export class LeaseTracker {
   forget(meta: ObjectMeta): void {
     const old = meta.leaseUntil;
     if (old > this.horizon) {
-      this.counts[this.indexOf(old)]!--;
+      this.counts[this.indexOf(old)]--;
       this.count--;
     }
     meta.leaseUntil = -1; // before every time, and never a lease's expiry (a whole number, not -Infinity: see object-meta.ts)
@@ -58,14 +58,14 @@ export class LeaseTracker {
     const untils = this.untils;
     const last = untils.length - 1;
     if (last >= this.head && untils[last] === until) {
-      this.counts[last]!++;
-    } else if (last < this.head || untils[last]! < until) {
+      this.counts[last]++;
+    } else if (last < this.head || untils[last] < until) {
       untils.push(until);
       this.counts.push(1);
     } else {
       // an expiry before the latest (a lease of a shorter TTL): inserted in order
       const i = this.lowerBound(until);
-      if (untils[i] === until) this.counts[i]!++;
+      if (untils[i] === until) this.counts[i]++;
       else {
         untils.splice(i, 0, until);
         this.counts.splice(i, 0, 1);
@@ -87,7 +87,7 @@ export class LeaseTracker {
     let hi = untils.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (untils[mid]! < until) lo = mid + 1;
+      if (untils[mid] < until) lo = mid + 1;
       else hi = mid;
     }
     return lo;
@@ -97,8 +97,8 @@ export class LeaseTracker {
     if (now > this.horizon) this.horizon = now;
     const untils = this.untils;
     let head = this.head;
-    while (head < untils.length && untils[head]! <= this.horizon) {
-      this.count -= this.counts[head]!;
+    while (head < untils.length && untils[head] <= this.horizon) {
+      this.count -= this.counts[head];
       head++;
     }
     if (head > 1024 && head * 2 > untils.length) {

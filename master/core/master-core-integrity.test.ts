@@ -17,13 +17,13 @@ describe('incarnations and generations', () => {
   it('every handle carries the segment incarnation; PutStart handles carry the write generation', () => {
     const core = fencedCore();
     const start = core.putStart(putReq('k', [100, 200]), 41);
-    expect(start.replica_list[0]!.handles.map((h) => [h.incarnation, h.generation])).toEqual([
+    expect(start.replica_list[0].handles.map((h) => [h.incarnation, h.generation])).toEqual([
       [INC, 42],
       [INC, 42],
     ]);
     expect(core.putEnd({ key: 'k', replica_type: MEMORY, slice_checksums: [] }, 43).status_code).toBe(ErrorCode.OK);
     const got = core.getReplicaList({ key: 'k' }, 44);
-    expect(got.replica_list[0]!.handles.map((h) => [h.incarnation, h.generation])).toEqual([
+    expect(got.replica_list[0].handles.map((h) => [h.incarnation, h.generation])).toEqual([
       [INC, 0],
       [INC, 0],
     ]);
@@ -45,7 +45,7 @@ describe('write fences', () => {
     expect(usage(core).s0).toBe(4096); // quarantined, not free
     // the same space cannot be handed to another writer now
     const other = core.putStart(putReq('k2', 4096), 12);
-    expect(other.replica_list[0]!.handles[0]!.buffer).not.toBe(0x1000_0000);
+    expect(other.replica_list[0].handles[0].buffer).not.toBe(0x1000_0000);
     const ping = core.ping({ client_id: 'owner', fence_acks: [], can_copy: false }, 13);
     expect(ping.fences).toEqual([{ segment_name: 's0', version: 1, below: 13, revoked: [] }]); // k2 (gen 13) is still open
     expect(usage(core).s0).toBe(8192);
@@ -58,7 +58,7 @@ describe('write fences', () => {
     core.putStart(putReq('old', 1024), 1); // generation 2, stays open
     core.putStart(putReq('gone', 1024), 5); // generation 6
     core.putRevoke({ key: 'gone', replica_type: MEMORY, failed_segments: [] }, 7);
-    const f = core.ping({ client_id: 'owner', fence_acks: [], can_copy: false }, 8).fences[0]!;
+    const f = core.ping({ client_id: 'owner', fence_acks: [], can_copy: false }, 8).fences[0];
     expect(f).toMatchObject({ below: 2, revoked: [6] });
     core.ping({ client_id: 'intruder', fence_acks: [{ segment_name: 's0', version: f.version }], can_copy: false }, 9);
     expect(usage(core).s0).toBe(2048); // an ack from anyone but the owner frees nothing
@@ -72,7 +72,7 @@ describe('write fences', () => {
     core.putStart(putReq('zombie', 4096), 0);
     core.sweep(500); // releases the zombie
     expect(usage(core).s0).toBe(4096);
-    const f = core.ping({ client_id: 'owner', fence_acks: [], can_copy: false }, 501).fences[0]!;
+    const f = core.ping({ client_id: 'owner', fence_acks: [], can_copy: false }, 501).fences[0];
     expect(f.below).toBe(502);
     core.ping({ client_id: 'owner', fence_acks: [{ segment_name: 's0', version: f.version }], can_copy: false }, 502);
     expect(usage(core).s0).toBe(0);
@@ -123,12 +123,12 @@ describe('unreachable segments', () => {
     core.putRevoke({ key: 'k', replica_type: MEMORY, failed_segments: ['a'] }, 2);
     for (let i = 0; i < 10; i++) {
       const r = core.putStart(putReq(`k${i}`, 4096, { preferred_segment: 'a' }), 3);
-      expect(r.replica_list[0]!.handles[0]!.segment_name).toBe('b');
+      expect(r.replica_list[0].handles[0].segment_name).toBe('b');
     }
     const both = core.putStart(putReq('two', 4096, { replica_num: 2 }), 4);
     expect(both.replica_list).toHaveLength(1); // best effort: b only
     core.sweep(1003); // the report has timed out
-    expect(core.putStart(putReq('again', 4096, { preferred_segment: 'a' }), 1004).replica_list[0]!.handles[0]!.segment_name).toBe('a');
+    expect(core.putStart(putReq('again', 4096, { preferred_segment: 'a' }), 1004).replica_list[0].handles[0].segment_name).toBe('a');
     // every segment suspect: placed anyway
     core.putRevoke({ key: 'again', replica_type: MEMORY, failed_segments: ['a', 'b'] }, 1005);
     expect(core.putStart(putReq('last', 4096), 1006).status_code).toBe(ErrorCode.OK);

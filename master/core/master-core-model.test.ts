@@ -47,10 +47,10 @@ describe('MasterCore under random operations', () => {
       fc.property(fc.array(opArb, { minLength: 10, maxLength: 60, size: 'max' }), fc.nat(), (ops, seed) => {
         const core = makeCore({ clientTtlMs: 1e12 }, seed);
         let now = 0;
-        const mount = (i: number) => core.mountSegment(mountReq(SEGS[i]!, 16 * 1024, 'c', (i + 1) * 2 ** 32, `h${i}:1`), now);
+        const mount = (i: number) => core.mountSegment(mountReq(SEGS[i], 16 * 1024, 'c', (i + 1) * 2 ** 32, `h${i}:1`), now);
         SEGS.forEach((_, i) => mount(i));
         for (const o of ops) {
-          const key = 'key' in o ? KEYS[o.key]! : '';
+          const key = 'key' in o ? KEYS[o.key] : '';
           switch (o.op) {
             case 'put':
               core.putStart(putReq(key, o.slices, { replica_num: o.replicas, with_soft_pin: o.pin === 'soft', with_hard_pin: o.pin === 'hard' }), now);
@@ -77,13 +77,13 @@ describe('MasterCore under random operations', () => {
               core.remove({ key, force: true }, now);
               break;
             case 'unmount':
-              core.unmountSegment({ segment_name: SEGS[o.seg]!, client_id: 'c', grace_period_seconds: o.grace }, now);
+              core.unmountSegment({ segment_name: SEGS[o.seg], client_id: 'c', grace_period_seconds: o.grace }, now);
               break;
             case 'mount':
               mount(o.seg);
               break;
             case 'clear':
-              core.batchReplicaClear({ object_keys: KEYS, client_id: 'c', segment_name: SEGS[o.seg]! }, now);
+              core.batchReplicaClear({ object_keys: KEYS, client_id: 'c', segment_name: SEGS[o.seg] }, now);
               break;
             case 'clearAll':
               core.batchReplicaClear({ object_keys: KEYS, client_id: 'c', segment_name: '' }, now);
@@ -97,14 +97,14 @@ describe('MasterCore under random operations', () => {
           const spans: [number, number][] = [];
           for (const key of core.allKeys()) {
             const replicas = core.queryKey(key)!;
-            for (let j = 0; j < replicas[0]!.handles.length; j++) {
-              const segs = replicas.map((r) => r.handles[j]!.segment_name);
+            for (let j = 0; j < replicas[0].handles.length; j++) {
+              const segs = replicas.map((r) => r.handles[j].segment_name);
               expect(new Set(segs).size).toBe(segs.length);
             }
             for (const r of replicas) for (const h of r.handles) spans.push([h.buffer, h.buffer + h.size]);
           }
           spans.sort((x, y) => x[0] - y[0]);
-          for (let i = 1; i < spans.length; i++) expect(spans[i]![0]).toBeGreaterThanOrEqual(spans[i - 1]![1]);
+          for (let i = 1; i < spans.length; i++) expect(spans[i][0]).toBeGreaterThanOrEqual(spans[i - 1][1]);
           // The eviction lists, the in-flight list and the pin counts agree with the objects.
           expect(core.checkIndexes()).toEqual([]);
         }

@@ -38,7 +38,7 @@ describe('mount', () => {
     const core = makeCore();
     const id = '0a1b2c3d-0000-4000-8000-00000000abcd';
     expect(core.mountSegment({ ...mountReq('host-1:12345', 4096), segment_id: id }, 0)).toEqual({ status_code: ErrorCode.OK, segment_id: id });
-    expect(core.segmentsDetail()[0]!.te_endpoint).toBe('host-1:12345');
+    expect(core.segmentsDetail()[0].te_endpoint).toBe('host-1:12345');
   });
 
   it('rejects bad mounts and changes nothing', () => {
@@ -52,7 +52,7 @@ describe('mount', () => {
       [{ ...mountReq('badid', 4096), segment_id: 'not-a-uuid' }, ErrorCode.INVALID_PARAMS],
       [mountReq('overflow', 2 ** 52, 'c1', 2 ** 53 - 10), ErrorCode.INVALID_PARAMS],
       [mountReq('seg', 4096, 'c1'), ErrorCode.SEGMENT_ALREADY_EXISTS],
-      [{ ...mountReq('other', 4096), segment_id: before[0]!.segment_id }, ErrorCode.SEGMENT_ALREADY_EXISTS],
+      [{ ...mountReq('other', 4096), segment_id: before[0].segment_id }, ErrorCode.SEGMENT_ALREADY_EXISTS],
       // strings past MOUNT_LIMITS: each would be repeated in every reply naming the segment
       [mountReq('n'.repeat(MOUNT_LIMITS.segment_name + 1), 4096), ErrorCode.INVALID_PARAMS],
       // names follow the key alphabet (common/key-rules.ts): one line each in /get_all_segments
@@ -96,7 +96,7 @@ describe('unmount', () => {
     expect(core.unmountSegment({ segment_name: 's0', client_id: 'c1', grace_period_seconds: 5 }, 1).status_code).toBe(ErrorCode.INVALID_PARAMS);
     expect(core.segmentNames()).toEqual(['s0', 's1']);
     expect(core.segmentsDetail().find((s) => s.segment_name === 's0')!.status).toBe('MOUNTED');
-    expect(core.queryKey('k')!.map((r) => r.handles[0]!.segment_name)).toEqual(['s0']);
+    expect(core.queryKey('k')!.map((r) => r.handles[0].segment_name)).toEqual(['s0']);
   });
 
   it("refuses a mount under a mounted segment's name from another client or endpoint: the owner's segment is unchanged", () => {
@@ -107,7 +107,7 @@ describe('unmount', () => {
     expect(core.mountSegment(mountReq('s0', 1 << 20, 'owner', 1 << 20, 'stranger-host:1'), 1).status_code).toBe(ErrorCode.SEGMENT_ALREADY_EXISTS);
     expect(core.segmentsDetail()).toEqual(before);
     const put = core.putStart(putReq('k', 100), 2);
-    expect(put.replica_list[0]!.handles[0]!.te_endpoint).toBe('owner-host:1');
+    expect(put.replica_list[0].handles[0].te_endpoint).toBe('owner-host:1');
   });
 
   it('removes every replica on the segment at once, deleting objects left with none', () => {
@@ -118,7 +118,7 @@ describe('unmount', () => {
     expect(core.unmountSegment({ segment_name: 's0', client_id: 'c0', grace_period_seconds: 0 }, 1).status_code).toBe(ErrorCode.OK);
     expect(core.segmentNames()).toEqual(['s1']);
     expect(core.queryKey('only0')).toBeUndefined();
-    expect(core.queryKey('both')!.map((r) => r.handles[0]!.segment_name)).toEqual(['s1']);
+    expect(core.queryKey('both')!.map((r) => r.handles[0].segment_name)).toEqual(['s1']);
     expect(core.getReplicaList({ key: 'only1' }, 2).status_code).toBe(ErrorCode.OK);
     expect(core.querySegment('s1')!.used).toBe(2000);
   });
@@ -130,7 +130,7 @@ describe('unmount', () => {
     core.mountSegment(mountReq('big2', 1 << 20, 'c', 2 ** 31), 0);
     // slice 0 (8 KiB) only fits big/big2, slice 1 (1 KiB) prefers small
     putObject(core, 'k', [8192, 1024], 0, { preferred_segment: 'small' });
-    const segs = core.queryKey('k')![0]!.handles.map((h) => h.segment_name);
+    const segs = core.queryKey('k')![0].handles.map((h) => h.segment_name);
     expect(segs[1]).toBe('small');
     core.unmountSegment({ segment_name: 'small', client_id: 'c', grace_period_seconds: 0 }, 1);
     expect(core.queryKey('k')).toBeUndefined();
@@ -153,7 +153,7 @@ describe('unmount', () => {
     expect(a.upsertStart(putReq('k', 2000, { preferred_segment: 's1' }), 1).reused).toBe(false);
     a.unmountSegment({ segment_name: 's0', client_id: 'c0', grace_period_seconds: 0 }, 2);
     expect(a.upsertEnd({ key: 'k', replica_type: MEMORY, slice_checksums: [] }, 3).status_code).toBe(ErrorCode.OK);
-    expect(a.queryKey('k')!.map((r) => [r.handles[0]!.segment_name, r.handles[0]!.size])).toEqual([['s1', 2000]]);
+    expect(a.queryKey('k')!.map((r) => [r.handles[0].segment_name, r.handles[0].size])).toEqual([['s1', 2000]]);
     expect(a.querySegment('s1')!.used).toBe(2000);
     expect(a.checkIndexes()).toEqual([]);
     // ...so revoking such an upsert leaves nothing to fall back to
@@ -169,7 +169,7 @@ describe('unmount', () => {
     putObject(b, 'k', 1000, 0, { preferred_segment: 's0' });
     b.upsertStart(putReq('k', 2000, { preferred_segment: 's1' }), 1);
     b.unmountSegment({ segment_name: 's1', client_id: 'c1', grace_period_seconds: 0 }, 2);
-    expect(b.queryKey('k')!.map((r) => [r.handles[0]!.segment_name, r.handles[0]!.size])).toEqual([['s0', 1000]]);
+    expect(b.queryKey('k')!.map((r) => [r.handles[0].segment_name, r.handles[0].size])).toEqual([['s0', 1000]]);
     expect(b.querySegment('s0')!.used).toBe(1000);
     expect(b.checkIndexes()).toEqual([]);
   });
@@ -182,7 +182,7 @@ describe('unmount', () => {
     expect(core.getReplicaList({ key: 'k' }, 1001).status_code).toBe(ErrorCode.OK);
     for (let i = 0; i < 10; i++) {
       const r = core.putStart(putReq(`n${i}`, 100, { preferred_segment: 's0' }), 1001);
-      expect(r.replica_list[0]!.handles[0]!.segment_name).toBe('s1');
+      expect(r.replica_list[0].handles[0].segment_name).toBe('s1');
     }
     core.ping({ client_id: 'c0', fence_acks: [], can_copy: false }, 5999);
     core.ping({ client_id: 'c1', fence_acks: [], can_copy: false }, 5999);
@@ -255,7 +255,7 @@ describe('BatchReplicaClear', () => {
     const core = cluster();
     const r = core.batchReplicaClear({ object_keys: all, client_id: 'ca', segment_name: 'a' }, 2);
     expect(r.cleared_keys).toEqual(['two', 'onA']);
-    expect(core.queryKey('two')!.map((x) => x.handles[0]!.segment_name)).toEqual(['b']);
+    expect(core.queryKey('two')!.map((x) => x.handles[0].segment_name)).toEqual(['b']);
     expect(core.queryKey('onA')).toBeUndefined();
     expect(core.querySegment('a')!.used).toBe(2 * 104); // leased + writing, 100 bytes each rounded to 8
   });
@@ -277,7 +277,7 @@ describe('read-only views', () => {
     putObject(core, 'b', 200, 0, { with_hard_pin: true });
     core.putStart(putReq('w', 300), 0);
     expect([...core.allKeys()].sort()).toEqual(['a', 'b']);
-    expect(core.queryKey('a')![0]!.handles[0]).toMatchObject({ segment_name: 's', size: 100, te_endpoint: '1.2.3.4:5' });
+    expect(core.queryKey('a')![0].handles[0]).toMatchObject({ segment_name: 's', size: 100, te_endpoint: '1.2.3.4:5' });
     expect(core.queryKey('w')).toEqual([]);
     expect(core.queryKey('zzz')).toBeUndefined();
     expect(core.remove({ key: 'a', force: false }, 1).status_code).toBe(ErrorCode.OK); // queryKey gave no lease

@@ -23,7 +23,7 @@ describe('put lifecycle', () => {
     const start = core.putStart(putReq('k', 4096), 10);
     expect(start.status_code).toBe(ErrorCode.OK);
     expect(start.replica_list).toHaveLength(1);
-    const replica = start.replica_list[0]!;
+    const replica = start.replica_list[0];
     expect(replica.status).toBe(ReplicaStatus.INITIALIZED);
     expect(replica.handles).toEqual([
       { segment_name: 'seg-0', size: 4096, buffer: 0x1000_0000, status: BufStatus.BUF_STATUS_INIT, te_endpoint: '10.0.0.0:17000', memory_type: MemoryType.DRAM, incarnation: 0, generation: 11 },
@@ -36,9 +36,9 @@ describe('put lifecycle', () => {
     const got = core.getReplicaList({ key: 'k' }, 13);
     expect(got.status_code).toBe(ErrorCode.OK);
     expect(got.lease_ttl_ms).toBe(defaultMasterCoreConfig.defaultKvLeaseTtlMs);
-    expect(got.replica_list[0]!.status).toBe(ReplicaStatus.COMPLETE);
-    expect(got.replica_list[0]!.handles[0]!.status).toBe(BufStatus.BUF_STATUS_COMPLETE);
-    expect(got.replica_list[0]!.handles[0]!.buffer).toBe(0x1000_0000);
+    expect(got.replica_list[0].status).toBe(ReplicaStatus.COMPLETE);
+    expect(got.replica_list[0].handles[0].status).toBe(BufStatus.BUF_STATUS_COMPLETE);
+    expect(got.replica_list[0].handles[0].buffer).toBe(0x1000_0000);
     // PutEnd again is harmless (a retried call)
     expect(core.putEnd({ key: 'k', replica_type: MEMORY, slice_checksums: [] }, 14).status_code).toBe(ErrorCode.OK);
   });
@@ -50,7 +50,7 @@ describe('put lifecycle', () => {
     expect(start.replica_list).toHaveLength(3);
     for (const r of start.replica_list) expect(r.handles.map((h) => h.size)).toEqual([1000, 2000, 3000]);
     for (let slice = 0; slice < 3; slice++) {
-      const segs = start.replica_list.map((r) => r.handles[slice]!.segment_name);
+      const segs = start.replica_list.map((r) => r.handles[slice].segment_name);
       expect(new Set(segs).size).toBe(3);
     }
   });
@@ -120,7 +120,7 @@ describe('zombie PutStart', () => {
     expect(usage(core)).toEqual(before);
     // the first writer can still finish
     expect(core.putEnd({ key: 'k', replica_type: MEMORY, slice_checksums: [] }, 1000 + discard).status_code).toBe(ErrorCode.OK);
-    expect(core.getReplicaList({ key: 'k' }, 1000 + discard).replica_list[0]!.handles[0]!.buffer).toBe(first.replica_list[0]!.handles[0]!.buffer);
+    expect(core.getReplicaList({ key: 'k' }, 1000 + discard).replica_list[0].handles[0].buffer).toBe(first.replica_list[0].handles[0].buffer);
   });
 
   it('lets a PutStart after the discard timeout preempt: old space released, new space given', () => {
@@ -129,11 +129,11 @@ describe('zombie PutStart', () => {
     const usedOnce = usage(core)['seg-0'];
     const second = core.putStart(putReq('k', 8192), 1000 + discard + 1);
     expect(second.status_code).toBe(ErrorCode.OK);
-    expect(second.replica_list[0]!.handles[0]!.size).toBe(8192);
+    expect(second.replica_list[0].handles[0].size).toBe(8192);
     expect(usage(core)['seg-0']).toBe(8192);
     expect(usedOnce).toBe(4096);
     expect(core.putEnd({ key: 'k', replica_type: MEMORY, slice_checksums: [] }, 1000 + discard + 2).status_code).toBe(ErrorCode.OK);
-    expect(core.getReplicaList({ key: 'k' }, 1000 + discard + 3).replica_list[0]!.handles[0]!.size).toBe(8192);
+    expect(core.getReplicaList({ key: 'k' }, 1000 + discard + 3).replica_list[0].handles[0].size).toBe(8192);
   });
 });
 
@@ -187,7 +187,7 @@ describe('validation changes nothing', () => {
     expect(starts.results.map((r) => r.status_code)).toEqual([ErrorCode.OK, ErrorCode.INVALID_KEY]);
     expect(core.getReplicaList({ key }, 1).status_code).toBe(ErrorCode.INVALID_KEY);
     expect(core.existKey({ key }, 1).status_code).toBe(ErrorCode.INVALID_KEY);
-    expect(core.batchExistKey({ keys: [key] }, 1).results[0]!.status_code).toBe(ErrorCode.INVALID_KEY);
+    expect(core.batchExistKey({ keys: [key] }, 1).results[0].status_code).toBe(ErrorCode.INVALID_KEY);
     expect(core.batchGetReplicaList({ keys: [key, 'fine'] }, 1).results.map((r) => r.status_code)).toEqual([ErrorCode.INVALID_KEY, ErrorCode.REPLICA_IS_NOT_READY]);
     expect(core.putEnd({ key, replica_type: MEMORY, slice_checksums: [] }, 1).status_code).toBe(ErrorCode.INVALID_KEY);
     expect(core.putRevoke({ key, replica_type: MEMORY, failed_segments: [] }, 1).status_code).toBe(ErrorCode.INVALID_KEY);
@@ -245,12 +245,12 @@ describe('batch calls', () => {
     expect(ends.results.map((r) => r.status_code)).toEqual([ErrorCode.OK, ErrorCode.OK, ErrorCode.INVALID_KEY, ErrorCode.OK, ErrorCode.OK]);
     // b's previous placement was freed exactly once; both objects readable with their new sizes
     expect(core.querySegment('seg-0')!.used).toBe(usedBefore - 16 + 4096);
-    expect(core.queryKey('b')![0]!.handles[0]!.size).toBe(4096);
-    expect(core.queryKey('a')![0]!.status).toBe(ReplicaStatus.COMPLETE);
+    expect(core.queryKey('b')![0].handles[0].size).toBe(4096);
+    expect(core.queryKey('a')![0].status).toBe(ReplicaStatus.COMPLETE);
     expect(core.checkIndexes()).toEqual([]);
     // a batch with a wrong replica type ends nothing
     core.putStart(putReq('c', 10), 3);
-    expect(core.batchPutEnd({ keys: ['c'], replica_type: DISK, checksums: [], failed_segments: [] }, 4).results[0]!.status_code).toBe(ErrorCode.INVALID_PARAMS);
+    expect(core.batchPutEnd({ keys: ['c'], replica_type: DISK, checksums: [], failed_segments: [] }, 4).results[0].status_code).toBe(ErrorCode.INVALID_PARAMS);
     expect(core.queryKey('c')).toEqual([]);
   });
 });
@@ -261,7 +261,7 @@ describe('upsert', () => {
     const r = core.upsertStart(putReq('k', 100), 0);
     expect(r.status_code).toBe(ErrorCode.OK);
     expect(r.reused).toBe(false);
-    expect(r.replica_list[0]!.status).toBe(ReplicaStatus.INITIALIZED);
+    expect(r.replica_list[0].status).toBe(ReplicaStatus.INITIALIZED);
     expect(core.upsertEnd({ key: 'k', replica_type: MEMORY, slice_checksums: [] }, 1).status_code).toBe(ErrorCode.OK);
     expect(core.getReplicaList({ key: 'k' }, 2).status_code).toBe(ErrorCode.OK);
   });
@@ -288,11 +288,11 @@ describe('upsert', () => {
     const r = core.upsertStart(putReq('k', [3000, 5000]), 1);
     expect(r.status_code).toBe(ErrorCode.OK);
     expect(r.reused).toBe(false);
-    expect(r.replica_list[0]!.handles.map((h) => h.size)).toEqual([3000, 5000]);
+    expect(r.replica_list[0].handles.map((h) => h.size)).toEqual([3000, 5000]);
     expect(usage(core)['seg-0']).toBe(1000 + 3000 + 5000);
     expect(core.upsertEnd({ key: 'k', replica_type: MEMORY, slice_checksums: [] }, 2).status_code).toBe(ErrorCode.OK);
     expect(usage(core)['seg-0']).toBe(3000 + 5000);
-    expect(core.getReplicaList({ key: 'k' }, 3).replica_list[0]!.handles.map((h) => h.size)).toEqual([3000, 5000]);
+    expect(core.getReplicaList({ key: 'k' }, 3).replica_list[0].handles.map((h) => h.size)).toEqual([3000, 5000]);
   });
 
   it('refuses a leased object with OBJECT_HAS_LEASE', () => {
@@ -316,7 +316,7 @@ describe('upsert', () => {
     ]);
     const moved = core.getReplicaList({ key: 'moved' }, 3);
     expect(moved.status_code).toBe(ErrorCode.OK);
-    expect(moved.replica_list[0]!.handles[0]!.size).toBe(1000);
+    expect(moved.replica_list[0].handles[0].size).toBe(1000);
     expect(core.getReplicaList({ key: 'inplace' }, 3).status_code).toBe(ErrorCode.OBJECT_NOT_FOUND);
     expect(usage(core)['seg-0']).toBe(1000);
   });
@@ -347,11 +347,11 @@ describe('cxl strategy', () => {
     const r = core.putStart(putReq('k', 100, { replica_num: 2, preferred_segment: 'cxl0' }), 0);
     expect(r.status_code).toBe(ErrorCode.OK);
     expect(r.replica_list).toHaveLength(1);
-    expect(r.replica_list[0]!.handles[0]).toMatchObject({ segment_name: 'cxl0', memory_type: MemoryType.CXL });
+    expect(r.replica_list[0].handles[0]).toMatchObject({ segment_name: 'cxl0', memory_type: MemoryType.CXL });
     // no preference: the segments mounted with protocol cxl
-    expect(core.putStart(putReq('j', 100), 0).replica_list[0]!.handles[0]!.segment_name).toBe('cxl0');
+    expect(core.putStart(putReq('j', 100), 0).replica_list[0].handles[0].segment_name).toBe('cxl0');
     // a preference the cxl strategy cannot use
-    expect(core.putStart(putReq('m', 100, { preferred_segment: 'dram' }), 0).replica_list[0]!.handles[0]!.segment_name).toBe('dram');
+    expect(core.putStart(putReq('m', 100, { preferred_segment: 'dram' }), 0).replica_list[0].handles[0].segment_name).toBe('dram');
   });
 });
 

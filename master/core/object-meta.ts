@@ -112,7 +112,7 @@ export class ObjectMeta {
   }
 
   set h(h: number[]) {
-    if (h.length === HANDLE_FIELDS && h[2]! <= INLINE_SIZE_MAX) this.setHandle(h[0]!, h[1]!, h[2]!);
+    if (h.length === HANDLE_FIELDS && h[2] <= INLINE_SIZE_MAX) this.setHandle(h[0], h[1], h[2]);
     else {
       this.hs = h;
       this.seg0 = this.block0 = this.size0 = 0;
@@ -141,7 +141,7 @@ export class ObjectMeta {
 
   set checksums(v: readonly number[] | null) {
     if (v === null || v.length === 0) this.crc = null;
-    else if (v.length === 1) this.crc = v[0]! | 0;
+    else if (v.length === 1) this.crc = v[0] | 0;
     else this.crc = v.map((x) => x | 0);
   }
 
@@ -158,22 +158,22 @@ export class ObjectMeta {
 
   /** Segment id, allocator block and size of handle k (0 <= k < handleCount), without building `h`. */
   segAt(k: number): number {
-    return this.hs === null ? this.seg0 : this.hs[k * HANDLE_FIELDS]!;
+    return this.hs === null ? this.seg0 : this.hs[k * HANDLE_FIELDS];
   }
 
   blockAt(k: number): number {
-    return this.hs === null ? this.block0 : this.hs[k * HANDLE_FIELDS + 1]!;
+    return this.hs === null ? this.block0 : this.hs[k * HANDLE_FIELDS + 1];
   }
 
   sizeAt(k: number): number {
-    return this.hs === null ? this.size0 : this.hs[k * HANDLE_FIELDS + 2]!;
+    return this.hs === null ? this.size0 : this.hs[k * HANDLE_FIELDS + 2];
   }
 
   /** Bytes held: the sizes of all handles. */
   bytes(): number {
     if (this.hs === null) return this.size0;
     let n = 0;
-    for (let i = 2; i < this.hs.length; i += HANDLE_FIELDS) n += this.hs[i]!;
+    for (let i = 2; i < this.hs.length; i += HANDLE_FIELDS) n += this.hs[i];
     return n;
   }
 

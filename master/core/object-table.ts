@@ -68,7 +68,7 @@ class Shard {
     const hashes = this.hashes;
     const mask = hashes.length - 1;
     for (let i = this.home(h); ; i = (i + 1) & mask) {
-      const s = hashes[i]!;
+      const s = hashes[i];
       if (s === EMPTY) return -1;
       if (s === h && this.metas[i]!.key === key) return i;
     }
@@ -81,7 +81,7 @@ class Shard {
     let free = -1;
     let i = this.home(h);
     for (; ; i = (i + 1) & mask) {
-      const s = hashes[i]!;
+      const s = hashes[i];
       if (s === EMPTY) break;
       if (s === DELETED) {
         if (free < 0) free = i;
@@ -116,7 +116,7 @@ class Shard {
     this.bits = bits;
     const mask = cap - 1;
     for (let j = 0; j < oldHashes.length; j++) {
-      const s = oldHashes[j]!;
+      const s = oldHashes[j];
       if ((s & 1) === 0) continue;
       let i = this.home(s);
       while (hashes[i] !== EMPTY) i = (i + 1) & mask;
@@ -153,7 +153,7 @@ export class ObjectTable {
 
   get(key: string): ObjectMeta | undefined {
     const h = keyHash(key, this.seed);
-    const shard = this.shards[h >>> SHARD_SHIFT]!;
+    const shard = this.shards[h >>> SHARD_SHIFT];
     const i = shard.find(key, h);
     return i < 0 ? undefined : shard.metas[i];
   }
@@ -180,22 +180,22 @@ export class ObjectTable {
         continue;
       }
       const h = keyHash(key, this.seed);
-      const shard = shards[h >>> SHARD_SHIFT]!;
+      const shard = shards[h >>> SHARD_SHIFT];
       const home = shard.home(h);
       hs[k] = h;
       slots[k] = home;
-      touch ^= shard.hashes[home]!;
+      touch ^= shard.hashes[home];
     }
     // pass 2: probe to the first slot holding the same hash (the words are cached now); read its object
     for (let k = 0; k < n; k++) {
-      const h = hs[k]!;
+      const h = hs[k];
       out[k] = undefined;
       if (h === 0) continue;
-      const shard = shards[h >>> SHARD_SHIFT]!;
+      const shard = shards[h >>> SHARD_SHIFT];
       const hashes = shard.hashes;
       const mask = hashes.length - 1;
-      for (let i = slots[k]!; ; i = (i + 1) & mask) {
-        const w = hashes[i]!;
+      for (let i = slots[k]; ; i = (i + 1) & mask) {
+        const w = hashes[i];
         if (w === EMPTY) break;
         if (w === h) {
           const meta = shard.metas[i]!;
@@ -221,19 +221,19 @@ export class ObjectTable {
 
   has(key: string): boolean {
     const h = keyHash(key, this.seed);
-    return this.shards[h >>> SHARD_SHIFT]!.find(key, h) >= 0;
+    return this.shards[h >>> SHARD_SHIFT].find(key, h) >= 0;
   }
 
   /** meta.key must be `key` (lookups compare against it, so the table holds no key array). */
   set(key: string, meta: ObjectMeta): void {
     if (meta.key !== key) throw new Error(`ObjectTable.set: meta.key "${meta.key}" is not the key "${key}"`);
     const h = keyHash(key, this.seed);
-    if (this.shards[h >>> SHARD_SHIFT]!.set(key, h, meta)) this.count++;
+    if (this.shards[h >>> SHARD_SHIFT].set(key, h, meta)) this.count++;
   }
 
   delete(key: string): boolean {
     const h = keyHash(key, this.seed);
-    const shard = this.shards[h >>> SHARD_SHIFT]!;
+    const shard = this.shards[h >>> SHARD_SHIFT];
     const i = shard.find(key, h);
     if (i < 0) return false;
     shard.deleteAt(i);
@@ -248,7 +248,7 @@ export class ObjectTable {
       const metas = shard.metas;
       for (let i = 0; i < hashes.length; i++) {
         const meta = metas[i];
-        if ((hashes[i]! & 1) === 1 && meta !== undefined) yield [meta.key, meta];
+        if ((hashes[i] & 1) === 1 && meta !== undefined) yield [meta.key, meta];
       }
     }
   }

@@ -46,21 +46,21 @@ describe('re-replication', () => {
     expect(ping(core, 'cb', TTL + 3, false).copies).toEqual([]); // only a client that offers gets copies
     const [copy, ...more] = ping(core, 'cb', TTL + 3).copies;
     expect(more).toEqual([]);
-    expect(copy!.key).toBe('k');
-    expect(copy!.source!.handles.map((h) => [h.segment_name, h.size, h.status])).toEqual([
+    expect(copy.key).toBe('k');
+    expect(copy.source!.handles.map((h) => [h.segment_name, h.size, h.status])).toEqual([
       ['b', 4096, expect.any(Number)],
       ['b', 100, expect.any(Number)],
     ]);
     // the target is on the one segment without a replica, with the copy's write generation
-    expect(copy!.target!.handles.map((h) => [h.segment_name, h.size, h.incarnation, h.generation])).toEqual([
+    expect(copy.target!.handles.map((h) => [h.segment_name, h.size, h.incarnation, h.generation])).toEqual([
       ['c', 4096, INC, TTL + 4],
       ['c', 100, INC, TTL + 4],
     ]);
-    expect(copy!.slice_checksums).toEqual([11, 22]);
+    expect(copy.slice_checksums).toEqual([11, 22]);
     expect(ping(core, 'cc', TTL + 3).copies).toEqual([]); // one copy per object at a time
     expect(usage(core).c).toBe(TARGET_BYTES); // the target is reserved (sizes rounded up by the allocator)
 
-    expect(core.replicaCopied({ client_id: 'cb', copy_id: copy!.copy_id, ok: true, failed_segments: [] }, TTL + 5).status_code).toBe(ErrorCode.OK);
+    expect(core.replicaCopied({ client_id: 'cb', copy_id: copy.copy_id, ok: true, failed_segments: [] }, TTL + 5).status_code).toBe(ErrorCode.OK);
     expect(segmentsOf(core, 'k', TTL + 6)).toEqual([['b', 'b'], ['c', 'c']]);
     expect(core.getReplicaList({ key: 'k' }, TTL + 6).slice_checksums).toEqual([11, 22]);
     expect(core.stats(TTL + 6)).toMatchObject({ underReplicated: 0, copiesInFlight: 0, copied: 1, failed: 0 });
@@ -90,14 +90,14 @@ describe('re-replication', () => {
     for (const k of left) {
       const list = segmentsOf(core, k, now);
       expect(list).toHaveLength(2);
-      for (const j of [0, 1]) expect(list[0]![j]).not.toBe(list[1]![j]);
+      for (const j of [0, 1]) expect(list[0][j]).not.toBe(list[1][j]);
     }
   });
 
   it('refuses a report from another client, and answers OBJECT_NOT_FOUND for a copy it does not know', () => {
     const core = setup();
     loseA(core);
-    const copy = ping(core, 'cb', TTL + 3).copies[0]!;
+    const copy = ping(core, 'cb', TTL + 3).copies[0];
     expect(core.replicaCopied({ client_id: 'cc', copy_id: copy.copy_id, ok: true, failed_segments: [] }, TTL + 4).status_code).toBe(ErrorCode.INVALID_PARAMS);
     expect(core.replicaCopied({ client_id: 'cb', copy_id: copy.copy_id + 1, ok: true, failed_segments: [] }, TTL + 4).status_code).toBe(ErrorCode.OBJECT_NOT_FOUND);
     expect(core.replicaCopied({ client_id: '', copy_id: copy.copy_id, ok: true, failed_segments: [] }, TTL + 4).status_code).toBe(ErrorCode.INVALID_PARAMS);
@@ -109,13 +109,13 @@ describe('re-replication', () => {
     for (const change of ['remove', 'upsert'] as const) {
       const core = setup();
       loseA(core);
-      const copy = ping(core, 'cb', TTL + 3).copies[0]!;
+      const copy = ping(core, 'cb', TTL + 3).copies[0];
       if (change === 'remove') expect(core.remove({ key: 'k', force: false }, TTL + 4).status_code).toBe(ErrorCode.OK);
       else {
         expect(core.upsertStart(putReq('k', [4096, 100]), TTL + 4).status_code).toBe(ErrorCode.OK);
         expect(core.upsertEnd({ key: 'k', replica_type: MEMORY, slice_checksums: [] }, TTL + 4).status_code).toBe(ErrorCode.OK);
       }
-      const cBefore = usage(core).c!;
+      const cBefore = usage(core).c;
       expect(core.replicaCopied({ client_id: 'cb', copy_id: copy.copy_id, ok: true, failed_segments: [] }, TTL + 5).status_code).toBe(ErrorCode.OK);
       expect(usage(core).c).toBe(cBefore - TARGET_BYTES); // freed at once: the copier wrote every byte
       if (change === 'upsert') expect(segmentsOf(core, 'k', TTL + 6)).toHaveLength(1); // the new bytes' replica only
@@ -129,30 +129,30 @@ describe('re-replication', () => {
     for (const [i, s] of ['a', 'b', 'c', 'd'].entries()) core.mountSegment(mountReq(s, 1 << 20, `c${s}`, 0x1000_0000 * (i + 1), `10.0.0.${i}:1`, INC), 0);
     core.putStart(putReq('k', 4096, { replica_num: 3, preferred_segment: 'a' }), 0);
     core.putEnd({ key: 'k', replica_type: MEMORY, slice_checksums: [] }, 0);
-    const placed = segmentsOf(core, 'k', 0).map((r) => r[0]!);
+    const placed = segmentsOf(core, 'k', 0).map((r) => r[0]);
     const spare = ['a', 'b', 'c', 'd'].find((s) => !placed.includes(s))!;
     const [first, second] = placed.filter((s) => s !== 'a');
     const alive = ['a', 'b', 'c', 'd'].filter((s) => s !== 'a');
     for (const s of alive) ping(core, `c${s}`, TTL, false);
     core.sweep(TTL + 1); // a is lost
-    const copy = ping(core, `c${spare}`, TTL + 2).copies[0]!;
-    const source = copy.source!.handles[0]!.segment_name;
+    const copy = ping(core, `c${spare}`, TTL + 2).copies[0];
+    const source = copy.source!.handles[0].segment_name;
     expect([first, second]).toContain(source);
-    expect(copy.target!.handles[0]!.segment_name).toBe(spare);
+    expect(copy.target!.handles[0].segment_name).toBe(spare);
     for (const s of alive) if (s !== source) ping(core, `c${s}`, TTL + 2 + TTL - 1, false);
     core.sweep(TTL + 2 + TTL); // the source's owner is gone too
     expect(core.replicaCopied({ client_id: `c${spare}`, copy_id: copy.copy_id, ok: true, failed_segments: [] }, TTL * 2 + 3).status_code).toBe(ErrorCode.OK);
     expect(segmentsOf(core, 'k', TTL * 2 + 4)).toHaveLength(1);
     expect(usage(core)[spare]).toBe(0);
     // still short: the next copy reads the replica that is left
-    const again = ping(core, `c${spare}`, TTL * 2 + 5).copies[0]!;
-    expect(again.source!.handles[0]!.segment_name).not.toBe(source);
+    const again = ping(core, `c${spare}`, TTL * 2 + 5).copies[0];
+    expect(again.source!.handles[0].segment_name).not.toBe(source);
   });
 
   it('a failed copy keeps its target until the owner fences it, suspects the unreachable segment, and is tried again', () => {
     const core = setup();
     loseA(core);
-    const copy = ping(core, 'cb', TTL + 3).copies[0]!;
+    const copy = ping(core, 'cb', TTL + 3).copies[0];
     expect(core.replicaCopied({ client_id: 'cb', copy_id: copy.copy_id, ok: false, failed_segments: ['c'] }, TTL + 5).status_code).toBe(ErrorCode.OK);
     expect(usage(core).c).toBe(TARGET_BYTES); // quarantined: bytes of the copy may still arrive
     expect(core.stats(TTL + 5)).toMatchObject({ underReplicated: 1, failed: 1, copiesInFlight: 0 });
@@ -170,7 +170,7 @@ describe('re-replication', () => {
     loseA(core);
     let now = TTL + 3;
     for (let i = 0; i < COPY_ATTEMPTS; i++) {
-      const copy = ping(core, 'cb', now++).copies[0]!;
+      const copy = ping(core, 'cb', now++).copies[0];
       core.replicaCopied({ client_id: 'cb', copy_id: copy.copy_id, ok: false, failed_segments: [] }, now++);
     }
     expect(core.stats(now)).toMatchObject({ underReplicated: 0, failed: COPY_ATTEMPTS, abandoned: 1 });
@@ -180,7 +180,7 @@ describe('re-replication', () => {
   it('a copy not reported in time is given up by the sweep and assigned again', () => {
     const core = setup();
     loseA(core);
-    const copy = ping(core, 'cb', TTL + 3).copies[0]!;
+    const copy = ping(core, 'cb', TTL + 3).copies[0];
     const late = TTL + 3 + COPY_TIMEOUT_MS;
     ping(core, 'cb', late - 1, false);
     ping(core, 'cc', late - 1, false);
@@ -194,11 +194,11 @@ describe('re-replication', () => {
   it("a fence sent while a copy is in flight does not refuse the copy's generation", () => {
     const core = setup();
     loseA(core);
-    const copy = ping(core, 'cb', TTL + 3).copies[0]!; // generation TTL + 4, target on c
+    const copy = ping(core, 'cb', TTL + 3).copies[0]; // generation TTL + 4, target on c
     core.putStart(putReq('x', 1024, { preferred_segment: 'c' }), TTL + 10);
     core.putRevoke({ key: 'x', replica_type: MEMORY, failed_segments: [] }, TTL + 11); // c has a fence to install
     const f = ping(core, 'cc', TTL + 12, false).fences.find((x) => x.segment_name === 'c')!;
-    expect(f.below).toBeLessThanOrEqual(copy.target!.handles[0]!.generation);
+    expect(f.below).toBeLessThanOrEqual(copy.target!.handles[0].generation);
     expect(f.revoked).toEqual([TTL + 11]);
   });
 

@@ -33,8 +33,8 @@ describe('batch reads', () => {
       ErrorCode.OK,
       ErrorCode.OK,
     ]);
-    expect(got.results[0]!.replica_list[0]!.handles[0]).toMatchObject({ segment_name: 'seg', size: 64, te_endpoint: '10.0.0.1:7000' });
-    expect(got.results[0]!.lease_ttl_ms).toBe(LEASE);
+    expect(got.results[0].replica_list[0].handles[0]).toMatchObject({ segment_name: 'seg', size: 64, te_endpoint: '10.0.0.1:7000' });
+    expect(got.results[0].lease_ttl_ms).toBe(LEASE);
 
     const exists = batch.batchExistKey({ keys }, 11);
     expect(exists.results).toEqual(keys.map((key) => single.existKey({ key }, 11)));
@@ -73,7 +73,7 @@ describe('batch reads', () => {
     expect(() => {
       (res.results[0] as { exists: boolean }).exists = false;
     }).toThrow(TypeError);
-    expect(res.results[1]!.exists).toBe(true);
+    expect(res.results[1].exists).toBe(true);
   });
 
   it('agree with the single forms on random key lists (property)', () => {

@@ -6,8 +6,8 @@ import type { SegmentRegistry } from './segment-registry.js';
 /** Returns every handle's space to its segment (handles on segments already gone are skipped). */
 export function freeHandles(segments: SegmentRegistry, h: readonly number[]): void {
   for (let i = 0; i < h.length; i += HANDLE_FIELDS) {
-    const seg = segments.byId(h[i]!);
-    if (seg !== undefined) seg.allocator.freeBlock(h[i + 1]!);
+    const seg = segments.byId(h[i]);
+    if (seg !== undefined) seg.allocator.freeBlock(h[i + 1]);
   }
 }
 
@@ -19,10 +19,10 @@ export function freeHandles(segments: SegmentRegistry, h: readonly number[]): vo
  */
 export function quarantineHandles(segments: SegmentRegistry, h: readonly number[], gen: number): void {
   for (let i = 0; i < h.length; i += HANDLE_FIELDS) {
-    const seg = segments.byId(h[i]!);
+    const seg = segments.byId(h[i]);
     if (seg === undefined) continue;
-    if (seg.incarnation === 0) seg.allocator.freeBlock(h[i + 1]!);
-    else seg.fence.hold(h[i + 1]!, gen);
+    if (seg.incarnation === 0) seg.allocator.freeBlock(h[i + 1]);
+    else seg.fence.hold(h[i + 1], gen);
   }
 }
 

@@ -46,7 +46,7 @@ export class ReplicaPlacer {
     let cxl = false;
     this.stride = replicaNum;
     for (let j = 0; j < slices; j++) {
-      const length = sliceLengths[j]!;
+      const length = sliceLengths[j];
       p.reset(length, replicaNum, preferred, excluded?.[j]);
       p.allowSuspect = this.allowSuspect;
       const code = this.strategy.place(this.segments, p, this.rng);
@@ -81,7 +81,7 @@ export class ReplicaPlacer {
 
   /** Gives `meta` the last placement as its handles (one handle is held inline, no array). */
   into(meta: ObjectMeta): void {
-    if (this.replicas * this.slices === 1) meta.setHandle(this.segIds[0]!, this.blocks[0]!, this.lengths[0]!);
+    if (this.replicas * this.slices === 1) meta.setHandle(this.segIds[0], this.blocks[0], this.lengths[0]);
     else meta.h = this.handles();
   }
 
@@ -111,7 +111,7 @@ export class ReplicaPlacer {
   private release(slices: number, from: number): void {
     for (let j = 0; j < slices; j++) {
       const at = j * this.stride;
-      for (let r = from; r < this.counts[j]!; r++) this.segments.byId(this.segIds[at + r]!)?.allocator.freeBlock(this.blocks[at + r]!);
+      for (let r = from; r < this.counts[j]; r++) this.segments.byId(this.segIds[at + r])?.allocator.freeBlock(this.blocks[at + r]);
     }
   }
 }

@@ -50,7 +50,7 @@ describe('replica replies', () => {
           // the cxl strategy places one replica, on the preferred CXL segment
           const start = core.putStart(putReq('k', slices, { replica_num: replicas, preferred_segment: cxl ? `${name}-0` : '' }), 1);
           expect(start.status_code).toBe(ErrorCode.OK);
-          if (cxl) expect(start.replica_list[0]!.handles[0]!.memory_type).toBe(MemoryType.CXL);
+          if (cxl) expect(start.replica_list[0].handles[0].memory_type).toBe(MemoryType.CXL);
           expect(start).toBeInstanceOf(PlacedReplicas);
           const [own, generic, reference] = encodings(PUT, start);
           expect(own.equals(generic)).toBe(true);

@@ -137,7 +137,7 @@ class ReplicaCapture {
         incarnation: seg.incarnation,
         generation: this.generation,
       };
-      list[list.length - 1]!.handles.push(handle);
+      list[list.length - 1].handles.push(handle);
     });
     this.list = list;
     return list;
@@ -241,7 +241,7 @@ export class GrantedReplicas extends ReplicaCapture implements GetReplicaListRes
     if (sums.length !== 0) {
       w.byte(REPLY_SLICE_CHECKSUMS);
       const start = w.beginLen();
-      for (let i = 0; i < sums.length; i++) w.varint(sums[i]!);
+      for (let i = 0; i < sums.length; i++) w.varint(sums[i]);
       w.endLen(start);
     }
   }

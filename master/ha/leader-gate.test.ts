@@ -6,7 +6,6 @@ import { masterMethods } from '../../common/master-proto.js';
 import { MasterCore } from '../core/master-core.js';
 import { coreConfigFromFlags } from '../master-startup.js';
 import { parseMasterFlags } from '../master-flags.js';
-import type { MasterCorePort } from '../core-port.js';
 import { advertisedHost, createBackend, hostPort } from './ha-master.js';
 import { parseLeaseRef } from './k8s-backend.js';
 import { LeaderGate } from './leader-gate.js';
@@ -17,7 +16,7 @@ const CLIENT = '6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b';
 const flags = parseMasterFlags([]).flags;
 
 function gate(serving: { until: number }): LeaderGate {
-  return new LeaderGate(masterMethods, (v) => new MasterCore(coreConfigFromFlags(flags, v)) as unknown as MasterCorePort, (now) => now < serving.until);
+  return new LeaderGate(masterMethods, (v) => new MasterCore(coreConfigFromFlags(flags, v)), (now) => now < serving.until);
 }
 
 type Rpc = (req: object, now: number) => { status_code: number; [k: string]: unknown };

@@ -6,7 +6,7 @@
 import { ErrorCode } from '../../common/error-code.js';
 import type { MethodInfo } from '../../common/master-proto.js';
 import { STEPPED_RPCS } from '../core/table-walk.js';
-import type { CoreStats, MasterCorePort, SegmentDetail, SweepResult } from '../core-port.js';
+import type { MasterCorePort, SegmentDetail, SweepResult } from '../core-port.js';
 import { EMPTY_STATS } from '../core/master-core-config.js';
 
 type CoreMethod = (req: object, now: number) => unknown;
@@ -60,7 +60,7 @@ export class LeaderGate {
             return { status_code: ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS };
           }
         }
-      } as unknown as CoreMethod;
+      };
     }
     this.port = {
       sweep: (now) => (gate.core && gate.canServe(now) ? gate.core.sweep(now) : EMPTY_SWEEP),

@@ -55,8 +55,8 @@ export async function startRegionPeer(size: number, seed: number, engineOptions:
   proc.stderr?.on('data', (d: Buffer) => {
     stderr += d.toString();
     for (let i = stderrWaiters.length - 1; i >= 0; i--) {
-      const m = stderr.match(stderrWaiters[i]!.pattern);
-      if (m) stderrWaiters.splice(i, 1)[0]!.res(m[0]);
+      const m = stderr.match(stderrWaiters[i].pattern);
+      if (m) stderrWaiters.splice(i, 1)[0].res(m[0]);
     }
   });
   const rl: Interface = createInterface({ input: proc.stdout! });
@@ -67,7 +67,7 @@ export async function startRegionPeer(size: number, seed: number, engineOptions:
     proc.once('exit', (code, sig) => {
       gone = new Error(`region peer exited (${code ?? sig})`);
       for (const w of waiting.splice(0)) w.rej(gone);
-      for (const e of events.values()) e.rej(gone!);
+      for (const e of events.values()) e.rej(gone);
       events.clear();
       res();
     }),
@@ -127,7 +127,7 @@ export async function startRegionPeer(size: number, seed: number, engineOptions:
     setFence: (below, revoked) => watched({ cmd: 'setFenceWatch', below, revoked }),
     unregisterWatched: () => watched({ cmd: 'unregisterWatch' }),
     async transfer(op) {
-      return (await ask({ cmd: 'transfer', ...op })) as { ok?: boolean; error?: string; message?: string };
+      return (await ask({ cmd: 'transfer', ...op }));
     },
     async stats() {
       return (await ask({ cmd: 'stats' })) as unknown as PeerStats;

@@ -86,7 +86,7 @@ export async function run(o: RunOptions): Promise<void> {
   const clusterChanged = (obj: KubernetesObject) => {
     own('StoreCluster')(obj);
     for (const s of segments.list() as { spec?: { cluster?: string }; metadata?: KubernetesObject['metadata'] }[]) {
-      if (s.spec?.cluster === obj.metadata?.name && s.metadata?.namespace === obj.metadata?.namespace) own('StoreSegment')(s as KubernetesObject);
+      if (s.spec?.cluster === obj.metadata?.name && s.metadata?.namespace === obj.metadata?.namespace) own('StoreSegment')(s);
     }
   };
   const clusters = new Informer(kc, api, { kind: 'StoreCluster', namespace: o.watchNamespace, resyncMs: o.resyncMs, onChange: clusterChanged, log });

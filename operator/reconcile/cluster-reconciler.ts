@@ -10,7 +10,7 @@ import { masterSelector } from '../render/master-statefulset.js';
 import { masterAddress, masterName } from '../render/names.js';
 import { renderCluster } from '../render/render.js';
 import { applyObject, removeObject } from './apply.js';
-import { setConditions, type Condition } from './conditions.js';
+import { setConditions } from './conditions.js';
 import { REQUEUE_PROGRESSING_MS, REQUEUE_STEADY_MS, TerminalError, type ReconcileContext, type Result } from './context.js';
 import { deepEqual } from '../webhook/json-patch.js';
 import { sumSegments, type SegmentTotals } from './segments-detail.js';
@@ -31,7 +31,7 @@ export async function reconcileCluster(ctx: ReconcileContext, namespace: string,
       ...sc.status,
       phase: 'Failed' as const,
       observedGeneration: generation,
-      conditions: setConditions(sc.status?.conditions as Condition[] | undefined, [
+      conditions: setConditions(sc.status?.conditions, [
         { type: 'Ready', status: 'False', reason: 'InvalidSpec', message, observedGeneration: generation },
         { type: 'Progressing', status: 'False', reason: 'InvalidSpec', message, observedGeneration: generation },
         { type: 'Degraded', status: 'True', reason: 'InvalidSpec', message, observedGeneration: generation },

@@ -9,7 +9,7 @@ import { renderSegment } from '../render/render.js';
 import { segmentName } from '../render/names.js';
 import { segmentSelector } from '../render/segment-statefulset.js';
 import { applyObject } from './apply.js';
-import { setConditions, type Condition } from './conditions.js';
+import { setConditions } from './conditions.js';
 import { REQUEUE_PROGRESSING_MS, REQUEUE_STEADY_MS, TerminalError, type ReconcileContext, type Result } from './context.js';
 import { deepEqual } from '../webhook/json-patch.js';
 import { sumSegments, type SegmentTotals } from './segments-detail.js';
@@ -32,7 +32,7 @@ export async function reconcileSegment(ctx: ReconcileContext, namespace: string,
       ...ss.status,
       phase: 'Failed',
       observedGeneration: generation,
-      conditions: setConditions(ss.status?.conditions as Condition[] | undefined, [
+      conditions: setConditions(ss.status?.conditions, [
         { type: 'Ready', status: 'False', reason: 'InvalidSpec', message, observedGeneration: generation },
         { type: 'Progressing', status: 'False', reason: 'InvalidSpec', message, observedGeneration: generation },
         { type: 'Degraded', status: 'True', reason: 'InvalidSpec', message, observedGeneration: generation },

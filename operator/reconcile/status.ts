@@ -3,7 +3,7 @@
 import type { V1StatefulSet } from '@kubernetes/client-node';
 import type { StoreClusterStatus, StoreSegmentStatus } from '../gen/index.js';
 import { humanBytes } from '../api/quantity.js';
-import { setConditions, type Condition, type ConditionInput } from './conditions.js';
+import { setConditions, type ConditionInput } from './conditions.js';
 import type { SegmentTotals } from './segments-detail.js';
 
 export interface ClusterObservation {
@@ -40,7 +40,7 @@ export function clusterStatus(prev: StoreClusterStatus | undefined, o: ClusterOb
   else if (done && !serving) conds.push({ type: 'Degraded', status: 'True', reason: 'NoLeader', message: 'all masters are ready but none leads', observedGeneration: g });
   else if (!done && serving && ready < o.replicas && prev?.phase === 'Ready') conds.push({ type: 'Degraded', status: 'True', reason: 'MastersMissing', message: `${ready}/${o.replicas} masters ready`, observedGeneration: g });
   else conds.push({ type: 'Degraded', status: 'False', reason: 'AsExpected', message: 'no fault observed', observedGeneration: g });
-  const conditions = setConditions(prev?.conditions as Condition[] | undefined, conds, nowIso);
+  const conditions = setConditions(prev?.conditions, conds, nowIso);
   const degraded = conds.some((c) => c.type === 'Degraded' && c.status === 'True');
   const totals = o.totals ?? (prev ? { segments: prev.segments ?? 0, capacityBytes: prev.capacityBytes ?? 0, usedBytes: prev.usedBytes ?? 0 } : { segments: 0, capacityBytes: 0, usedBytes: 0 });
   return {
@@ -91,7 +91,7 @@ export function segmentStatus(prev: StoreSegmentStatus | undefined, o: SegmentOb
         : { type: 'Degraded', status: 'False', reason: 'AsExpected', message: 'no fault observed', observedGeneration: g },
     );
   }
-  const conditions = setConditions(prev?.conditions as Condition[] | undefined, conds, nowIso);
+  const conditions = setConditions(prev?.conditions, conds, nowIso);
   const t = o.totals ?? { segments: prev?.mountedSegments ?? 0, capacityBytes: prev?.mountedBytes ?? 0, usedBytes: prev?.usedBytes ?? 0 };
   const isTrue = (type: string) => conds.some((c) => c.type === type && c.status === 'True');
   return {

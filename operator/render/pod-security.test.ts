@@ -9,27 +9,27 @@ import { renderCluster, renderSegment } from './render.js';
 
 const cluster = (spec = {}) => defaultStoreCluster({ apiVersion: 'store.kvcache.io/v1alpha1', kind: 'StoreCluster', metadata: { name: 'kv', namespace: 'ml', uid: 'u' }, spec });
 const segment = (memory: object) =>
-  defaultStoreSegment({ apiVersion: 'store.kvcache.io/v1alpha1', kind: 'StoreSegment', metadata: { name: 'pool', namespace: 'ml', uid: 's' }, spec: { cluster: 'kv', size: '4Gi', memory } as never });
+  defaultStoreSegment({ apiVersion: 'store.kvcache.io/v1alpha1', kind: 'StoreSegment', metadata: { name: 'pool', namespace: 'ml', uid: 's' }, spec: { cluster: 'kv', size: '4Gi', memory } });
 const podSpecs = (objs: { kind?: string }[]) => objs.filter((o) => o.kind === 'StatefulSet').map((o) => (o as V1StatefulSet).spec!.template.spec!);
 
 describe('pod security', () => {
   it('the masters pass the restricted standard, single and HA', () => {
     for (const spec of [{}, { master: { replicas: 3, haBackend: { type: 'k8s' } } }]) {
       const [pod] = podSpecs(renderCluster(cluster(spec)).desired);
-      expect(restrictedViolations(pod!)).toEqual([]);
+      expect(restrictedViolations(pod)).toEqual([]);
     }
   });
 
   it('shm and huge-page segments pass the restricted standard', () => {
     for (const memory of [{ kind: 'shm' }, { kind: 'hugepage', hugePageSize: '2Mi' }]) {
       const [pod] = podSpecs(renderSegment(segment(memory), cluster()).desired);
-      expect(restrictedViolations(pod!)).toEqual([]);
+      expect(restrictedViolations(pod)).toEqual([]);
     }
   });
 
   it('a dax segment needs the privileged standard: a host device and a privileged container', () => {
     const [pod] = podSpecs(renderSegment(segment({ kind: 'dax', devicePath: '/dev/dax0.0' }), cluster()).desired);
-    expect(restrictedViolations(pod!)).toEqual(expect.arrayContaining(['volume segment is of type hostPath', 'container store-service is privileged']));
+    expect(restrictedViolations(pod)).toEqual(expect.arrayContaining(['volume segment is of type hostPath', 'container store-service is privileged']));
   });
 
   it('the injected sidecar keeps a restricted pod restricted', () => {

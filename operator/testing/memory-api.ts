@@ -30,7 +30,7 @@ export class MemoryApi implements KubeApi {
     const stored = { ...structuredClone(obj), metadata: { ...obj.metadata, uid: `uid-${++this.uid}`, resourceVersion: String(++this.rv), generation: 1 } };
     this.objects.set(k, stored);
     if (obj.kind !== 'Event') this.writes.push(`create ${k}`);
-    return structuredClone(stored) as T;
+    return structuredClone(stored);
   }
   async replace<T extends KubernetesObject>(obj: T): Promise<T> {
     const k = this.key({ kind: obj.kind!, namespace: obj.metadata?.namespace, name: obj.metadata?.name });

@@ -28,7 +28,7 @@ export function deepEqual(a: unknown, b: unknown): boolean {
 export function applyPatch<T>(doc: T, ops: PatchOp[]): T {
   // Patched under a wrapper so that operations on the document root ("") work too.
   const box = { doc: structuredClone(doc) };
-  const rooted = ops.map((o) => ({ ...o, path: `/doc${o.path}`, ...('from' in o ? { from: `/doc${o.from}` } : {}) }) as Operation);
+  const rooted = ops.map((o) => ({ ...o, path: `/doc${o.path}`, ...('from' in o ? { from: `/doc${o.from}` } : {}) }));
   const failed = apply(box, rooted).findIndex((r) => r !== null);
   if (failed >= 0) {
     const op = ops[failed];
