@@ -44,9 +44,22 @@ describe('segments detail from a real master', () => {
     const detail = await httpSegmentsFetcher(master.http);
     expect(detail.total_segments).toBe(1);
     expect(detail.segments[0]).toMatchObject({ size_bytes: 64 * 2 ** 20, status: 'MOUNTED' });
-    expect(sumSegments(detail)).toEqual({ segments: 1, capacityBytes: 64 * 2 ** 20, usedBytes: 0 });
-    expect(sumSegments(detail, new Set(['127.0.0.1']))).toEqual({ segments: 1, capacityBytes: 64 * 2 ** 20, usedBytes: 0 });
-    expect(sumSegments(detail, new Set(['10.0.0.9']))).toEqual({ segments: 0, capacityBytes: 0, usedBytes: 0 });
+    expect(sumSegments(detail)).toEqual({ segments: 1, capacityBytes: 64 * 2 ** 20, usedBytes: 0, draining: 0 });
+    expect(sumSegments(detail, new Set(['127.0.0.1']))).toEqual({ segments: 1, capacityBytes: 64 * 2 ** 20, usedBytes: 0, draining: 0 });
+    expect(sumSegments(detail, new Set(['10.0.0.9']))).toEqual({ segments: 0, capacityBytes: 0, usedBytes: 0, draining: 0 });
+
+    // A stopping store pod drains: its segment is UNMOUNTING for its grace period, counted apart.
+    const stopping = await start(
+      ['dist/sidecar/main.js', `--config=${join(dir, 'store.json')}`, '--host=127.0.0.1', '--port=0', '--rpc_port=0', '--local_hostname=127.0.0.1', '--shutdown_grace_seconds=60'],
+      /store_service ready/,
+    );
+    expect(sumSegments(await httpSegmentsFetcher(master.http))).toMatchObject({ segments: 2, draining: 0 });
+    stopping.kill('SIGTERM');
+    let totals = sumSegments(await httpSegmentsFetcher(master.http));
+    // the master learns of the drain through the service's unmount call: ask until it has
+    for (let i = 0; i < 200 && totals.draining === 0; i++) totals = sumSegments(await httpSegmentsFetcher(master.http));
+    expect(totals).toEqual({ segments: 1, capacityBytes: 64 * 2 ** 20, usedBytes: 0, draining: 1 });
+    stopping.kill('SIGKILL');
   });
 
   it('rejects with a readable error when nothing answers', async () => {

@@ -39,7 +39,7 @@ describe('CRD schemas', () => {
 
   it('accept the defaulted specs and the status the operator writes', () => {
     const sc = defaultStoreCluster(load('crds/examples/storecluster.yaml') as StoreCluster);
-    const status = clusterStatus(undefined, { generation: 3, replicas: 3, leader: 'kvcache-master-1', masterAddress: 'kvcache-master.default.svc:50051', totals: { segments: 4, capacityBytes: 2 ** 38, usedBytes: 5 } }, '2026-01-01T00:00:00Z');
+    const status = clusterStatus(undefined, { generation: 3, replicas: 3, leader: 'kvcache-master-1', masterAddress: 'kvcache-master.default.svc:50051', totals: { segments: 4, capacityBytes: 2 ** 38, usedBytes: 5, draining: 0 } }, '2026-01-01T00:00:00Z');
     expect(checkCustomResource({ ...sc, status }, clusterCrd)).toEqual([]);
     const ss = defaultStoreSegment(load('crds/examples/storesegment.yaml') as StoreSegment);
     const sstatus = segmentStatus(undefined, { generation: 1, replicas: 4, totalsError: 'connection refused' }, '2026-01-01T00:00:00Z');

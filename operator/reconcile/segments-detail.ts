@@ -40,6 +40,8 @@ export interface SegmentTotals {
   segments: number;
   capacityBytes: number;
   usedBytes: number;
+  /** Segments being unmounted (status UNMOUNTING): closed to new objects, not counted above. */
+  draining: number;
 }
 
 /** Totals over mounted segments; `hosts` restricts to segments served from those pod IPs/names. */
@@ -47,14 +49,16 @@ export function sumSegments(detail: SegmentsDetail, hosts?: Set<string>): Segmen
   let segments = 0;
   let capacityBytes = 0;
   let usedBytes = 0;
+  let draining = 0;
   for (const s of detail.segments) {
-    if (s.status && s.status !== 'MOUNTED') continue;
     if (hosts && !hosts.has(hostOf(s.te_endpoint ?? s.segment_name))) continue;
+    if (s.status === 'UNMOUNTING') draining++;
+    if (s.status && s.status !== 'MOUNTED') continue;
     segments++;
     capacityBytes += s.allocator_capacity_bytes ?? s.size_bytes;
     usedBytes += s.allocator_used_bytes ?? 0;
   }
-  return { segments, capacityBytes, usedBytes };
+  return { segments, capacityBytes, usedBytes, draining };
 }
 
 function hostOf(endpoint: string): string {

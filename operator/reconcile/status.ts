@@ -92,13 +92,14 @@ export function segmentStatus(prev: StoreSegmentStatus | undefined, o: SegmentOb
     );
   }
   const conditions = setConditions(prev?.conditions, conds, nowIso);
-  const t = o.totals ?? { segments: prev?.mountedSegments ?? 0, capacityBytes: prev?.mountedBytes ?? 0, usedBytes: prev?.usedBytes ?? 0 };
+  const t = o.totals ?? { segments: prev?.mountedSegments ?? 0, capacityBytes: prev?.mountedBytes ?? 0, usedBytes: prev?.usedBytes ?? 0, draining: prev?.drainingSegments ?? 0 };
   const isTrue = (type: string) => conds.some((c) => c.type === type && c.status === 'True');
   return {
     phase: o.clusterMissing ? 'Pending' : isTrue('Degraded') ? 'Degraded' : isTrue('Ready') ? 'Ready' : ready ? 'Progressing' : 'Pending',
     replicas: o.statefulSet?.status?.replicas ?? 0,
     readyReplicas: ready,
     mountedSegments: t.segments,
+    drainingSegments: t.draining,
     mountedBytes: t.capacityBytes,
     usedBytes: t.usedBytes,
     capacity: humanBytes(t.capacityBytes),
