@@ -1,5 +1,5 @@
 // store top's figures: gauges from the last scrape, rates from two, hit rate of single Gets.
-import { parsePromText } from './prom-text.js';
+import { parsePromText } from '../common/prom-text.js';
 import { renderTop, topStats, type Scrape } from './top-frame.js';
 
 function scrape(atMs: number, o: { puts: number; gets: number; misses: number; batchGets?: number; evictions?: number; objects: number; leader?: number }): Scrape {

@@ -2,7 +2,7 @@
 // the difference between two successive scrapes (counters: calls per second by RPC, evictions, the
 // hit rate of single Gets). Pure: scrapes in, a stats object and its text frame out.
 import { formatSize } from '../common/size.js';
-import { has, total, type Sample } from './prom-text.js';
+import { has, total, type Sample } from '../common/prom-text.js';
 import { percent, rate, table } from './output.js';
 
 export interface Scrape {

@@ -108,9 +108,8 @@ describe('put and get', () => {
     };
     const extra = (await peak('cli/once')) - (await peak('cli/once-small'));
     expect(readFileSync(join(dir, 'cli_once.out')).equals(value)).toBe(true);
-    // the lower bound only shows the value was held at all: the small get's own peak varies with
-    // when the collector ran (seen 13 MiB apart under load), the upper one is the point
-    expect(extra).toBeGreaterThan(20 * MiB);
+    // A staged get holds the value twice (~80 MiB more). No lower bound: the small get's own peak
+    // varies with when the collector ran (seen 13-23 MiB apart on a loaded machine).
     expect(extra).toBeLessThan(60 * MiB);
   });
 

@@ -6,7 +6,7 @@ import { write, type CliContext } from '../context.js';
 import { masterHttp } from '../endpoints.js';
 import { getText } from '../http.js';
 import { jsonDoc } from '../output.js';
-import { parsePromText } from '../prom-text.js';
+import { parsePromText } from '../../common/prom-text.js';
 import { renderTop, topStats, type Scrape } from '../top-frame.js';
 
 const CLEAR = '\x1b[H\x1b[2J';

@@ -107,7 +107,7 @@ describe('CRD schemas', () => {
     const crd = load('crds/store.kvcache.io_storeclusters.yaml');
     const v = crd.spec.versions[0];
     expect(v.subresources.status).toEqual({});
-    expect(v.additionalPrinterColumns.map((c: any) => c.name)).toEqual(['Phase', 'Leader', 'Masters', 'Segments', 'Capacity', 'Age']);
+    expect(v.additionalPrinterColumns.map((c: any) => c.name)).toEqual(['Phase', 'Leader', 'Masters', 'Segments', 'Capacity', 'Objects', 'Hit rate', 'Age']);
     // 'sc' is StorageClass's: kubectl would resolve it to the wrong kind
     expect(crd.spec.names.shortNames).toEqual(['stc']);
     const seg = load('crds/store.kvcache.io_storesegments.yaml');

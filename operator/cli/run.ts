@@ -19,6 +19,8 @@ import { Informer } from '../reconcile/informer.js';
 import { KubeClient } from '../reconcile/kube-client.js';
 import { reconcileSegment } from '../reconcile/segment-reconciler.js';
 import { httpSegmentsFetcher } from '../reconcile/segments-detail.js';
+import { httpMasterFiguresFetcher } from '../reconcile/master-figures.js';
+import type { HitRateWindow } from '../reconcile/hit-rate.js';
 import { masterHttpUrl } from '../render/names.js';
 import type { ClusterLookup } from '../webhook/admission.js';
 import { WebhookServer } from '../webhook/server.js';
@@ -59,6 +61,8 @@ export async function run(o: RunOptions): Promise<void> {
     events,
     defaults: o.defaults,
     fetchSegments: o.segmentStats ? httpSegmentsFetcher : undefined,
+    fetchFigures: o.segmentStats ? httpMasterFiguresFetcher : undefined,
+    hitRates: new Map<string, HitRateWindow>(),
     masterHttpUrl: (sc: DefaultedStoreCluster) =>
       o.masterUrlTemplate ? o.masterUrlTemplate.replaceAll('{name}', sc.metadata.name).replaceAll('{namespace}', sc.metadata.namespace) : masterHttpUrl(sc),
     wallNow: () => new Date().toISOString(),

@@ -15,6 +15,8 @@ import { REQUEUE_PROGRESSING_MS, REQUEUE_STEADY_MS, TerminalError, type Reconcil
 import { deepEqual } from '../webhook/json-patch.js';
 import { sumSegments, type SegmentTotals } from './segments-detail.js';
 import { clusterStatus } from './status.js';
+import { formatHitRate, HitRateWindow } from './hit-rate.js';
+import { realClock } from '../../common/clock.js';
 
 const selector = (m: Record<string, string>) => Object.entries(m).map(([k, v]) => `${k}=${v}`).join(',');
 
@@ -62,8 +64,22 @@ export async function reconcileCluster(ctx: ReconcileContext, namespace: string,
       totalsError = (e as Error).message;
     }
   }
+  let figures: { objects: number; hitRate?: string } | undefined;
+  if (ctx.fetchFigures && leaderPod) {
+    try {
+      const f = await ctx.fetchFigures(ctx.masterHttpUrl(d));
+      const key = `${namespace}/${name}`;
+      const hits = ctx.hitRates?.get(key) ?? new HitRateWindow();
+      ctx.hitRates?.set(key, hits);
+      hits.record((ctx.clock ?? realClock).now(), f);
+      figures = { objects: f.objects, hitRate: formatHitRate(hits.rate()) };
+    } catch (e) {
+      totalsError ??= (e as Error).message;
+    }
+  }
   const status = clusterStatus(sc.status, {
     generation,
+    figures,
     replicas: d.spec.master.replicas,
     statefulSet: sts,
     leader: leaderPod?.metadata?.name,

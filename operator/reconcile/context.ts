@@ -3,6 +3,9 @@ import type { OperatorDefaults, DefaultedStoreCluster } from '../api/defaults.js
 import type { EventRecorder } from './events.js';
 import type { KubeApi } from './kube-client.js';
 import type { SegmentsFetcher } from './segments-detail.js';
+import type { Clock } from '../../common/clock.js';
+import type { HitRateWindow } from './hit-rate.js';
+import type { MasterFiguresFetcher } from './master-figures.js';
 
 export interface ReconcileContext {
   api: KubeApi;
@@ -10,6 +13,12 @@ export interface ReconcileContext {
   defaults: OperatorDefaults;
   /** Reads the master's segment detail; undefined skips segment figures. */
   fetchSegments?: SegmentsFetcher;
+  /** Reads the master's objects and lookup counters; undefined skips objects and hit rate. */
+  fetchFigures?: MasterFiguresFetcher;
+  /** Each cluster's hit-rate window (namespace/name), kept across passes; with fetchFigures. */
+  hitRates?: Map<string, HitRateWindow>;
+  /** Time of the hit-rate window's scrapes (default the real clock). */
+  clock?: Clock;
   /** Base URL of a cluster's leader HTTP endpoints (the metrics Service unless overridden). */
   masterHttpUrl: (sc: DefaultedStoreCluster) => string;
   wallNow: () => string;

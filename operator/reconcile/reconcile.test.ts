@@ -2,6 +2,7 @@
 // generations): first pass creates everything, the next writes nothing, spec changes patch and
 // delete, invalid specs end in a terminal error with conditions, and status reflects what the
 // StatefulSet, the leader pod and the master's segment detail say.
+import { FakeClock } from '../../common/clock.js';
 import { MemoryApi } from '../testing/memory-api.js';
 import { reconcileCluster } from './cluster-reconciler.js';
 import { reconcileSegment } from './segment-reconciler.js';
@@ -50,6 +51,24 @@ describe('reconcileCluster', () => {
     api.writes = [];
     await reconcileCluster(ctx, 'ml', 'kv');
     expect(api.writes).toEqual([]);
+  });
+
+  it("shows the master's objects and the hit rate of the last minute, from successive scrapes", async () => {
+    const { api, ctx } = setup();
+    const clock = new FakeClock(0);
+    let counters = { objects: 10, lookups: 100, misses: 40 };
+    Object.assign(ctx, { fetchFigures: async () => counters, hitRates: new Map(), clock });
+    await api.create(clusterObj({}));
+    await reconcileCluster(ctx, 'ml', 'kv');
+    api.objects.get('StatefulSet/ml/kv-master').status = { observedGeneration: 1, replicas: 1, readyReplicas: 1, updatedReplicas: 1 };
+    await api.create({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'kv-master-0', namespace: 'ml', labels: { 'store.kvcache.io/cluster': 'kv', 'store.kvcache.io/role': 'master' } }, status: { conditions: [{ type: 'Ready', status: 'True' }] } });
+    await reconcileCluster(ctx, 'ml', 'kv');
+    const status = async () => (await api.get<any>({ kind: 'StoreCluster', namespace: 'ml', name: 'kv' }))!.status;
+    expect(await status()).toMatchObject({ objects: 10, hitRate: '-' }); // one scrape: no rate yet
+    await clock.advance(30_000);
+    counters = { objects: 12, lookups: 300, misses: 60 };
+    await reconcileCluster(ctx, 'ml', 'kv');
+    expect(await status()).toMatchObject({ objects: 12, hitRate: '90.0%' });
   });
 
   it('reports Ready with the leader and segment figures once masters are up, patching status only on change', async () => {

@@ -1,6 +1,7 @@
 // Reads the master's /get_segments_detail (HTTP management endpoint, through the metrics
 // Service) and sums it for status. The fetch is injected so tests can point it at a real master
 // process or leave it out.
+import { getFromMaster } from './master-http.js';
 
 export interface SegmentDetail {
   segment_name: string;
@@ -22,15 +23,7 @@ export type SegmentsFetcher = (baseUrl: string) => Promise<SegmentsDetail>;
 
 export const httpSegmentsFetcher: SegmentsFetcher = async (baseUrl) => {
   const url = `${baseUrl.replace(/\/$/, '')}/get_segments_detail`;
-  let res: Response;
-  try {
-    res = await fetch(url, { signal: AbortSignal.timeout(5000) });
-  } catch (e) {
-    // fetch says only "fetch failed"; the cause holds ECONNREFUSED, ENOTFOUND, ...
-    const cause = (e as Error & { cause?: { code?: string; message?: string } }).cause;
-    throw new Error(`GET ${url}: ${cause?.code ?? cause?.message ?? (e as Error).message}`);
-  }
-  if (!res.ok) throw new Error(`GET ${url}: HTTP ${res.status}`);
+  const res = await getFromMaster(url);
   const body = (await res.json()) as Partial<SegmentsDetail>;
   if (!Array.isArray(body.segments)) throw new Error(`GET ${url}: no "segments" array in the reply`);
   return { total_segments: body.total_segments ?? body.segments.length, segments: body.segments };

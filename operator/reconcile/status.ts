@@ -14,6 +14,8 @@ export interface ClusterObservation {
   masterAddress: string;
   totals?: SegmentTotals;
   totalsError?: string;
+  /** From the master's /metrics: objects held, and the hit rate of the last minute ("97.5%" or "-"). */
+  figures?: { objects: number; hitRate?: string };
 }
 
 function rollout(sts: V1StatefulSet | undefined, replicas: number) {
@@ -52,6 +54,7 @@ export function clusterStatus(prev: StoreClusterStatus | undefined, o: ClusterOb
     capacityBytes: totals.capacityBytes,
     usedBytes: totals.usedBytes,
     capacity: humanBytes(totals.capacityBytes),
+    ...(o.figures ? { objects: o.figures.objects, hitRate: o.figures.hitRate } : prev?.objects !== undefined ? { objects: prev.objects, hitRate: prev.hitRate } : {}),
     observedGeneration: g,
     conditions,
   };

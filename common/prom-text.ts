@@ -1,7 +1,7 @@
-// A reader of the Prometheus text exposition format (0.0.4), enough for `store top`: every sample
-// line as name, labels and value; comments and blank lines skipped; label values unescaped
-// (\\, \", \n). Hand-written (about 50 lines): the project's prom-client only writes the format,
-// and `top` needs no more than the samples. Pure.
+// A reader of the Prometheus text exposition format (0.0.4), enough for `store top` and the
+// operator's status figures: every sample line as name, labels and value; comments and blank
+// lines skipped; label values unescaped (\\, \", \n). Hand-written (about 50 lines): the
+// project's prom-client only writes the format, and its readers need no more than the samples. Pure.
 
 export interface Sample {
   name: string;
