@@ -5,8 +5,8 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_IMAGE } from './api/constants.js';
-import { loadCrdSchemas } from './api/crd-schema.js';
-import { CliError, injectCommand, renderCommand, type Source } from './cli/offline.js';
+import { CliError } from './cli/cli-error.js';
+import type { Source } from './cli/offline.js';
 
 const USAGE = `usage:
   store-operator [run] [--namespace=NS] [--image=IMAGE] [--leader-elect=true|false]
@@ -102,6 +102,9 @@ async function main(): Promise<void> {
   const defaults = { image: flags.get('image') ?? process.env.STORE_IMAGE ?? DEFAULT_IMAGE, namespace: flags.get('namespace') ?? 'default' };
   const clusterFile = flags.get('cluster-file');
   const context = clusterFile ? readInputs([clusterFile], '--cluster-file') : [];
+  // Loaded on use: they need the operator's optional dependencies (CEL, JSON patch, Kubernetes client).
+  const { injectCommand, renderCommand } = await import('./cli/offline.js');
+  const { loadCrdSchemas } = await import('./api/crd-schema.js');
   if (command === 'render') {
     process.stdout.write(renderCommand(readInputs(files, 'render'), context, defaults, loadCrdSchemas()));
     return;
@@ -137,6 +140,11 @@ main().catch((e: Error) => {
     process.stderr.write(`store-operator: ${e.message}\n`);
     if (/unknown flag|unexpected argument|needs a value/.test(e.message)) process.stderr.write(USAGE);
     process.exit(2);
+  }
+  const missing = /Cannot find (?:package|module) '([^']+)'/.exec(e.message)?.[1];
+  if ((e as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && missing && !missing.startsWith('/')) {
+    process.stderr.write(`store-operator: the package ${missing} is missing: the operator needs the optional dependencies of kvcache-store (install it without --omit=optional)\n`);
+    process.exit(1);
   }
   process.stderr.write(`store-operator: ${e.stack ?? e.message}\n`);
   process.exit(1);

@@ -1,6 +1,7 @@
 // The offline commands: `render` (the objects the operator would create for the StoreClusters
 // and StoreSegments in a file) and `inject` (a pod as the webhook would mutate it). Pure text in,
 // text out; a CliError carries the readable reasons for exit code 2.
+import { CliError } from './cli-error.js';
 import yaml from 'js-yaml';
 import type { KubernetesObject, V1Pod } from '@kubernetes/client-node';
 import type { StoreCluster, StoreSegment } from '../gen/index.js';
@@ -12,12 +13,7 @@ import { renderCluster, renderSegment } from '../render/render.js';
 import { mutatePod } from '../webhook/admission.js';
 import { applyPatch } from '../webhook/json-patch.js';
 
-export class CliError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'CliError';
-  }
-}
+export { CliError };
 
 function parseDocs(text: string, file: string): KubernetesObject[] {
   let docs: unknown[];
