@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // store_master: parses flags, builds the MasterCore and serves it: gRPC and the fast channel on
 // --rpc_port, management HTTP on --metrics_port, optionally the HTTP metadata server; a periodic
-// sweep drives leases, client liveness and eviction. SIGINT/SIGTERM close cleanly.
+// sweep drives leases, client liveness and eviction. With --enable_snapshot_restore the core starts
+// from the snapshots and change log in STORE_SNAPSHOT_LOCAL_PATH; with --enable_snapshot it writes
+// them (master/state/persistence.ts). SIGINT/SIGTERM close cleanly.
 import { randomInt } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
@@ -21,6 +23,9 @@ import { RpcDispatcher } from './rpc-dispatcher.js';
 import { RpcListener } from './rpc-listener.js';
 import { HeapGuard } from './heap-guard.js';
 import { Sweeper } from './sweeper.js';
+import { ChangeFanout } from './state/change-fanout.js';
+import { CommitBarrier } from './state/commit-barrier.js';
+import { Persistence } from './state/persistence.js';
 
 const SWEEP_INTERVAL_MS = 200;
 const REPORT_INTERVAL_MS = 10_000;
@@ -98,7 +103,24 @@ async function main(): Promise<void> {
   const port = ha ? ha.gate.port : (core as unknown as MasterCorePort);
   const metrics = new MasterMetrics(masterMethods, () => port.stats(clock()));
   ha?.registerMetrics(metrics.registry);
-  const dispatcher = new RpcDispatcher(ha ? ha.gate.rpcTarget : core, masterMethods, clock, metrics, log);
+  // Snapshots and the change log of a single master (with HA: a notice, master-startup.ts).
+  let persistence: Persistence | undefined;
+  let barrier: CommitBarrier | undefined;
+  if (!ha && (flags.enable_snapshot || flags.enable_snapshot_restore)) {
+    const fanout = new ChangeFanout(clock);
+    const commits = new CommitBarrier(fanout, masterMethods.map((m) => m.name));
+    try {
+      const dir = process.env.STORE_SNAPSHOT_LOCAL_PATH!; // checked by validateMasterFlags
+      persistence = await Persistence.open({ flags, dir, log, clock, viewVersion, registry: metrics.registry }, core, fanout, commits);
+    } catch (e) {
+      log.error(`snapshots: ${(e as Error).message}`);
+      process.stderr.write(`store_master: snapshots: ${(e as Error).message}\n`);
+      log.close();
+      process.exit(1);
+    }
+    if (flags.enable_snapshot) barrier = commits;
+  }
+  const dispatcher = new RpcDispatcher(ha ? ha.gate.rpcTarget : core, masterMethods, clock, metrics, log, barrier);
   const { injector } = createGrpcServer(dispatcher);
   let limits = '';
   try {
@@ -173,7 +195,9 @@ async function main(): Promise<void> {
     sweeper.stop();
     heap.stop();
     if (reporter) clearInterval(reporter);
-    const closing: Promise<unknown>[] = [rpc.close(SHUTDOWN_GRACE_MS), new Promise((r) => admin.close(r))];
+    // The change log closes (synced) once no RPC can change the state any more.
+    const rpcClosed = rpc.close(SHUTDOWN_GRACE_MS).then(() => persistence?.close().catch((e: Error) => log.error(`snapshots: closing: ${e.message}`)));
+    const closing: Promise<unknown>[] = [rpcClosed, new Promise((r) => admin.close(r))];
     if (ha) closing.push(ha.stop()); // step down and release the leader record for a fast takeover
     if (metadata) closing.push(new Promise((r) => metadata?.close(r)));
     admin.closeAllConnections();

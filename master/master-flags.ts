@@ -157,10 +157,15 @@ export function validateMasterFlags(f: MasterFlags): void {
   if (f.allocation_strategy === 'cxl' && !f.enable_cxl) {
     throw new FlagError('--allocation_strategy', '--allocation_strategy=cxl requires --enable_cxl=true');
   }
-  if (f.enable_snapshot && f.snapshot_object_store_type === '') {
-    throw new FlagError('--snapshot_object_store_type', 'flag --snapshot_object_store_type is required with --enable_snapshot (accepted values: local, s3)');
+  const snapshots = f.enable_snapshot || f.enable_snapshot_restore;
+  const which = f.enable_snapshot ? '--enable_snapshot' : '--enable_snapshot_restore';
+  if (snapshots && f.snapshot_object_store_type === '') {
+    throw new FlagError('--snapshot_object_store_type', `flag --snapshot_object_store_type is required with ${which} (accepted values: local, s3)`);
   }
-  if (f.enable_snapshot && f.snapshot_object_store_type === 'local' && !process.env.STORE_SNAPSHOT_LOCAL_PATH) {
+  if (snapshots && f.snapshot_object_store_type === 's3') {
+    throw new FlagError('--snapshot_object_store_type', '--snapshot_object_store_type=s3: the S3 object store is not built; use local with STORE_SNAPSHOT_LOCAL_PATH (docs/master.md "Snapshots and the change log")');
+  }
+  if (snapshots && f.snapshot_object_store_type === 'local' && !process.env.STORE_SNAPSHOT_LOCAL_PATH) {
     throw new FlagError('--snapshot_object_store_type', '--snapshot_object_store_type=local needs the environment variable STORE_SNAPSHOT_LOCAL_PATH (a dedicated directory)');
   }
   if (f.snapshot_catalog_store_type === 'redis' && f.snapshot_catalog_store_connstring === '') {
