@@ -52,6 +52,14 @@ export const masterFlagSpecs: FlagSpec[] = [
   { name: 'snapshot_catalog_store_connstring', kind: 'string', default: '', help: 'required for the redis catalog', group: 'Snapshot' },
   { name: 'snapshot_backup_dir', kind: 'string', default: '', help: 'optional local backup directory', group: 'Snapshot' },
   { name: 'enable_snapshot_restore', kind: 'bool', default: false, help: 'restore from the latest snapshot at startup', group: 'Snapshot' },
+  {
+    name: 'change_log_sync',
+    kind: 'enum',
+    values: ['placement', 'interval'],
+    default: 'placement',
+    help: 'when the change log is fdatasynced besides every second: placement = also before a reply hands out space while a removal is unsynced (survives a host crash); interval = only every second (survives a master crash)',
+    group: 'Snapshot',
+  },
   // Task manager
   { name: 'max_total_finished_tasks', kind: 'int', min: 0, default: 10_000, help: 'finished tasks kept', group: 'Task manager' },
   { name: 'max_total_pending_tasks', kind: 'int', min: 0, default: 10_000, help: 'queued pending tasks', group: 'Task manager' },
@@ -119,6 +127,7 @@ export interface MasterFlags {
   snapshot_catalog_store_connstring: string;
   snapshot_backup_dir: string;
   enable_snapshot_restore: boolean;
+  change_log_sync: 'placement' | 'interval';
   max_total_finished_tasks: number;
   max_total_pending_tasks: number;
   max_total_processing_tasks: number;

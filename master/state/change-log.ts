@@ -2,9 +2,10 @@
 // one file frame (common/state-proto.ts) per change, in the order the core made them. Frames are
 // buffered during an RPC and written with one write(2) before its reply leaves (flush, called by
 // the commit barrier), so a change acknowledged to a client is in the kernel's hands and survives
-// the master process being killed. fdatasync runs once a second, at every rotation, and before a
-// reply hands out space that a removal freed (spaceSafe): a power loss of the master's host may
-// then lose the last second of changes, but never a removal whose space was given to someone else.
+// the master process being killed. fdatasync runs once a second, at every rotation, and (with
+// --change_log_sync=placement, the default) before a reply hands out space that a removal freed
+// (spaceSafe): a power loss of the master's host may then lose the last second of changes, but
+// never a removal whose space was given to someone else.
 // Files are changes-<index>.log; a new index begins with every snapshot (snapshot-store.ts).
 import { closeSync, fdatasync, fdatasyncSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';

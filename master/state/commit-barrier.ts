@@ -54,7 +54,9 @@ export class CommitBarrier {
     for (const d of this.places) {
       const c = changed ? d.committed(seq) : undefined;
       if (c !== undefined) (waits ??= []).push(c);
-      const s = (placing || changed) && removal > 0 ? d.spaceSafe(removal) : undefined;
+      // Only a placement waits for freed space to be durable: the removal's own reply need not
+      // (nobody holds that space until a placement hands it out).
+      const s = placing && removal > 0 ? d.spaceSafe(removal) : undefined;
       if (s !== undefined) (waits ??= []).push(s);
     }
     if (waits === undefined) return res;

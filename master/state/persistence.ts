@@ -29,6 +29,7 @@ type SnapshotFlags = Pick<
   | 'snapshot_catalog_store_type'
   | 'snapshot_catalog_store_connstring'
   | 'snapshot_backup_dir'
+  | 'change_log_sync'
   | 'cluster_id'
 >;
 
@@ -74,9 +75,11 @@ export class Persistence {
       await p.finished(first.index);
       p.changeLog = new ChangeLog(o.dir, index, (e) => o.log.error(`change log: ${e.message}`));
       fanout.add(p.changeLog);
-      barrier.add(p.changeLog);
+      // Written before each reply either way (the barrier flushes the fanout); with `placement`
+      // a placement after a removal also waits for the removal's fdatasync (change-log.ts).
+      if (f.change_log_sync === 'placement') barrier.add(p.changeLog);
       core.setChangeSink(fanout);
-      o.log.info(`snapshots: first snapshot ${index} (${first.objects} objects, ${first.bytes} bytes) in ${o.dir}; every ${f.snapshot_interval_seconds / 1000} s, keeping ${f.snapshot_retention_count}; catalog ${catalog.description}`);
+      o.log.info(`snapshots: first snapshot ${index} (${first.objects} objects, ${first.bytes} bytes) in ${o.dir}; every ${f.snapshot_interval_seconds / 1000} s, keeping ${f.snapshot_retention_count}; change log synced every second${f.change_log_sync === 'placement' ? ' and before placements after removals' : ''}; catalog ${catalog.description}`);
       p.timer = setInterval(() => void p.snapshot(), f.snapshot_interval_seconds);
       p.timer.unref();
       p.syncTimer = setInterval(() => void p.changeLog?.sync(), LOG_SYNC_INTERVAL_MS);
