@@ -5,6 +5,7 @@
 // from the snapshots and change log in STORE_SNAPSHOT_LOCAL_PATH; with --enable_snapshot it writes
 // them (master/state/persistence.ts). SIGINT/SIGTERM close cleanly.
 import { randomInt } from 'node:crypto';
+import client from 'prom-client';
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { FlagError, HelpRequested } from '../common/flags.js';
@@ -26,6 +27,8 @@ import { Sweeper } from './sweeper.js';
 import { ChangeFanout } from './state/change-fanout.js';
 import { CommitBarrier } from './state/commit-barrier.js';
 import { Persistence } from './state/persistence.js';
+import { REPLICATION_MAGIC, ReplicationLeader } from './state/replication-leader.js';
+import { ReplicationFollower } from './state/replication-follower.js';
 
 const SWEEP_INTERVAL_MS = 200;
 const REPORT_INTERVAL_MS = 10_000;
@@ -92,10 +95,56 @@ async function main(): Promise<void> {
     process.stderr.write(`store_master: ${(e as Error).message}\n`);
     process.exit(2);
   }
-  // HA: the transports reach the core through the leader gate; a fresh core per term.
+  // HA: the transports reach the core through the leader gate; a new core per term, holding the
+  // state this master followed as a standby (docs/ha.md "Standbys").
   let ha: HaMaster | undefined;
+  const fanout = new ChangeFanout(clock);
+  let follower: ReplicationFollower | undefined;
+  let replication: ReplicationLeader | undefined;
+  let leading: MasterCore | undefined;
+  const makeLeaderCore = (v: number): MasterCore => {
+    const c = makeCore(v);
+    const image = follower?.stop();
+    if (image) {
+      const now = clock();
+      const r = c.importState(image.toState(now), now);
+      log.info(`HA: took over the followed state: ${r.segments} segments (RESTORED until their owners mount them again), ${r.objects} objects${r.dropped.length ? `; left out ${r.dropped.length} records` : ''}`);
+    } else if (follower) {
+      log.warn('HA: elected without a complete copy of the previous leader\'s state: starting empty');
+    }
+    c.setChangeSink(fanout);
+    leading = c;
+    return c;
+  };
   try {
-    if (flags.enable_ha) ha = new HaMaster({ flags, bindHost: host, env: process.env, methods: masterMethods, makeCore: (v) => makeCore(v) as unknown as MasterCorePort, clock, log });
+    if (flags.enable_ha) {
+      ha = new HaMaster({
+        flags,
+        bindHost: host,
+        env: process.env,
+        methods: masterMethods,
+        makeCore: (v) => makeLeaderCore(v) as unknown as MasterCorePort,
+        clock,
+        log,
+        roleChanged: (lead) => {
+          if (lead) return;
+          leading = undefined;
+          replication?.closeAll();
+          follower?.start();
+        },
+      });
+      const h = ha;
+      follower = new ReplicationFollower({ leader: () => h.knownLeader, self: () => h.advertisedAddress, clock, log });
+      replication = new ReplicationLeader({
+        source: () => (h.gate.leading ? leading : undefined),
+        seq: () => fanout.seq,
+        viewVersion: () => h.gate.viewVersion,
+        commitAcks: flags.ha_commit_acks,
+        clock,
+        log,
+      });
+      fanout.add(replication);
+    }
   } catch (e) {
     process.stderr.write(`store_master: ${(e as Error).message}\n`);
     process.exit(2);
@@ -103,11 +152,20 @@ async function main(): Promise<void> {
   const port = ha ? ha.gate.port : (core as unknown as MasterCorePort);
   const metrics = new MasterMetrics(masterMethods, () => port.stats(clock()));
   ha?.registerMetrics(metrics.registry);
+  if (replication && follower) {
+    const r = replication;
+    const f = follower;
+    new client.Gauge({ name: 'store_master_standbys_synced', help: 'standbys following this leader with the whole state', registers: [metrics.registry], collect() { this.set(r.syncedCount); } });
+    new client.Gauge({ name: 'store_master_standby_synced', help: '1 while this standby holds the whole state of the leader it follows', registers: [metrics.registry], collect() { this.set(f.synced ? 1 : 0); } });
+  }
   // Snapshots and the change log of a single master (with HA: a notice, master-startup.ts).
   let persistence: Persistence | undefined;
   let barrier: CommitBarrier | undefined;
+  if (ha && replication) {
+    barrier = new CommitBarrier(fanout, masterMethods.map((m) => m.name));
+    barrier.add(replication);
+  }
   if (!ha && (flags.enable_snapshot || flags.enable_snapshot_restore)) {
-    const fanout = new ChangeFanout(clock);
     const commits = new CommitBarrier(fanout, masterMethods.map((m) => m.name));
     try {
       const dir = process.env.STORE_SNAPSHOT_LOCAL_PATH!; // checked by validateMasterFlags
@@ -139,6 +197,7 @@ async function main(): Promise<void> {
       maxConnections: maxConnections.max,
       requestTimeoutMs: flags.rpc_request_timeout_seconds,
       maxBufferedRequestBytes: flags.rpc_max_buffered_request_bytes,
+      replication: replication ? { magic: REPLICATION_MAGIC, accept: (socket, rest) => replication!.accept(socket, rest) } : undefined,
     },
     injector,
     masterMethods,
@@ -177,6 +236,7 @@ async function main(): Promise<void> {
   sweeper.start();
   heap.start();
   ha?.start(rpcPort);
+  follower?.start();
   let reporter: NodeJS.Timeout | undefined;
   if (flags.enable_metric_reporting) {
     reporter = setInterval(() => {
@@ -198,6 +258,8 @@ async function main(): Promise<void> {
     // The change log closes (synced) once no RPC can change the state any more.
     const rpcClosed = rpc.close(SHUTDOWN_GRACE_MS).then(() => persistence?.close().catch((e: Error) => log.error(`snapshots: closing: ${e.message}`)));
     const closing: Promise<unknown>[] = [rpcClosed, new Promise((r) => admin.close(r))];
+    follower?.stop();
+    replication?.closeAll();
     if (ha) closing.push(ha.stop()); // step down and release the leader record for a fast takeover
     if (metadata) closing.push(new Promise((r) => metadata?.close(r)));
     admin.closeAllConnections();

@@ -41,6 +41,14 @@ export const masterFlagSpecs: FlagSpec[] = [
   { name: 'ha_backend_type', kind: 'enum', values: ['etcd', 'redis', 'k8s'], default: 'etcd', help: 'coordination backend', group: 'High availability' },
   { name: 'ha_backend_connstring', kind: 'string', default: '', help: 'backend connection string, e.g. redis://<host>:<port>', group: 'High availability' },
   { name: 'etcd_endpoints', kind: 'string', default: '', help: 'etcd endpoints separated by ";" when the backend is etcd', group: 'High availability' },
+  {
+    name: 'ha_commit_acks',
+    kind: 'int',
+    min: 0,
+    default: 1,
+    help: 'standbys that must have a change before the leader answers the RPC that made it (fewer when fewer are connected; 0: do not wait)',
+    group: 'High availability',
+  },
   { name: 'cluster_id', kind: 'string', default: 'store_cluster', help: 'cluster id for HA persistence and the root of the file tier', group: 'High availability' },
   // Snapshot
   { name: 'enable_snapshot', kind: 'bool', default: false, help: 'periodic metadata snapshot (experimental)', group: 'Snapshot' },
@@ -128,6 +136,7 @@ export interface MasterFlags {
   snapshot_backup_dir: string;
   enable_snapshot_restore: boolean;
   change_log_sync: 'placement' | 'interval';
+  ha_commit_acks: number;
   max_total_finished_tasks: number;
   max_total_pending_tasks: number;
   max_total_processing_tasks: number;

@@ -56,7 +56,7 @@ export function resolveRpcAddress(f: Pick<MasterFlags, 'rpc_address' | 'rpc_inte
 export function unbuiltFeatureNotices(f: MasterFlags, explicit: Set<string>): string[] {
   const out: string[] = [];
   if ((f.enable_snapshot || f.enable_snapshot_restore) && f.enable_ha) {
-    out.push('--enable_snapshot/--enable_snapshot_restore with --enable_ha: snapshots and the change log serve a single master only; with HA no snapshot is taken or restored (standbys following the leader are not built yet)');
+    out.push('--enable_snapshot/--enable_snapshot_restore with --enable_ha: snapshots and the change log serve a single master only; with HA no snapshot is taken or restored (the standbys following the leader hold the state)');
   }
   const snapshotFlags = ['snapshot_interval_seconds', 'snapshot_child_timeout_seconds', 'snapshot_retention_count', 'snapshot_object_store_type', 'snapshot_catalog_store_type', 'snapshot_catalog_store_connstring', 'snapshot_backup_dir'].filter((n) => explicit.has(n));
   if (snapshotFlags.length > 0 && !f.enable_snapshot && !f.enable_snapshot_restore) {
