@@ -20,6 +20,7 @@ import { freePort } from './free-port.js';
 const MAIN = join(distRoot(), 'master', 'main.js');
 const have = (bin: string): boolean => spawnSync('sh', ['-c', `command -v ${bin}`]).status === 0;
 const KiB = 1024;
+const LIVE_PUTS = 300;
 
 const procs: ChildProcess[] = [];
 const dirs: string[] = [];
@@ -95,20 +96,30 @@ async function scenario(backend: () => Promise<{ masterArgs: string[]; discovery
       await clients[0]!.remove(`obj-${i}`);
       values.delete(`obj-${i}`);
     }
-    // Both clients keep putting while the leader fails; a put that resolved is committed.
+    // Both clients keep putting while the leader fails; a put that resolved is committed. At most
+    // LIVE_PUTS each: the segments (2 x 16 MiB) must not fill, or eviction would remove objects.
     let writing = true;
+    const committed = [0, 0];
+    const waits: { c: number; n: number; resolve: () => void }[] = [];
+    const reached = (c: number, n: number): Promise<void> =>
+      committed[c]! >= n ? Promise.resolve() : new Promise((resolve) => waits.push({ c, n, resolve }));
     const writers = clients.map(async (client, c) => {
-      for (let n = 0; writing; n++) {
+      for (let n = 0; writing && committed[c]! < LIVE_PUTS; n++) {
         const key = `live-${c}-${n}`;
         const value = randomBytes(1 + ((n * 4099) % (16 * KiB)));
         try {
           await client.put(key, value, { replica_num: 2 });
           values.set(key, value);
+          committed[c]!++;
+          for (const w of waits.filter((w) => w.c === c && committed[c]! >= w.n)) w.resolve();
         } catch {
-          // the leader is gone: not committed as far as this client knows
+          // The leader is gone: not committed as far as this client knows. Back off before the
+          // next attempt (the client finds the new leader by itself).
+          await new Promise((r) => setTimeout(r, 20));
         }
       }
     });
+    await Promise.all([reached(0, 20), reached(1, 20)]); // writing when the leader fails
     if (how === 'kill') {
       leader.proc.kill('SIGKILL');
       await Promise.all(switches);
@@ -129,9 +140,11 @@ async function scenario(backend: () => Promise<{ masterArgs: string[]; discovery
         probe.close();
       }
     }
+    const [a, b] = committed;
+    // ... and writing on the new leader (a writer stops at LIVE_PUTS).
+    await Promise.all([reached(0, Math.min(a! + 20, LIVE_PUTS)), reached(1, Math.min(b! + 20, LIVE_PUTS))]);
     writing = false;
     await Promise.all(writers);
-    expect([...values.keys()].filter((k) => k.startsWith('live-')).length).toBeGreaterThan(0);
 
     let unreadable = 0;
     let wrong = 0;
@@ -143,6 +156,7 @@ async function scenario(backend: () => Promise<{ masterArgs: string[]; discovery
       }
     }
     expect({ unreadable, wrong }).toEqual({ unreadable: 0, wrong: 0 });
+    for (const m of masters) expect(m.output()).not.toMatch(/evicted \d+ objects/);
     const next = masters.find((m) => m !== leader && /HA: elected leader/.test(m.output()))!;
     expect(next.output()).toMatch(/HA: took over the followed state: 2 segments \(RESTORED until their owners mount them again\), \d+ objects/);
     for (let i = 0; i < 80; i += 9) expect(await clients[1]!.isExist(`obj-${i}`)).toBe(false);

@@ -16,6 +16,8 @@ export interface ChangeConsumer {
   change(bytes: Buffer, seq: number): void;
   /** Writes out what was handed over (called once per RPC and per turn). */
   flush(): void;
+  /** False while it wants no changes (a leader without standbys): absent means always. */
+  active?(): boolean;
 }
 
 export class ChangeFanout implements ChangeSink {
@@ -70,9 +72,13 @@ export class ChangeFanout implements ChangeSink {
   private emit(change: object, frees: boolean): void {
     const seq = ++this.seq_;
     if (frees) this.lastRemoval_ = seq;
-    if (this.consumers.size === 0) return;
-    const bytes = encodeWith(changeCodec, change);
-    for (const c of this.consumers) c.change(bytes, seq);
+    let bytes: Buffer | undefined;
+    for (const c of this.consumers) {
+      if (c.active !== undefined && !c.active()) continue;
+      bytes ??= encodeWith(changeCodec, change); // encoded once, and only when someone wants it
+      c.change(bytes, seq);
+    }
+    if (bytes === undefined) return;
     if (!this.scheduled) {
       this.scheduled = true;
       queueMicrotask(() => this.flush());

@@ -112,6 +112,10 @@ export class ReplicationLeader implements ChangeConsumer, Durability {
     }
   }
 
+  active(): boolean {
+    return this.followers.size > 0;
+  }
+
   change(bytes: Buffer, seq: number): void {
     for (const f of this.followers) {
       f.pending.push(bytes);
