@@ -160,8 +160,12 @@ export class ReplicationLeader implements ChangeConsumer, Durability {
       if (oldest !== undefined && first.seq <= oldest) {
         for (const f of [...this.followers]) {
           if (!f.synced || f.acked >= first.seq) continue;
-          f.socket.destroy();
           this.drop(f, `did not acknowledge change ${first.seq} within ${ACK_TIMEOUT_MS} ms: disconnected`);
+          // Placements stop waiting for it, so its image goes stale: a last reset (read when it
+          // wakes up, before the end of the stream) makes it drop the image rather than bring it
+          // to an election. A standby that never reads it again is never elected with it either.
+          f.socket.end(leaderMessage(this.o.seq(), [], { reset: true }));
+          setTimeout(() => f.socket.destroy(), ACK_TIMEOUT_MS).unref();
         }
       }
       if (this.waiters.length > 0) this.armTimeout();

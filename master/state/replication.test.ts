@@ -13,6 +13,9 @@ import { ChangeFanout } from './change-fanout.js';
 import { CommitBarrier } from './commit-barrier.js';
 import { REPLICATION_MAGIC, ReplicationLeader } from './replication-leader.js';
 import { ReplicationFollower } from './replication-follower.js';
+import { FrameReader } from './frame-reader.js';
+import { decodeWith, stateCodec } from '../../common/state-proto.js';
+import type { LeaderMessage__Output } from '../../proto/gen/store/LeaderMessage.js';
 
 const MiB = 1 << 20;
 let now = 1000;
@@ -157,11 +160,20 @@ describe('standbys following the leader', () => {
     cleanups.push(() => mute.destroy());
     await once(mute, 'connect');
     mute.write(REPLICATION_MAGIC);
-    mute.resume();
+    mute.pause(); // it never reads (nor acknowledges) until the end
     await until(() => l.replication.syncedCount === 1);
     const before = l.barrier.seq;
     putObject(l.core, 'c', 10, now);
     await expect(l.barrier.settle(1, 'ok', before)).resolves.toBe('ok'); // after ACK_TIMEOUT_MS
     expect(l.replication.connected).toBe(0);
+    // Its stream ends with a reset, so a standby waking up drops the image it can no longer trust.
+    const frames: LeaderMessage__Output[] = [];
+    const reader = new FrameReader((b) => frames.push(decodeWith<LeaderMessage__Output>(stateCodec('LeaderMessage'), b)));
+    mute.removeAllListeners('data');
+    mute.on('data', (d: Buffer) => reader.push(d));
+    const ended = once(mute, 'end');
+    mute.resume();
+    await ended;
+    expect(frames[frames.length - 1]).toMatchObject({ reset: true, synced: false, changes: [] });
   });
 });
