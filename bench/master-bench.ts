@@ -1,12 +1,17 @@
 // Master throughput benchmark (`npm run bench:master`; not a test): starts a store_master on
 // 127.0.0.1 (or uses --master host:port), mounts fake segments, and through MasterClient prints
-// PutStart+PutEnd pairs/s, GetReplicaList/s, ExistKey/s and batch keys/s (the put pair, and its
+// PutStart+PutEnd pairs/s (also with a Remove after each), GetReplicaList/s, ExistKey/s and batch keys/s (the put pair, and its
 // BatchPutStart and BatchPutEnd each alone) at 1 and 64 calls in flight with p50/p99 latency; the
 // same framing against a bare echo process for comparison; and the master heap per object after
-// 1,000,000 objects, measured on MasterCore in this process.
+// 1,000,000 objects, measured on MasterCore in this process. `--snapshots` starts the master with
+// --enable_snapshot (change log in a temporary STORE_SNAPSHOT_LOCAL_PATH; `--change-log-sync
+// interval` to pass that policy) to show what the log costs the put path; `--objects 0` skips the
+// heap phase.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
-import { availableParallelism, loadavg } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runInNewContext } from 'node:vm';
 import { setFlagsFromString } from 'node:v8';
@@ -29,11 +34,21 @@ function arg(name: string, fallback: string): string {
 
 const PHASE_MS = Number(arg('phase-ms', '2500'));
 const HEAP_OBJECTS = Number(arg('objects', '1000000'));
+const SNAPSHOTS = process.argv.includes('--snapshots');
+const LOG_SYNC = arg('change-log-sync', 'placement');
 
 /** A store_master child on free ports; resolves with its RPC address. */
 function startMaster(): Promise<{ proc: ChildProcess; address: string }> {
   const main = fileURLToPath(new URL('../master/main.js', import.meta.url));
-  const proc = spawn(process.execPath, [main, '--rpc_address=127.0.0.1', '--rpc_port=0', '--metrics_port=0', '--enable_metric_reporting=false'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const args = [main, '--rpc_address=127.0.0.1', '--rpc_port=0', '--metrics_port=0', '--enable_metric_reporting=false'];
+  const env = { ...process.env };
+  if (SNAPSHOTS) {
+    const dir = mkdtempSync(join(tmpdir(), 'bench-snapshots-'));
+    args.push('--enable_snapshot', '--snapshot_object_store_type=local', `--change_log_sync=${LOG_SYNC}`);
+    env.STORE_SNAPSHOT_LOCAL_PATH = dir;
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  }
+  const proc = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'], env });
   let err = '';
   return new Promise((resolve, reject) => {
     proc.stderr!.on('data', (d: Buffer) => {
@@ -153,6 +168,16 @@ async function throughput(address: string): Promise<Rates> {
       await c.putEnd({ key: k, replica_type: 0 });
     });
     console.log(line('PutStart+PutEnd', inFlight, p, 'pairs/s'));
+    // Churn: every put pair followed by the removal of its key, so every PutStart follows a
+    // removal (with --snapshots it waits until the change log's removals are synced).
+    const churn = await phase(inFlight, async (i) => {
+      const k = `${tag}churn-${i}`;
+      const s = await c.putStart(put(k));
+      if (s.status_code !== 0) throw new Error(`PutStart ${k}: ${s.status_code}`);
+      await c.putEnd({ key: k, replica_type: 0 });
+      await c.remove({ key: k });
+    });
+    console.log(line('PutStart+PutEnd+Remove (churn)', inFlight, churn, 'cycles/s'));
     const stored = p.ops;
     const g = await phase(inFlight, async (i) => {
       const r = await c.getReplicaList({ key: `${tag}obj-${i % stored}` });
@@ -239,7 +264,7 @@ async function main(): Promise<void> {
   const given = arg('master', '');
   const master = given ? { proc: undefined, address: given } : await startMaster();
   const echo = await startEcho();
-  console.log(`store_master bench: master ${master.address}${given ? ' (given)' : ' (started here)'}; echo ${echo.address}; ${PHASE_MS} ms per phase; node ${process.version}; ${availableParallelism()} CPUs, load average ${loadavg()[0].toFixed(1)}`);
+  console.log(`store_master bench: master ${master.address}${given ? ' (given)' : ' (started here)'}${SNAPSHOTS ? ` with --enable_snapshot --change_log_sync=${LOG_SYNC}` : ''}; echo ${echo.address}; ${PHASE_MS} ms per phase; node ${process.version}; ${availableParallelism()} CPUs, load average ${loadavg()[0].toFixed(1)}`);
   try {
     const rates = await throughput(master.address);
     const grl = rates.grl;
@@ -250,7 +275,7 @@ async function main(): Promise<void> {
     master.proc?.kill('SIGTERM');
     echo.proc.kill('SIGTERM');
   }
-  heapPerObject();
+  if (HEAP_OBJECTS > 0) heapPerObject();
   console.log(`total run time ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }
 

@@ -114,6 +114,62 @@ export class OffsetAllocator implements BufferAllocator {
     }
   }
 
+  /**
+   * An allocator of the region (name, base, size) holding exactly the `used` ranges and nothing
+   * else: [offset, reserved size] pairs, sorted by offset, not overlapping, each offset a multiple
+   * of ALIGNMENT and each size a positive multiple of it (what allocate reserves: alignUp(size)),
+   * all within the region. Built in one pass (used blocks and the free gaps between them, linked
+   * in address order), so a restored segment's allocator holds what the previous master had
+   * handed out, no more and no less. Returns the allocator and each range's block id, in the
+   * order given. Throws RangeError on ranges that break these rules (nothing is guessed).
+   */
+  static fromUsed(segmentName: string, baseAddress: number, size: number, used: readonly number[]): { allocator: OffsetAllocator; blocks: number[] } {
+    const a = new OffsetAllocator(segmentName, baseAddress, size);
+    if (a.capacity > 0) {
+      // the constructor's one free block of the whole region goes; the blocks are laid out below
+      a.removeFree(0);
+      a.releaseNode(0);
+    }
+    if (used.length % 2 !== 0) throw new RangeError('used ranges come in [offset, size] pairs');
+    const blocks: number[] = [];
+    let at = 0;
+    let prev = -1;
+    const link = (n: number, offset: number, len: number): void => {
+      a.offsets[n >>> CHUNK_BITS]![n & CHUNK_MASK] = offset;
+      a.sizes[n >>> CHUNK_BITS]![n & CHUNK_MASK] = len;
+      a.prevPhys[n >>> CHUNK_BITS]![n & CHUNK_MASK] = prev;
+      a.nextPhys[n >>> CHUNK_BITS]![n & CHUNK_MASK] = -1;
+      if (prev >= 0) a.nextPhys[prev >>> CHUNK_BITS]![prev & CHUNK_MASK] = n;
+      prev = n;
+    };
+    for (let i = 0; i < used.length; i += 2) {
+      const offset = used[i]!;
+      const len = used[i + 1]!;
+      if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(len) || len <= 0 || offset % ALIGNMENT !== 0 || len % ALIGNMENT !== 0) {
+        throw new RangeError(`segment ${segmentName}: used range [${offset}, +${len}) is not aligned to ${ALIGNMENT}`);
+      }
+      if (offset < at) throw new RangeError(`segment ${segmentName}: used range at ${offset} overlaps the one before or is out of order`);
+      if (offset + len > a.capacity) throw new RangeError(`segment ${segmentName}: used range [${offset}, +${len}) runs past the capacity ${a.capacity}`);
+      if (offset > at) {
+        const f = a.newNode();
+        link(f, at, offset - at);
+        a.insertFree(f);
+      }
+      const n = a.newNode();
+      link(n, offset, len);
+      a.state[n >>> CHUNK_BITS]![n & CHUNK_MASK] = NODE_USED;
+      a.usedBytes += len;
+      blocks.push(n);
+      at = offset + len;
+    }
+    if (at < a.capacity) {
+      const f = a.newNode();
+      link(f, at, a.capacity - at);
+      a.insertFree(f);
+    }
+    return { allocator: a, blocks };
+  }
+
   get used(): number {
     return this.usedBytes;
   }

@@ -1,8 +1,9 @@
 // HA failover end to end: real etcd and redis-server processes (Debian packages) and the test
 // Kubernetes API server, with several `node dist/master/main.js --enable_ha=true` processes on
 // 127.0.0.1. Exactly one master leads (the others answer UNAVAILABLE_IN_CURRENT_STATUS); after
-// the leader is SIGKILLed another takes over, clients' leader discovery follows, and the new
-// leader asks known clients to remount. Run `npm run build` first.
+// the leader is SIGKILLed another takes over holding every object the standbys followed (served
+// again once their owner remounts), clients' leader discovery follows, and the new leader asks
+// known clients to remount. Run `npm run build` first.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -113,7 +114,40 @@ afterAll(async () => {
   for (const d of tmp) rmSync(d, { recursive: true, force: true });
 });
 
-/** The shared failover scenario: leader elected, killed, replaced; discovery follows. */
+type Segment = Record<string, unknown>;
+
+/**
+ * Once `standbys` standbys follow `leader` with the whole state (docs/ha.md "Standbys"), a client
+ * mounts a segment and stores 20 objects through it (metadata only: no bytes here).
+ */
+async function storeObjects(leader: Master, standbys: number): Promise<{ seg: Segment; stored: Map<string, unknown> }> {
+  await until('every standby synced', async () => ((await metricsText(leader)).match(new RegExp(`^store_master_standbys_synced ${standbys}$`, 'm')) ? true : undefined));
+  const seg = { buffer: 1 << 20, size: 64 << 20, segment_name: 'seg-ha', client_id: CLIENT, te_endpoint: '127.0.0.1:20001', protocol: 'tcp', incarnation: 1 };
+  expect((await rpc(leader.rpc, 'MountSegment')(seg)).status_code).toBe(ErrorCode.OK);
+  const stored = new Map<string, unknown>();
+  for (let i = 0; i < 20; i++) {
+    const key = `ha-obj-${i}`;
+    expect((await rpc(leader.rpc, 'PutStart')({ key, value_length: 1000 + i, slice_lengths: [1000 + i], config: { replica_num: 1 } })).status_code).toBe(ErrorCode.OK);
+    expect((await rpc(leader.rpc, 'PutEnd')({ key, replica_type: 0 })).status_code).toBe(ErrorCode.OK);
+    const r = await rpc(leader.rpc, 'GetReplicaList')({ key });
+    stored.set(key, r.replica_list[0].handles.map((h: { buffer: number; size: number }) => [h.buffer, h.size]));
+  }
+  return { seg, stored };
+}
+
+/** The new leader holds every object, served once the owner mounts its memory again (a new incarnation). */
+async function checkObjects(leader: Master, seg: Segment, stored: Map<string, unknown>): Promise<void> {
+  expect((await rpc(leader.rpc, 'GetReplicaList')({ key: 'ha-obj-0' })).status_code).not.toBe(ErrorCode.OK);
+  expect((await rpc(leader.rpc, 'MountSegment')({ ...seg, incarnation: 2 })).status_code).toBe(ErrorCode.OK);
+  for (const [key, handles] of stored) {
+    const r = await rpc(leader.rpc, 'GetReplicaList')({ key });
+    expect(r.status_code).toBe(ErrorCode.OK);
+    expect(r.replica_list[0].handles.map((h: { buffer: number; size: number }) => [h.buffer, h.size])).toEqual(handles);
+    expect(r.replica_list[0].handles[0].incarnation).toBe(2);
+  }
+}
+
+/** The shared failover scenario: leader elected, killed, replaced (holding every object); discovery follows. */
 async function failover(masters: Master[], discovery: string | undefined): Promise<void> {
   const first = await soleLeader(masters);
   expect(await metricsText(first)).toMatch(/^store_master_is_leader 1$/m);
@@ -122,9 +156,7 @@ async function failover(masters: Master[], discovery: string | undefined): Promi
   expect(await (await fetch(`${follower.metrics}/health`)).text()).toBe('OK');
   expect(await (await fetch(`${follower.metrics}/metrics/summary`)).text()).toMatch(/ha_role: follower/);
 
-  // A client registers with the first leader.
-  const seg = { buffer: 1 << 20, size: 64 << 20, segment_name: 'seg-ha', client_id: CLIENT, te_endpoint: '127.0.0.1:20001', protocol: 'tcp' };
-  expect((await rpc(first.rpc, 'MountSegment')(seg)).status_code).toBe(ErrorCode.OK);
+  const { seg, stored } = await storeObjects(first, masters.length - 1);
   const before = await ping(first.rpc);
   expect(before).toMatchObject({ status_code: ErrorCode.OK, need_remount: false });
   expect((await rpc(follower.rpc, 'MountSegment')(seg)).status_code).toBe(ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS);
@@ -151,6 +183,7 @@ async function failover(masters: Master[], discovery: string | undefined): Promi
   expect(after.need_remount).toBe(true);
   expect(after.view_version).not.toBe(before.view_version);
   expect(await metricsText(second)).toMatch(/^store_master_is_leader 1$/m);
+  await checkObjects(second, seg, stored);
   if (followed) {
     expect(await followed).toBe(second.rpc);
     expect(await resolveMasterAddress(discovery!, {})).toBe(second.rpc);
@@ -281,10 +314,12 @@ describeIf(existsSync(MAIN), 'dist/master/main.js missing (npm run build)')('HA 
     expect(lease.metadata.annotations['store.kvcache.io/leader-address']).toBe(first.rpc);
     await until('the leader label on the leader pod', async () => ((await leaderLabel(firstPod)) === 'true' ? true : undefined));
     expect(await leaderLabel(otherPod)).toBeUndefined();
+    const { seg, stored } = await storeObjects(first, 1);
 
     await kill(first);
     const second = await soleLeader(masters.filter((m) => m !== first));
     expect(pods[masters.indexOf(second)]).toBe(otherPod);
+    await checkObjects(second, seg, stored);
     await until('the leader label on the new leader pod', async () => ((await leaderLabel(otherPod)) === 'true' ? true : undefined));
     const after = await getJson('/apis/coordination.k8s.io/v1/namespaces/kv/leases/store-master-leader');
     expect(after.spec.holderIdentity).toBe(otherPod);

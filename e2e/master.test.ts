@@ -342,6 +342,7 @@ describe('store_master lifecycle and flags', () => {
     [['--eviction_ratio=1.5'], /--eviction_ratio/],
     [['--rpc_interface=nosuchif0'], /--rpc_interface=nosuchif0: no such network interface/],
     [['--enable_snapshot'], /--snapshot_object_store_type is required/],
+    [['--enable_snapshot', '--snapshot_object_store_type=s3'], /--snapshot_object_store_type=s3: the S3 object store is not built/],
     [['--rpc_thread_num=0'], /--rpc_thread_num.*>= 1/],
     [['--log_dir=/proc/version/logs'], /cannot write logs to --log_dir=\/proc\/version\/logs/],
   ])('exits 2 naming the flag for %j', async (args, message) => {

@@ -1,9 +1,12 @@
 #!/usr/bin/env node
 // store_master: parses flags, builds the MasterCore and serves it: gRPC and the fast channel on
 // --rpc_port, management HTTP on --metrics_port, optionally the HTTP metadata server; a periodic
-// sweep drives leases, client liveness and eviction. SIGINT/SIGTERM close cleanly.
+// sweep drives leases, client liveness and eviction. With --enable_snapshot_restore the core starts
+// from the snapshots and change log in STORE_SNAPSHOT_LOCAL_PATH; with --enable_snapshot it writes
+// them (master/state/persistence.ts). SIGINT/SIGTERM close cleanly.
 import { clockWith } from '../common/clock.js';
 import { randomInt } from 'node:crypto';
+import client from 'prom-client';
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { FlagError, HelpRequested } from '../common/flags.js';
@@ -22,6 +25,11 @@ import { RpcDispatcher } from './rpc-dispatcher.js';
 import { RpcListener } from './rpc-listener.js';
 import { HeapGuard } from './heap-guard.js';
 import { Sweeper } from './sweeper.js';
+import { ChangeFanout } from './state/change-fanout.js';
+import { CommitBarrier } from './state/commit-barrier.js';
+import { Persistence } from './state/persistence.js';
+import { REPLICATION_MAGIC, ReplicationLeader } from './state/replication-leader.js';
+import { ReplicationFollower } from './state/replication-follower.js';
 
 const SWEEP_INTERVAL_MS = 200;
 const REPORT_INTERVAL_MS = 10_000;
@@ -88,10 +96,56 @@ async function main(): Promise<void> {
     process.stderr.write(`store_master: ${(e as Error).message}\n`);
     process.exit(2);
   }
-  // HA: the transports reach the core through the leader gate; a fresh core per term.
+  // HA: the transports reach the core through the leader gate; a new core per term, holding the
+  // state this master followed as a standby (docs/ha.md "Standbys").
   let ha: HaMaster | undefined;
+  const fanout = new ChangeFanout(clock);
+  let follower: ReplicationFollower | undefined;
+  let replication: ReplicationLeader | undefined;
+  let leading: MasterCore | undefined;
+  const makeLeaderCore = (v: number): MasterCore => {
+    const c = makeCore(v);
+    const image = follower?.stop();
+    if (image) {
+      const now = clock();
+      const r = c.importState(image.toState(now), now);
+      log.info(`HA: took over the followed state: ${r.segments} segments (RESTORED until their owners mount them again), ${r.objects} objects${r.dropped.length ? `; left out ${r.dropped.length} records` : ''}`);
+    } else if (follower) {
+      log.warn('HA: elected without a complete copy of the previous leader\'s state: starting empty');
+    }
+    c.setChangeSink(fanout);
+    leading = c;
+    return c;
+  };
   try {
-    if (flags.enable_ha) ha = new HaMaster({ flags, bindHost: host, env: process.env, methods: masterMethods, makeCore: (v) => makeCore(v) as unknown as MasterCorePort, clock, log });
+    if (flags.enable_ha) {
+      ha = new HaMaster({
+        flags,
+        bindHost: host,
+        env: process.env,
+        methods: masterMethods,
+        makeCore: (v) => makeLeaderCore(v) as unknown as MasterCorePort,
+        clock,
+        log,
+        roleChanged: (lead) => {
+          if (lead) return;
+          leading = undefined;
+          replication?.closeAll();
+          follower?.start();
+        },
+      });
+      const h = ha;
+      follower = new ReplicationFollower({ leader: () => h.knownLeader, self: () => h.advertisedAddress, clock, log });
+      replication = new ReplicationLeader({
+        source: () => (h.gate.leading ? leading : undefined),
+        seq: () => fanout.seq,
+        viewVersion: () => h.gate.viewVersion,
+        commitAcks: flags.ha_commit_acks,
+        clock,
+        log,
+      });
+      fanout.add(replication);
+    }
   } catch (e) {
     process.stderr.write(`store_master: ${(e as Error).message}\n`);
     process.exit(2);
@@ -99,8 +153,35 @@ async function main(): Promise<void> {
   const port = ha ? ha.gate.port : (core as unknown as MasterCorePort);
   const metrics = new MasterMetrics(masterMethods, () => port.stats(clock()));
   ha?.registerMetrics(metrics.registry);
-  const dispatcher = new RpcDispatcher(ha ? ha.gate.rpcTarget : core, masterMethods, clock, metrics, log, new Set(flags.enable_remove_all ? [] : ['RemoveAll']));
+  if (replication && follower) {
+    const r = replication;
+    const f = follower;
+    new client.Gauge({ name: 'store_master_standbys_synced', help: 'standbys following this leader with the whole state', registers: [metrics.registry], collect() { this.set(r.syncedCount); } });
+    new client.Gauge({ name: 'store_master_standby_synced', help: '1 while this standby holds the whole state of the leader it follows', registers: [metrics.registry], collect() { this.set(f.synced ? 1 : 0); } });
+  }
+  // Snapshots and the change log of a single master (with HA: a notice, master-startup.ts).
+  let persistence: Persistence | undefined;
+  let barrier: CommitBarrier | undefined;
+  if (ha && replication) {
+    barrier = new CommitBarrier(fanout, masterMethods.map((m) => m.name));
+    barrier.add(replication);
+  }
+  if (!ha && (flags.enable_snapshot || flags.enable_snapshot_restore)) {
+    const commits = new CommitBarrier(fanout, masterMethods.map((m) => m.name));
+    try {
+      const dir = process.env.STORE_SNAPSHOT_LOCAL_PATH!; // checked by validateMasterFlags
+      persistence = await Persistence.open({ flags, dir, log, clock, viewVersion, registry: metrics.registry }, core, fanout, commits);
+    } catch (e) {
+      log.error(`snapshots: ${(e as Error).message}`);
+      process.stderr.write(`store_master: snapshots: ${(e as Error).message}\n`);
+      log.close();
+      process.exit(1);
+    }
+    if (flags.enable_snapshot) barrier = commits;
+  }
+  const disabled = new Set(flags.enable_remove_all ? [] : ['RemoveAll']);
   if (!flags.enable_remove_all) log.info('RemoveAll is disabled (--enable_remove_all=false): answered NOT_IMPLEMENTED');
+  const dispatcher = new RpcDispatcher(ha ? ha.gate.rpcTarget : core, masterMethods, clock, metrics, log, disabled, barrier);
   const { injector } = createGrpcServer(dispatcher);
   let limits = '';
   try {
@@ -119,6 +200,7 @@ async function main(): Promise<void> {
       maxConnections: maxConnections.max,
       requestTimeoutMs: flags.rpc_request_timeout_seconds,
       maxBufferedRequestBytes: flags.rpc_max_buffered_request_bytes,
+      replication: replication ? { magic: REPLICATION_MAGIC, accept: (socket, rest) => replication!.accept(socket, rest) } : undefined,
     },
     injector,
     masterMethods,
@@ -156,6 +238,7 @@ async function main(): Promise<void> {
   sweeper.start();
   heap.start();
   ha?.start(rpcPort);
+  follower?.start();
   let reporter: NodeJS.Timeout | undefined;
   if (flags.enable_metric_reporting) {
     reporter = setInterval(() => {
@@ -174,7 +257,11 @@ async function main(): Promise<void> {
     sweeper.stop();
     heap.stop();
     if (reporter) clearInterval(reporter);
-    const closing: Promise<unknown>[] = [rpc.close(SHUTDOWN_GRACE_MS), new Promise((r) => admin.close(r))];
+    // The change log closes (synced) once no RPC can change the state any more.
+    const rpcClosed = rpc.close(SHUTDOWN_GRACE_MS).then(() => persistence?.close().catch((e: Error) => log.error(`snapshots: closing: ${e.message}`)));
+    const closing: Promise<unknown>[] = [rpcClosed, new Promise((r) => admin.close(r))];
+    follower?.stop();
+    replication?.closeAll();
     if (ha) closing.push(ha.stop()); // step down and release the leader record for a fast takeover
     if (metadata) closing.push(new Promise((r) => metadata?.close(r)));
     admin.closeAllConnections();

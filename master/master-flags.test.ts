@@ -77,6 +77,9 @@ describe('store_master flags', () => {
     expect(flagError(() => parseMasterFlags(['--allocation_strategy=cxl'])).flag).toBe('--allocation_strategy');
     expect(parseMasterFlags(['--allocation_strategy=cxl', '--enable_cxl']).flags.allocation_strategy).toBe('cxl');
     expect(flagError(() => parseMasterFlags(['--enable_snapshot'])).flag).toBe('--snapshot_object_store_type');
+    expect(flagError(() => parseMasterFlags(['--enable_snapshot_restore'])).message).toMatch(/required with --enable_snapshot_restore/);
+    expect(flagError(() => parseMasterFlags(['--enable_snapshot', '--snapshot_object_store_type=s3'])).message).toMatch(/s3: the S3 object store is not built/);
+    expect(flagError(() => parseMasterFlags(['--enable_snapshot_restore', '--snapshot_object_store_type=s3'])).flag).toBe('--snapshot_object_store_type');
     expect(flagError(() => parseMasterFlags(['--snapshot_catalog_store_type=redis'])).flag).toBe('--snapshot_catalog_store_connstring');
     expect(flagError(() => parseMasterFlags(['--enable_ha', '--ha_backend_type=redis'])).flag).toBe('--ha_backend_connstring');
     expect(flagError(() => parseMasterFlags(['--eviction_ratio=0'])).flag).toBe('--eviction_ratio');
@@ -123,8 +126,15 @@ describe('store_master flags', () => {
     expect(unbuiltFeatureNotices(parseMasterFlags([]).flags, new Set())).toEqual([]);
     const snap = parseMasterFlags(['--snapshot_interval_seconds=60', '--snapshot_catalog_store_type=embedded']);
     expect(unbuiltFeatureNotices(snap.flags, snap.parsed.explicit)).toEqual([
-      '--snapshot_interval_seconds, --snapshot_catalog_store_type: metadata snapshots are not implemented yet; the value is validated and kept',
+      '--snapshot_interval_seconds, --snapshot_catalog_store_type: used only with --enable_snapshot or --enable_snapshot_restore; the value is validated and kept',
     ]);
+    process.env.STORE_SNAPSHOT_LOCAL_PATH = '/tmp/unused';
+    try {
+      const ha = parseMasterFlags(['--enable_ha', '--enable_snapshot', '--snapshot_object_store_type=local']);
+      expect(unbuiltFeatureNotices(ha.flags, ha.parsed.explicit)).toEqual([expect.stringMatching(/with --enable_ha: snapshots and the change log serve a single master only/)]);
+    } finally {
+      delete process.env.STORE_SNAPSHOT_LOCAL_PATH;
+    }
   });
 
   it('lists every flag in the usage text', () => {

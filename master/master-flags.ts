@@ -42,6 +42,14 @@ export const masterFlagSpecs: FlagSpec[] = [
   { name: 'ha_backend_type', kind: 'enum', values: ['etcd', 'redis', 'k8s'], default: 'etcd', help: 'coordination backend', group: 'High availability' },
   { name: 'ha_backend_connstring', kind: 'string', default: '', help: 'backend connection string, e.g. redis://<host>:<port>', group: 'High availability' },
   { name: 'etcd_endpoints', kind: 'string', default: '', help: 'etcd endpoints separated by ";" when the backend is etcd', group: 'High availability' },
+  {
+    name: 'ha_commit_acks',
+    kind: 'int',
+    min: 0,
+    default: 1,
+    help: 'standbys that must have a change before the leader answers the RPC that made it (fewer when fewer are connected; 0: do not wait)',
+    group: 'High availability',
+  },
   { name: 'cluster_id', kind: 'string', default: 'store_cluster', help: 'cluster id for HA persistence and the root of the file tier', group: 'High availability' },
   // Snapshot
   { name: 'enable_snapshot', kind: 'bool', default: false, help: 'periodic metadata snapshot (experimental)', group: 'Snapshot' },
@@ -53,6 +61,14 @@ export const masterFlagSpecs: FlagSpec[] = [
   { name: 'snapshot_catalog_store_connstring', kind: 'string', default: '', help: 'required for the redis catalog', group: 'Snapshot' },
   { name: 'snapshot_backup_dir', kind: 'string', default: '', help: 'optional local backup directory', group: 'Snapshot' },
   { name: 'enable_snapshot_restore', kind: 'bool', default: false, help: 'restore from the latest snapshot at startup', group: 'Snapshot' },
+  {
+    name: 'change_log_sync',
+    kind: 'enum',
+    values: ['placement', 'interval'],
+    default: 'placement',
+    help: 'when the change log is fdatasynced besides every second: placement = also before a reply hands out space while a removal is unsynced (survives a host crash); interval = only every second (survives a master crash)',
+    group: 'Snapshot',
+  },
   // Task manager
   { name: 'max_total_finished_tasks', kind: 'int', min: 0, default: 10_000, help: 'finished tasks kept', group: 'Task manager' },
   { name: 'max_total_pending_tasks', kind: 'int', min: 0, default: 10_000, help: 'queued pending tasks', group: 'Task manager' },
@@ -121,6 +137,8 @@ export interface MasterFlags {
   snapshot_catalog_store_connstring: string;
   snapshot_backup_dir: string;
   enable_snapshot_restore: boolean;
+  change_log_sync: 'placement' | 'interval';
+  ha_commit_acks: number;
   max_total_finished_tasks: number;
   max_total_pending_tasks: number;
   max_total_processing_tasks: number;
@@ -159,10 +177,15 @@ export function validateMasterFlags(f: MasterFlags): void {
   if (f.allocation_strategy === 'cxl' && !f.enable_cxl) {
     throw new FlagError('--allocation_strategy', '--allocation_strategy=cxl requires --enable_cxl=true');
   }
-  if (f.enable_snapshot && f.snapshot_object_store_type === '') {
-    throw new FlagError('--snapshot_object_store_type', 'flag --snapshot_object_store_type is required with --enable_snapshot (accepted values: local, s3)');
+  const snapshots = f.enable_snapshot || f.enable_snapshot_restore;
+  const which = f.enable_snapshot ? '--enable_snapshot' : '--enable_snapshot_restore';
+  if (snapshots && f.snapshot_object_store_type === '') {
+    throw new FlagError('--snapshot_object_store_type', `flag --snapshot_object_store_type is required with ${which} (accepted values: local, s3)`);
   }
-  if (f.enable_snapshot && f.snapshot_object_store_type === 'local' && !process.env.STORE_SNAPSHOT_LOCAL_PATH) {
+  if (snapshots && f.snapshot_object_store_type === 's3') {
+    throw new FlagError('--snapshot_object_store_type', '--snapshot_object_store_type=s3: the S3 object store is not built; use local with STORE_SNAPSHOT_LOCAL_PATH (docs/master.md "Snapshots and the change log")');
+  }
+  if (snapshots && f.snapshot_object_store_type === 'local' && !process.env.STORE_SNAPSHOT_LOCAL_PATH) {
     throw new FlagError('--snapshot_object_store_type', '--snapshot_object_store_type=local needs the environment variable STORE_SNAPSHOT_LOCAL_PATH (a dedicated directory)');
   }
   if (f.snapshot_catalog_store_type === 'redis' && f.snapshot_catalog_store_connstring === '') {

@@ -55,10 +55,13 @@ export function resolveRpcAddress(f: Pick<MasterFlags, 'rpc_address' | 'rpc_inte
 /** One line per accepted flag whose behaviour is not built: said once at startup. */
 export function unbuiltFeatureNotices(f: MasterFlags, explicit: Set<string>): string[] {
   const out: string[] = [];
-  if (f.enable_snapshot) out.push(`--enable_snapshot: metadata snapshots (${f.snapshot_object_store_type} object store) are not implemented yet; no snapshot will be taken`);
-  if (f.enable_snapshot_restore) out.push('--enable_snapshot_restore: snapshot restore is not implemented yet; starting with empty metadata');
+  if ((f.enable_snapshot || f.enable_snapshot_restore) && f.enable_ha) {
+    out.push('--enable_snapshot/--enable_snapshot_restore with --enable_ha: snapshots and the change log serve a single master only; with HA no snapshot is taken or restored (the standbys following the leader hold the state)');
+  }
   const snapshotFlags = ['snapshot_interval_seconds', 'snapshot_child_timeout_seconds', 'snapshot_retention_count', 'snapshot_object_store_type', 'snapshot_catalog_store_type', 'snapshot_catalog_store_connstring', 'snapshot_backup_dir'].filter((n) => explicit.has(n));
-  if (snapshotFlags.length > 0 && !f.enable_snapshot) out.push(`${snapshotFlags.map((n) => `--${n}`).join(', ')}: metadata snapshots are not implemented yet; the value is validated and kept`);
+  if (snapshotFlags.length > 0 && !f.enable_snapshot && !f.enable_snapshot_restore) {
+    out.push(`${snapshotFlags.map((n) => `--${n}`).join(', ')}: used only with --enable_snapshot or --enable_snapshot_restore; the value is validated and kept`);
+  }
   if (f.enable_offload || f.offload_on_evict || f.offload_force_evict) out.push('--enable_offload/--offload_*: SSD offload is not implemented yet; objects live in memory only');
   if (f.promotion_on_hit) out.push('--promotion_on_hit: promotion from SSD is not implemented yet (there is no SSD tier)');
   if (f.root_fs_dir !== '') out.push(`--root_fs_dir=${f.root_fs_dir}: the file-system tier is not implemented yet; file-tier usage stays 0 B / 0 B`);

@@ -5,11 +5,19 @@
 // (master/core/table-walk.ts): serve() runs one step per turn of the event loop, so other calls
 // are answered in between, and resolves with the reply. RPCs the operator disabled (e.g.
 // RemoveAll with --enable_remove_all=false) are answered NOT_IMPLEMENTED without reaching the core.
+// With a commit barrier (master/state/commit-barrier.ts) a reply that must wait until the changes
+// it depends on are durable (change log, standbys) is a promise too.
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { ErrorCode } from '../common/error-code.js';
 import type { Logger } from '../common/logger.js';
 import type { MethodInfo } from '../common/master-proto.js';
 import type { MasterMetrics, Transport } from './master-metrics.js';
+
+/** Decides when a reply may leave (master/state/commit-barrier.ts). */
+export interface ReplyBarrier {
+  readonly seq: number;
+  settle<T>(methodIndex: number, res: T, seqBefore: number): T | Promise<T>;
+}
 
 export interface StatusResponse {
   status_code: number;
@@ -32,6 +40,7 @@ export class RpcDispatcher {
     private readonly log: Logger,
     /** RPC names refused on this master (NOT_IMPLEMENTED), whatever the core has. */
     disabled: ReadonlySet<string> = new Set(),
+    private readonly barrier?: ReplyBarrier,
   ) {
     this.handlers = methods.map((m) => {
       if (disabled.has(m.name)) return () => ({ status_code: ErrorCode.NOT_IMPLEMENTED });
@@ -52,7 +61,11 @@ export class RpcDispatcher {
   /** Serves one request: the reply at once, or (an RPC in steps) a promise of it. Never rejects. */
   serve(methodIndex: number, req: object, transport: Transport): StatusResponse | Promise<StatusResponse> {
     const stepped = this.stepped[methodIndex];
-    return stepped === undefined ? this.invoke(methodIndex, req, transport) : this.runSteps(methodIndex, stepped, req, transport);
+    const barrier = this.barrier;
+    if (barrier === undefined) return stepped === undefined ? this.invoke(methodIndex, req, transport) : this.runSteps(methodIndex, stepped, req, transport);
+    const before = barrier.seq;
+    if (stepped !== undefined) return this.runSteps(methodIndex, stepped, req, transport).then((r) => barrier.settle(methodIndex, r, before));
+    return barrier.settle(methodIndex, this.invoke(methodIndex, req, transport), before);
   }
 
   private async runSteps(methodIndex: number, stepped: SteppedMethod, req: object, transport: Transport): Promise<StatusResponse> {

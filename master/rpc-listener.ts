@@ -1,7 +1,8 @@
 // The RPC port: one TCP listener shared by gRPC and the fast channel. The first bytes of each
 // connection pick the protocol: the HTTP/2 preface ("PRI * HTTP/2.0") goes to grpc-js through
 // its connection injector (wrapped in a MeteredSocket that counts the request bytes grpc-js
-// holds), the channel magic "KVC1" to a ChannelConnection; anything else is closed. Applies
+// holds), the channel magic "KVC1" to a ChannelConnection, "KVR1" (a standby following this
+// leader, master/state/replication-leader.ts) to its handler; anything else is closed. Applies
 // TCP_NODELAY and the idle timeout to both, and bounds what connections can make the master hold:
 // at most `maxConnections` at once (more are closed on accept; an accept that fails for want of
 // file descriptors is counted, never fatal), and the request bytes of incomplete requests within
@@ -37,6 +38,8 @@ export interface RpcListenerOptions {
   requestTimeoutMs: number;
   /** Incomplete request bytes held across all connections; past it the largest holders are closed. */
   maxBufferedRequestBytes: number;
+  /** Connections opened with the replication magic "KVR1" (a standby following this leader). */
+  replication?: { magic: Buffer; accept: (socket: Socket, rest: Buffer) => void };
 }
 
 /** Why a connection was refused at accept. */
@@ -197,6 +200,11 @@ export class RpcListener {
         const rest = head.subarray(SNIFF_BYTES);
         if (rest.length > 0) conn.onData(rest);
         socket.resume();
+      } else if (this.opts.replication !== undefined && magic.equals(this.opts.replication.magic)) {
+        // A standby: long-lived and quiet between changes, so no idle timeout.
+        socket.setTimeout(0);
+        socket.removeListener('error', onError);
+        this.opts.replication.accept(socket, head.subarray(SNIFF_BYTES));
       } else if (magic.equals(HTTP2_PREFACE)) {
         socket.removeListener('error', onError);
         socket.unshift(head);

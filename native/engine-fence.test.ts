@@ -119,6 +119,21 @@ describe.each([
     }
   });
 
+  // A new leader's write generations come from its own clock and may be far below the old
+  // leader's: the owner's new registration (a remount) must not carry the old registration's fence.
+  test('a region registered again starts with no fence: old fences do not refuse the new registration\'s writes', async () => {
+    const p = await peer();
+    await (await p.setFence(1_000_000_000, [5])).settled;
+    const write = (gen: number) => code(engine.transfer([op(p, 'write', 0, 4096, { incarnation: p.incarnation, generation: gen })]));
+    expect(await write(5)).toBe('FENCED');
+    expect(await write(7)).toBe('FENCED');
+    await p.command('register');
+    randomFillSync(localBytes(0, 4096));
+    expect(await write(5)).toBe('OK');
+    expect(await write(7)).toBe('OK');
+    expect(await p.sha256(0, 4096)).toBe(sha(localBytes(0, 4096)));
+  });
+
   test('regions a peer registered with serve: false are unreachable, READ and WRITE', async () => {
     const p = await peer();
     const other = await p.mapLocal(MiB);

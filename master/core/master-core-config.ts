@@ -82,7 +82,7 @@ export interface SegmentDetail {
   size_bytes: number;
   te_endpoint: string;
   protocol: string;
-  status: 'MOUNTED' | 'UNMOUNTING';
+  status: 'MOUNTED' | 'UNMOUNTING' | 'RESTORED';
   allocator_used_bytes: number;
   allocator_capacity_bytes: number;
 }

@@ -67,7 +67,7 @@ import { EvictionRound } from './eviction-round.js';
 import { FreeRatioFirstStrategy } from './free-ratio-first-strategy.js';
 import { InFlightList } from './in-flight-list.js';
 import { LeaseTracker } from './lease-tracker.js';
-import { FLAG_CXL, FLAG_HARD_PIN, FLAG_LISTED, FLAG_REUSED, FLAG_SOFT_PIN, FLAG_UPSERT, handlesOn, ObjectMeta, writeGeneration } from './object-meta.js';
+import { FLAG_CXL, FLAG_HARD_PIN, FLAG_LISTED, FLAG_REUSED, FLAG_SOFT_PIN, FLAG_UPSERT, HANDLE_FIELDS, handlesOn, ObjectMeta, writeGeneration } from './object-meta.js';
 import { ObjectTable } from './object-table.js';
 import { RandomStrategy } from './random-strategy.js';
 import { dropReplicasOn, freeHandles, quarantineHandles } from './replica-placement.js';
@@ -85,8 +85,14 @@ import { SegmentRegistry } from './segment-registry.js';
 import type { WriteRequest } from './write-validation.js';
 import { lookedUpKeyCode, replicaNumOf, validateWrite, writeError } from './write-validation.js';
 import { MAX_SEGMENT_NAME_BYTES, segmentNameProblem } from '../../common/key-rules.js';
+import type { ChangeSink } from './change-sink.js';
+import { objectRecordOf, planImport, segmentRecordOf, type CoreState, type ObjectRecord, type SegmentRecord } from './state-records.js';
+import { objectRecordSteps, segmentRecords } from './state-export.js';
+import { servedView } from './served-view.js';
 
 export type { Rng } from './rng.js';
+export type { ChangeSink } from './change-sink.js';
+export type { CoreState, ObjectRecord, SegmentRecord } from './state-records.js';
 export { SeededRng } from './rng.js';
 export { PUT_EVICTION_CAP, SWEEP_EVICTION_BATCH } from './eviction.js';
 export type { EvictionResult } from './eviction-round.js';
@@ -193,6 +199,8 @@ export class MasterCore implements MasterRpcSurface {
   private cxlOf: readonly unknown[] | null = null;
   /** Objects that lost replicas with a segment, and the copies that give them back (re-replication.ts). */
   private readonly rereplicator: ReReplicator;
+  /** Where committed changes are reported (change-sink.ts); undefined: nobody listens, nothing is built. */
+  private sink: ChangeSink | undefined;
 
   /**
    * `keyHashSeed` varies the key hashes (object table, batch key set); a process serving untrusted clients passes a
@@ -227,7 +235,7 @@ export class MasterCore implements MasterRpcSurface {
     this.strategy = makeStrategy(config.allocationStrategy);
     this.placer = new ReplicaPlacer(this.strategy, this.segments, this.rng);
     // Copy ids scoped by the view version (ms since the epoch of this master's start, or 0 in tests).
-    this.rereplicator = new ReReplicator(this.objects, this.segments, this.placer, this.config.viewVersion * 1024 + 1);
+    this.rereplicator = new ReReplicator(this.objects, this.segments, this.placer, this.config.viewVersion * 1024 + 1, (meta) => this.emitObject(meta));
     this.reads = new ReadPath(this.objects, this.segments, this.leases, this.order, this.config.defaultKvLeaseTtlMs);
     const core = this;
     this.walkHost = {
@@ -247,7 +255,7 @@ export class MasterCore implements MasterRpcSurface {
     if (typeof req.client_id !== 'string' || req.client_id.length === 0) {
       return { status_code: ErrorCode.INVALID_PARAMS, view_version, need_remount: false, fences: [], copies: [] };
     }
-    if (!this.clients.has(req.client_id)) return { status_code: ErrorCode.OK, view_version, need_remount: true, fences: [], copies: [] };
+    if (!this.clients.has(req.client_id) || this.ownsRestored(req.client_id)) return { status_code: ErrorCode.OK, view_version, need_remount: true, fences: [], copies: [] };
     this.clients.touch(req.client_id, now);
     for (const ack of req.fence_acks ?? []) {
       const seg = this.segments.byName(ack.segment_name);
@@ -267,6 +275,13 @@ export class MasterCore implements MasterRpcSurface {
     if (typeof req.client_id !== 'string' || req.client_id.length === 0) return { status_code: ErrorCode.INVALID_PARAMS };
     if (!req.ok) this.suspect(req.failed_segments, now);
     return { status_code: this.rereplicator.done(req.client_id, Number(req.copy_id), req.ok === true) };
+  }
+
+  /** Whether the client owns a RESTORED segment (it must mount it again: docs/ha.md). */
+  private ownsRestored(clientId: string): boolean {
+    if (this.segments.restored === 0) return false;
+    for (const seg of this.segments.all()) if (seg.status === 'RESTORED' && seg.clientId === clientId) return true;
+    return false;
   }
 
   /** The write fences the owner of these segments has to install (write-fence.ts). */
@@ -308,14 +323,26 @@ export class MasterCore implements MasterRpcSurface {
     if (req.segment_id && !isUuid(req.segment_id)) return fail(ErrorCode.INVALID_PARAMS);
     const incarnation = Number(req.incarnation ?? 0);
     if (!Number.isSafeInteger(incarnation) || incarnation < 0) return fail(ErrorCode.INVALID_PARAMS);
+    const te = req.te_endpoint || name; // without a transfer-engine endpoint the segment name is the endpoint (P2P handshake naming)
+    const protocol = req.protocol || 'tcp';
+    const restored = this.segments.byName(name);
+    if (restored !== undefined && restored.status === 'RESTORED') {
+      // Its owner is back (docs/ha.md): the same memory under a new registration serves its objects again.
+      if (restored.clientId === clientId && restored.baseAddress === buffer && restored.size === size && (!req.segment_id || req.segment_id.toLowerCase() === restored.segmentId)) {
+        const seg = this.segments.revive(restored, te, protocol, incarnation);
+        this.clients.touch(clientId, now);
+        this.sink?.mounted(segmentRecordOf(seg));
+        return { status_code: ErrorCode.OK, segment_id: seg.segmentId };
+      }
+      this.finishUnmount(restored); // another client or other memory under the name: the old objects go first
+    }
     if (this.segments.byName(name) !== undefined) return fail(ErrorCode.SEGMENT_ALREADY_EXISTS);
     if (req.segment_id && this.segments.hasSegmentId(req.segment_id.toLowerCase())) return fail(ErrorCode.SEGMENT_ALREADY_EXISTS);
     let segmentId = req.segment_id ? req.segment_id.toLowerCase() : randomUuid(this.rng);
     while (this.segments.hasSegmentId(segmentId)) segmentId = randomUuid(this.rng);
-    // Without a transfer-engine endpoint the segment name is the endpoint (P2P handshake naming).
-    const te = req.te_endpoint || name;
-    this.segments.add(name, segmentId, clientId, buffer, size, te, req.protocol || 'tcp', incarnation);
+    const seg = this.segments.add(name, segmentId, clientId, buffer, size, te, protocol, incarnation);
     this.clients.touch(clientId, now);
+    this.sink?.mounted(segmentRecordOf(seg));
     return { status_code: ErrorCode.OK, segment_id: segmentId };
   }
 
@@ -329,7 +356,8 @@ export class MasterCore implements MasterRpcSurface {
     if (req.client_id !== seg.clientId) return { status_code: ErrorCode.INVALID_PARAMS };
     const grace = req.grace_period_seconds;
     if (!Number.isFinite(grace) || grace < 0) return { status_code: ErrorCode.INVALID_PARAMS };
-    if (grace === 0) {
+    if (grace === 0 || seg.status === 'RESTORED') {
+      // a RESTORED segment's objects are not served: no grace period to give readers
       this.finishUnmount(seg);
     } else {
       const at = now + grace * 1000;
@@ -486,8 +514,10 @@ export class MasterCore implements MasterRpcSurface {
     this.rereplicator.forget(key); // new bytes: a copy of the old ones must not join it
     const softPin = v.softPin ? FLAG_SOFT_PIN : 0;
     const old = meta.sliceLengths();
-    const sameLayout = old.length === v.sliceLengths.length && old.every((len, j) => len === v.sliceLengths[j]);
+    // A replica on a RESTORED segment cannot be written in place: its owner has not registered it again.
+    const sameLayout = old.length === v.sliceLengths.length && old.every((len, j) => len === v.sliceLengths[j]) && (this.segments.restored === 0 || servedView(this.segments, meta) === meta);
     if (sameLayout) {
+      this.sink?.removed(key); // its bytes are about to be overwritten: no longer state until UpsertEnd
       this.order.remove(meta); // in flight: not a candidate until UpsertEnd
       this.setFlags(meta, meta.flags | FLAG_UPSERT | FLAG_REUSED | softPin);
       meta.status = ReplicaStatus.PROCESSING;
@@ -504,6 +534,7 @@ export class MasterCore implements MasterRpcSurface {
       return fail(code);
     }
     this.order.remove(meta);
+    this.sink?.removed(key); // not readable while the upsert runs; a revoke reports it again (abortWrite)
     this.previous.set(key, before);
     this.placer.into(meta);
     meta.slices = v.sliceLengths.length;
@@ -653,7 +684,8 @@ export class MasterCore implements MasterRpcSurface {
       report.droppedClients.push(client);
     }
     for (const seg of [...this.segments.all()]) {
-      if (seg.status === 'UNMOUNTING' && seg.unmountAt <= now) {
+      // UNMOUNTING: its grace period ended. RESTORED: its owner did not mount it again within client_ttl.
+      if ((seg.status === 'UNMOUNTING' || seg.status === 'RESTORED') && seg.unmountAt <= now) {
         this.finishUnmount(seg);
         report.unmountedSegments.push(seg.name);
       }
@@ -732,7 +764,9 @@ export class MasterCore implements MasterRpcSurface {
   queryKey(key: string): ReplicaInfo__Output[] | undefined {
     const meta = this.objects.get(key);
     if (meta === undefined) return undefined;
-    return meta.complete ? replicaList(this.segments, meta) : [];
+    if (!meta.complete) return [];
+    const view = servedView(this.segments, meta);
+    return view === null ? [] : replicaList(this.segments, view);
   }
 
   /** Keys on the eviction lists, least recently used first (diagnostics and scripts; O(objects)). */
@@ -747,6 +781,61 @@ export class MasterCore implements MasterRpcSurface {
   querySegment(name: string): { used: number; capacity: number } | undefined {
     const seg = this.segments.byName(name);
     return seg === undefined ? undefined : { used: seg.allocator.used, capacity: seg.allocator.capacity };
+  }
+
+  // --- State (docs/ha.md): changes out, a whole state in and out ---
+
+  /** Reports every committed change from now on to `sink` (undefined: to nobody). */
+  setChangeSink(sink: ChangeSink | undefined): void {
+    this.sink = sink;
+  }
+
+  /**
+   * Takes a state made by another master (a snapshot, a standby's copy) into this empty core. Its
+   * segments are RESTORED: their objects are neither served nor placed on until each owner
+   * mounts it again (same name, client, base and size; its new incarnation replaces the old), and
+   * a segment not mounted again within client_ttl is dropped like a silent client's. Records
+   * that do not fit (state-records.ts) are left out and listed in `dropped`. Reports nothing to
+   * the change sink. Throws when the core is not empty.
+   */
+  importState(state: CoreState, now: number): { segments: number; objects: number; dropped: string[] } {
+    if (this.objects.size !== 0 || this.segments.size !== 0) throw new Error('importState: the core is not empty');
+    const plan = planImport(state);
+    const ids = plan.segments.map(
+      ({ rec, allocator }) => this.segments.addRestored(rec.name, rec.segment_id.toLowerCase(), rec.client_id, rec.base, rec.size, rec.te_endpoint || rec.name, rec.protocol || 'tcp', rec.incarnation, allocator, now + this.config.clientTtlMs).id,
+    );
+    for (const o of plan.objects) {
+      for (let i = 0; i < o.h.length; i += HANDLE_FIELDS) o.h[i] = ids[o.h[i]!]!;
+      const meta = ObjectMeta.create(o.h, o.slices, o.flags | ReplicaStatus.COMPLETE, 0, now - o.ageMs, o.key);
+      meta.checksums = o.checksums;
+      this.objects.set(o.key, meta);
+      this.countPins(o.flags, 1);
+      this.order.add(meta); // oldest access first: the lists stay in LRU order
+    }
+    return { segments: plan.segments.length, objects: plan.objects.length, dropped: plan.dropped };
+  }
+
+  /** Every segment's record (a state's first part; see state-export.ts). */
+  exportSegments(): SegmentRecord[] {
+    return segmentRecords(this.walkHost);
+  }
+
+  /** The complete objects' records in bounded steps (state-export.ts). */
+  exportObjectSteps(now: number): Generator<ObjectRecord[], void, number> {
+    return objectRecordSteps(this.walkHost, now);
+  }
+
+  /** The whole state at once (tests, small tables). */
+  exportState(now: number): CoreState {
+    const objects: ObjectRecord[] = [];
+    const steps = objectRecordSteps(this.walkHost, now);
+    for (let r = steps.next(now); !r.done; r = steps.next(now)) for (const rec of r.value) objects.push(rec);
+    return { segments: this.exportSegments(), objects };
+  }
+
+  /** Reports an object's whole record to the sink. */
+  private emitObject(meta: ObjectMeta): void {
+    this.sink?.object(objectRecordOf(this.segments, meta), meta.lastAccess);
   }
 
   // --- Internals ---
@@ -943,6 +1032,7 @@ export class MasterCore implements MasterRpcSurface {
     meta.lastAccess = now;
     this.inFlight.delete(meta);
     this.order.add(meta);
+    if (this.sink !== undefined) this.emitObject(meta);
     return ErrorCode.OK;
   }
 
@@ -972,12 +1062,15 @@ export class MasterCore implements MasterRpcSurface {
       meta.slices = prev.slices;
       this.setFlags(meta, prev.flags);
       this.order.add(meta); // complete again; its old LRU place is not kept
+      if (this.sink !== undefined) this.emitObject(meta);
       return;
     }
     this.forgetObject(key, meta);
   }
 
+  /** Deletes a complete object (removal, eviction, a replica clear) and frees its space. */
   private deleteObject(key: string, meta: ObjectMeta): void {
+    this.sink?.removed(key);
     freeHandles(this.segments, meta.h);
     this.forgetObject(key, meta);
   }
@@ -1012,11 +1105,13 @@ export class MasterCore implements MasterRpcSurface {
     const had = meta.replicaCount;
     const kept = dropReplicasOn(this.segments, meta.h, meta.slices, segmentId);
     if (kept.length === 0) {
+      this.sink?.removed(key);
       this.forgetObject(key, meta);
       return 0;
     }
     this.rereplicator.invalidate(key); // a copy may be reading a replica just dropped
     meta.h = kept;
+    if (this.sink !== undefined) this.emitObject(meta);
     return had;
   }
 
@@ -1055,6 +1150,7 @@ export class MasterCore implements MasterRpcSurface {
       }
     }
     this.segments.delete(seg);
+    this.sink?.unmounted(seg.name);
   }
 
   /**

@@ -78,6 +78,8 @@ export class ReReplicator {
     private readonly segments: SegmentRegistry,
     private readonly placer: ReplicaPlacer,
     idBase = 1,
+    /** A replica joined the object (the core reports the change, change-sink.ts). */
+    private readonly added: (meta: ObjectMeta) => void = () => {},
   ) {
     this.nextId = idBase;
   }
@@ -205,6 +207,7 @@ export class ReReplicator {
       return ErrorCode.OK;
     }
     meta.h = meta.h.concat(c.target);
+    this.added(meta);
     this.copied++;
     const want = this.wants.get(c.key);
     if (want !== undefined && meta.replicaCount >= want.replicas) this.wants.delete(c.key);

@@ -22,6 +22,7 @@ import type { ObjectTable } from './object-table.js';
 import { GrantedReplicas } from './replica-reply.js';
 import type { SegmentRegistry } from './segment-registry.js';
 import { lookedUpKeyCode } from './write-validation.js';
+import { servedView } from './served-view.js';
 
 /** The replica list of a shared not-found / not-ready reply. */
 const NO_REPLICAS = Object.freeze([]) as unknown as ReplicaInfo__Output[];
@@ -80,9 +81,12 @@ export class ReadPath {
     if (code !== ErrorCode.OK) return { status_code: code, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
     if (meta === undefined) return { status_code: ErrorCode.OBJECT_NOT_FOUND, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
     if (!meta.complete) return { status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
+    // Replicas on RESTORED segments wait for their owner (served-view.ts); none left: not ready yet.
+    const view = this.segments.restored === 0 ? meta : servedView(this.segments, meta);
+    if (view === null) return { status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
     this.leases.advance(now);
     this.access(meta, now + this.leaseTtlMs, now);
-    return new GrantedReplicas(this.segments, meta, this.leaseTtlMs);
+    return new GrantedReplicas(this.segments, view, this.leaseTtlMs);
   }
 
   batchGetReplicaList(req: BatchGetReplicaListRequest__Output, now: number): BatchGetReplicaListResponse__Output {
@@ -98,11 +102,13 @@ export class ReadPath {
     // and LRU moves (writes to list neighbours). Each pass is a short loop whose iterations do not
     // depend on each other, so the cache misses of different keys overlap.
     let granted = 0;
+    const restored = this.segments.restored !== 0;
     for (let i = 0; i < keys.length; i++) {
       const code = lookedUpKeyCode(keys[i], found[i]);
       const meta = code === ErrorCode.OK ? found[i] : undefined;
-      if (meta !== undefined && meta.complete) {
-        results[i] = new GrantedReplicas(this.segments, meta, ttl);
+      const view = meta === undefined || !meta.complete || !restored ? meta : (servedView(this.segments, meta) ?? undefined);
+      if (view !== undefined && view.complete) {
+        results[i] = new GrantedReplicas(this.segments, view, ttl);
         granted++;
       } else {
         found[i] = undefined;

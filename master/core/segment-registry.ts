@@ -1,15 +1,17 @@
 // Mounted segments: one buffer allocator each, a small integer id per segment (what object
 // metadata stores instead of the name), lookup by name and by id, and the list of segments open
-// for new allocations (MOUNTED, not in an unmount grace period) in mount order.
+// for new allocations (MOUNTED, not in an unmount grace period) in mount order. A segment
+// imported from another master's state is RESTORED until its owner mounts it again (docs/ha.md):
+// its objects are kept but neither served nor placed on.
 import { OffsetAllocator } from '../../common/offset-allocator.js';
 import type { BufferAllocator } from '../../common/buffer-allocator.js';
 import { WriteFence } from './write-fence.js';
 
-export type SegmentStatus = 'MOUNTED' | 'UNMOUNTING';
+export type SegmentStatus = 'MOUNTED' | 'UNMOUNTING' | 'RESTORED';
 
 export class Segment {
   status: SegmentStatus = 'MOUNTED';
-  /** Monotonic ms at which an UNMOUNTING segment is finally unmounted. */
+  /** Monotonic ms at which an UNMOUNTING segment is finally unmounted, or a RESTORED one dropped. */
   unmountAt = 0;
   /** A writer reported it unreachable: no new placement on it before this time (monotonic ms). */
   suspectUntil = 0;
@@ -28,8 +30,9 @@ export class Segment {
     readonly protocol: string,
     /** The owner engine's registration of the memory (0: not checked by transfers). */
     readonly incarnation: number = 0,
+    allocator?: BufferAllocator,
   ) {
-    this.allocator = new OffsetAllocator(name, baseAddress, size);
+    this.allocator = allocator ?? new OffsetAllocator(name, baseAddress, size);
   }
 
   /** free bytes / capacity, 0 for an empty region. */
@@ -54,6 +57,7 @@ export class SegmentRegistry implements SegmentPool {
   private nextId = 1;
   private openCache: Segment[] | null = null;
   private withSuspects = false;
+  private restoredCount = 0;
 
   get size(): number {
     return this.byNameMap.size;
@@ -68,7 +72,44 @@ export class SegmentRegistry implements SegmentPool {
     return seg;
   }
 
+  /**
+   * A segment of an imported state (its allocator already holds its objects' ranges): RESTORED,
+   * so neither served nor placed on, until its owner mounts it again (revive) or `dropAt` passes.
+   */
+  addRestored(name: string, segmentId: string, clientId: string, base: number, size: number, teEndpoint: string, protocol: string, incarnation: number, allocator: BufferAllocator, dropAt: number): Segment {
+    const seg = new Segment(this.nextId++, name, segmentId, clientId, base, size, teEndpoint, protocol, incarnation, allocator);
+    seg.status = 'RESTORED';
+    seg.unmountAt = dropAt;
+    this.byNameMap.set(name, seg);
+    this.byIdArr[seg.id] = seg;
+    this.bySegmentId.set(segmentId, seg);
+    this.restoredCount++;
+    this.openCache = null;
+    return seg;
+  }
+
+  /**
+   * The owner of a RESTORED segment mounted it again: the same segment (id, allocator, objects)
+   * under the new registration, MOUNTED. A new Segment object, because replies cache a segment's
+   * wire fields per object (replica-reply.ts).
+   */
+  revive(old: Segment, teEndpoint: string, protocol: string, incarnation: number): Segment {
+    const seg = new Segment(old.id, old.name, old.segmentId, old.clientId, old.baseAddress, old.size, teEndpoint, protocol, incarnation, old.allocator);
+    this.byNameMap.set(seg.name, seg);
+    this.byIdArr[seg.id] = seg;
+    this.bySegmentId.set(seg.segmentId, seg);
+    if (old.status === 'RESTORED') this.restoredCount--;
+    this.openCache = null;
+    return seg;
+  }
+
+  /** Segments still RESTORED (0 almost always: readers check nothing then). */
+  get restored(): number {
+    return this.restoredCount;
+  }
+
   delete(seg: Segment): void {
+    if (seg.status === 'RESTORED' && this.byIdArr[seg.id] === seg) this.restoredCount--;
     this.byNameMap.delete(seg.name);
     this.byIdArr[seg.id] = undefined;
     this.bySegmentId.delete(seg.segmentId);

@@ -19,6 +19,7 @@ import type { ObjectMeta } from './object-meta.js';
 import type { ObjectTable } from './object-table.js';
 import { replicaList } from './replica-reply.js';
 import type { SegmentRegistry } from './segment-registry.js';
+import { servedView } from './served-view.js';
 
 /** The RPCs that MasterCore also serves in steps (method `<rpc>Steps`, first letter lower case). */
 export const STEPPED_RPCS: readonly string[] = ['GetReplicaListByRegex', 'RemoveByRegex', 'RemoveAll'];
@@ -121,7 +122,9 @@ export function* queryByRegexSteps(host: WalkHost, re: RegExp): Steps<GetReplica
       walk.resumed();
     }
     if (!walk.live(key, meta) || !meta.complete || !re.test(key)) continue;
-    const replica_list = replicaList(host.segments, meta);
+    const view = servedView(host.segments, meta); // replicas on RESTORED segments are not handed out
+    if (view === null) continue;
+    const replica_list = replicaList(host.segments, view);
     bytes += key.length + 8;
     for (const r of replica_list) for (const h of r.handles) bytes += h.segment_name.length + h.te_endpoint.length + HANDLE_OVERHEAD;
     if (bytes > MAX_QUERY_REPLY_BYTES) return { status_code: ErrorCode.RESULT_TOO_LARGE, object_map: {} };

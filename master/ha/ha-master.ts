@@ -81,6 +81,8 @@ export interface HaMasterOptions {
   timings?: ElectionTimings;
   /** For tests: a backend instead of the one the flags describe. */
   backend?: ElectionBackend;
+  /** Called after each change of role (a term began: true; it ended: false). */
+  roleChanged?: (leading: boolean) => void;
 }
 
 export class HaMaster {
@@ -109,13 +111,25 @@ export class HaMaster {
       elected: (term) => {
         const v = this.gate.lead(Date.now());
         this.o.log.info(`HA: elected leader (term ${term} of this process) at ${this.address}; serving with view_version=${v}`);
+        this.o.roleChanged?.(true);
       },
       deposed: (reason) => {
         this.gate.follow();
         this.o.log.warn(`HA: no longer leader (${reason}); every RPC now answers UNAVAILABLE_IN_CURRENT_STATUS`);
+        this.o.roleChanged?.(false);
       },
     });
     this.elector.start();
+  }
+
+  /** This master's advertised host:port ('' before start). */
+  get advertisedAddress(): string {
+    return this.address;
+  }
+
+  /** The leader's host:port as the election last saw it (undefined: unknown). */
+  get knownLeader(): string | undefined {
+    return this.elector?.election.knownLeader || undefined;
   }
 
   async stop(): Promise<void> {
