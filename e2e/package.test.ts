@@ -14,11 +14,8 @@ describe('the kvcache-store package', () => {
     expect(JSON.parse(out)).toEqual({ client: 'function', setup: 'function', ok: 0 });
   });
 
-  it("the client library reaches none of the operator's optional dependencies (an application may omit them)", () => {
-    const pkg = JSON.parse(readFileSync('package.json', 'utf8'));
-    const optional = new Set(Object.keys(pkg.optionalDependencies ?? {}));
-    expect(optional).toEqual(new Set(['@kubernetes/client-node', '@marcbachmann/cel-js', 'json-merge-patch', 'rfc6902']));
-    // the compiled client's static and dynamic imports, followed through the project's own files
+  /** Packages `entry` reaches through its imports, followed through the project's own compiled files. */
+  function packagesReached(entry: string, dynamic: boolean): { files: number; packages: Set<string> } {
     const seen = new Set<string>();
     const packages = new Set<string>();
     const visit = (file: string) => {
@@ -26,6 +23,7 @@ describe('the kvcache-store package', () => {
       seen.add(file);
       const src = readFileSync(file, 'utf8');
       for (const m of src.matchAll(/(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^import\s*['"]([^'"]+)['"]/gm)) {
+        if (m[2] !== undefined && !dynamic) continue;
         const spec = m[1] ?? m[2] ?? m[3]!;
         if (spec.startsWith('.')) {
           const target = resolve(dirname(file), spec);
@@ -33,9 +31,23 @@ describe('the kvcache-store package', () => {
         } else packages.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
       }
     };
-    visit(join('dist', 'client', 'index.js'));
-    expect(seen.size).toBeGreaterThan(20);
-    expect([...packages].filter((p) => optional.has(p))).toEqual([]);
+    visit(entry);
+    return { files: seen.size, packages };
+  }
+  const optional = (): Set<string> => new Set(Object.keys(JSON.parse(readFileSync('package.json', 'utf8')).optionalDependencies ?? {}));
+
+  it("the client library reaches none of the operator's optional dependencies (an application may omit them)", () => {
+    expect(optional()).toEqual(new Set(['@kubernetes/client-node', '@marcbachmann/cel-js', 'json-merge-patch', 'rfc6902']));
+    const { files, packages } = packagesReached(join('dist', 'client', 'index.js'), true);
+    expect(files).toBeGreaterThan(20);
+    expect([...packages].filter((p) => optional().has(p))).toEqual([]);
+  });
+
+  it('the binaries load the optional dependencies only on use (store_master on k8s HA, store-operator)', () => {
+    for (const bin of ['master/main.js', 'sidecar/main.js', 'cli/main.js', 'operator/main.js']) {
+      const { packages } = packagesReached(join('dist', bin), false);
+      expect({ bin, optional: [...packages].filter((p) => optional().has(p)) }).toEqual({ bin, optional: [] });
+    }
   });
 
   it('ships every file its binaries and the addon need', () => {

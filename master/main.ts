@@ -4,6 +4,7 @@
 // sweep drives leases, client liveness and eviction. With --enable_snapshot_restore the core starts
 // from the snapshots and change log in STORE_SNAPSHOT_LOCAL_PATH; with --enable_snapshot it writes
 // them (master/state/persistence.ts). SIGINT/SIGTERM close cleanly.
+import { joinHostPort } from '../common/host-port.js';
 import { clockWith } from '../common/clock.js';
 import { randomInt } from 'node:crypto';
 import client from 'prom-client';
@@ -51,10 +52,6 @@ function listen(server: Server, port: number, host: string, log: Logger): Promis
       resolve(typeof a === 'object' && a ? a.port : port);
     });
   });
-}
-
-function hostPort(host: string, port: number): string {
-  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
 async function main(): Promise<void> {
@@ -275,8 +272,8 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
 
-  const ready = [`rpc=${hostPort(host, rpcPort)}`, `metrics=${hostPort(host, metricsPort)}`];
-  if (metadata) ready.push(`metadata=http://${hostPort(flags.http_metadata_server_host, metadataPort)}/metadata`);
+  const ready = [`rpc=${joinHostPort(host, rpcPort)}`, `metrics=${joinHostPort(host, metricsPort)}`];
+  if (metadata) ready.push(`metadata=http://${joinHostPort(flags.http_metadata_server_host, metadataPort)}/metadata`);
   log.info(`store_master listening: ${ready.join(' ')} view_version=${viewVersion}`);
   if (flags.log_dir && !flags.logtostderr) process.stderr.write(`store_master listening: ${ready.join(' ')}\n`);
 }

@@ -2,6 +2,7 @@
 // client liveness, one method per RPC. No I/O, no timers: every mutating method takes `now`
 // (monotonic ms) and placement draws from the injected Rng. Bad input returns a status code and
 // changes nothing; the core never keeps a reference to a request object.
+import { splitHostPort } from '../../common/host-port.js';
 import type { MasterRpcSurface } from './rpc-surface.js';
 import { ErrorCode } from '../../common/error-code.js';
 import type { BatchExistKeyRequest__Output } from '../../proto/gen/store/BatchExistKeyRequest.js';
@@ -146,15 +147,8 @@ function checkKey(key: unknown, replicaType: number, meta: ObjectMeta | undefine
   return ErrorCode.OK;
 }
 
-/** Host part of `host:port` (IPv6 in brackets allowed). */
-function hostOf(endpoint: string): string {
-  if (endpoint.startsWith('[')) {
-    const end = endpoint.indexOf(']');
-    return end > 0 ? endpoint.slice(1, end) : endpoint;
-  }
-  const colon = endpoint.lastIndexOf(':');
-  return colon > 0 && endpoint.indexOf(':') === colon ? endpoint.slice(0, colon) : endpoint;
-}
+/** Host part of `host:port` (IPv6 in brackets allowed); anything else as it is. */
+const hostOf = (endpoint: string): string => splitHostPort(endpoint)?.host ?? endpoint;
 
 export class MasterCore implements MasterRpcSurface {
   readonly config: Readonly<MasterCoreConfig>;

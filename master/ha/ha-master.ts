@@ -2,6 +2,7 @@
 // clients must reach (--rpc_address / --rpc_interface, or POD_IP when bound to a wildcard),
 // and ties the election to the LeaderGate: elected -> fresh core with a new view_version,
 // deposed -> stop serving at once. Also the `store_master_is_leader` gauge and summary lines.
+import { joinHostPort } from '../../common/host-port.js';
 import { clockWith } from '../../common/clock.js';
 import { hostname } from 'node:os';
 import client from 'prom-client';
@@ -11,7 +12,8 @@ import type { MasterFlags } from '../master-flags.js';
 import { DEFAULT_TIMINGS, type ElectionTimings } from './election.js';
 import type { ElectionBackend } from './election-backend.js';
 import { EtcdBackend, parseEtcdEndpoints } from './etcd-backend.js';
-import { K8sBackend, parseLeaseRef } from './k8s-backend.js';
+import { LazyBackend } from './lazy-backend.js';
+import { parseLeaseRef } from './lease-ref.js';
 import { LeaderElector, type ElectorLog } from './leader-elector.js';
 import { LeaderGate, type ServingCore } from './leader-gate.js';
 import { RedisBackend } from './redis-backend.js';
@@ -31,9 +33,6 @@ export function advertisedHost(bindHost: string, env: Env): string {
   );
 }
 
-export function hostPort(host: string, port: number): string {
-  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
-}
 
 /** holderIdentity for the k8s backend: the pod name, else hostname plus pid (unique per host). */
 export function haIdentity(env: Env): string {
@@ -65,7 +64,11 @@ export function createBackend(f: HaFlags, env: Env, monoNow: () => number, log: 
       }
       const pod = env.POD_NAME ? { name: env.POD_NAME, namespace: env.POD_NAMESPACE || ref.namespace } : undefined;
       if (!pod) log('HA: POD_NAME is not set: the leader label store.kvcache.io/leader will not be put on any pod');
-      return new K8sBackend({ ...ref, identity: haIdentity(env), pod, monoNow, wallNow: () => Date.now(), log });
+      const identity = haIdentity(env);
+      return new LazyBackend(`k8s Lease ${ref.namespace}/${ref.leaseName} as ${identity}`, async () => {
+        const { K8sBackend } = await import('./k8s-backend.js');
+        return new K8sBackend({ ...ref, identity, pod, monoNow, wallNow: () => Date.now(), log });
+      });
     }
   }
 }
@@ -104,7 +107,7 @@ export class HaMaster {
 
   /** Starts campaigning once the RPC port is known. */
   start(rpcPort: number): void {
-    this.address = hostPort(this.host, rpcPort);
+    this.address = joinHostPort(this.host, rpcPort);
     // A restarted container may still carry the label from a previous life.
     this.backend.onDeposed?.().catch((e: Error) => this.o.log.warn(`HA: clearing a stale leader label failed: ${e.message}`));
     this.elector = new LeaderElector(this.backend, this.address, this.o.timings ?? DEFAULT_TIMINGS, clockWith(this.o.clock), this.o.log, {

@@ -6,8 +6,8 @@ import { masterMethods } from '../../common/master-proto.js';
 import { MasterCore } from '../core/master-core.js';
 import { coreConfigFromFlags } from '../master-startup.js';
 import { parseMasterFlags } from '../master-flags.js';
-import { advertisedHost, createBackend, hostPort } from './ha-master.js';
-import { parseLeaseRef } from './k8s-backend.js';
+import { advertisedHost, createBackend } from './ha-master.js';
+import { parseLeaseRef } from './lease-ref.js';
 import { LeaderGate } from './leader-gate.js';
 import { parseRedisLeaderValue, redisOptionsFromUrl } from './redis-backend.js';
 import { parseEtcdEndpoints } from './etcd-backend.js';
@@ -97,7 +97,6 @@ describe('HA startup helpers', () => {
     expect(advertisedHost('10.1.2.3', {})).toBe('10.1.2.3');
     expect(advertisedHost('0.0.0.0', { POD_IP: '10.9.8.7' })).toBe('10.9.8.7');
     expect(() => advertisedHost('0.0.0.0', {})).toThrow(/cannot be advertised in HA mode.*--rpc_address=<reachable IP>/);
-    expect(hostPort('fd00::1', 50051)).toBe('[fd00::1]:50051');
   });
 
   it('needs the backend connection for each type and explains the expected form', () => {

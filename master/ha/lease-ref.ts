@@ -1,0 +1,8 @@
+// The k8s election backend's `--ha_backend_connstring`: `<namespace>/<lease-name>`.
+
+/** `<namespace>/<lease-name>` -> parts, with a clear error otherwise. */
+export function parseLeaseRef(connstring: string): { namespace: string; leaseName: string } {
+  const m = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-.a-z0-9]*[a-z0-9])?)$/.exec(connstring);
+  if (!m) throw new Error(`--ha_backend_connstring=${connstring}: expected <namespace>/<lease-name> for --ha_backend_type=k8s (lowercase DNS names)`);
+  return { namespace: m[1], leaseName: m[3] };
+}
