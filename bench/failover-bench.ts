@@ -104,7 +104,7 @@ async function scenario(makeBackend: (run: Run) => Promise<Backend>, acks: numbe
       await h.waitFor(/store_master listening/);
       masters.push(h);
     }
-    const leader = masters[await Promise.race(masters.map((m, i) => m.waitFor(/HA: elected leader/).then(() => i)))]!;
+    const leader = masters[await Promise.race(masters.map((m, i) => m.waitFor(/HA: elected leader/).then(() => i)))];
     await leader.waitFor(/HA: standby .* synced[\s\S]*HA: standby .* synced/);
     for (let c = 0; c < 2; c++) {
       clients.push(
@@ -119,20 +119,20 @@ async function scenario(makeBackend: (run: Run) => Promise<Backend>, acks: numbe
     for (let i = 0; i < OBJECTS; i++) {
       const v = randomBytes(SIZE);
       const t = performance.now();
-      await clients[i % 2]!.put(`obj-${i}`, v, { replica_num: 2 });
+      await clients[i % 2].put(`obj-${i}`, v, { replica_num: 2 });
       lat.push((performance.now() - t) * 1000);
       values.push(v);
     }
     lat.sort((a, b) => a - b);
     const t0 = performance.now();
     leader.proc.kill('SIGKILL');
-    const [putMs, getMs] = await Promise.all([firstSuccess(t0, () => clients[0]!.put('after-kill', Buffer.from('x'))), firstSuccess(t0, () => clients[1]!.get('obj-0'))]);
+    const [putMs, getMs] = await Promise.all([firstSuccess(t0, () => clients[0].put('after-kill', Buffer.from('x'))), firstSuccess(t0, () => clients[1].get('obj-0'))]);
     let unreadable = 0;
     let wrong = 0;
     for (let i = 0; i < OBJECTS; i++) {
-      const got = await clients[(i + 1) % 2]!.get(`obj-${i}`).catch(() => undefined);
+      const got = await clients[(i + 1) % 2].get(`obj-${i}`).catch(() => undefined);
       if (got === undefined) unreadable++;
-      else if (!got.equals(values[i]!)) wrong++;
+      else if (!got.equals(values[i])) wrong++;
     }
     const us = (n: number): string => `${Math.round(n).toLocaleString('en-US')} us`;
     console.log(

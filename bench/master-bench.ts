@@ -51,7 +51,7 @@ function startMaster(): Promise<{ proc: ChildProcess; address: string }> {
   const proc = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'], env });
   let err = '';
   return new Promise((resolve, reject) => {
-    proc.stderr!.on('data', (d: Buffer) => {
+    proc.stderr.on('data', (d: Buffer) => {
       err += d.toString();
       const m = /store_master listening: rpc=(\S+)/.exec(err);
       if (m) resolve({ proc, address: m[1] });
@@ -92,7 +92,7 @@ function startEcho(): Promise<{ proc: ChildProcess; address: string }> {
   const proc = spawn(process.execPath, [fileURLToPath(import.meta.url), '--echo-server'], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   return new Promise((resolve, reject) => {
-    proc.stdout!.on('data', (d: Buffer) => {
+    proc.stdout.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /echo listening (\S+)/.exec(out);
       if (m) resolve({ proc, address: m[1] });
@@ -211,7 +211,7 @@ async function throughput(address: string): Promise<Rates> {
     });
     console.log(line('BatchPutStart (128 keys)', inFlight, bs, 'keys/s', 128));
     best('BatchPutStart', (bs.ops * 128) / bs.seconds);
-    const bd = await phase(inFlight, (i) => c.batchPutEnd({ keys: startedKeys[i]!, replica_type: 0 }), startedKeys.length);
+    const bd = await phase(inFlight, (i) => c.batchPutEnd({ keys: startedKeys[i], replica_type: 0 }), startedKeys.length);
     console.log(line('BatchPutEnd (128 keys)', inFlight, bd, 'keys/s', 128));
     best('BatchPutEnd', (bd.ops * 128) / bd.seconds);
   }

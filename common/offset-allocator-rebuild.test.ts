@@ -17,7 +17,7 @@ function randomlyUsed(size: number, ops: { alloc: boolean; n: number }[]): { all
       if (h) live.push(h);
     } else if (live.length > 0) {
       const [h] = live.splice(op.n % live.length, 1);
-      alloc.free(h!);
+      alloc.free(h);
     }
   }
   return { alloc, live };
@@ -42,15 +42,15 @@ describe('OffsetAllocator.fromUsed', () => {
         expect(copy.used).toBe(alloc.used);
         expect(blocks).toHaveLength(sorted.length);
         sorted.forEach((h, i) => {
-          expect(copy.addressOf(blocks[i]!)).toBe(h.address);
-          expect(copy.reservedSize(blocks[i]!)).toBe(alignUp(h.size));
+          expect(copy.addressOf(blocks[i])).toBe(h.address);
+          expect(copy.reservedSize(blocks[i])).toBe(alignUp(h.size));
         });
         // Whatever is free is allocatable, and never inside a used range (one mark per 8 bytes).
         const taken = new Uint8Array(copy.capacity / 8);
         for (const h of sorted) taken.fill(1, h.offset / 8, (h.offset + alignUp(h.size)) / 8);
         let got: AllocHandle | null;
         let clashes = 0;
-        while ((got = copy.allocate(8)) !== null) clashes += taken[got.offset / 8]!;
+        while ((got = copy.allocate(8)) !== null) clashes += taken[got.offset / 8];
         expect(clashes).toBe(0);
         expect(copy.used).toBe(copy.capacity);
       }),
@@ -85,7 +85,7 @@ describe('OffsetAllocator.fromUsed', () => {
     const many = OffsetAllocator.fromUsed('seg', BASE, 100_000 * 32, ranges);
     expect(many.allocator.used).toBe(1_600_000);
     expect(many.allocator.freeBlockCount).toBe(100_000);
-    expect(many.allocator.addressOf(many.blocks[99_999]!)).toBe(BASE + 99_999 * 32);
+    expect(many.allocator.addressOf(many.blocks[99_999])).toBe(BASE + 99_999 * 32);
     const h = many.allocator.allocate(16)!;
     expect(h.offset % 32).toBe(16);
   });

@@ -135,16 +135,16 @@ export class OffsetAllocator implements BufferAllocator {
     let at = 0;
     let prev = -1;
     const link = (n: number, offset: number, len: number): void => {
-      a.offsets[n >>> CHUNK_BITS]![n & CHUNK_MASK] = offset;
-      a.sizes[n >>> CHUNK_BITS]![n & CHUNK_MASK] = len;
-      a.prevPhys[n >>> CHUNK_BITS]![n & CHUNK_MASK] = prev;
-      a.nextPhys[n >>> CHUNK_BITS]![n & CHUNK_MASK] = -1;
-      if (prev >= 0) a.nextPhys[prev >>> CHUNK_BITS]![prev & CHUNK_MASK] = n;
+      a.offsets[n >>> CHUNK_BITS][n & CHUNK_MASK] = offset;
+      a.sizes[n >>> CHUNK_BITS][n & CHUNK_MASK] = len;
+      a.prevPhys[n >>> CHUNK_BITS][n & CHUNK_MASK] = prev;
+      a.nextPhys[n >>> CHUNK_BITS][n & CHUNK_MASK] = -1;
+      if (prev >= 0) a.nextPhys[prev >>> CHUNK_BITS][prev & CHUNK_MASK] = n;
       prev = n;
     };
     for (let i = 0; i < used.length; i += 2) {
-      const offset = used[i]!;
-      const len = used[i + 1]!;
+      const offset = used[i];
+      const len = used[i + 1];
       if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(len) || len <= 0 || offset % ALIGNMENT !== 0 || len % ALIGNMENT !== 0) {
         throw new RangeError(`segment ${segmentName}: used range [${offset}, +${len}) is not aligned to ${ALIGNMENT}`);
       }
@@ -157,7 +157,7 @@ export class OffsetAllocator implements BufferAllocator {
       }
       const n = a.newNode();
       link(n, offset, len);
-      a.state[n >>> CHUNK_BITS]![n & CHUNK_MASK] = NODE_USED;
+      a.state[n >>> CHUNK_BITS][n & CHUNK_MASK] = NODE_USED;
       a.usedBytes += len;
       blocks.push(n);
       at = offset + len;

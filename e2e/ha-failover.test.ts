@@ -67,10 +67,10 @@ async function scenario(backend: () => Promise<{ masterArgs: string[]; discovery
     // --ha_commit_acks=2: every commit is on both standbys before its reply, whichever is elected next.
     const h = start(`master-${i}`, process.execPath, [MAIN, '--enable_ha=true', '--rpc_address=127.0.0.1', '--rpc_port=0', '--metrics_port=0', '--enable_metric_reporting=false', '--ha_commit_acks=2', ...masterArgs]);
     const m = await h.waitFor(/store_master listening: rpc=(\S+) metrics=(\S+)/);
-    masters.push({ ...h, rpc: m[1]!, metrics: m[2]! });
+    masters.push({ ...h, rpc: m[1], metrics: m[2] });
   }
   const leaderIndex = await Promise.race(masters.map((m, i) => m.waitFor(/HA: elected leader/).then(() => i)));
-  const leader = masters[leaderIndex]!;
+  const leader = masters[leaderIndex];
   await leader.waitFor(/HA: standby .* synced[\s\S]*HA: standby .* synced/);
 
   // Each client's next "remounted ... on master leader" line (its switch to a new leader).
@@ -81,7 +81,7 @@ async function scenario(backend: () => Promise<{ masterArgs: string[]; discovery
     clients.push(
       await Client.setup(
         { local_hostname: '127.0.0.1', metadata_server: 'P2PHANDSHAKE', global_segment_size: 16 << 20, local_buffer_size: 8 << 20, protocol: 'tcp', master_server_address: discovery },
-        { checksums: true, heartbeatIntervalMs: 200, log: (_l, msg) => /remounted 1 segment\(s\) on master leader/.test(msg) && switched[c]!() },
+        { checksums: true, heartbeatIntervalMs: 200, log: (_l, msg) => /remounted 1 segment\(s\) on master leader/.test(msg) && switched[c]() },
       ),
     );
   }
@@ -89,11 +89,11 @@ async function scenario(backend: () => Promise<{ masterArgs: string[]; discovery
     const values = new Map<string, Buffer>();
     for (let i = 0; i < 80; i++) {
       const value = randomBytes(1 + ((i * 7919) % (64 * KiB)));
-      await clients[i % 2]!.put(`obj-${i}`, value, { replica_num: 2 });
+      await clients[i % 2].put(`obj-${i}`, value, { replica_num: 2 });
       values.set(`obj-${i}`, value);
     }
     for (let i = 0; i < 80; i += 9) {
-      await clients[0]!.remove(`obj-${i}`);
+      await clients[0].remove(`obj-${i}`);
       values.delete(`obj-${i}`);
     }
     // Both clients keep putting while the leader fails; a put that resolved is committed. At most
@@ -102,16 +102,16 @@ async function scenario(backend: () => Promise<{ masterArgs: string[]; discovery
     const committed = [0, 0];
     const waits: { c: number; n: number; resolve: () => void }[] = [];
     const reached = (c: number, n: number): Promise<void> =>
-      committed[c]! >= n ? Promise.resolve() : new Promise((resolve) => waits.push({ c, n, resolve }));
+      committed[c] >= n ? Promise.resolve() : new Promise((resolve) => waits.push({ c, n, resolve }));
     const writers = clients.map(async (client, c) => {
-      for (let n = 0; writing && committed[c]! < LIVE_PUTS; n++) {
+      for (let n = 0; writing && committed[c] < LIVE_PUTS; n++) {
         const key = `live-${c}-${n}`;
         const value = randomBytes(1 + ((n * 4099) % (16 * KiB)));
         try {
           await client.put(key, value, { replica_num: 2 });
           values.set(key, value);
-          committed[c]!++;
-          for (const w of waits.filter((w) => w.c === c && committed[c]! >= w.n)) w.resolve();
+          committed[c]++;
+          for (const w of waits.filter((w) => w.c === c && committed[c] >= w.n)) w.resolve();
         } catch {
           // The leader is gone: not committed as far as this client knows. Back off before the
           // next attempt (the client finds the new leader by itself).
@@ -142,7 +142,7 @@ async function scenario(backend: () => Promise<{ masterArgs: string[]; discovery
     }
     const [a, b] = committed;
     // ... and writing on the new leader (a writer stops at LIVE_PUTS).
-    await Promise.all([reached(0, Math.min(a! + 20, LIVE_PUTS)), reached(1, Math.min(b! + 20, LIVE_PUTS))]);
+    await Promise.all([reached(0, Math.min(a + 20, LIVE_PUTS)), reached(1, Math.min(b + 20, LIVE_PUTS))]);
     writing = false;
     await Promise.all(writers);
 
@@ -159,10 +159,10 @@ async function scenario(backend: () => Promise<{ masterArgs: string[]; discovery
     for (const m of masters) expect(m.output()).not.toMatch(/evicted \d+ objects/);
     const next = masters.find((m) => m !== leader && /HA: elected leader/.test(m.output()))!;
     expect(next.output()).toMatch(/HA: took over the followed state: 2 segments \(RESTORED until their owners mount them again\), \d+ objects/);
-    for (let i = 0; i < 80; i += 9) expect(await clients[1]!.isExist(`obj-${i}`)).toBe(false);
+    for (let i = 0; i < 80; i += 9) expect(await clients[1].isExist(`obj-${i}`)).toBe(false);
     // The new leader takes new objects too.
-    await clients[1]!.put('after-failover', Buffer.from('new leader'), { replica_num: 2 });
-    expect((await clients[0]!.get('after-failover')).toString()).toBe('new leader');
+    await clients[1].put('after-failover', Buffer.from('new leader'), { replica_num: 2 });
+    expect((await clients[0].get('after-failover')).toString()).toBe('new leader');
   } finally {
     for (const c of clients) await c.close();
   }

@@ -41,8 +41,8 @@ function spawnUntil(cmd: string, args: string[], ready: RegExp, env?: NodeJS.Pro
       const m = ready.exec(out);
       if (m) resolve({ proc, out: () => out, exited, match: m });
     };
-    proc.stdout!.on('data', onData);
-    proc.stderr!.on('data', onData);
+    proc.stdout.on('data', onData);
+    proc.stderr.on('data', onData);
     void exited.then((code) => reject(new Error(`${cmd} exited with ${code} before it was ready:\n${out}`)));
   });
 }

@@ -30,7 +30,7 @@ function startMaster(extra: string[] = []): Promise<Master> {
   let err = '';
   const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
   return new Promise((resolve, reject) => {
-    proc.stderr!.on('data', (d: Buffer) => {
+    proc.stderr.on('data', (d: Buffer) => {
       err += d.toString();
       const m = /store_master listening: rpc=(\S+) metrics=(\S+)(?: metadata=(\S+))?/.exec(err);
       if (m) resolve({ proc, rpc: m[1], metrics: `http://${m[2]}`, metadata: m[3], stderr: () => err, exited });
@@ -166,7 +166,7 @@ describe('store_master process', () => {
     expect((await c.mountSegment(mount('seg-c', 0x60000000))).status_code).toBe(ErrorCode.SEGMENT_ALREADY_EXISTS);
     expect((await get(`${m.metrics}/get_all_segments`)).body).toBe(segsBefore);
     // a wrong-typed field is refused by the client before anything is sent
-    await expect(c.putStart({ key: 'typed', value_length: 'lots' as unknown as number })).rejects.toThrow(/value_length/);
+    await expect(c.putStart({ key: 'typed', value_length: 'lots' })).rejects.toThrow(/value_length/);
     expect((await get(`${m.metrics}/get_all_keys`)).body).toBe(before);
   });
 
@@ -346,7 +346,7 @@ describe('store_master lifecycle and flags', () => {
     [['--rpc_thread_num=0'], /--rpc_thread_num.*>= 1/],
     [['--log_dir=/proc/version/logs'], /cannot write logs to --log_dir=\/proc\/version\/logs/],
   ])('exits 2 naming the flag for %j', async (args, message) => {
-    const r = await runMaster(args as string[]);
+    const r = await runMaster(args);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(message);
   });

@@ -24,11 +24,11 @@ describe('the kvcache-store package', () => {
       const src = readFileSync(file, 'utf8');
       for (const m of src.matchAll(/(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^import\s*['"]([^'"]+)['"]/gm)) {
         if (m[2] !== undefined && !dynamic) continue;
-        const spec = m[1] ?? m[2] ?? m[3]!;
+        const spec = m[1] ?? m[2] ?? m[3];
         if (spec.startsWith('.')) {
           const target = resolve(dirname(file), spec);
           if (existsSync(target)) visit(target);
-        } else packages.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
+        } else packages.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]);
       }
     };
     visit(entry);

@@ -121,7 +121,7 @@ async function main(): Promise<void> {
         bindHost: host,
         env: process.env,
         methods: masterMethods,
-        makeCore: (v) => makeLeaderCore(v) as unknown as MasterCorePort,
+        makeCore: (v) => makeLeaderCore(v),
         clock,
         log,
         roleChanged: (lead) => {
@@ -197,7 +197,7 @@ async function main(): Promise<void> {
       maxConnections: maxConnections.max,
       requestTimeoutMs: flags.rpc_request_timeout_seconds,
       maxBufferedRequestBytes: flags.rpc_max_buffered_request_bytes,
-      replication: replication ? { magic: REPLICATION_MAGIC, accept: (socket, rest) => replication!.accept(socket, rest) } : undefined,
+      replication: replication ? { magic: REPLICATION_MAGIC, accept: (socket, rest) => replication.accept(socket, rest) } : undefined,
     },
     injector,
     masterMethods,
@@ -263,7 +263,8 @@ async function main(): Promise<void> {
     if (metadata) closing.push(new Promise((r) => metadata?.close(r)));
     admin.closeAllConnections();
     metadata?.closeAllConnections();
-    Promise.all(closing).then(() => {
+    // allSettled: a part that fails to close is not a reason to skip the exit
+    void Promise.allSettled(closing).then(() => {
       log.info('store_master stopped');
       log.close();
       process.exit(0);

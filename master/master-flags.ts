@@ -1,7 +1,7 @@
 // The store_master flag table: every master flag of the spec with its exact name and default,
 // typed, plus the cross-flag checks that a single flag's type cannot express.
 import { availableParallelism } from 'node:os';
-import { FlagError, FlagTable, type FlagSpec, type FlagValue, type ParsedFlags } from '../common/flags.js';
+import { FlagError, FlagTable, type FlagSpec, type ParsedFlags } from '../common/flags.js';
 import { loggingFlags } from '../common/logger.js';
 
 const GB = 1024 ** 3;
@@ -199,7 +199,7 @@ export function validateMasterFlags(f: MasterFlags): void {
 /** Parses store_master's argv into typed flags. Throws FlagError or HelpRequested. */
 export function parseMasterFlags(argv: readonly string[], readFile?: (path: string) => string): { flags: MasterFlags; parsed: ParsedFlags } {
   const parsed = masterFlagTable.parse(argv, readFile);
-  const flags = parsed.values as Record<string, FlagValue> as unknown as MasterFlags;
+  const flags = parsed.values as unknown as MasterFlags;
   validateMasterFlags(flags);
   return { flags, parsed };
 }

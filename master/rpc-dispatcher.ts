@@ -54,7 +54,9 @@ export class RpcDispatcher {
     this.stepped = methods.map((m) => {
       if (disabled.has(m.name)) return undefined;
       const fn = (core as Record<string, unknown>)[`${m.call}Steps`];
-      return typeof fn === 'function' ? ((fn as SteppedMethod).bind(core) as SteppedMethod) : undefined;
+      if (typeof fn !== 'function') return undefined;
+      const bound: SteppedMethod = (fn as SteppedMethod).bind(core);
+      return bound;
     });
   }
 

@@ -18,7 +18,7 @@ const TTL = 10_000;
 /** A sink that applies every change to `image` as a standby would (records as decoded: every field present). */
 function imageSink(image: StateImage, clock: () => number): ChangeSink {
   const none = { object: null, removed: '', mounted: null, unmounted: '' };
-  const apply = (c: Partial<ChangeRecord__Output>): void => image.apply({ ...none, ...c } as ChangeRecord__Output, clock());
+  const apply = (c: Partial<ChangeRecord__Output>): void => image.apply({ ...none, ...c }, clock());
   return {
     object: (rec, lastAccess) => apply({ object: { ...rec, age_ms: Math.max(0, clock() - lastAccess) } }),
     removed: (key) => apply({ removed: key }),
@@ -71,7 +71,7 @@ describe('export and import', () => {
     // used bytes match, less the unfinished write's space (not state)
     const before = usage(core);
     const after = usage(next);
-    expect(after).toEqual({ ...before, a: before.a! - 504 });
+    expect(after).toEqual({ ...before, a: before.a - 504 });
     // LRU order (the unfinished write is not listed anyway)
     expect(next.evictionOrder()).toEqual(core.evictionOrder());
     expect(canonical(next.exportState(5000))).toEqual(canonical(state));
@@ -118,14 +118,14 @@ describe('export and import', () => {
     const a = state.segments.find((s) => s.name === 'a')!;
     const objects = [
       ...state.objects,
-      { ...state.objects[0]!, key: 'bad\nkey' },
-      { ...state.objects[0]!, key: 'nowhere', handles: [{ segment: 'zz', offset: 0, size: 8 }] },
-      { ...state.objects[0]!, key: 'past-end', slices: 1, handles: [{ segment: 'a', offset: a.size - 8, size: 16 }] },
-      { ...state.objects[0]!, key: 'torn', slices: 2, handles: [{ segment: 'a', offset: 0, size: 8 }] },
+      { ...state.objects[0], key: 'bad\nkey' },
+      { ...state.objects[0], key: 'nowhere', handles: [{ segment: 'zz', offset: 0, size: 8 }] },
+      { ...state.objects[0], key: 'past-end', slices: 1, handles: [{ segment: 'a', offset: a.size - 8, size: 16 }] },
+      { ...state.objects[0], key: 'torn', slices: 2, handles: [{ segment: 'a', offset: 0, size: 8 }] },
     ];
     // an object on top of 'plain': both dropped (neither can be trusted)
     const plain = state.objects.find((o) => o.key === 'plain')!;
-    objects.push({ ...plain, key: 'squatter', handles: [{ ...plain.handles[0]!, offset: plain.handles[0]!.offset + 8, size: 8 }] });
+    objects.push({ ...plain, key: 'squatter', handles: [{ ...plain.handles[0], offset: plain.handles[0].offset + 8, size: 8 }] });
     const next = makeCore({ clientTtlMs: TTL });
     const report = next.importState({ segments: [...state.segments, { ...a, name: 'a2' }, { ...a, name: 'bad\n', segment_id: '0e0e0e0e-0000-4000-8000-000000000000' }], objects }, 300);
     expect(report.objects).toBe(state.objects.length - 1);
@@ -162,7 +162,7 @@ describe('RESTORED segments', () => {
     // 'multi' has two replicas: those with no handle on a are served
     const multi = next.getReplicaList({ key: 'multi' }, 1006);
     for (const r of multi.replica_list) for (const h of r.handles) expect(h.segment_name).not.toBe('a');
-    expect(next.putStart(putReq('x', 100, { preferred_segment: 'a' }), 1007).replica_list[0]!.handles[0]!.segment_name).not.toBe('a');
+    expect(next.putStart(putReq('x', 100, { preferred_segment: 'a' }), 1007).replica_list[0].handles[0].segment_name).not.toBe('a');
   });
 
   it('are dropped after client_ttl without their owner, like a silent client\'s: objects with no replica left go', () => {

@@ -83,7 +83,6 @@ import type { Rng } from './rng.js';
 import { isUuid, randomUuid, SeededRng } from './rng.js';
 import type { Segment } from './segment-registry.js';
 import { SegmentRegistry } from './segment-registry.js';
-import type { WriteRequest } from './write-validation.js';
 import { lookedUpKeyCode, replicaNumOf, validateWrite, writeError } from './write-validation.js';
 import { MAX_SEGMENT_NAME_BYTES, segmentNameProblem } from '../../common/key-rules.js';
 import type { ChangeSink } from './change-sink.js';
@@ -394,7 +393,7 @@ export class MasterCore implements MasterRpcSurface {
   // --- Writes ---
 
   putStart(req: PutStartRequest__Output, now: number): PutStartResponse__Output {
-    const code = writeError(req as WriteRequest);
+    const code = writeError(req);
     if (code !== ErrorCode.OK) return { status_code: code, replica_list: [] };
     return this.putStartOf(req, this.objects.get(req.key), now);
   }
@@ -411,14 +410,14 @@ export class MasterCore implements MasterRpcSurface {
     const n = requests.length;
     const results = new Array<PutStartResponse__Output>(n);
     const keys = new Array<unknown>(n);
-    for (let i = 0; i < n; i++) keys[i] = requests[i]!.key;
+    for (let i = 0; i < n; i++) keys[i] = requests[i].key;
     const found = this.objects.getMany(keys);
     const removals = this.removals;
     const seen = this.batchSeen;
     try {
       for (let i = 0; i < n; i++) {
-        const r = requests[i]!;
-        const code = writeError(r as WriteRequest);
+        const r = requests[i];
+        const code = writeError(r);
         if (code !== ErrorCode.OK) {
           results[i] = { status_code: code, replica_list: [] };
           continue;
@@ -488,7 +487,7 @@ export class MasterCore implements MasterRpcSurface {
    */
   upsertStart(req: UpsertStartRequest__Output, now: number): UpsertStartResponse__Output {
     const fail = (status_code: number): UpsertStartResponse__Output => ({ status_code, replica_list: [], reused: false });
-    const v = validateWrite(req as WriteRequest);
+    const v = validateWrite(req);
     if (!v.ok) return fail(v.code);
     const key = req.key;
     let meta = this.objects.get(key);
@@ -799,7 +798,7 @@ export class MasterCore implements MasterRpcSurface {
       ({ rec, allocator }) => this.segments.addRestored(rec.name, rec.segment_id.toLowerCase(), rec.client_id, rec.base, rec.size, rec.te_endpoint || rec.name, rec.protocol || 'tcp', rec.incarnation, allocator, now + this.config.clientTtlMs).id,
     );
     for (const o of plan.objects) {
-      for (let i = 0; i < o.h.length; i += HANDLE_FIELDS) o.h[i] = ids[o.h[i]!]!;
+      for (let i = 0; i < o.h.length; i += HANDLE_FIELDS) o.h[i] = ids[o.h[i]]!;
       const meta = ObjectMeta.create(o.h, o.slices, o.flags | ReplicaStatus.COMPLETE, 0, now - o.ageMs, o.key);
       meta.checksums = o.checksums;
       this.objects.set(o.key, meta);
@@ -893,7 +892,7 @@ export class MasterCore implements MasterRpcSurface {
     }
     if (code !== ErrorCode.NO_AVAILABLE_HANDLE) return code;
     let bytes = 0;
-    for (let j = 0; j < sliceLengths.length; j++) bytes += sliceLengths[j]!;
+    for (let j = 0; j < sliceLengths.length; j++) bytes += sliceLengths[j];
     if (!this.fitsWhenEmpty(sliceLengths, bytes)) return code;
     this.eviction.makeRoom(now, bytes * replicaNum, () => {
       code = placer.place(sliceLengths, replicaNum, preferred);
@@ -914,7 +913,7 @@ export class MasterCore implements MasterRpcSurface {
       total += seg.allocator.capacity;
     }
     if (bytes > total) return false;
-    for (let j = 0; j < sliceLengths.length; j++) if (sliceLengths[j]! > largest) return false;
+    for (let j = 0; j < sliceLengths.length; j++) if (sliceLengths[j] > largest) return false;
     return true;
   }
 
@@ -965,7 +964,7 @@ export class MasterCore implements MasterRpcSurface {
     const results = new Array<{ key: string; status_code: number }>(keys.length);
     const sums = req.checksums;
     for (let i = 0; i < keys.length; i++) {
-      const key = keys[i]!;
+      const key = keys[i];
       results[i] = { key, status_code: this.endWriteOf(key, replicaType, found[i], now, sums?.[i]?.crc32c) };
     }
     return { status_code: ErrorCode.OK, results };

@@ -151,7 +151,7 @@ export class ReReplicator {
     // A slice's replicas are on distinct segments; different slices may share one.
     const excluded: Set<number>[] = [];
     for (let j = 0; j < slices; j++) excluded.push(new Set());
-    for (let k = 0; k < h.length / HANDLE_FIELDS; k++) excluded[k % slices]!.add(h[k * HANDLE_FIELDS]!);
+    for (let k = 0; k < h.length / HANDLE_FIELDS; k++) excluded[k % slices].add(h[k * HANDLE_FIELDS]);
     if (this.placer.place(meta.sliceLengths(), 1, [], excluded) !== ErrorCode.OK) return undefined;
     const target = this.placer.handles();
     const copy: Copy = { id: this.nextId++, key, meta, target, gen, clientId, deadline: now + COPY_TIMEOUT_MS, stale: false };
@@ -173,7 +173,7 @@ export class ReReplicator {
     for (let r = 0, at = 0; at < h.length; r++, at += stride) {
       let ok = true;
       for (let i = at; i < at + stride && ok; i += HANDLE_FIELDS) {
-        const seg = this.segments.byId(h[i]!);
+        const seg = this.segments.byId(h[i]);
         ok = seg !== undefined && seg.status === 'MOUNTED' && !(seg.suspectUntil > now);
       }
       if (ok) return r;
@@ -183,7 +183,7 @@ export class ReReplicator {
 
   private describe(handles: number[], slices: number, flags: number, status: number, gen: number): ReplicaInfo__Output {
     const one = ObjectMeta.create(handles, slices, (flags & ~0x7) | status, 0, 0);
-    return replicaList(this.segments, one, gen)[0]!;
+    return replicaList(this.segments, one, gen)[0];
   }
 
   /**
@@ -245,7 +245,7 @@ export class ReReplicator {
 
   /** Whether every segment of the target is still mounted (one unmounted meanwhile took its space with it). */
   private targetMounted(target: readonly number[]): boolean {
-    for (let i = 0; i < target.length; i += HANDLE_FIELDS) if (this.segments.byId(target[i]!)?.status !== 'MOUNTED') return false;
+    for (let i = 0; i < target.length; i += HANDLE_FIELDS) if (this.segments.byId(target[i])?.status !== 'MOUNTED') return false;
     return true;
   }
 }

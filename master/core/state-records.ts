@@ -131,9 +131,9 @@ export function planImport(state: CoreState): ImportPlan {
     for (let r = 0; r < n; r += slices) {
       const replica: number[] = [];
       for (let j = r; j < r + slices; j++) {
-        const hd = o.handles[j]!;
+        const hd = o.handles[j];
         const si = segIndex.get(hd.segment);
-        const ok = si !== undefined && Number.isSafeInteger(hd.offset) && hd.offset >= 0 && hd.offset % 8 === 0 && Number.isSafeInteger(hd.size) && hd.size > 0 && hd.offset + alignUp(hd.size) <= capacity[si]!;
+        const ok = si !== undefined && Number.isSafeInteger(hd.offset) && hd.offset >= 0 && hd.offset % 8 === 0 && Number.isSafeInteger(hd.size) && hd.size > 0 && hd.offset + alignUp(hd.size) <= capacity[si];
         if (!ok) break;
         replica.push(si, hd.offset, hd.size); // the offset stands in the block's place until the allocators exist
       }
@@ -151,7 +151,7 @@ export function planImport(state: CoreState): ImportPlan {
   // Per segment: every range with its owner, sorted; owners of overlapping ranges are dropped.
   const ranges: { offset: number; end: number; obj: PlannedObject; at: number }[][] = recs.map(() => []);
   for (const obj of byKey.values()) {
-    for (let i = 0; i < obj.h.length; i += HANDLE_FIELDS) ranges[obj.h[i]!]!.push({ offset: obj.h[i + 1]!, end: obj.h[i + 1]! + alignUp(obj.h[i + 2]!), obj, at: i });
+    for (let i = 0; i < obj.h.length; i += HANDLE_FIELDS) ranges[obj.h[i]].push({ offset: obj.h[i + 1], end: obj.h[i + 1] + alignUp(obj.h[i + 2]), obj, at: i });
   }
   const bad = new Set<PlannedObject>();
   for (const list of ranges) {
@@ -175,7 +175,7 @@ export function planImport(state: CoreState): ImportPlan {
   }
 
   const segments: PlannedSegment[] = recs.map((rec, si) => {
-    const list = ranges[si]!.filter((r) => !bad.has(r.obj));
+    const list = ranges[si].filter((r) => !bad.has(r.obj));
     const used: number[] = [];
     for (const r of list) used.push(r.offset, r.end - r.offset);
     const { allocator, blocks } = OffsetAllocator.fromUsed(rec.name, rec.base, rec.size, used);

@@ -53,7 +53,7 @@ export class ChangeLog implements ChangeConsumer, Durability {
 
   flush(): void {
     if (this.pending.length === 0) return;
-    const data = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending);
+    const data = this.pending.length === 1 ? this.pending[0] : Buffer.concat(this.pending);
     this.frames += this.pending.length;
     this.pending = [];
     try {

@@ -270,7 +270,7 @@ function freePort(): Promise<number> {
     try {
       await new Promise<void>((resolve) => {
         let out = '';
-        server.stdout!.on('data', (d: Buffer) => {
+        server.stdout.on('data', (d: Buffer) => {
           out += d.toString();
           if (/Ready to accept connections/.test(out)) resolve();
         });

@@ -88,7 +88,7 @@ export class ReplicationFollower {
     const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(leader);
     if (!m) return this.retryLater();
     this.target = leader;
-    const socket = connect({ host: m[1]!, port: Number(m[2]), noDelay: true });
+    const socket = connect({ host: m[1], port: Number(m[2]), noDelay: true });
     this.socket = socket;
     let opened = false;
     const reader = new FrameReader((body) => this.onMessage(socket, decodeWith<LeaderMessage__Output>(leaderCodec, body)));

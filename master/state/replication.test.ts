@@ -156,7 +156,7 @@ describe('standbys following the leader', () => {
     fill(l.core, 5, 'k');
     // A standby that reads the state but never acknowledges anything.
     const [host, port] = l.address.split(':');
-    const mute: Socket = connect({ host: host!, port: Number(port) });
+    const mute: Socket = connect({ host: host, port: Number(port) });
     cleanups.push(() => mute.destroy());
     await once(mute, 'connect');
     mute.write(REPLICATION_MAGIC);

@@ -22,7 +22,7 @@ export class HitRateWindow {
     if (last && (c.lookups < last.lookups || c.misses < last.misses)) this.samples = [];
     this.samples.push({ at, ...c });
     // keep the newest sample at least a window old (the base of the rate), drop older ones
-    while (this.samples.length > 2 && this.samples[1]!.at <= at - HIT_RATE_WINDOW_MS) this.samples.shift();
+    while (this.samples.length > 2 && this.samples[1].at <= at - HIT_RATE_WINDOW_MS) this.samples.shift();
   }
 
   /**
@@ -31,8 +31,8 @@ export class HitRateWindow {
    */
   rate(): { hitRate: number; windowSeconds: number } | undefined {
     if (this.samples.length < 2) return undefined;
-    const first = this.samples[0]!;
-    const last = this.samples[this.samples.length - 1]!;
+    const first = this.samples[0];
+    const last = this.samples[this.samples.length - 1];
     const lookups = last.lookups - first.lookups;
     if (lookups <= 0) return undefined;
     const misses = last.misses - first.misses;
