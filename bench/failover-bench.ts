@@ -5,7 +5,8 @@
 // one at a time (put latency p50/p99). Then the leader is SIGKILLed and the clients go on: the
 // time from the kill to the first successful put, and to the first successful get of an object
 // put before, and how many of the committed objects are unreadable or wrong on the new leader.
-// The failover time is mostly the election's: the old leader's lease (5 s) must run out.
+// The failover time is mostly the election's: the old leader's lease must run out (5 s, or
+// BENCH_HA_LEASE_MS passed as --ha_lease_ms).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
@@ -17,6 +18,7 @@ import { Client } from '../client/client.js';
 import { distRoot, track, type ProcessHandle } from '../sidecar/local-cluster.js';
 
 const OBJECTS = Number(process.env.BENCH_OBJECTS ?? 1000);
+const LEASE_MS = Number(process.env.BENCH_HA_LEASE_MS ?? 5000);
 const SIZE = 4096;
 const have = (bin: string): boolean => spawnSync('sh', ['-c', `command -v ${bin}`]).status === 0;
 
@@ -100,7 +102,7 @@ async function scenario(makeBackend: (run: Run) => Promise<Backend>, acks: numbe
     const main = join(distRoot(), 'master', 'main.js');
     const masters: ProcessHandle[] = [];
     for (let i = 0; i < 3; i++) {
-      const h = run.start(`master-${i}`, process.execPath, [main, '--enable_ha=true', '--rpc_address=127.0.0.1', '--rpc_port=0', '--metrics_port=0', '--enable_metric_reporting=false', `--ha_commit_acks=${acks}`, ...backend.masterArgs]);
+      const h = run.start(`master-${i}`, process.execPath, [main, '--enable_ha=true', '--rpc_address=127.0.0.1', '--rpc_port=0', '--metrics_port=0', '--enable_metric_reporting=false', `--ha_commit_acks=${acks}`, `--ha_lease_ms=${LEASE_MS}`, ...backend.masterArgs]);
       await h.waitFor(/store_master listening/);
       masters.push(h);
     }
@@ -147,7 +149,7 @@ async function scenario(makeBackend: (run: Run) => Promise<Backend>, acks: numbe
 }
 
 async function main(): Promise<void> {
-  console.log(`failover bench: ${OBJECTS} objects per run; load average ${loadavg()[0].toFixed(1)}; node ${process.version}`);
+  console.log(`failover bench: ${OBJECTS} objects per run, --ha_lease_ms=${LEASE_MS}; load average ${loadavg()[0].toFixed(1)}; node ${process.version}`);
   const backends: [string, (run: Run) => Promise<Backend>][] = [];
   if (have('etcd')) backends.push(['etcd', etcd]);
   else console.log('etcd: not installed (apt-get install etcd-server): skipped');

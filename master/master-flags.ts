@@ -43,6 +43,17 @@ export const masterFlagSpecs: FlagSpec[] = [
   { name: 'ha_backend_connstring', kind: 'string', default: '', help: 'backend connection string, e.g. redis://<host>:<port>', group: 'High availability' },
   { name: 'etcd_endpoints', kind: 'string', default: '', help: 'etcd endpoints separated by ";" when the backend is etcd', group: 'High availability' },
   {
+    name: 'ha_lease_ms',
+    kind: 'duration',
+    unit: 'ms',
+    min: 1000,
+    max: 60_000,
+    default: 5000,
+    defaultText: '5000 (ms)',
+    help: 'leader lease: after a leader dies another serves about this long later; a leader stops serving at 70% of it without a renewal, so a shorter lease also deposes a leader stalled for less',
+    group: 'High availability',
+  },
+  {
     name: 'ha_commit_acks',
     kind: 'int',
     min: 0,
@@ -139,6 +150,7 @@ export interface MasterFlags {
   enable_snapshot_restore: boolean;
   change_log_sync: 'placement' | 'interval';
   ha_commit_acks: number;
+  ha_lease_ms: number;
   max_total_finished_tasks: number;
   max_total_pending_tasks: number;
   max_total_processing_tasks: number;

@@ -1,7 +1,7 @@
 // The election state machine with a fake clock: who leads, when a leader must stop serving, and
 // that two machines sharing one simulated lease store never serve at the same instant.
 import fc from 'fast-check';
-import { Election, validateTimings, type ElectionTimings } from './election.js';
+import { DEFAULT_TIMINGS, Election, timingsForLease, validateTimings, type ElectionTimings } from './election.js';
 
 const T: ElectionTimings = { leaseDurationMs: 5000, renewDeadlineMs: 3500, retryPeriodMs: 1000 };
 
@@ -175,5 +175,16 @@ describe('Election', () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('timingsForLease (--ha_lease_ms)', () => {
+  it('gives the default timings for 5 s and valid ones for every lease the flag accepts', () => {
+    expect(timingsForLease(5000)).toEqual(DEFAULT_TIMINGS);
+    for (const ms of [1000, 1001, 2500, 3000, 60_000]) {
+      const t = timingsForLease(ms);
+      expect(() => validateTimings(t)).not.toThrow();
+      expect(t.renewDeadlineMs / t.leaseDurationMs).toBeCloseTo(0.7, 2);
+    }
   });
 });

@@ -19,6 +19,14 @@ export interface ElectionTimings {
 /** 5 s lease, stop serving 1.5 s before it could expire, renew (or retry) every second. */
 export const DEFAULT_TIMINGS: ElectionTimings = { leaseDurationMs: 5000, renewDeadlineMs: 3500, retryPeriodMs: 1000 };
 
+/**
+ * The timings for a lease of `leaseMs` (--ha_lease_ms): stop serving at 70% of it without a
+ * renewal, renew every fifth of it (at least every 100 ms). 5000 gives DEFAULT_TIMINGS.
+ */
+export function timingsForLease(leaseMs: number): ElectionTimings {
+  return { leaseDurationMs: leaseMs, renewDeadlineMs: Math.round(leaseMs * 0.7), retryPeriodMs: Math.max(100, Math.round(leaseMs / 5)) };
+}
+
 export type Role = 'follower' | 'candidate' | 'leader';
 
 export type Step = { do: 'acquire' } | { do: 'renew' } | { do: 'wait'; untilMs: number };

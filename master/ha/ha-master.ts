@@ -9,7 +9,7 @@ import client from 'prom-client';
 import { FlagError } from '../../common/flags.js';
 import type { MethodInfo } from '../../common/master-proto.js';
 import type { MasterFlags } from '../master-flags.js';
-import { DEFAULT_TIMINGS, type ElectionTimings } from './election.js';
+import { DEFAULT_TIMINGS, timingsForLease, type ElectionTimings } from './election.js';
 import type { ElectionBackend } from './election-backend.js';
 import { EtcdBackend, parseEtcdEndpoints } from './etcd-backend.js';
 import { LazyBackend } from './lazy-backend.js';
@@ -18,7 +18,7 @@ import { LeaderElector, type ElectorLog } from './leader-elector.js';
 import { LeaderGate, type ServingCore } from './leader-gate.js';
 import { RedisBackend } from './redis-backend.js';
 
-type HaFlags = Pick<MasterFlags, 'ha_backend_type' | 'ha_backend_connstring' | 'etcd_endpoints' | 'cluster_id'>;
+type HaFlags = Pick<MasterFlags, 'ha_backend_type' | 'ha_backend_connstring' | 'etcd_endpoints' | 'cluster_id'> & Partial<Pick<MasterFlags, 'ha_lease_ms'>>;
 type Env = Record<string, string | undefined>;
 
 const WILDCARDS = new Set(['0.0.0.0', '::', '[::]', '']);
@@ -110,7 +110,7 @@ export class HaMaster {
     this.address = joinHostPort(this.host, rpcPort);
     // A restarted container may still carry the label from a previous life.
     this.backend.onDeposed?.().catch((e: Error) => this.o.log.warn(`HA: clearing a stale leader label failed: ${e.message}`));
-    this.elector = new LeaderElector(this.backend, this.address, this.o.timings ?? DEFAULT_TIMINGS, clockWith(this.o.clock), this.o.log, {
+    this.elector = new LeaderElector(this.backend, this.address, this.o.timings ?? (this.o.flags.ha_lease_ms ? timingsForLease(this.o.flags.ha_lease_ms) : DEFAULT_TIMINGS), clockWith(this.o.clock), this.o.log, {
       elected: (term) => {
         const v = this.gate.lead(Date.now());
         this.o.log.info(`HA: elected leader (term ${term} of this process) at ${this.address}; serving with view_version=${v}`);
