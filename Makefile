@@ -1,7 +1,7 @@
 # One entry point for the project's jobs. `make run` is the main job, `make test` the whole suite.
 NODE_MODULES := node_modules/.installed
 
-.PHONY: all install build typecheck test test-python pytest-python test-vllm pytest-vllm bench-engine test-sglang pytest-sglang unit e2e run bench clean lint
+.PHONY: all install build typecheck format test test-python pytest-python test-vllm pytest-vllm bench-engine test-sglang pytest-sglang unit e2e run bench clean lint
 
 all: build
 
@@ -19,9 +19,15 @@ typecheck: build
 	npm run typecheck
 
 # The linter (eslint.config.js: typescript-eslint plus the design's rules: no clock, timers or
-# randomness in master/core and operator/render, no focused test). .ci/run runs it.
+# randomness in master/core and operator/render, no focused test) and the formatter check
+# (prettier, .prettierrc.json). .ci/run runs it.
 lint: install
 	npx eslint .
+	npx prettier --check .
+
+# Applies the formatter (.prettierrc.json) to every source file.
+format: install
+	npx prettier --write .
 
 # Unit tests (pure cores, no sockets) and e2e tests (real processes on 127.0.0.1).
 # No --forceExit: every test closes what it opens (checked: each directory's run exits on its
