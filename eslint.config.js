@@ -13,9 +13,10 @@ const impure = [
   { object: 'performance', property: 'now', message: 'pure code: take the time from the injected clock' },
   { object: 'Math', property: 'random', message: 'pure code: randomness is an input, not a global' },
 ];
-const impureGlobals = ['setTimeout', 'setInterval', 'setImmediate', 'clearTimeout', 'clearInterval', 'clearImmediate', 'queueMicrotask'].map(
-  (name) => ({ name, message: 'pure code: timers belong to the shell that wraps it' }),
-);
+const impureGlobals = ['setTimeout', 'setInterval', 'setImmediate', 'clearTimeout', 'clearInterval', 'clearImmediate', 'queueMicrotask'].map((name) => ({
+  name,
+  message: 'pure code: timers belong to the shell that wraps it',
+}));
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'proto/gen/**', 'operator/gen/**', 'clients/**', 'native/build/**', 'coverage/**', '**/*.js', '**/*.mjs', '**/*.cjs'] },
@@ -40,10 +41,7 @@ export default tseslint.config(
       // control characters in our patterns are deliberate (terminal escapes, sanitised names)
       'no-control-regex': 'off',
       'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
-      'no-restricted-properties': [
-        'error',
-        ...['it', 'describe', 'test'].map((object) => ({ object, property: 'only', message: 'a focused test hides the others' })),
-      ],
+      'no-restricted-properties': ['error', ...['it', 'describe', 'test'].map((object) => ({ object, property: 'only', message: 'a focused test hides the others' }))],
     },
   },
   {
@@ -57,12 +55,27 @@ export default tseslint.config(
   {
     // The shells that run on the one clock (common/clock.ts), so their tests run in virtual time.
     files: [
-      'client/heartbeat.ts', 'client/buffer-pool.ts', 'client/master-channel.ts', 'master/sweeper.ts', 'master/heap-guard.ts', 'master/ha/leader-elector.ts',
-      'operator/reconcile/controller.ts', 'operator/reconcile/informer.ts', 'operator/election/leader-elector.ts',
+      'client/heartbeat.ts',
+      'client/buffer-pool.ts',
+      'client/master-channel.ts',
+      'master/sweeper.ts',
+      'master/heap-guard.ts',
+      'master/ha/leader-elector.ts',
+      'operator/reconcile/controller.ts',
+      'operator/reconcile/informer.ts',
+      'operator/election/leader-elector.ts',
     ],
     rules: {
-      'no-restricted-properties': ['error', ...impure.filter((r) => r.object !== 'Math').map((r) => ({ ...r, message: 'take the time from the injected Clock (common/clock.ts)' }))],
-      'no-restricted-globals': ['error', ...impureGlobals.filter((g) => g.name !== 'queueMicrotask' && !g.name.endsWith('Immediate')).map((g) => ({ ...g, message: 'schedule on the injected Clock (common/clock.ts)' }))],
+      'no-restricted-properties': [
+        'error',
+        ...impure.filter((r) => r.object !== 'Math').map((r) => ({ ...r, message: 'take the time from the injected Clock (common/clock.ts)' })),
+      ],
+      'no-restricted-globals': [
+        'error',
+        ...impureGlobals
+          .filter((g) => g.name !== 'queueMicrotask' && !g.name.endsWith('Immediate'))
+          .map((g) => ({ ...g, message: 'schedule on the injected Clock (common/clock.ts)' })),
+      ],
     },
   },
 );

@@ -5,7 +5,10 @@ export default {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
   transform: {
-    '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: { isolatedModules: true, module: 'ESNext', target: 'ES2022', moduleResolution: 'Bundler', verbatimModuleSyntax: false, sourceMap: true } }],
+    '^.+\\.ts$': [
+      'ts-jest',
+      { useESM: true, tsconfig: { isolatedModules: true, module: 'ESNext', target: 'ES2022', moduleResolution: 'Bundler', verbatimModuleSyntax: false, sourceMap: true } },
+    ],
   },
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   testMatch: ['<rootDir>/**/*.test.ts'],

@@ -91,7 +91,16 @@ async function main(): Promise<void> {
     for (const size of SIZES) {
       for (const cold of [false, true]) {
         const r = await measure(impl, size, cold);
-        const cells = [impl, fmtSize(size), cold ? 'cold' : 'hot', r.memcpy.toFixed(1), r.crc32c.toFixed(1), r.separate.toFixed(1), r.fused.toFixed(1), (r.fused / r.memcpy).toFixed(2)];
+        const cells = [
+          impl,
+          fmtSize(size),
+          cold ? 'cold' : 'hot',
+          r.memcpy.toFixed(1),
+          r.crc32c.toFixed(1),
+          r.separate.toFixed(1),
+          r.fused.toFixed(1),
+          (r.fused / r.memcpy).toFixed(2),
+        ];
         console.log(cells.map((c, i) => pad(c, widths[i])).join(' '));
       }
     }

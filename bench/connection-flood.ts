@@ -26,7 +26,9 @@ const MAIN = arg('main', fileURLToPath(new URL('../master/main.js', import.meta.
 const mb = (pid: number, field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
 async function main(): Promise<void> {
-  const proc = spawn(process.execPath, [MAIN, '--rpc_address=127.0.0.1', '--rpc_port=0', '--metrics_port=0', '--enable_metric_reporting=false', ...masterFlags], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(process.execPath, [MAIN, '--rpc_address=127.0.0.1', '--rpc_port=0', '--metrics_port=0', '--enable_metric_reporting=false', ...masterFlags], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let err = '';
   const rpc = await new Promise<string>((resolve, reject) => {
     proc.stderr.on('data', (d: Buffer) => {
@@ -49,7 +51,9 @@ async function main(): Promise<void> {
     s.write(Buffer.concat([CHANNEL_MAGIC, header]));
     s.write(filler);
   }
-  console.log(`store_master ${MAIN} ${masterFlags.join(' ')}: ${CONNECTIONS} connections each sending a ${MAX_REQUEST_PAYLOAD_BYTES}-byte frame short by 100 bytes; RSS before ${before.toFixed(0)} MB`);
+  console.log(
+    `store_master ${MAIN} ${masterFlags.join(' ')}: ${CONNECTIONS} connections each sending a ${MAX_REQUEST_PAYLOAD_BYTES}-byte frame short by 100 bytes; RSS before ${before.toFixed(0)} MB`,
+  );
   for (let t = 1; t <= SECONDS; t++) {
     await sleep(1000);
     console.log(`t=${t}s RSS ${mb(proc.pid!, 'VmRSS').toFixed(0)} MB (peak ${mb(proc.pid!, 'VmHWM').toFixed(0)} MB); connections closed by the master: ${closed}/${CONNECTIONS}`);

@@ -28,7 +28,18 @@ const ROUNDS = Number(arg('rounds', '8'));
 function run(m: CoreModule, keys: string[]): [number, number] {
   const core = new m.MasterCore({ ...m.defaultMasterCoreConfig });
   for (let s = 0; s < 4; s++) {
-    core.mountSegment({ buffer: 2 ** 40 * (s + 1), size: 2 ** 40, segment_name: `seg-${s}`, client_id: '00000000-0000-4000-8000-00000000b1c0', segment_id: '', te_endpoint: `127.0.0.1:${7000 + s}`, protocol: 'tcp' }, 0);
+    core.mountSegment(
+      {
+        buffer: 2 ** 40 * (s + 1),
+        size: 2 ** 40,
+        segment_name: `seg-${s}`,
+        client_id: '00000000-0000-4000-8000-00000000b1c0',
+        segment_id: '',
+        te_endpoint: `127.0.0.1:${7000 + s}`,
+        protocol: 'tcp',
+      },
+      0,
+    );
   }
   const config = { replica_num: 1, with_soft_pin: false, with_hard_pin: false, preferred_segment: '' };
   const t0 = performance.now();
@@ -57,7 +68,9 @@ async function main(): Promise<void> {
   builds.forEach(([dist], b) => {
     const put = rates[b].map((x) => x[0]);
     const get = rates[b].map((x) => x[1]);
-    console.log(`${dist}: put pair median ${Math.round(median(put)).toLocaleString('en-US')} pairs/s (best ${Math.round(Math.max(...put)).toLocaleString('en-US')}); GetReplicaList median ${Math.round(median(get)).toLocaleString('en-US')}/s (best ${Math.round(Math.max(...get)).toLocaleString('en-US')})`);
+    console.log(
+      `${dist}: put pair median ${Math.round(median(put)).toLocaleString('en-US')} pairs/s (best ${Math.round(Math.max(...put)).toLocaleString('en-US')}); GetReplicaList median ${Math.round(median(get)).toLocaleString('en-US')}/s (best ${Math.round(Math.max(...get)).toLocaleString('en-US')})`,
+    );
   });
 }
 

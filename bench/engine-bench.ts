@@ -74,13 +74,7 @@ function cpuUsOf(pid: number): () => number {
   };
 }
 
-async function runCase(
-  engine: TransferEngine,
-  makeOp: (slot: number) => TransferOp,
-  size: number,
-  inflight: number,
-  cpuUs?: () => number,
-): Promise<CaseResult> {
+async function runCase(engine: TransferEngine, makeOp: (slot: number) => TransferOp, size: number, inflight: number, cpuUs?: () => number): Promise<CaseResult> {
   // Warm-up: connections and page faults.
   await Promise.all(Array.from({ length: inflight }, (_, s) => engine.transfer([makeOp(s)])));
   const lat: number[] = [];
@@ -157,7 +151,13 @@ async function compareGrid(
         const p = median(peers);
         const tail = extra ? ` | ${extras.length ? median(extras).toFixed(1) : '-'}` : '';
         console.log(
-          ` ${op.padEnd(5)} ${fmtSize(size).padStart(8)} ${String(inflight).padStart(8)} ${g.toFixed(3).padStart(9)} ${median(eng.map((r) => r.opsPerSec)).toFixed(0).padStart(9)} ${median(eng.map((r) => r.p50us)).toFixed(1).padStart(9)} ${median(eng.map((r) => r.p99us)).toFixed(1).padStart(9)} | ${p.toFixed(3).padStart(11)} ${(g / p).toFixed(2).padStart(5)}x${tail}`,
+          ` ${op.padEnd(5)} ${fmtSize(size).padStart(8)} ${String(inflight).padStart(8)} ${g.toFixed(3).padStart(9)} ${median(eng.map((r) => r.opsPerSec))
+            .toFixed(0)
+            .padStart(9)} ${median(eng.map((r) => r.p50us))
+            .toFixed(1)
+            .padStart(9)} ${median(eng.map((r) => r.p99us))
+            .toFixed(1)
+            .padStart(9)} | ${p.toFixed(3).padStart(11)} ${(g / p).toFixed(2).padStart(5)}x${tail}`,
         );
       }
     }
@@ -169,12 +169,7 @@ async function compareGrid(
  * the same case without and with the checksum (which goes first alternates too), medians of the
  * throughput and of the CPU time per MiB of both processes (steadier than wall time here).
  */
-async function checksumGrid(
-  engine: TransferEngine,
-  remote: { endpoint: string; address: number },
-  local: { address: number },
-  cpuUs: () => number,
-): Promise<void> {
+async function checksumGrid(engine: TransferEngine, remote: { endpoint: string; address: number }, local: { address: number }, cpuUs: () => number): Promise<void> {
   console.log(' op    size      inflight | off GB/s  on GB/s  on/off | CPU us/MiB off    on  on/off');
   for (const op of ['read', 'write'] as const) {
     for (const size of CHECKSUM_SIZES) {
@@ -184,7 +179,12 @@ async function checksumGrid(
         for (let round = 0; round < ROUNDS; round++) {
           for (const checksum of round % 2 === 0 ? [false, true] : [true, false]) {
             const ops = (slot: number): TransferOp => ({
-              op, endpoint: remote.endpoint, remoteAddress: remote.address + slot * size, localAddress: local.address + slot * size, length: size, checksum,
+              op,
+              endpoint: remote.endpoint,
+              remoteAddress: remote.address + slot * size,
+              localAddress: local.address + slot * size,
+              length: size,
+              checksum,
             });
             (checksum ? on : off).push(await runCase(engine, ops, size, inflight, cpuUs));
           }
@@ -223,7 +223,12 @@ async function inlineCpu(peer: PeerInfo, local: MemoryRegion, memEngine: Transfe
   shm.registerRegion(local.address, local.size);
   const size = 4 * KiB;
   const op = (kind: 'read' | 'write', extra: Partial<TransferOp> = {}): TransferOp => ({
-    op: kind, endpoint: peer.endpoint, remoteAddress: peer.address, localAddress: local.address, length: size, ...extra,
+    op: kind,
+    endpoint: peer.endpoint,
+    remoteAddress: peer.address,
+    localAddress: local.address,
+    length: size,
+    ...extra,
   });
   await shm.transfer([op('read')]); // channel and grant
   const target = Buffer.alloc(size);
@@ -274,7 +279,13 @@ async function main(): Promise<void> {
     console.log('raw TCP pump: C++ send/recv, one connection between the same two processes, recv into a buffer;');
     console.log('each case alternates pump and engine runs (the machine is shared) and reports medians.');
     console.log('\n op    size      inflight    GB/s     ops/s    p50 us    p99 us |  pump GB/s  ratio | pump rtt us');
-    await compareGrid(engine, peer, local, (size) => pumpStream(pumpEp, size), (size, inflight) => (inflight === 1 && size <= 64 * KiB ? pumpPingPong(pumpEp, size) : undefined));
+    await compareGrid(
+      engine,
+      peer,
+      local,
+      (size) => pumpStream(pumpEp, size),
+      (size, inflight) => (inflight === 1 && size <= 64 * KiB ? pumpPingPong(pumpEp, size) : undefined),
+    );
   }
 
   // Same-host shm transport to the same peer process, against memcpy of the same size.
@@ -310,18 +321,15 @@ async function main(): Promise<void> {
     const mems: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       mems.push(await memcpyGbps(size));
-      rs.push(
-        await runCase(
-          memEngine,
-          () => ({ op: 'write', endpoint: memEp, remoteAddress: dst.address, localAddress: local.address, length: size }),
-          size,
-          1,
-        ),
-      );
+      rs.push(await runCase(memEngine, () => ({ op: 'write', endpoint: memEp, remoteAddress: dst.address, localAddress: local.address, length: size }), size, 1));
     }
     const g = median(rs.map((r) => r.gbps));
     const m = median(mems);
-    console.log(` ${fmtSize(size).padStart(8)} ${g.toFixed(3).padStart(13)} ${m.toFixed(3).padStart(13)} ${(g / m).toFixed(2).padStart(7)}x ${median(rs.map((r) => r.p50us)).toFixed(1).padStart(8)}`);
+    console.log(
+      ` ${fmtSize(size).padStart(8)} ${g.toFixed(3).padStart(13)} ${m.toFixed(3).padStart(13)} ${(g / m).toFixed(2).padStart(7)}x ${median(rs.map((r) => r.p50us))
+        .toFixed(1)
+        .padStart(8)}`,
+    );
   }
   if (SECTIONS.has('inline')) await inlineCpu(peer, local, memEngine, memEp, dst.address);
   memEngine.close();

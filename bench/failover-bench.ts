@@ -64,8 +64,13 @@ async function etcd(run: Run): Promise<Backend> {
   const endpoint = `127.0.0.1:${client}`;
   await run
     .start('etcd', 'etcd', [
-      '--name=bench', `--data-dir=${dir}`, `--listen-client-urls=http://${endpoint}`, `--advertise-client-urls=http://${endpoint}`,
-      `--listen-peer-urls=http://127.0.0.1:${peer}`, `--initial-advertise-peer-urls=http://127.0.0.1:${peer}`, `--initial-cluster=bench=http://127.0.0.1:${peer}`,
+      '--name=bench',
+      `--data-dir=${dir}`,
+      `--listen-client-urls=http://${endpoint}`,
+      `--advertise-client-urls=http://${endpoint}`,
+      `--listen-peer-urls=http://127.0.0.1:${peer}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${peer}`,
+      `--initial-cluster=bench=http://127.0.0.1:${peer}`,
     ])
     .waitFor(/ready to serve client requests/);
   return { name: 'etcd', masterArgs: [`--etcd_endpoints=${endpoint}`, '--cluster_id=bench_etcd'], discovery: `etcd://${endpoint}/bench_etcd` };
@@ -102,7 +107,17 @@ async function scenario(makeBackend: (run: Run) => Promise<Backend>, acks: numbe
     const main = join(distRoot(), 'master', 'main.js');
     const masters: ProcessHandle[] = [];
     for (let i = 0; i < 3; i++) {
-      const h = run.start(`master-${i}`, process.execPath, [main, '--enable_ha=true', '--rpc_address=127.0.0.1', '--rpc_port=0', '--metrics_port=0', '--enable_metric_reporting=false', `--ha_commit_acks=${acks}`, `--ha_lease_ms=${LEASE_MS}`, ...backend.masterArgs]);
+      const h = run.start(`master-${i}`, process.execPath, [
+        main,
+        '--enable_ha=true',
+        '--rpc_address=127.0.0.1',
+        '--rpc_port=0',
+        '--metrics_port=0',
+        '--enable_metric_reporting=false',
+        `--ha_commit_acks=${acks}`,
+        `--ha_lease_ms=${LEASE_MS}`,
+        ...backend.masterArgs,
+      ]);
       await h.waitFor(/store_master listening/);
       masters.push(h);
     }
@@ -111,7 +126,14 @@ async function scenario(makeBackend: (run: Run) => Promise<Backend>, acks: numbe
     for (let c = 0; c < 2; c++) {
       clients.push(
         await Client.setup(
-          { local_hostname: '127.0.0.1', metadata_server: 'P2PHANDSHAKE', global_segment_size: Math.max(64, Math.ceil((OBJECTS * SIZE * 2.5) / 2 ** 20)) << 20, local_buffer_size: 16 << 20, protocol: 'tcp', master_server_address: backend.discovery },
+          {
+            local_hostname: '127.0.0.1',
+            metadata_server: 'P2PHANDSHAKE',
+            global_segment_size: Math.max(64, Math.ceil((OBJECTS * SIZE * 2.5) / 2 ** 20)) << 20,
+            local_buffer_size: 16 << 20,
+            protocol: 'tcp',
+            master_server_address: backend.discovery,
+          },
           { checksums: true, heartbeatIntervalMs: 200, log: () => {} },
         ),
       );

@@ -14,7 +14,9 @@ const MAIN = arg('main', fileURLToPath(new URL('../master/main.js', import.meta.
 const PHASE_MS = 3000;
 
 async function main(): Promise<void> {
-  const proc = spawn(process.execPath, [MAIN, '--rpc_address=127.0.0.1', '--rpc_port=0', '--metrics_port=0', '--enable_metric_reporting=false'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(process.execPath, [MAIN, '--rpc_address=127.0.0.1', '--rpc_port=0', '--metrics_port=0', '--enable_metric_reporting=false'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let err = '';
   const rpc = await new Promise<string>((resolve, reject) => {
     proc.stderr.on('data', (d: Buffer) => {
@@ -27,7 +29,15 @@ async function main(): Promise<void> {
   const client = new grpc.Client(rpc, grpc.credentials.createInsecure());
   const ping = Buffer.from([0x0a, 0x03, 0x61, 0x62, 0x63]); // PingRequest{client_id: "abc"}
   const call = (): Promise<Buffer> =>
-    new Promise((resolve, reject) => client.makeUnaryRequest('/store.MasterService/Ping', (b: Buffer) => b, (b: Buffer) => b, ping, (e, r) => (e ? reject(e) : resolve(r as Buffer))));
+    new Promise((resolve, reject) =>
+      client.makeUnaryRequest(
+        '/store.MasterService/Ping',
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        ping,
+        (e, r) => (e ? reject(e) : resolve(r as Buffer)),
+      ),
+    );
   for (let i = 0; i < 500; i++) await call();
   for (const inFlight of [1, 64]) {
     let n = 0;

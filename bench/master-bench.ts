@@ -147,7 +147,14 @@ interface Rates {
 async function throughput(address: string): Promise<Rates> {
   const c = await MasterClient.connect(address, { requestTimeoutMs: 30_000 });
   for (let s = 0; s < SEGMENTS; s++) {
-    const r = await c.mountSegment({ buffer: (s + 1) * 2 * TB, size: TB, segment_name: `bench-seg-${s}`, client_id: CLIENT, te_endpoint: `127.0.0.1:${20000 + s}`, protocol: 'tcp' });
+    const r = await c.mountSegment({
+      buffer: (s + 1) * 2 * TB,
+      size: TB,
+      segment_name: `bench-seg-${s}`,
+      client_id: CLIENT,
+      te_endpoint: `127.0.0.1:${20000 + s}`,
+      protocol: 'tcp',
+    });
     if (r.status_code !== 0 && r.status_code !== -401) throw new Error(`MountSegment failed: ${r.status_code}`);
   }
   // a real client pings well within --client_ttl; without it the master drops our segments
@@ -237,7 +244,19 @@ function heapPerObject(): void {
   const gc = runInNewContext('gc') as () => void;
   const core = new MasterCore({ ...defaultMasterCoreConfig, viewVersion: 1 });
   for (let s = 0; s < SEGMENTS; s++) {
-    core.mountSegment({ buffer: (s + 1) * 2 * TB, size: TB, segment_name: `heap-seg-${s}`, client_id: CLIENT, segment_id: '', te_endpoint: `127.0.0.1:${20000 + s}`, protocol: 'tcp', incarnation: 0 }, 0);
+    core.mountSegment(
+      {
+        buffer: (s + 1) * 2 * TB,
+        size: TB,
+        segment_name: `heap-seg-${s}`,
+        client_id: CLIENT,
+        segment_id: '',
+        te_endpoint: `127.0.0.1:${20000 + s}`,
+        protocol: 'tcp',
+        incarnation: 0,
+      },
+      0,
+    );
   }
   gc();
   gc();
@@ -254,7 +273,9 @@ function heapPerObject(): void {
   gc();
   const after = process.memoryUsage().heapUsed;
   const perObject = (after - before) / HEAP_OBJECTS;
-  console.log(`heap per object: ${perObject.toFixed(0)} bytes (target <= 400: ${perObject <= 400 ? 'met' : 'MISSED'}) (MasterCore in this process after global.gc(), ${fmt(HEAP_OBJECTS)} objects, keys of 27 chars, 1 replica x 1 slice; includes the key strings)`);
+  console.log(
+    `heap per object: ${perObject.toFixed(0)} bytes (target <= 400: ${perObject <= 400 ? 'met' : 'MISSED'}) (MasterCore in this process after global.gc(), ${fmt(HEAP_OBJECTS)} objects, keys of 27 chars, 1 replica x 1 slice; includes the key strings)`,
+  );
   console.log(`  in-process PutStart+PutEnd without RPC: ${fmt(HEAP_OBJECTS / secs)} pairs/s; stats: ${JSON.stringify(core.stats(2))}`);
 }
 
@@ -264,13 +285,21 @@ async function main(): Promise<void> {
   const given = arg('master', '');
   const master = given ? { proc: undefined, address: given } : await startMaster();
   const echo = await startEcho();
-  console.log(`store_master bench: master ${master.address}${given ? ' (given)' : ' (started here)'}${SNAPSHOTS ? ` with --enable_snapshot --change_log_sync=${LOG_SYNC}` : ''}; echo ${echo.address}; ${PHASE_MS} ms per phase; node ${process.version}; ${availableParallelism()} CPUs, load average ${loadavg()[0].toFixed(1)}`);
+  console.log(
+    `store_master bench: master ${master.address}${given ? ' (given)' : ' (started here)'}${SNAPSHOTS ? ` with --enable_snapshot --change_log_sync=${LOG_SYNC}` : ''}; echo ${echo.address}; ${PHASE_MS} ms per phase; node ${process.version}; ${availableParallelism()} CPUs, load average ${loadavg()[0].toFixed(1)}`,
+  );
   try {
     const rates = await throughput(master.address);
     const grl = rates.grl;
     const ech = await echoRates(echo.address);
     console.log(`GetReplicaList vs echo: ${((100 * grl[0]) / ech[0]).toFixed(0)}% of echo at 1 in flight, ${((100 * grl[1]) / ech[1]).toFixed(0)}% at 64 in flight`);
-    console.log(`targets: GetReplicaList >= 7,000/s (1 in flight): ${grl[0] >= 7000 ? 'met' : 'MISSED'}; >= 30,000/s (64): ${grl[1] >= 30000 ? 'met' : 'MISSED'}; batch >= 1,000,000 keys/s: ${Object.entries(rates.batchKeys).map(([form, k]) => `${form} ${k >= 1e6 ? 'met' : 'MISSED'} (${fmt(k)})`).join(', ')}`);
+    console.log(
+      `targets: GetReplicaList >= 7,000/s (1 in flight): ${grl[0] >= 7000 ? 'met' : 'MISSED'}; >= 30,000/s (64): ${grl[1] >= 30000 ? 'met' : 'MISSED'}; batch >= 1,000,000 keys/s: ${Object.entries(
+        rates.batchKeys,
+      )
+        .map(([form, k]) => `${form} ${k >= 1e6 ? 'met' : 'MISSED'} (${fmt(k)})`)
+        .join(', ')}`,
+    );
   } finally {
     master.proc?.kill('SIGTERM');
     echo.proc.kill('SIGTERM');

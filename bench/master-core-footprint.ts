@@ -63,9 +63,7 @@ function main(): void {
     if (e.pending === 0) break;
   }
   const evictMs = performance.now() - t0;
-  console.log(
-    `evict: ${evicted} objects in ${evictMs.toFixed(1)} ms (${((evictMs * 1000) / evicted).toFixed(2)} us/object), ${steps} steps, longest step ${worst.toFixed(1)} ms`,
-  );
+  console.log(`evict: ${evicted} objects in ${evictMs.toFixed(1)} ms (${((evictMs * 1000) / evicted).toFixed(2)} us/object), ${steps} steps, longest step ${worst.toFixed(1)} ms`);
   // Unmounting walks every object once (no per-segment index): the small segment costs about what a big one does.
   let objects = core.stats(evictAt).objects;
   t0 = performance.now();

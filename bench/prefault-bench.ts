@@ -50,7 +50,9 @@ async function main(): Promise<void> {
     return `populate (${h.method}), ${h.threads} threads`;
   });
   for (const row of [js, one, all]) {
-    console.log(`  ${row.how.padEnd(34)} ${row.gbps.toFixed(2).padStart(6)} GB/s  ${(row.gbps / js.gbps).toFixed(2)}x the JS fill  (${(GiB / 1e9 / row.gbps).toFixed(2)} s per GiB)`);
+    console.log(
+      `  ${row.how.padEnd(34)} ${row.gbps.toFixed(2).padStart(6)} GB/s  ${(row.gbps / js.gbps).toFixed(2)}x the JS fill  (${(GiB / 1e9 / row.gbps).toFixed(2)} s per GiB)`,
+    );
   }
 }
 

@@ -20,7 +20,12 @@ const SIZE = Number(process.env.BENCH_SIZE ?? MiB);
 
 async function main(): Promise<void> {
   const segment = Math.ceil((OBJECTS * SIZE * 2.5) / MiB / 2); // room for 2 replicas + the peer's puts over 2 live segments
-  const cluster = await LocalCluster.start({ storeServices: 3, segmentSize: `${segment}MB`, masterArgs: ['--client_ttl=2s'], echo: process.env.BENCH_DEBUG ? (l) => console.log(l) : undefined });
+  const cluster = await LocalCluster.start({
+    storeServices: 3,
+    segmentSize: `${segment}MB`,
+    masterArgs: ['--client_ttl=2s'],
+    echo: process.env.BENCH_DEBUG ? (l) => console.log(l) : undefined,
+  });
   let client: Client | undefined;
   try {
     client = await Client.setup(cluster.clientConfig({ local_buffer_size: 64 * MiB }));

@@ -110,7 +110,12 @@ async function runPython(socket: string, segment: string, placement: string, out
       continue;
     }
     if (!j.case) continue;
-    const res: Result = { client: 'python', placement, row: j.case, r: { opsPerSec: j.ops_per_s ?? NaN, gbps: j.gb_per_s ?? NaN, p50ms: (j.p50_us ?? NaN) / 1000, p99ms: (j.p99_us ?? NaN) / 1000 } };
+    const res: Result = {
+      client: 'python',
+      placement,
+      row: j.case,
+      r: { opsPerSec: j.ops_per_s ?? NaN, gbps: j.gb_per_s ?? NaN, p50ms: (j.p50_us ?? NaN) / 1000, p99ms: (j.p99_us ?? NaN) / 1000 },
+    };
     out.push(res);
     printRows([res]);
   }

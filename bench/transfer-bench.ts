@@ -112,10 +112,14 @@ async function redisOps(port: number, size: number, clients: number): Promise<{ 
 async function main(life: BenchLifecycle): Promise<void> {
   const pumpPeer = spawn(process.execPath, [fileURLToPath(import.meta.url), '--pump-peer'], { stdio: ['pipe', 'pipe', 'inherit'] });
   const pumpExited = once(pumpPeer, 'exit');
-  life.own('pump peer', async () => {
-    pumpPeer.stdin.end(); // it exits when its stdin ends
-    if (pumpPeer.exitCode === null && pumpPeer.signalCode === null) await pumpExited;
-  }, () => pumpPeer.kill('SIGKILL'));
+  life.own(
+    'pump peer',
+    async () => {
+      pumpPeer.stdin.end(); // it exits when its stdin ends
+      if (pumpPeer.exitCode === null && pumpPeer.signalCode === null) await pumpExited;
+    },
+    () => pumpPeer.kill('SIGKILL'),
+  );
   const pumpPort = await new Promise<number>((resolve, reject) => {
     createInterface({ input: pumpPeer.stdout }).once('line', (l) => resolve(Number(l)));
     pumpPeer.once('exit', (c) => reject(new Error(`pump peer exited (${c})`)));
@@ -141,21 +145,31 @@ async function main(life: BenchLifecycle): Promise<void> {
   if (redis) {
     const r = redis;
     const exited = once(r, 'exit');
-    life.own('redis-server', async () => {
-      if (r.exitCode !== null || r.signalCode !== null) return;
-      r.kill('SIGTERM');
-      await exited;
-    }, () => r.kill('SIGKILL'));
+    life.own(
+      'redis-server',
+      async () => {
+        if (r.exitCode !== null || r.signalCode !== null) return;
+        r.kill('SIGTERM');
+        await exited;
+      },
+      () => r.kill('SIGKILL'),
+    );
   }
 
   const cluster = await LocalCluster.start({ storeServices: 1, segmentSize: SEGMENT_SIZE, masterArgs: [`--default_kv_lease_ttl=${LEASE_TTL_MS}ms`] });
-  life.own('store_master and store_service', () => cluster.stop(), () => cluster.killAllNow());
+  life.own(
+    'store_master and store_service',
+    () => cluster.stop(),
+    () => cluster.killAllNow(),
+  );
   const client = await Client.setup(cluster.clientConfig({ local_buffer_size: 320 * MiB }), { bufferPool: { acquireTimeoutMs: 60_000 } });
   life.own('client', () => client.close());
 
   try {
     console.log(`transfer bench: master ${cluster.master.rpc}, store_service ${cluster.services[0].endpoint} (separate processes), client = this process`);
-    console.log(`Put = PutStart + staging copy + engine WRITE + PutEnd; Get = GetReplicaList + engine READ (into a result-arena Buffer from 32 KiB, else staging + copy out); batch = ${BATCH} objects per call, 1 call in flight; zcopy = put from / getInto a registered allocBuffer lease`);
+    console.log(
+      `Put = PutStart + staging copy + engine WRITE + PutEnd; Get = GetReplicaList + engine READ (into a result-arena Buffer from 32 KiB, else staging + copy out); batch = ${BATCH} objects per call, 1 call in flight; zcopy = put from / getInto a registered allocBuffer lease`,
+    );
     console.log(`p50/p99 are per call (a batch call moves ${BATCH} objects); machine: ${cpus().length} cores, load average ${loadavg()[0].toFixed(1)}`);
     console.log(`warm-up: ${await warmUp(client)} ops, not measured\n`);
     const results = new Map<string, Row>();
@@ -187,8 +201,11 @@ async function main(life: BenchLifecycle): Promise<void> {
           const bad = r.find((x) => x.error)?.error;
           if (bad) throw bad;
         });
-        for (const [op, r] of [['put', put], ['get', get]] as const) {
-                    results.set(`${op}-${size}-${mode}`, r);
+        for (const [op, r] of [
+          ['put', put],
+          ['get', get],
+        ] as const) {
+          results.set(`${op}-${size}-${mode}`, r);
           console.log(
             ` ${op.padEnd(5)} ${fmtSize(size).padStart(8)}  ${mode.padEnd(10)} ${r.gbps.toFixed(3).padStart(8)} ${r.opsPerSec.toFixed(0).padStart(9)} ${r.p50ms.toFixed(3).padStart(9)} ${r.p99ms.toFixed(3).padStart(9)}`,
           );

@@ -17,7 +17,8 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const template = (...set: string[]) => execFileSync(helm, ['template', 'store', CHART, '--namespace', 'store-system', '--include-crds', ...set.flatMap((s) => ['--set', s])], { encoding: 'utf8' });
+const template = (...set: string[]) =>
+  execFileSync(helm, ['template', 'store', CHART, '--namespace', 'store-system', '--include-crds', ...set.flatMap((s) => ['--set', s])], { encoding: 'utf8' });
 const docs = (text: string) => (yaml.loadAll(text) as any[]).filter(Boolean);
 const byKind = (objs: any[], kind: string) => objs.filter((o) => o.kind === kind);
 
@@ -38,10 +39,28 @@ describe('charts/store', () => {
     const dep = byKind(objs, 'Deployment')[0];
     expect(dep.spec.replicas).toBe(2);
     const args: string[] = dep.spec.template.spec.containers[0].args;
-    expect(args).toEqual(expect.arrayContaining(['run', '--leader-elect=true', '--webhook-port=9443', '--webhook-service=store-operator-webhook', '--webhook-config=store-operator', '--image=ghcr.io/kvcache-store/store:2.0.0']));
-    expect(byKind(objs, 'CustomResourceDefinition').map((c) => c.metadata.name).sort()).toEqual(['storeclusters.store.kvcache.io', 'storesegments.store.kvcache.io']);
+    expect(args).toEqual(
+      expect.arrayContaining([
+        'run',
+        '--leader-elect=true',
+        '--webhook-port=9443',
+        '--webhook-service=store-operator-webhook',
+        '--webhook-config=store-operator',
+        '--image=ghcr.io/kvcache-store/store:2.0.0',
+      ]),
+    );
+    expect(
+      byKind(objs, 'CustomResourceDefinition')
+        .map((c) => c.metadata.name)
+        .sort(),
+    ).toEqual(['storeclusters.store.kvcache.io', 'storesegments.store.kvcache.io']);
     const hook = byKind(objs, 'MutatingWebhookConfiguration')[0].webhooks[0];
-    expect(hook).toMatchObject({ failurePolicy: 'Ignore', sideEffects: 'None', admissionReviewVersions: ['v1'], clientConfig: { service: { name: 'store-operator-webhook', namespace: 'store-system', path: '/mutate-pods' } } });
+    expect(hook).toMatchObject({
+      failurePolicy: 'Ignore',
+      sideEffects: 'None',
+      admissionReviewVersions: ['v1'],
+      clientConfig: { service: { name: 'store-operator-webhook', namespace: 'store-system', path: '/mutate-pods' } },
+    });
     expect(hook.matchConditions[0].expression).toContain('store.kvcache.io/inject');
     expect(hook.namespaceSelector.matchExpressions[0].values).toEqual(['store-system', 'kube-system', 'kube-public', 'kube-node-lease']);
     const role = byKind(objs, 'ClusterRole').find((r) => r.metadata.name === 'store-operator');
@@ -61,7 +80,11 @@ describe('charts/store', () => {
     expect(byKind(objs, 'MutatingWebhookConfiguration')[0].webhooks[0].failurePolicy).toBe('Fail');
     expect(byKind(objs, 'Deployment')[0].spec.template.spec.containers[0].args).toEqual(expect.arrayContaining(['--cert-dir=/tls', '--namespace=ml']));
     expect(byKind(objs, 'ClusterRole')).toEqual([]);
-    expect(byKind(objs, 'Role').map((r) => r.metadata.namespace).sort()).toEqual(['ml', 'store-system']);
+    expect(
+      byKind(objs, 'Role')
+        .map((r) => r.metadata.namespace)
+        .sort(),
+    ).toEqual(['ml', 'store-system']);
     expect(byKind(objs, 'ServiceMonitor')[0].spec.endpoints[0].port).toBe('metrics');
   });
 
@@ -80,8 +103,17 @@ describe('charts/store', () => {
   it('produces manifests kubectl recognises offline (chart, CRDs and examples)', () => {
     const file = join(dir, 'all.yaml');
     writeFileSync(file, template());
-    const names = (f: string) => execFileSync('kubectl', ['annotate', '--local', '-f', f, 'check=1', '-o', 'name'], { encoding: 'utf8', env: { ...process.env, KUBECONFIG: '/dev/null' } }).trim().split('\n');
-    expect(names(file)).toEqual(expect.arrayContaining(['deployment.apps/store-operator', 'customresourcedefinition.apiextensions.k8s.io/storeclusters.store.kvcache.io', 'mutatingwebhookconfiguration.admissionregistration.k8s.io/store-operator']));
+    const names = (f: string) =>
+      execFileSync('kubectl', ['annotate', '--local', '-f', f, 'check=1', '-o', 'name'], { encoding: 'utf8', env: { ...process.env, KUBECONFIG: '/dev/null' } })
+        .trim()
+        .split('\n');
+    expect(names(file)).toEqual(
+      expect.arrayContaining([
+        'deployment.apps/store-operator',
+        'customresourcedefinition.apiextensions.k8s.io/storeclusters.store.kvcache.io',
+        'mutatingwebhookconfiguration.admissionregistration.k8s.io/store-operator',
+      ]),
+    );
     expect(names('crds/examples/inference-pod.yaml')).toEqual(['pod/llm-server']);
   });
 });

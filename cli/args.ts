@@ -119,13 +119,13 @@ export const COMMANDS: readonly CommandSpec[] = [
     args: 'SIZE',
     minArgs: 1,
     maxArgs: 1,
-    summary: "mount SIZE bytes (e.g. 4GB) as segments of a store service (its REST /api/mount)",
+    summary: 'mount SIZE bytes (e.g. 4GB) as segments of a store service (its REST /api/mount)',
     details: ['With --shm NAME the memory is that POSIX shm object (/api/mount_shm), from --offset.'],
     options: {
       service: { type: 'string', value: 'URL', help: 'store service HTTP address (default $STORE_SERVICE_HTTP_ADDRESS, else http://127.0.0.1:8080)' },
       shm: { type: 'string', value: 'NAME', help: 'mount an existing POSIX shm object instead of memory of the service' },
       offset: { type: 'string', value: 'SIZE', help: 'offset in the shm object (a multiple of 4096; default 0)' },
-      location: { type: 'string', value: 'TEXT', help: 'a free-form hint shown in the service\'s /segments' },
+      location: { type: 'string', value: 'TEXT', help: "a free-form hint shown in the service's /segments" },
     },
   },
   {

@@ -24,7 +24,11 @@ export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
 /** A failure the CLI itself detected, with the exit code it means. */
 export class CliError extends Error {
   override name = 'CliError';
-  constructor(readonly exitCode: ExitCodeValue, message: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly exitCode: ExitCodeValue,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
   }
 }

@@ -45,7 +45,9 @@ async function main(): Promise<void> {
   }
   const ctx: CliContext = { inv, env: process.env, stdin: process.stdin, stdout: process.stdout, stderr: process.stderr };
   try {
-    await (await RUN[inv.command]())(ctx);
+    await (
+      await RUN[inv.command]()
+    )(ctx);
   } catch (e) {
     if (process.env.STORE_CLI_VERBOSE === '1' && e instanceof Error) process.stderr.write(`${e.stack}\n`);
     process.stderr.write(errorLine(inv.command, e) + '\n');

@@ -31,7 +31,10 @@ describe('progress', () => {
   });
 
   it('draws nothing on a pipe or when disabled', () => {
-    for (const [tty, on] of [[false, true], [true, false]] as const) {
+    for (const [tty, on] of [
+      [false, true],
+      [true, false],
+    ] as const) {
       const { out, s } = sink(tty);
       const p = new Progress(s, on, () => 0);
       p.start('writing', 10);

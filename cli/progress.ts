@@ -33,7 +33,11 @@ export class Progress {
   private shown = false;
 
   /** Draws only when `enabled` (not --quiet, a large value) and `out` is a terminal. */
-  constructor(private readonly out: ProgressSink, private readonly enabled: boolean, private readonly now: () => number = () => performance.now()) {}
+  constructor(
+    private readonly out: ProgressSink,
+    private readonly enabled: boolean,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
 
   get active(): boolean {
     return this.enabled && this.out.isTTY === true;

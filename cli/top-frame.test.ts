@@ -26,7 +26,10 @@ describe('topStats', () => {
   });
 
   it('computes rates per second and the hit rate between two scrapes', () => {
-    const st = topStats(scrape(2000, { puts: 30, gets: 120, misses: 30, batchGets: 10, evictions: 4, objects: 9, leader: 1 }), scrape(0, { puts: 10, gets: 20, misses: 5, objects: 7 }));
+    const st = topStats(
+      scrape(2000, { puts: 30, gets: 120, misses: 30, batchGets: 10, evictions: 4, objects: 9, leader: 1 }),
+      scrape(0, { puts: 10, gets: 20, misses: 5, objects: 7 }),
+    );
     expect(st.interval_s).toBe(2);
     expect(st.rates).toEqual({ puts_per_s: 10, gets_per_s: 55, rpc_per_s: 65, errors_per_s: 12.5, evictions_per_s: 2, hit_rate: 0.75 });
     expect(st.methods).toEqual([

@@ -105,11 +105,19 @@ export function renderTop(st: TopStats, source: string, clock: string): string {
   lines.push(`memory    used ${formatSize(st.used_bytes)} of ${formatSize(st.capacity_bytes)} (${percent(st.used_bytes, st.capacity_bytes)})`);
   const r = st.rates;
   if (r) {
-    lines.push(`rates     puts/s ${rate(r.puts_per_s)}   gets/s ${rate(r.gets_per_s)}   hit rate ${r.hit_rate === null ? '-' : `${(100 * r.hit_rate).toFixed(1)}%`}   evictions/s ${rate(r.evictions_per_s)}`);
+    lines.push(
+      `rates     puts/s ${rate(r.puts_per_s)}   gets/s ${rate(r.gets_per_s)}   hit rate ${r.hit_rate === null ? '-' : `${(100 * r.hit_rate).toFixed(1)}%`}   evictions/s ${rate(r.evictions_per_s)}`,
+    );
     lines.push(`rpc       calls/s ${rate(r.rpc_per_s)}   errors/s ${rate(r.errors_per_s)}`);
     if (st.methods.length) {
       lines.push('');
-      lines.push(table(['METHOD', 'CALLS/S'], st.methods.slice(0, 10).map((m) => [m.method, rate(m.per_s)]), [false, true]).trimEnd());
+      lines.push(
+        table(
+          ['METHOD', 'CALLS/S'],
+          st.methods.slice(0, 10).map((m) => [m.method, rate(m.per_s)]),
+          [false, true],
+        ).trimEnd(),
+      );
     }
   } else {
     lines.push('rates     (after the next scrape)');

@@ -12,7 +12,6 @@ function region(address: number, size: number, released: number[] = []): PoolReg
   return { address, size, view: bufferView(Buffer.alloc(size)), release: () => released.push(address) };
 }
 
-
 function pool(size: number, extra: Partial<ConstructorParameters<typeof BufferPool>[0]> = {}) {
   return new BufferPool({ primary: region(0x10000, size), allocator: new OffsetAllocator('local', 0, size), ...extra });
 }

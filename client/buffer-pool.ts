@@ -118,12 +118,16 @@ export class BufferPool {
       const w: Waiter = { size, resolve, reject };
       if (timeoutMs > 0 && Number.isFinite(timeoutMs)) {
         // keepAlive: the waiter's promise settles even when nothing else holds the process open
-        w.cancel = (this.opts.clock ?? realClock).schedule(timeoutMs, () => {
-          const i = this.waiters.indexOf(w);
-          if (i >= 0) this.waiters.splice(i, 1);
-          reject(new BufferExhaustedError(`no ${size} B staging buffer within ${timeoutMs} ms (${this.leases} leases, ${this.leasedBytes} B outstanding)`));
-          this.drain();
-        }, { keepAlive: true });
+        w.cancel = (this.opts.clock ?? realClock).schedule(
+          timeoutMs,
+          () => {
+            const i = this.waiters.indexOf(w);
+            if (i >= 0) this.waiters.splice(i, 1);
+            reject(new BufferExhaustedError(`no ${size} B staging buffer within ${timeoutMs} ms (${this.leases} leases, ${this.leasedBytes} B outstanding)`));
+            this.drain();
+          },
+          { keepAlive: true },
+        );
       }
       this.waiters.push(w);
     });

@@ -43,9 +43,7 @@ export type TransportKind = (typeof TRANSPORTS)[number];
 export type Direction = 'read' | 'write';
 
 /** Latency buckets in seconds: 50 us .. 10 s. */
-export const LATENCY_BUCKETS_S: readonly number[] = [
-  0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
-];
+export const LATENCY_BUCKETS_S: readonly number[] = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /** What a data path reports its byte movements to. */
 export interface TransferMeter {
@@ -210,7 +208,11 @@ export class ClientMetrics {
         },
       });
     };
-    perTransport('store_client_transport_bytes_total', 'bytes moved by the data path, by transport (memcpy: own segment; inline: same-host inline read; engine: transfer engine) and direction', this.tBytes);
+    perTransport(
+      'store_client_transport_bytes_total',
+      'bytes moved by the data path, by transport (memcpy: own segment; inline: same-host inline read; engine: transfer engine) and direction',
+      this.tBytes,
+    );
     perTransport('store_client_transport_pieces_total', 'pieces (one handle each) moved by the data path, by transport and direction', this.tPieces);
   }
 
@@ -361,7 +363,11 @@ export interface RegionTotals {
 /** Adds the region gauges, read from `totals` at scrape time (once per registry). */
 export function addRegionGauges(m: ClientMetrics, totals: () => RegionTotals): void {
   if (m.registry.getSingleMetric('store_client_regions_mapped')) return; // a ClientMetrics shared by several clients
-  m.addGauge('store_client_regions_mapped', 'memory regions this client holds mapped: segments (draining ones too), local buffer, result arena, overflow buffers', () => totals().regions);
+  m.addGauge(
+    'store_client_regions_mapped',
+    'memory regions this client holds mapped: segments (draining ones too), local buffer, result arena, overflow buffers',
+    () => totals().regions,
+  );
   m.addGauge('store_client_mapped_bytes', 'bytes of the segments, local buffer and result arena this client holds mapped', () => totals().bytes);
   m.addGauge('store_client_segments_mounted', 'segments this client has mounted with the master (not being unmounted)', () => totals().segmentsMounted);
 }

@@ -334,7 +334,6 @@ export class Client implements StoreClient {
     if (parseMasterAddress(this.settings.masterAddress, this.options.env ?? process.env).kind !== 'direct') this.followLeader();
   }
 
-
   /** The local buffer (staging pool, with overflow regions on demand) and the result arena. */
   private mapLocalMemory(): void {
     const s = this.settings;
@@ -351,7 +350,12 @@ export class Client implements StoreClient {
             ? undefined
             : (size) => {
                 const { region: r } = this.mapRegion(size, `store-overflow-${this.clientId}`, false);
-                return { address: r.address, size: r.size, view: (o, n) => r.view(o, n), release: () => void this.unmapRegion(r).catch((e) => this.log('warn', `unmapping an overflow buffer failed: ${(e as Error).message}`)) };
+                return {
+                  address: r.address,
+                  size: r.size,
+                  view: (o, n) => r.view(o, n),
+                  release: () => void this.unmapRegion(r).catch((e) => this.log('warn', `unmapping an overflow buffer failed: ${(e as Error).message}`)),
+                };
               },
         maxRegions: po.maxRegions ?? po.max_regions,
         maxBytes: po.maxBytes ?? po.max_bytes,
@@ -451,7 +455,11 @@ export class Client implements StoreClient {
 
     if (this.metrics) {
       addRegionGauges(this.metrics, () => this.regionTotals());
-      this.mismatches = this.metrics.addCounter('store_client_checksum_mismatches_total', 'replicas whose bytes did not have the CRC-32C their writer recorded (the read tried the next replica)', ['segment']);
+      this.mismatches = this.metrics.addCounter(
+        'store_client_checksum_mismatches_total',
+        'replicas whose bytes did not have the CRC-32C their writer recorded (the read tried the next replica)',
+        ['segment'],
+      );
     }
   }
 
@@ -466,11 +474,8 @@ export class Client implements StoreClient {
           // Resolving and connecting change nothing on the master: an abort need not wait for them.
           const aborted = () => setupAborted(signal!, `during registration attempt ${attempt}`);
           this.masterEndpoint = await unlessAborted(resolveMasterAddress(s.masterAddress, this.options.env ?? process.env), signal, aborted, () => {});
-          this.master = await unlessAborted(
-            MasterClient.connect(this.masterEndpoint, { requestTimeoutMs: this.options.requestTimeoutMs }),
-            signal,
-            aborted,
-            (late) => late.close(),
+          this.master = await unlessAborted(MasterClient.connect(this.masterEndpoint, { requestTimeoutMs: this.options.requestTimeoutMs }), signal, aborted, (late) =>
+            late.close(),
           );
         }
         // A mount in flight is awaited (at most requestTimeoutMs): its outcome decides what to unmount.
@@ -542,22 +547,24 @@ export class Client implements StoreClient {
       this.settings.masterAddress,
       (leader) => {
         if (!leader || leader === this.masterEndpoint || this.closing) return;
-        switching = switching.then(() => this.serialized(async () => {
-          try {
-            const next = await MasterClient.connect(leader, { requestTimeoutMs: this.options.requestTimeoutMs });
-            const old = this.master;
-            this.master = next;
-            this.masterEndpoint = leader;
-            this.data.clearReplicaCache(); // the old leader's leases mean nothing to the new one
-            old?.close();
-            const segs = this.remountable();
-            this.log('warn', `master leader is now ${leader}; remounting ${segs.length} segment(s)`);
-            for (const seg of segs) await this.mount(seg, true);
-            this.log('info', `remounted ${segs.length} segment(s) on master leader ${leader}`);
-          } catch (e) {
-            this.log('warn', `switch to master leader ${leader} failed: ${(e as Error).message}`);
-          }
-        }));
+        switching = switching.then(() =>
+          this.serialized(async () => {
+            try {
+              const next = await MasterClient.connect(leader, { requestTimeoutMs: this.options.requestTimeoutMs });
+              const old = this.master;
+              this.master = next;
+              this.masterEndpoint = leader;
+              this.data.clearReplicaCache(); // the old leader's leases mean nothing to the new one
+              old?.close();
+              const segs = this.remountable();
+              this.log('warn', `master leader is now ${leader}; remounting ${segs.length} segment(s)`);
+              for (const seg of segs) await this.mount(seg, true);
+              this.log('info', `remounted ${segs.length} segment(s) on master leader ${leader}`);
+            } catch (e) {
+              this.log('warn', `switch to master leader ${leader} failed: ${(e as Error).message}`);
+            }
+          }),
+        );
       },
       { env: this.options.env ?? process.env, onError: (e) => this.log('warn', `leader lookup failed: ${e.message}`) },
     );
@@ -655,23 +662,41 @@ export class Client implements StoreClient {
 
   /** Stores `value` under `key` (immutable until removed). Rejects with ObjectExistsError if present. */
   put(key: string, value: Value, config?: PutConfig): Promise<void> {
-    return this.measure('put', () => this.data.put(key, value, config), () => valueBytes(value));
+    return this.measure(
+      'put',
+      () => this.data.put(key, value, config),
+      () => valueBytes(value),
+    );
   }
 
   /** Inserts or replaces `key`, reusing the existing placement when the layout allows. */
   upsert(key: string, value: Value, config?: PutConfig): Promise<void> {
-    return this.measure('upsert', () => this.data.upsert(key, value, config), () => valueBytes(value));
+    return this.measure(
+      'upsert',
+      () => this.data.upsert(key, value, config),
+      () => valueBytes(value),
+    );
   }
 
   /** Many puts: one BatchPutStart, one transfer batch, one BatchPutEnd. Per-key results. */
   putBatch(items: readonly { key: string; value: Value; config?: PutConfig }[]): Promise<BatchWriteResult[]> {
     const n = Array.isArray(items) ? items.length : 0;
-    return this.measure('put_batch', () => this.data.putBatch(items), batchBytes(this.metrics, 'put_batch', (_r, i) => valueBytes(items[i]?.value)), n);
+    return this.measure(
+      'put_batch',
+      () => this.data.putBatch(items),
+      batchBytes(this.metrics, 'put_batch', (_r, i) => valueBytes(items[i]?.value)),
+      n,
+    );
   }
 
   upsertBatch(items: readonly { key: string; value: Value; config?: PutConfig }[]): Promise<BatchWriteResult[]> {
     const n = Array.isArray(items) ? items.length : 0;
-    return this.measure('upsert_batch', () => this.data.upsertBatch(items), batchBytes(this.metrics, 'upsert_batch', (_r, i) => valueBytes(items[i]?.value)), n);
+    return this.measure(
+      'upsert_batch',
+      () => this.data.upsertBatch(items),
+      batchBytes(this.metrics, 'upsert_batch', (_r, i) => valueBytes(items[i]?.value)),
+      n,
+    );
   }
 
   /** The object's bytes. ObjectNotFoundError when absent; LeaseExpiredError if the read outlived its lease. */
@@ -681,7 +706,11 @@ export class Client implements StoreClient {
 
   /** The object's size, and its bytes when it holds at most `maxBytes` (a larger one is not read). */
   getBounded(key: string, maxBytes: number): Promise<{ size: number; value?: Buffer }> {
-    return this.measure('get', () => this.data.getBounded(key, maxBytes), (r) => r.value?.length ?? 0);
+    return this.measure(
+      'get',
+      () => this.data.getBounded(key, maxBytes),
+      (r) => r.value?.length ?? 0,
+    );
   }
 
   /** Reads into `target` (zero-copy when it is registered memory, e.g. from allocBuffer); returns the size. */
@@ -691,13 +720,23 @@ export class Client implements StoreClient {
 
   getBatch(keys: readonly string[]): Promise<BatchGetResult[]> {
     const n = Array.isArray(keys) ? keys.length : 0;
-    return this.measure('get_batch', () => this.data.getBatch(keys), batchBytes(this.metrics, 'get_batch', (r) => r.value?.length ?? 0), n);
+    return this.measure(
+      'get_batch',
+      () => this.data.getBatch(keys),
+      batchBytes(this.metrics, 'get_batch', (r) => r.value?.length ?? 0),
+      n,
+    );
   }
 
   /** Reads many objects, each into its target (registered targets directly); per-key size or error. */
   getIntoBatch(items: readonly { key: string; target: Uint8Array }[]): Promise<BatchGetIntoResult[]> {
     const n = Array.isArray(items) ? items.length : 0;
-    return this.measure('get_into_batch', () => this.data.getIntoBatch(items), batchBytes(this.metrics, 'get_into_batch', (r) => r.size ?? 0), n);
+    return this.measure(
+      'get_into_batch',
+      () => this.data.getIntoBatch(items),
+      batchBytes(this.metrics, 'get_into_batch', (r) => r.size ?? 0),
+      n,
+    );
   }
 
   /**
@@ -840,9 +879,7 @@ export class Client implements StoreClient {
 
   private async batchReplicaClearNow(objectKeys: readonly string[], segmentName: string, clientId: string): Promise<string[]> {
     for (const k of objectKeys) checkKey(k, `batchReplicaClear of ${objectKeys.length} keys`);
-    const res = await this.rpc('BatchReplicaClear', () =>
-      this.m().batchReplicaClear({ object_keys: [...objectKeys], client_id: clientId, segment_name: segmentName }),
-    );
+    const res = await this.rpc('BatchReplicaClear', () => this.m().batchReplicaClear({ object_keys: [...objectKeys], client_id: clientId, segment_name: segmentName }));
     this.status(res.status_code, 'batchReplicaClear');
     return res.cleared_keys;
   }
@@ -903,9 +940,7 @@ export class Client implements StoreClient {
     let res;
     try {
       // The master counts whole seconds; rounding up keeps the segment readable at least as asked.
-      res = await this.rpc('UnmountSegment', () =>
-        this.m().unmountSegment({ segment_name: seg.name, client_id: this.clientId, grace_period_seconds: Math.ceil(graceSeconds) }),
-      );
+      res = await this.rpc('UnmountSegment', () => this.m().unmountSegment({ segment_name: seg.name, client_id: this.clientId, grace_period_seconds: Math.ceil(graceSeconds) }));
     } catch (e) {
       if (previous) this.unmounting.set(seg, previous);
       else this.unmounting.delete(seg);

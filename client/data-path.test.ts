@@ -506,7 +506,10 @@ describe('inline reads (an engine that finishes small same-host reads synchronou
   it('keys outside the alphabet (common/key-rules.ts) are refused with INVALID_KEY before any master call', async () => {
     const { path, master } = inlineSetup();
     const refusedAs = async (p: Promise<unknown>, pattern: RegExp) => {
-      const e = await p.then(() => undefined, (x: unknown) => x);
+      const e = await p.then(
+        () => undefined,
+        (x: unknown) => x,
+      );
       expect(e).toBeInstanceOf(InvalidParamsError);
       expect((e as InvalidParamsError).code).toBe(ErrorCode.INVALID_KEY);
       expect((e as Error).message).toMatch(pattern);
@@ -544,7 +547,12 @@ describe('writes that meet an unreachable segment', () => {
     await path.put('k', value, { replica_num: 2 }); // first a+b (b dead), then c+a
     expect(master.revoked).toEqual(['k']);
     expect([...master.avoided]).toEqual(['b:1']);
-    expect(master.objects.get('k')!.replicas.map((r) => r.handles[0].te_endpoint).sort()).toEqual(['a:1', 'c:1']);
+    expect(
+      master.objects
+        .get('k')!
+        .replicas.map((r) => r.handles[0].te_endpoint)
+        .sort(),
+    ).toEqual(['a:1', 'c:1']);
     expect((await path.get('k')).equals(value)).toBe(true);
     // every store dead: one retry, then the error
     engine.dead.add('a:1');

@@ -455,7 +455,14 @@ export class DummyClient implements StoreClient {
         });
       }
       // Too large to come back inside one reply: read each into a lease of its size.
-      return Promise.all(keys.map((key) => this.get(key).then((value) => ({ key, value }), (error: StoreError) => ({ key, error }))));
+      return Promise.all(
+        keys.map((key) =>
+          this.get(key).then(
+            (value) => ({ key, value }),
+            (error: StoreError) => ({ key, error }),
+          ),
+        ),
+      );
     });
   }
 
@@ -464,14 +471,23 @@ export class DummyClient implements StoreClient {
     return this.run(async (c) => {
       if (!c.shared || items.some((it) => !this.locate(it.target))) {
         // Targets outside shared memory: one call per key, each staged.
-        return Promise.all(items.map((it) => this.getInto(it.key, it.target).then((size) => ({ key: it.key, size }), (error: StoreError) => ({ key: it.key, error }))));
+        return Promise.all(
+          items.map((it) =>
+            this.getInto(it.key, it.target).then(
+              (size) => ({ key: it.key, size }),
+              (error: StoreError) => ({ key: it.key, error }),
+            ),
+          ),
+        );
       }
       const reqItems = [];
       for (const it of items) reqItems.push({ key: it.key, target: await this.span(c, it.target) });
       const r = await this.call(c, m('BatchGetInto'), { items: reqItems });
       return items.map((it, i) => {
         const x = (r.results as ItemReply[])[i];
-        return x.status_code === ErrorCode.OK ? { key: it.key, size: Number(x.size) } : { key: it.key, error: remoteStoreError(x.status_code, x.error, `get ${JSON.stringify(it.key)}`) };
+        return x.status_code === ErrorCode.OK
+          ? { key: it.key, size: Number(x.size) }
+          : { key: it.key, error: remoteStoreError(x.status_code, x.error, `get ${JSON.stringify(it.key)}`) };
       });
     });
   }

@@ -46,19 +46,17 @@ export class FenceKeeper {
       }
       const entry = { incarnation: seg.incarnation, version, done: false };
       this.installed.set(f.segment_name, entry);
-      this.d
-        .setFence(seg.address, { below: Number(f.below), revoked: f.revoked.map(Number) })
-        .then(
-          () => {
-            entry.done = true;
-            // Acknowledge only if the segment is still the one fenced (a remount re-registers it).
-            if (this.d.segment(f.segment_name)?.incarnation === entry.incarnation) this.acks.push({ segment_name: f.segment_name, version: f.version });
-          },
-          (e: Error) => {
-            if (this.installed.get(f.segment_name) === entry) this.installed.delete(f.segment_name);
-            this.d.log?.(`installing the write fence of ${f.segment_name} failed: ${e.message}`);
-          },
-        );
+      this.d.setFence(seg.address, { below: Number(f.below), revoked: f.revoked.map(Number) }).then(
+        () => {
+          entry.done = true;
+          // Acknowledge only if the segment is still the one fenced (a remount re-registers it).
+          if (this.d.segment(f.segment_name)?.incarnation === entry.incarnation) this.acks.push({ segment_name: f.segment_name, version: f.version });
+        },
+        (e: Error) => {
+          if (this.installed.get(f.segment_name) === entry) this.installed.delete(f.segment_name);
+          this.d.log?.(`installing the write fence of ${f.segment_name} failed: ${e.message}`);
+        },
+      );
     }
   }
 

@@ -46,7 +46,11 @@ describe('heartbeat', () => {
     let release: (() => void) | undefined;
     const hb = new Heartbeat({
       intervalMs: 1000,
-      ping: () => new Promise((r) => { pings++; release = () => r(answer(false)); }),
+      ping: () =>
+        new Promise((r) => {
+          pings++;
+          release = () => r(answer(false));
+        }),
       remount: async () => {},
       clock,
     });

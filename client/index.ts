@@ -3,7 +3,16 @@
 export { Client, type ClientOptions, type SegmentInfo } from './client.js';
 export { DummyClient, type DummyClientOptions } from './dummy-client.js';
 export type { StoreClient } from './store-client.js';
-export { ClientMetrics, clientMetricsSettings, CLIENT_OPS, TRANSPORTS, LATENCY_BUCKETS_S, type ClientOp, type ClientMetricsSettings, type TransportKind } from './client-metrics.js';
+export {
+  ClientMetrics,
+  clientMetricsSettings,
+  CLIENT_OPS,
+  TRANSPORTS,
+  LATENCY_BUCKETS_S,
+  type ClientOp,
+  type ClientMetricsSettings,
+  type TransportKind,
+} from './client-metrics.js';
 export type { ClientSetupConfig, ClientSettings } from './setup-config.js';
 export type { Value, PutConfig, BatchWriteResult, BatchGetResult, BatchGetIntoResult } from './data-path.js';
 export { BufferPool, BufferLease, type BufferPoolOptions, type PoolRegion } from './buffer-pool.js';

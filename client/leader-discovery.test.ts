@@ -10,7 +10,11 @@ describe('parseMasterAddress', () => {
   });
 
   it('reads etcd endpoints and the cluster id from the path, the env, or the default', () => {
-    expect(parseMasterAddress('etcd://10.0.0.1:2379;10.0.0.2:2379', {})).toEqual({ kind: 'etcd', endpoints: ['http://10.0.0.1:2379', 'http://10.0.0.2:2379'], clusterId: 'store_cluster' });
+    expect(parseMasterAddress('etcd://10.0.0.1:2379;10.0.0.2:2379', {})).toEqual({
+      kind: 'etcd',
+      endpoints: ['http://10.0.0.1:2379', 'http://10.0.0.2:2379'],
+      clusterId: 'store_cluster',
+    });
     expect(parseMasterAddress('etcd://e:2379', { MC_STORE_CLUSTER_ID: 'prod' })).toMatchObject({ clusterId: 'prod' });
     expect(parseMasterAddress('etcd://e:2379/blue', { MC_STORE_CLUSTER_ID: 'prod' })).toMatchObject({ clusterId: 'blue' });
     expect(parseMasterAddress('redis://r:6379/green', {})).toEqual({ kind: 'redis', host: 'r', port: 6379, clusterId: 'green' });

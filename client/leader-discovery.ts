@@ -18,14 +18,11 @@ const DEFAULT_POLL_MS = 500;
 type Env = Record<string, string | undefined>;
 
 export type MasterAddress =
-  | { kind: 'direct'; address: string }
-  | { kind: 'etcd'; endpoints: string[]; clusterId: string }
-  | { kind: 'redis'; host: string; port: number; clusterId: string };
+  { kind: 'direct'; address: string } | { kind: 'etcd'; endpoints: string[]; clusterId: string } | { kind: 'redis'; host: string; port: number; clusterId: string };
 
 function invalid(addr: string, why: string): StoreError {
   return new StoreError(ErrorCode.INVALID_PARAMS, `master_server_address "${addr}": ${why}`);
 }
-
 
 /** Parses master_server_address; throws StoreError(INVALID_PARAMS) with the reason. */
 export function parseMasterAddress(addr: string, env: Env = process.env): MasterAddress {
@@ -38,7 +35,10 @@ export function parseMasterAddress(addr: string, env: Env = process.env): Master
     return { kind: 'direct', address: a };
   }
   const clusterId = m[3] ? decodeURIComponent(m[3]) : envCluster;
-  const hosts = m[2].split(/[;,]/).map((h) => h.trim()).filter((h) => h !== '');
+  const hosts = m[2]
+    .split(/[;,]/)
+    .map((h) => h.trim())
+    .filter((h) => h !== '');
   if (hosts.length === 0) throw invalid(addr, `no ${m[1]} endpoint`);
   for (const h of hosts) if (!splitHostPort(h)) throw invalid(addr, `endpoint "${h}" is not host:port`);
   if (m[1] === 'etcd') return { kind: 'etcd', endpoints: hosts.map((h) => `http://${h}`), clusterId };
@@ -61,7 +61,14 @@ function openReader(a: Exclude<MasterAddress, { kind: 'direct' }>): LeaderReader
       close: () => etcd.close(),
     };
   }
-  const redis = new Redis({ host: a.host, port: a.port, connectTimeout: CALL_TIMEOUT_MS, commandTimeout: CALL_TIMEOUT_MS, maxRetriesPerRequest: 1, retryStrategy: (n) => Math.min(n * 100, 1000) });
+  const redis = new Redis({
+    host: a.host,
+    port: a.port,
+    connectTimeout: CALL_TIMEOUT_MS,
+    commandTimeout: CALL_TIMEOUT_MS,
+    maxRetriesPerRequest: 1,
+    retryStrategy: (n) => Math.min(n * 100, 1000),
+  });
   redis.on('error', () => undefined); // surfaced by the failing command
   return {
     read: async () => {

@@ -3,7 +3,12 @@
 
 export class MasterChannelError extends Error {
   override name = 'MasterChannelError';
-  constructor(message: string, readonly address: string, readonly method?: string, options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    readonly address: string,
+    readonly method?: string,
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
   }
 }
@@ -16,7 +21,11 @@ export class MasterConnectionError extends MasterChannelError {
 /** No reply within the request timeout. The master may still have executed the call. */
 export class MasterTimeoutError extends MasterChannelError {
   override name = 'MasterTimeoutError';
-  constructor(address: string, method: string, readonly timeoutMs: number) {
+  constructor(
+    address: string,
+    method: string,
+    readonly timeoutMs: number,
+  ) {
     super(`${method} to master ${address} timed out after ${timeoutMs} ms`, address, method);
   }
 }

@@ -172,7 +172,12 @@ describe('PendingCall', () => {
   const method = masterMethodByName.get('GetReplicaList')!;
   it('delivers the first outcome only, and then holds no link to the caller', () => {
     const got: unknown[] = [];
-    const p = new PendingCall(method, 0, (v) => got.push(['ok', v]), (e) => got.push(['err', e.message]));
+    const p = new PendingCall(
+      method,
+      0,
+      (v) => got.push(['ok', v]),
+      (e) => got.push(['err', e.message]),
+    );
     expect(p.settled).toBe(false);
     p.resolve({ status_code: 0 });
     p.reject(new Error('late'));
@@ -184,7 +189,12 @@ describe('PendingCall', () => {
   });
   it('a rejection is final too', () => {
     const got: unknown[] = [];
-    const p = new PendingCall(method, 0, (v) => got.push(['ok', v]), (e) => got.push(['err', e.message]));
+    const p = new PendingCall(
+      method,
+      0,
+      (v) => got.push(['ok', v]),
+      (e) => got.push(['err', e.message]),
+    );
     p.reject(new Error('timed out'));
     p.resolve({ status_code: 0 });
     expect(got).toEqual([['err', 'timed out']]);

@@ -72,7 +72,11 @@ export class MasterChannel {
   /** Called once when the connection ends for any reason. */
   onClose: ((err: MasterChannelError) => void) | undefined;
 
-  constructor(private readonly stream: Duplex, readonly address: string, opts: MasterChannelOptions = {}) {
+  constructor(
+    private readonly stream: Duplex,
+    readonly address: string,
+    opts: MasterChannelOptions = {},
+  ) {
     this.timeoutMs = opts.requestTimeoutMs ?? 10_000;
     this.clock = opts.clock ?? realClock;
     this.peer = opts.peer ?? 'master';
@@ -158,7 +162,9 @@ export class MasterChannel {
       try {
         p.resolve(decodeWith(p.method.responseCodec, payload));
       } catch (e) {
-        p.reject(new MasterProtocolError(`${p.method.name}: undecodable reply from ${this.peer} ${this.address}: ${(e as Error).message}`, this.address, p.method.name, { cause: e }));
+        p.reject(
+          new MasterProtocolError(`${p.method.name}: undecodable reply from ${this.peer} ${this.address}: ${(e as Error).message}`, this.address, p.method.name, { cause: e }),
+        );
       }
     } else if (kind === FrameKind.ERROR) {
       p.reject(new MasterProtocolError(`${p.method.name} refused by ${this.peer} ${this.address}: ${payload.toString('utf8')}`, this.address, p.method.name));

@@ -100,7 +100,11 @@ export class MasterClient {
   private reconnecting: Promise<MasterChannel> | undefined;
   private closed = false;
 
-  private constructor(readonly address: string, channel: MasterChannel, private readonly opts: MasterClientOptions) {
+  private constructor(
+    readonly address: string,
+    channel: MasterChannel,
+    private readonly opts: MasterClientOptions,
+  ) {
     this.channel = channel;
   }
 

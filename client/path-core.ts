@@ -56,9 +56,20 @@ export interface OwnSegment {
 
 export type MasterApi = Pick<
   MasterClient,
-  | 'putStart' | 'batchPutStart' | 'putEnd' | 'batchPutEnd' | 'putRevoke' | 'batchPutRevoke'
-  | 'upsertStart' | 'batchUpsertStart' | 'upsertEnd' | 'batchUpsertEnd' | 'upsertRevoke' | 'batchUpsertRevoke'
-  | 'getReplicaList' | 'batchGetReplicaList'
+  | 'putStart'
+  | 'batchPutStart'
+  | 'putEnd'
+  | 'batchPutEnd'
+  | 'putRevoke'
+  | 'batchPutRevoke'
+  | 'upsertStart'
+  | 'batchUpsertStart'
+  | 'upsertEnd'
+  | 'batchUpsertEnd'
+  | 'upsertRevoke'
+  | 'batchUpsertRevoke'
+  | 'getReplicaList'
+  | 'batchGetReplicaList'
 >;
 
 export interface DataPathDeps {

@@ -42,7 +42,6 @@ export class ReadPath {
     this.replicaCache = new ReplicaCache(core.d.replicaCacheEntries ?? DEFAULT_REPLICA_CACHE_ENTRIES);
   }
 
-
   /**
    * The object's bytes in a new Buffer. Not an async function: at 1 in flight every promise hop is
    * latency, so the common case (one replica, a small value the engine reads inline) settles in
@@ -241,15 +240,7 @@ export class ReadPath {
    * Tries the replicas in order until one reads completely inside the lease. `result`: `out` is a
    * fresh result from allocOut (its registration is known).
    */
-  private async readFrom(
-    replicas: ReplicaInfo__Output[],
-    out: Buffer,
-    deadline: number,
-    what: string,
-    result?: ResultBuffer,
-    sums?: readonly number[],
-    key = '',
-  ): Promise<void> {
+  private async readFrom(replicas: ReplicaInfo__Output[], out: Buffer, deadline: number, what: string, result?: ResultBuffer, sums?: readonly number[], key = ''): Promise<void> {
     const errors: unknown[] = [];
     for (const r of replicas) {
       if (replicaSize(r) !== out.length) {
@@ -412,7 +403,14 @@ export class ReadPath {
         check(r.status_code, w);
         const replicas = orderReplicas(r.replica_list, this.core.isOwn);
         if (replicas.length === 0) throw new ObjectNotFoundError(`${w}: no complete replica`);
-        wanted.push({ i, replicas, deadline: leaseDeadline(start, Number(r.lease_ttl_ms)), result: outFor(i, replicaSize(replicas[0]), w), what: w, sums: this.expected(r, replicas[0]) });
+        wanted.push({
+          i,
+          replicas,
+          deadline: leaseDeadline(start, Number(r.lease_ttl_ms)),
+          result: outFor(i, replicaSize(replicas[0]), w),
+          what: w,
+          sums: this.expected(r, replicas[0]),
+        });
       } catch (e) {
         results[i].error = e as StoreError;
       }

@@ -21,7 +21,11 @@ export async function copyReplica(core: PathCore, copy: ReplicaCopy__Output): Pr
   const what = `copy of ${JSON.stringify(copy.key)}`;
   if (!copy.source || !copy.target) throw new StoreError(ErrorCode.INVALID_PARAMS, `${what}: the master sent no source or target`);
   const from = replicaPieces(copy.source, core.isOwn);
-  const to = replicaPieces(copy.target, core.isOwn, from.map((p) => p.length));
+  const to = replicaPieces(
+    copy.target,
+    core.isOwn,
+    from.map((p) => p.length),
+  );
   const sums = copy.slice_checksums.length === from.length ? copy.slice_checksums : undefined;
   for (const pieces of [from, to]) if (core.needsLookup(pieces)) await core.resolveEndpoints(pieces);
   const bytes = from.reduce((n, p) => n + p.length, 0);

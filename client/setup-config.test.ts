@@ -27,7 +27,15 @@ describe('client setup settings', () => {
   });
 
   it('accepts the metadata_server forms and refuses any other with an InvalidParamsError naming it', () => {
-    for (const ok of ['P2PHANDSHAKE', 'http://10.0.0.1:8080/metadata', 'https://meta.example:443/m', 'etcd://a:2379', 'etcd://a:2379;b:2379', 'redis://r:6379', 'rediss://r:6380']) {
+    for (const ok of [
+      'P2PHANDSHAKE',
+      'http://10.0.0.1:8080/metadata',
+      'https://meta.example:443/m',
+      'etcd://a:2379',
+      'etcd://a:2379;b:2379',
+      'redis://r:6379',
+      'rediss://r:6380',
+    ]) {
       expect(metadataServerProblem(ok)).toBeUndefined();
       expect(resolveSettings({ ...base, metadata_server: ok }, {}).metadataServer).toBe(ok);
     }

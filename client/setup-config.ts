@@ -117,12 +117,13 @@ export function resolveSettings(cfg: ClientSetupConfig, env: Env = process.env):
   if (globalSegmentSize === 0 && localBufferSize === 0) {
     throw new InvalidParamsError('setup: global_segment_size and local_buffer_size are both 0: the client could neither store nor read');
   }
-  const protocol = String(cfg.protocol || env.MC_RPC_PROTOCOL || 'tcp').trim().toLowerCase();
+  const protocol = String(cfg.protocol || env.MC_RPC_PROTOCOL || 'tcp')
+    .trim()
+    .toLowerCase();
   if (protocol === 'rdma') {
-    throw new UnavailableError(
-      'setup: protocol rdma: RDMA is not available in this build (no RDMA device or ibverbs library on this machine); use protocol "tcp"',
-      { code: ErrorCode.NOT_IMPLEMENTED },
-    );
+    throw new UnavailableError('setup: protocol rdma: RDMA is not available in this build (no RDMA device or ibverbs library on this machine); use protocol "tcp"', {
+      code: ErrorCode.NOT_IMPLEMENTED,
+    });
   }
   if (protocol !== 'tcp') throw new InvalidParamsError(`setup: unknown protocol "${protocol}": expected tcp or rdma`);
 

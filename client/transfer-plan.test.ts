@@ -20,9 +20,20 @@ describe('pieces and transfer ops', () => {
   it('maps each slice to its handle at increasing offsets and skips local pieces', () => {
     const r = replica(ReplicaStatus.COMPLETE, h('far', 1000, 100), h('mine', 2000, 50), h('far', 3000, 30));
     const pieces = replicaPieces(r, (s) => s === 'mine', [100, 50, 30]);
-    expect(pieces.map((p) => [p.offset, p.length, p.local])).toEqual([[0, 100, false], [100, 50, true], [150, 30, false]]);
+    expect(pieces.map((p) => [p.offset, p.length, p.local])).toEqual([
+      [0, 100, false],
+      [100, 50, true],
+      [150, 30, false],
+    ]);
     expect(replicaSize(r)).toBe(180);
-    expect(transferOps('write', pieces, (p) => 5000 + p.offset, (x) => x.te_endpoint)).toEqual([
+    expect(
+      transferOps(
+        'write',
+        pieces,
+        (p) => 5000 + p.offset,
+        (x) => x.te_endpoint,
+      ),
+    ).toEqual([
       { op: 'write', endpoint: 'far-ep', remoteAddress: 1000, localAddress: 5000, length: 100 },
       { op: 'write', endpoint: 'far-ep', remoteAddress: 3000, localAddress: 5150, length: 30 },
     ]);

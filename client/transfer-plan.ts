@@ -67,12 +67,7 @@ export function replicaPieces(replica: ReplicaInfo__Output, isOwn: (segment: str
 }
 
 /** Engine operations moving the remote pieces to/from the local memory at `localAddressOf(piece)`. */
-export function transferOps(
-  op: 'read' | 'write',
-  pieces: readonly Piece[],
-  localAddressOf: (p: Piece) => number,
-  endpointOf: (h: BufHandle__Output) => string,
-): TransferOp[] {
+export function transferOps(op: 'read' | 'write', pieces: readonly Piece[], localAddressOf: (p: Piece) => number, endpointOf: (h: BufHandle__Output) => string): TransferOp[] {
   const ops: TransferOp[] = [];
   for (const p of pieces) {
     if (p.local || p.length === 0) continue;

@@ -285,7 +285,13 @@ export class WritePath {
     const revoke = granted.filter((g) => failed.has(g.i));
     const unreachable = new Set<string>();
     for (const g of revoke) for (const seg of unreachableSegments(results[g.i].error, g.replicas)) unreachable.add(seg);
-    if (revoke.length > 0) await rpcs.batchRevoke(revoke.map((g) => g.req.key!), [...unreachable]).catch(() => undefined);
+    if (revoke.length > 0)
+      await rpcs
+        .batchRevoke(
+          revoke.map((g) => g.req.key!),
+          [...unreachable],
+        )
+        .catch(() => undefined);
     // Objects that failed for an unreachable segment get one more try elsewhere.
     const again = attempt < WRITE_ATTEMPTS ? revoke.filter((g) => unreachableSegments(results[g.i].error, g.replicas).length > 0) : [];
     if (again.length > 0) {

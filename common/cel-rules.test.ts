@@ -7,7 +7,7 @@ import { evalExpression, evalRule, isSupportedRule } from './cel-rules.js';
 describe('CEL rules', () => {
   test('evaluates the forms CRD rules use', () => {
     const self = { replicas: 3, type: 'etcd', address: 'x:1', tags: ['a', 'b'], m: { k: 'v' } };
-    expect(evalRule("self.replicas <= 1 || has(self.haBackend)", self, undefined)).toBe(false);
+    expect(evalRule('self.replicas <= 1 || has(self.haBackend)', self, undefined)).toBe(false);
     expect(evalRule("!(self.type == 'etcd' || self.type == 'redis') || has(self.address)", self, undefined)).toBe(true);
     expect(evalRule('self.tags.all(t, t.size() == 1) && size(self.tags) == 2', self, undefined)).toBe(true);
     expect(evalRule("self.tags.exists(t, t == 'c')", self, undefined)).toBe(false);

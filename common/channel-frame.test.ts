@@ -138,7 +138,8 @@ describe('FrameWriter', () => {
     expect(decoder.buffered).toBe(0);
     const want: Seen[] = [];
     for (let round = 0; round < 6; round++) {
-      for (let i = 0; i < sizes.length; i++) if ((i + round) % 3 !== 0) want.push({ kind: 0, id: round * 100 + i, method: i, payload: sig(Buffer.alloc(sizes[i], round * 16 + i)) });
+      for (let i = 0; i < sizes.length; i++)
+        if ((i + round) % 3 !== 0) want.push({ kind: 0, id: round * 100 + i, method: i, payload: sig(Buffer.alloc(sizes[i], round * 16 + i)) });
       want.push({ kind: 0, id: round, method: 5, payload: sig(encodeWith(grl, { key: 'x'.repeat(round * 20_000) })) });
     }
     expect(seen).toEqual(want);

@@ -30,7 +30,10 @@ export interface FlagSpec {
 /** A flag problem; `flag` is the name as the user spelled it. */
 export class FlagError extends Error {
   override readonly name = 'FlagError';
-  constructor(readonly flag: string, message: string) {
+  constructor(
+    readonly flag: string,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -67,7 +70,11 @@ export class FlagTable {
    * flag reads another format, as store_service's --config reads the spec's JSON: two flags for
    * one file would only confuse).
    */
-  constructor(readonly program: string, specs: readonly FlagSpec[], opts: { configPath?: boolean } = {}) {
+  constructor(
+    readonly program: string,
+    specs: readonly FlagSpec[],
+    opts: { configPath?: boolean } = {},
+  ) {
     for (const s of specs) {
       if (this.specs.has(s.name)) throw new Error(`flag --${s.name} declared twice`);
       this.specs.set(s.name, s);

@@ -16,6 +16,10 @@ describe('host:port', () => {
   it('writes an IPv6 host in brackets, and round-trips', () => {
     expect(joinHostPort('10.0.0.1', 80)).toBe('10.0.0.1:80');
     expect(joinHostPort('::1', 80)).toBe('[::1]:80');
-    for (const [host, port] of [['::1', 1], ['h', 65535]] as const) expect(splitHostPort(joinHostPort(host, port))).toEqual({ host, port });
+    for (const [host, port] of [
+      ['::1', 1],
+      ['h', 65535],
+    ] as const)
+      expect(splitHostPort(joinHostPort(host, port))).toEqual({ host, port });
   });
 });

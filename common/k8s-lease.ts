@@ -41,7 +41,10 @@ export class K8sLease {
   private readonly api: CoordinationV1Api;
   private readonly claim: LeaseClaim;
 
-  constructor(private readonly o: K8sLeaseOptions, defaultDurationMs = 15_000) {
+  constructor(
+    private readonly o: K8sLeaseOptions,
+    defaultDurationMs = 15_000,
+  ) {
     this.api = o.kubeConfig.makeApiClient(CoordinationV1Api);
     this.claim = new LeaseClaim(o.identity, defaultDurationMs);
     this.description = `k8s Lease ${o.namespace}/${o.name} as ${o.identity}`;
@@ -68,7 +71,10 @@ export class K8sLease {
    */
   async tryAcquire(durationMs: number, annotations: Record<string, string> = {}): Promise<AcquireResult> {
     const lease = await this.read();
-    const claim = this.claim.decide(lease && { holder: lease.spec?.holderIdentity, durationSeconds: lease.spec?.leaseDurationSeconds, version: lease.metadata?.resourceVersion }, this.o.monoNow());
+    const claim = this.claim.decide(
+      lease && { holder: lease.spec?.holderIdentity, durationSeconds: lease.spec?.leaseDurationSeconds, version: lease.metadata?.resourceVersion },
+      this.o.monoNow(),
+    );
     const seen = { holder: lease?.spec?.holderIdentity ?? undefined, annotations: lease?.metadata?.annotations ?? {} };
     if (claim.do === 'wait') return { acquired: false, holder: claim.holder, annotations: seen.annotations };
     const wall = new V1MicroTime(this.o.wallNow());

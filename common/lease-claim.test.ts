@@ -30,7 +30,13 @@ describe('LeaseClaim', () => {
 describe('claim specs', () => {
   const held = { holderIdentity: 'x', leaseDurationSeconds: 15, acquireTime: 't0', renewTime: 't1', leaseTransitions: 2, strategy: 'OldestEmulationVersion' };
   it('create starts at 0 transitions; renew keeps acquireTime and transitions; take counts a transition', () => {
-    expect(claimedSpec('create', undefined, 'me', 15, 'now')).toEqual({ holderIdentity: 'me', leaseDurationSeconds: 15, acquireTime: 'now', renewTime: 'now', leaseTransitions: 0 });
+    expect(claimedSpec('create', undefined, 'me', 15, 'now')).toEqual({
+      holderIdentity: 'me',
+      leaseDurationSeconds: 15,
+      acquireTime: 'now',
+      renewTime: 'now',
+      leaseTransitions: 0,
+    });
     expect(claimedSpec('renew', { ...held, holderIdentity: 'me' }, 'me', 20, 'now')).toEqual({ ...held, holderIdentity: 'me', leaseDurationSeconds: 20, renewTime: 'now' });
     expect(claimedSpec('take', held, 'me', 15, 'now')).toEqual({ ...held, holderIdentity: 'me', acquireTime: 'now', renewTime: 'now', leaseTransitions: 3 });
   });

@@ -27,7 +27,10 @@ export class LeaseClaim {
   private observed: { key: string; at: number } | undefined;
 
   /** `defaultDurationMs` applies when the Lease does not say its duration. */
-  constructor(readonly identity: string, private readonly defaultDurationMs: number) {
+  constructor(
+    readonly identity: string,
+    private readonly defaultDurationMs: number,
+  ) {
     if (!identity) throw new Error('lease: the holder identity must not be empty');
   }
 
@@ -60,9 +63,9 @@ export function claimedSpec<T, S extends LeaseSpecFields<T>>(claim: 'create' | '
     ...base,
     holderIdentity: identity,
     leaseDurationSeconds: durationSeconds,
-    acquireTime: taking ? wall : base.acquireTime ?? wall,
+    acquireTime: taking ? wall : (base.acquireTime ?? wall),
     renewTime: wall,
-    leaseTransitions: claim === 'create' ? 0 : taking ? (base.leaseTransitions ?? 0) + 1 : base.leaseTransitions ?? 0,
+    leaseTransitions: claim === 'create' ? 0 : taking ? (base.leaseTransitions ?? 0) + 1 : (base.leaseTransitions ?? 0),
   };
 }
 

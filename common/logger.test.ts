@@ -43,7 +43,9 @@ describe('Logger', () => {
     const line = 'x'.repeat(100 * 1024);
     for (let i = 0; i < 12; i++) log.info(line);
     log.close();
-    const files = readdirSync(dir).filter((f) => f !== 'p.INFO').sort();
+    const files = readdirSync(dir)
+      .filter((f) => f !== 'p.INFO')
+      .sort();
     expect(files.length).toBe(2);
     expect(readlinkSync(join(dir, 'p.INFO'))).toBe(log.file?.split('/').pop());
     expect(readFileSync(join(dir, files[0])).length).toBeLessThanOrEqual(1024 * 1024);

@@ -27,7 +27,15 @@ export const loggingFlags: FlagSpec[] = [
   { name: 'log_dir', kind: 'string', default: '', help: 'write all severities to <program>.INFO.<date>-<time>.<pid> in this directory (symlink <program>.INFO)', group: 'Logging' },
   { name: 'max_log_size', kind: 'int', default: 1800, min: 1, help: 'rotate the log file after this many MB', group: 'Logging' },
   { name: 'logtostderr', kind: 'bool', default: false, help: 'log to stderr only, even when --log_dir is set', group: 'Logging' },
-  { name: 'minloglevel', kind: 'int', default: 0, min: 0, max: 3, help: 'drop messages below this level: 0 INFO (and DEBUG when --v>0), 1 WARNING, 2 ERROR, 3 none but ERROR', group: 'Logging' },
+  {
+    name: 'minloglevel',
+    kind: 'int',
+    default: 0,
+    min: 0,
+    max: 3,
+    help: 'drop messages below this level: 0 INFO (and DEBUG when --v>0), 1 WARNING, 2 ERROR, 3 none but ERROR',
+    group: 'Logging',
+  },
   { name: 'v', kind: 'int', default: 0, min: 0, help: 'verbose logging level; > 0 enables DEBUG messages', group: 'Logging' },
 ];
 

@@ -31,9 +31,18 @@ function arbitraryOf(type: protobuf.Type, depth = 0): fc.Arbitrary<Record<string
       const v = f.resolvedType instanceof protobuf.Type ? arbitraryOf(f.resolvedType, depth + 1) : scalar(f.type);
       // protobufjs decodes a "__proto__" map key into the prototype, so it is no reference for it;
       // the dedicated test below covers that key.
-      a = fc.dictionary(fc.string({ maxLength: 20 }).filter((k) => k !== '__proto__'), v, { maxKeys: 4 });
+      a = fc.dictionary(
+        fc.string({ maxLength: 20 }).filter((k) => k !== '__proto__'),
+        v,
+        { maxKeys: 4 },
+      );
     } else {
-      const one = f.resolvedType instanceof protobuf.Type ? arbitraryOf(f.resolvedType, depth + 1) : f.resolvedType instanceof protobuf.Enum ? fc.constantFrom(...Object.values(f.resolvedType.values)) : scalar(f.type);
+      const one =
+        f.resolvedType instanceof protobuf.Type
+          ? arbitraryOf(f.resolvedType, depth + 1)
+          : f.resolvedType instanceof protobuf.Enum
+            ? fc.constantFrom(...Object.values(f.resolvedType.values))
+            : scalar(f.type);
       a = f.repeated ? fc.array(one, { maxLength: depth === 0 ? 20 : 4 }) : f.resolvedType instanceof protobuf.Type ? fc.option(one, { nil: null }) : one;
     }
     fields[f.name] = a;
@@ -41,7 +50,17 @@ function arbitraryOf(type: protobuf.Type, depth = 0): fc.Arbitrary<Record<string
   return fc.record(fields, { requiredKeys: [] });
 }
 
-const types = [...new Map(masterMethods.flatMap((m) => [[m.requestType.name, m.requestType], [m.responseType.name, m.responseType]] as const)).values()];
+const types = [
+  ...new Map(
+    masterMethods.flatMap(
+      (m) =>
+        [
+          [m.requestType.name, m.requestType],
+          [m.responseType.name, m.responseType],
+        ] as const,
+    ),
+  ).values(),
+];
 
 describe('compiled proto codec', () => {
   it.each(types.map((t) => [t.name, t] as const))('%s: agrees with protobufjs both ways', (_name, type) => {
@@ -77,7 +96,18 @@ describe('compiled proto codec', () => {
       replica_list: [
         {
           status: 3,
-          handles: [{ segment_name: long, size: 1, buffer: Number.MAX_SAFE_INTEGER, status: 1, te_endpoint: 'é:1', memory_type: 1, incarnation: Number.MAX_SAFE_INTEGER, generation: 2 ** 52 + 1 }],
+          handles: [
+            {
+              segment_name: long,
+              size: 1,
+              buffer: Number.MAX_SAFE_INTEGER,
+              status: 1,
+              te_endpoint: 'é:1',
+              memory_type: 1,
+              incarnation: Number.MAX_SAFE_INTEGER,
+              generation: 2 ** 52 + 1,
+            },
+          ],
         },
       ],
       slice_checksums: [0, 1, 0xffffffff],
@@ -116,7 +146,14 @@ describe('compiled proto codec', () => {
 
   it('names the path of a wrong-typed field inside repeated messages', () => {
     const codec = codecOf('BatchPutStartRequest');
-    expect(() => encodeWith(codec, { requests: [{ key: 'a', value_length: 1 }, { key: 'b', slice_lengths: [1, 'x'] }] })).toThrow(/field requests\[1\]\.slice_lengths\[1\]/);
+    expect(() =>
+      encodeWith(codec, {
+        requests: [
+          { key: 'a', value_length: 1 },
+          { key: 'b', slice_lengths: [1, 'x'] },
+        ],
+      }),
+    ).toThrow(/field requests\[1\]\.slice_lengths\[1\]/);
     expect(() => encodeWith(codec, { requests: [{ key: 'a', config: 'fast' }] })).toThrow(/field requests\[0\]\.config: expected an object/);
     // the writer is usable again after a refused message
     expect(decodeWith(codec, encodeWith(codec, { requests: [{ key: 'a', value_length: 1 }] }))).toMatchObject({ requests: [{ key: 'a', value_length: 1 }] });

@@ -570,7 +570,10 @@ export class MessageCodec {
       if (f.kind === 'map' || (f.repeated && f.kind !== 'message' && f.kind !== 'string')) {
         wr.push(`if (v !== undefined && v !== null) C.writeField(w, ${F}, v, ${q(f.name)});`);
       } else if (f.repeated) {
-        const one = f.kind === 'message' ? `${tag} s = w.beginLen(); ${F}.sub.fastWrite(w, v[j]); w.endLen(s);` : `${tag} if (typeof v[j] === 'string') w.string(v[j]); else writeScalar(w, 'string', v[j], '');`;
+        const one =
+          f.kind === 'message'
+            ? `${tag} s = w.beginLen(); ${F}.sub.fastWrite(w, v[j]); w.endLen(s);`
+            : `${tag} if (typeof v[j] === 'string') w.string(v[j]); else writeScalar(w, 'string', v[j], '');`;
         wr.push(`if (v !== undefined && v !== null) { if (!Array.isArray(v)) C.writeField(w, ${F}, v, ''); for (let j = 0; j < v.length; j++) { ${one} } }`);
       } else if (f.kind === 'message') {
         wr.push(`if (v !== undefined && v !== null) { if (typeof v !== 'object') C.writeField(w, ${F}, v, ''); ${tag} s = w.beginLen(); ${F}.sub.fastWrite(w, v); w.endLen(s); }`);

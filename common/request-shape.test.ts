@@ -56,8 +56,11 @@ describe('requestShapeProblem', () => {
   });
 
   it('sizes packed fixed-width fields by their width', () => {
-    const packed = new Map([[1, 'fixed64' as const], [2, 'fixed32' as const]]);
-    const field = (tag: number, len: number) => Buffer.concat([Buffer.from([tag, len & 0x7f | 0x80, len >> 7]), Buffer.alloc(len)]);
+    const packed = new Map([
+      [1, 'fixed64' as const],
+      [2, 'fixed32' as const],
+    ]);
+    const field = (tag: number, len: number) => Buffer.concat([Buffer.from([tag, (len & 0x7f) | 0x80, len >> 7]), Buffer.alloc(len)]);
     expect(requestShapeProblem(field(0x0a, 8 * 200), 200, packed)).toBeUndefined();
     expect(requestShapeProblem(field(0x0a, 8 * 201), 200, packed)).toMatch(/^field 1 /);
     expect(requestShapeProblem(field(0x12, 4 * 201), 200, packed)).toMatch(/^field 2 /);
@@ -85,7 +88,7 @@ describe('requestShapeProblem', () => {
 
   it('bounds the number of distinct field numbers', () => {
     // 300 different unknown fields, each once (two-byte keys + one-byte varint)
-    const many = Buffer.concat(Array.from({ length: 300 }, (_, i) => Buffer.from([((i + 16) * 8) & 0x7f | 0x80, ((i + 16) * 8) >> 7, 0])));
+    const many = Buffer.concat(Array.from({ length: 300 }, (_, i) => Buffer.from([(((i + 16) * 8) & 0x7f) | 0x80, ((i + 16) * 8) >> 7, 0])));
     expect(requestShapeProblem(many, 299)).toMatch(/distinct fields/);
     expect(requestShapeProblem(many, 300)).toBeUndefined();
   });

@@ -127,7 +127,12 @@ function validateNode(schema: Schema, v: any, old: any, path: string, ctx: Ctx, 
   }
   if (typeof v === 'number') {
     if (typeof schema.minimum === 'number' && (schema.exclusiveMinimum === true ? v <= schema.minimum : v < schema.minimum)) {
-      fail(ctx, label, 'FieldValueInvalid', `Invalid value: ${v}: ${label} in body should be greater than ${schema.exclusiveMinimum === true ? '' : 'or equal to '}${schema.minimum}`);
+      fail(
+        ctx,
+        label,
+        'FieldValueInvalid',
+        `Invalid value: ${v}: ${label} in body should be greater than ${schema.exclusiveMinimum === true ? '' : 'or equal to '}${schema.minimum}`,
+      );
     }
     if (typeof schema.maximum === 'number' && (schema.exclusiveMaximum === true ? v >= schema.maximum : v > schema.maximum)) {
       fail(ctx, label, 'FieldValueInvalid', `Invalid value: ${v}: ${label} in body should be less than ${schema.exclusiveMaximum === true ? '' : 'or equal to '}${schema.maximum}`);

@@ -59,7 +59,13 @@ beforeAll(async () => {
   // A short read lease: `rm` right after a `get` waits for it to end.
   cluster = await LocalCluster.start({ storeServices: 1, segmentSize: '64MB', masterArgs: ['--default_kv_lease_ttl=300ms'] });
   svc = cluster.services[0];
-  env = { ...process.env, STORE_MASTER_ADDRESS: cluster.master.rpc, STORE_MASTER_HTTP_ADDRESS: `http://${cluster.master.metrics}`, STORE_SERVICE_HTTP_ADDRESS: '', STORE_METADATA_SERVER: '' };
+  env = {
+    ...process.env,
+    STORE_MASTER_ADDRESS: cluster.master.rpc,
+    STORE_MASTER_HTTP_ADDRESS: `http://${cluster.master.metrics}`,
+    STORE_SERVICE_HTTP_ADDRESS: '',
+    STORE_METADATA_SERVER: '',
+  };
   dir = mkdtempSync(join(tmpdir(), 'store-cli-'));
 }, 60_000);
 
@@ -133,7 +139,11 @@ describe('stat, ls, rm', () => {
   });
 
   it('stat shows size and the replica on the store service segment', async () => {
-    const doc = JSON.parse(await ok(['stat', 'cli/ls/a', '--json'])) as { size: number; state: string; replicas: { slices: { segment: string; endpoint: string; size: number }[] }[] };
+    const doc = JSON.parse(await ok(['stat', 'cli/ls/a', '--json'])) as {
+      size: number;
+      state: string;
+      replicas: { slices: { segment: string; endpoint: string; size: number }[] }[];
+    };
     expect(doc).toMatchObject({ size: 'value of cli/ls/a'.length, state: 'complete' });
     expect(doc.replicas).toHaveLength(1);
     expect(doc.replicas[0].slices).toEqual([expect.objectContaining({ segment: svc.segment, endpoint: svc.endpoint, size: 17 })]);
@@ -191,7 +201,11 @@ describe('segments and health', () => {
 describe('mount and unmount through the store service', () => {
   it('mounts memory as a segment the master sees, and unmounts it', async () => {
     const service = `http://${svc.http}`;
-    const doc = JSON.parse(await ok(['mount', '8MB', '--service', service, '--location', 'cli-test', '--json'])) as { segment_ids: string[]; allocated_size: number; segments: { id: string; name: string }[] };
+    const doc = JSON.parse(await ok(['mount', '8MB', '--service', service, '--location', 'cli-test', '--json'])) as {
+      segment_ids: string[];
+      allocated_size: number;
+      segments: { id: string; name: string }[];
+    };
     expect(doc).toMatchObject({ allocated_size: 8 * MiB, segment_ids: [expect.any(String)] });
     const [id] = doc.segment_ids;
     const name = doc.segments[0].name;
@@ -294,10 +308,21 @@ const haveRedis = spawnSync('sh', ['-c', 'command -v redis-server']).status === 
     haDir = mkdtempSync(join(tmpdir(), 'store-cli-ha-'));
     const port = await freePort();
     redisUrl = `redis://127.0.0.1:${port}`;
-    const redis = track('redis', spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', haDir], { stdio: ['ignore', 'pipe', 'pipe'] }));
+    const redis = track(
+      'redis',
+      spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', haDir], { stdio: ['ignore', 'pipe', 'pipe'] }),
+    );
     procs.push(redis);
     await redis.waitFor(/Ready to accept connections/);
-    const args = ['--enable_ha=true', '--ha_backend_type=redis', `--ha_backend_connstring=${redisUrl}`, '--cluster_id=cli_ha', '--rpc_address=127.0.0.1', '--rpc_port=0', '--metrics_port=0'];
+    const args = [
+      '--enable_ha=true',
+      '--ha_backend_type=redis',
+      `--ha_backend_connstring=${redisUrl}`,
+      '--cluster_id=cli_ha',
+      '--rpc_address=127.0.0.1',
+      '--rpc_port=0',
+      '--metrics_port=0',
+    ];
     const m = track('ha-master', spawn(process.execPath, [join(distRoot(), 'master', 'main.js'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] }));
     procs.push(m);
     const ready = await m.waitFor(/store_master listening: rpc=(\S+) metrics=(\S+)/);

@@ -8,7 +8,6 @@ import { freePort } from './free-port.js';
 
 const MiB = 1024 * 1024;
 
-
 /** A log sink whose lines can be awaited. */
 function logSink() {
   const lines: string[] = [];
@@ -17,8 +16,9 @@ function logSink() {
     lines,
     log: (_level: string, msg: string) => {
       lines.push(msg);
-      for (const w of waiters.splice(0)) if (w.re.test(msg)) w.resolve();
-      else waiters.push(w);
+      for (const w of waiters.splice(0))
+        if (w.re.test(msg)) w.resolve();
+        else waiters.push(w);
     },
     next: (re: RegExp) => new Promise<void>((resolve) => waiters.push({ re, resolve })),
   };

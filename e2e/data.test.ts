@@ -116,7 +116,10 @@ describe('round trips over several replicas', () => {
     await expect(client.put('up', Buffer.from('again'))).rejects.toBeInstanceOf(ObjectExistsError);
     await client.upsert('up', Buffer.from('second!'));
     await client.put('up2', Buffer.from('2'));
-    const r = await client.upsertBatch([{ key: 'up2', value: Buffer.from('third') }, { key: 'up-new', value: Buffer.from('new') }]);
+    const r = await client.upsertBatch([
+      { key: 'up2', value: Buffer.from('third') },
+      { key: 'up-new', value: Buffer.from('new') },
+    ]);
     expect(r.map((x) => x.error)).toEqual([undefined, undefined]);
     expect((await client.get('up')).toString()).toBe('second!');
     expect((await client.get('up2')).toString()).toBe('third');
@@ -135,7 +138,15 @@ describe('round trips over several replicas', () => {
     await expect(client.put('empty', Buffer.alloc(0))).rejects.toThrow(/empty/);
     await expect(client.put('bad-replicas', Buffer.from('x'), { replica_num: 0 })).rejects.toThrow(/replica_num/);
     // keys outside the alphabet (common/key-rules.ts) are refused before anything is sent
-    for (const refused of [client.put('a\nb', Buffer.from('x')), client.get('alias\ud800'), client.isExist('tab\t'), client.batchIsExist(['ok', 'nul\0']), client.getSize('alias\udfff'), client.remove('del\u007f'), client.batchReplicaClear(['c1\u0085'])]) {
+    for (const refused of [
+      client.put('a\nb', Buffer.from('x')),
+      client.get('alias\ud800'),
+      client.isExist('tab\t'),
+      client.batchIsExist(['ok', 'nul\0']),
+      client.getSize('alias\udfff'),
+      client.remove('del\u007f'),
+      client.batchReplicaClear(['c1\u0085']),
+    ]) {
       await expect(refused).rejects.toMatchObject({ name: 'InvalidParamsError', code: ErrorCode.INVALID_KEY });
     }
     expect((await client.get('keep')).toString()).toBe('kept');

@@ -93,7 +93,11 @@ describe('a dummy client on the Unix socket, values in shared memory', () => {
   it('runs batches with per-key results', async () => {
     const a = randomBytes(1000);
     const b = randomBytes(300_000);
-    const put = await dummy.putBatch([{ key: 'ba', value: a }, { key: 'bb', value: b }, { key: 'u-1', value: a }]);
+    const put = await dummy.putBatch([
+      { key: 'ba', value: a },
+      { key: 'bb', value: b },
+      { key: 'u-1', value: a },
+    ]);
     expect(put[0].error).toBeUndefined();
     expect(put[1].error).toBeUndefined();
     expect(put[2].error).toBeInstanceOf(ObjectExistsError);
@@ -103,13 +107,20 @@ describe('a dummy client on the Unix socket, values in shared memory', () => {
     expect(got[2].error).toBeInstanceOf(ObjectNotFoundError);
     const t1 = await dummy.allocBuffer(1000);
     const t2 = await dummy.allocBuffer(300_000);
-    const into = await dummy.getIntoBatch([{ key: 'ba', target: t1.buffer }, { key: 'bb', target: t2.buffer }, { key: 'nope', target: t1.buffer }]);
+    const into = await dummy.getIntoBatch([
+      { key: 'ba', target: t1.buffer },
+      { key: 'bb', target: t2.buffer },
+      { key: 'nope', target: t1.buffer },
+    ]);
     expect(into.map((r) => r.size)).toEqual([1000, 300_000, undefined]);
     expect(into[2].error).toBeInstanceOf(ObjectNotFoundError);
     expect(t1.buffer.equals(a) && t2.buffer.equals(b)).toBe(true);
     t1.release();
     t2.release();
-    const up = await dummy.upsertBatch([{ key: 'bc', value: b }, { key: 'ba', value: b }]);
+    const up = await dummy.upsertBatch([
+      { key: 'bc', value: b },
+      { key: 'ba', value: b },
+    ]);
     expect(up[0].error).toBeUndefined();
     expect(up[1].error).toBeInstanceOf(ObjectLeasedError); // just read: a reader holds a lease
     expect((await embedded.get('bc')).equals(b)).toBe(true);
@@ -162,7 +173,9 @@ describe('values inside messages', () => {
     const Ctor = grpc.loadPackageDefinition(def).store as unknown as { ClientService: grpc.ServiceClientConstructor };
     const stub = new Ctor.ClientService(svc.rpc, grpc.credentials.createInsecure());
     const call = (name: string, req: object) =>
-      new Promise<Record<string, unknown>>((resolve, reject) => (stub[name] as (...args: unknown[]) => void).call(stub, req, (e: Error | null, r: Record<string, unknown>) => (e ? reject(e) : resolve(r))));
+      new Promise<Record<string, unknown>>((resolve, reject) =>
+        (stub[name] as (...args: unknown[]) => void).call(stub, req, (e: Error | null, r: Record<string, unknown>) => (e ? reject(e) : resolve(r))),
+      );
     try {
       expect((await call('Put', { key: 'grpc-k', value: Buffer.from('over grpc') })).status_code).toBe(ErrorCode.OK);
       const got = await call('Get', { key: 'grpc-k' });

@@ -43,8 +43,13 @@ async function etcd(): Promise<{ masterArgs: string[]; discovery: string }> {
   const [client, peer] = [await freePort(), await freePort()];
   const endpoint = `127.0.0.1:${client}`;
   await start('etcd', 'etcd', [
-    '--name=failover', `--data-dir=${dir}`, `--listen-client-urls=http://${endpoint}`, `--advertise-client-urls=http://${endpoint}`,
-    `--listen-peer-urls=http://127.0.0.1:${peer}`, `--initial-advertise-peer-urls=http://127.0.0.1:${peer}`, `--initial-cluster=failover=http://127.0.0.1:${peer}`,
+    '--name=failover',
+    `--data-dir=${dir}`,
+    `--listen-client-urls=http://${endpoint}`,
+    `--advertise-client-urls=http://${endpoint}`,
+    `--listen-peer-urls=http://127.0.0.1:${peer}`,
+    `--initial-advertise-peer-urls=http://127.0.0.1:${peer}`,
+    `--initial-cluster=failover=http://127.0.0.1:${peer}`,
   ]).waitFor(/ready to serve client requests/);
   return { masterArgs: [`--etcd_endpoints=${endpoint}`, '--cluster_id=failover_etcd'], discovery: `etcd://${endpoint}/failover_etcd` };
 }
@@ -65,7 +70,16 @@ async function scenario(backend: () => Promise<{ masterArgs: string[]; discovery
   const masters: (ProcessHandle & { rpc: string; metrics: string })[] = [];
   for (let i = 0; i < 3; i++) {
     // --ha_commit_acks=2: every commit is on both standbys before its reply, whichever is elected next.
-    const h = start(`master-${i}`, process.execPath, [MAIN, '--enable_ha=true', '--rpc_address=127.0.0.1', '--rpc_port=0', '--metrics_port=0', '--enable_metric_reporting=false', '--ha_commit_acks=2', ...masterArgs]);
+    const h = start(`master-${i}`, process.execPath, [
+      MAIN,
+      '--enable_ha=true',
+      '--rpc_address=127.0.0.1',
+      '--rpc_port=0',
+      '--metrics_port=0',
+      '--enable_metric_reporting=false',
+      '--ha_commit_acks=2',
+      ...masterArgs,
+    ]);
     const m = await h.waitFor(/store_master listening: rpc=(\S+) metrics=(\S+)/);
     masters.push({ ...h, rpc: m[1], metrics: m[2] });
   }
@@ -80,7 +94,14 @@ async function scenario(backend: () => Promise<{ masterArgs: string[]; discovery
   for (let c = 0; c < 2; c++) {
     clients.push(
       await Client.setup(
-        { local_hostname: '127.0.0.1', metadata_server: 'P2PHANDSHAKE', global_segment_size: 16 << 20, local_buffer_size: 8 << 20, protocol: 'tcp', master_server_address: discovery },
+        {
+          local_hostname: '127.0.0.1',
+          metadata_server: 'P2PHANDSHAKE',
+          global_segment_size: 16 << 20,
+          local_buffer_size: 8 << 20,
+          protocol: 'tcp',
+          master_server_address: discovery,
+        },
         { checksums: true, heartbeatIntervalMs: 200, log: (_l, msg) => /remounted 1 segment\(s\) on master leader/.test(msg) && switched[c]() },
       ),
     );
@@ -101,8 +122,7 @@ async function scenario(backend: () => Promise<{ masterArgs: string[]; discovery
     let writing = true;
     const committed = [0, 0];
     const waits: { c: number; n: number; resolve: () => void }[] = [];
-    const reached = (c: number, n: number): Promise<void> =>
-      committed[c] >= n ? Promise.resolve() : new Promise((resolve) => waits.push({ c, n, resolve }));
+    const reached = (c: number, n: number): Promise<void> => (committed[c] >= n ? Promise.resolve() : new Promise((resolve) => waits.push({ c, n, resolve })));
     const writers = clients.map(async (client, c) => {
       for (let n = 0; writing && committed[c] < LIVE_PUTS; n++) {
         const key = `live-${c}-${n}`;
@@ -175,10 +195,18 @@ const backends: [string, boolean, () => Promise<{ masterArgs: string[]; discover
 ];
 for (const [name, installed, backend] of backends) {
   const why = `skipped without ${name === 'etcd' ? 'etcd (apt-get install etcd-server)' : 'redis-server (apt-get install redis-server)'} or dist/ (npm run build)`;
-  (installed && ready ? it : it.skip)(`${name}: SIGKILL of the leader while clients write loses no committed object (${why})`, async () => {
-    await scenario(backend, 'kill');
-  }, 90_000);
-  (installed && ready ? it : it.skip)(`${name}: a leader paused past its lease serves nothing after SIGCONT and follows the new one; nothing lost (${why})`, async () => {
-    await scenario(backend, 'pause');
-  }, 90_000);
+  (installed && ready ? it : it.skip)(
+    `${name}: SIGKILL of the leader while clients write loses no committed object (${why})`,
+    async () => {
+      await scenario(backend, 'kill');
+    },
+    90_000,
+  );
+  (installed && ready ? it : it.skip)(
+    `${name}: a leader paused past its lease serves nothing after SIGCONT and follows the new one; nothing lost (${why})`,
+    async () => {
+      await scenario(backend, 'pause');
+    },
+    90_000,
+  );
 }

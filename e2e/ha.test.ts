@@ -23,7 +23,6 @@ const CLIENT = '0b7e4c1d-2a3f-4e5d-9c8b-7a6f5e4d3c2b';
 const have = (bin: string): boolean => spawnSync('sh', ['-c', `command -v ${bin}`]).status === 0;
 const describeIf = (ok: boolean, why: string) => (ok ? describe : (name: string, fn: () => void) => describe.skip(`${name} (skipped: ${why})`, fn));
 
-
 interface Proc {
   proc: ChildProcess;
   out: () => string;
@@ -53,7 +52,12 @@ interface Master extends Proc {
 }
 
 async function startMaster(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Master> {
-  const p = await spawnUntil(process.execPath, [MAIN, '--enable_ha=true', '--rpc_address=127.0.0.1', '--rpc_port=0', '--metrics_port=0', ...args], /store_master listening: rpc=(\S+) metrics=(\S+)/, env);
+  const p = await spawnUntil(
+    process.execPath,
+    [MAIN, '--enable_ha=true', '--rpc_address=127.0.0.1', '--rpc_port=0', '--metrics_port=0', ...args],
+    /store_master listening: rpc=(\S+) metrics=(\S+)/,
+    env,
+  );
   return { ...p, rpc: p.match[1], metrics: `http://${p.match[2]}` };
 }
 
@@ -130,7 +134,10 @@ async function storeObjects(leader: Master, standbys: number): Promise<{ seg: Se
     expect((await rpc(leader.rpc, 'PutStart')({ key, value_length: 1000 + i, slice_lengths: [1000 + i], config: { replica_num: 1 } })).status_code).toBe(ErrorCode.OK);
     expect((await rpc(leader.rpc, 'PutEnd')({ key, replica_type: 0 })).status_code).toBe(ErrorCode.OK);
     const r = await rpc(leader.rpc, 'GetReplicaList')({ key });
-    stored.set(key, r.replica_list[0].handles.map((h: { buffer: number; size: number }) => [h.buffer, h.size]));
+    stored.set(
+      key,
+      r.replica_list[0].handles.map((h: { buffer: number; size: number }) => [h.buffer, h.size]),
+    );
   }
   return { seg, stored };
 }
@@ -167,10 +174,14 @@ async function failover(masters: Master[], discovery: string | undefined): Promi
     expect(await until('the leader key', async () => resolveMasterAddress(discovery, {}))).toBe(first.rpc);
     const seen: Array<string | undefined> = [];
     followed = new Promise((resolve) => {
-      stopWatch = watchLeader(discovery, (leader) => {
-        seen.push(leader);
-        if (leader && leader !== first.rpc) resolve(leader);
-      }, { env: {}, intervalMs: 100 });
+      stopWatch = watchLeader(
+        discovery,
+        (leader) => {
+          seen.push(leader);
+          if (leader && leader !== first.rpc) resolve(leader);
+        },
+        { env: {}, intervalMs: 100 },
+      );
     });
   }
 
@@ -200,10 +211,19 @@ describeIf(have('etcd') && existsSync(MAIN), 'etcd binary or dist/master/main.js
     tmp.push(dir);
     const [client, peer] = [await freePort(), await freePort()];
     endpoint = `127.0.0.1:${client}`;
-    const etcd = await spawnUntil('etcd', [
-      '--name=ha-test', `--data-dir=${dir}`, `--listen-client-urls=http://${endpoint}`, `--advertise-client-urls=http://${endpoint}`,
-      `--listen-peer-urls=http://127.0.0.1:${peer}`, `--initial-advertise-peer-urls=http://127.0.0.1:${peer}`, `--initial-cluster=ha-test=http://127.0.0.1:${peer}`,
-    ], /ready to serve client requests/);
+    const etcd = await spawnUntil(
+      'etcd',
+      [
+        '--name=ha-test',
+        `--data-dir=${dir}`,
+        `--listen-client-urls=http://${endpoint}`,
+        `--advertise-client-urls=http://${endpoint}`,
+        `--listen-peer-urls=http://127.0.0.1:${peer}`,
+        `--initial-advertise-peer-urls=http://127.0.0.1:${peer}`,
+        `--initial-cluster=ha-test=http://127.0.0.1:${peer}`,
+      ],
+      /ready to serve client requests/,
+    );
     procs.push(etcd);
     for (let i = 0; i < 3; i++) {
       const m = await startMaster([`--etcd_endpoints=${endpoint}`, '--cluster_id=ha_etcd']);
@@ -252,7 +272,11 @@ describeIf(have('redis-server') && existsSync(MAIN), 'redis-server binary or dis
     tmp.push(dir);
     const port = await freePort();
     url = `redis://127.0.0.1:${port}`;
-    const redis = await spawnUntil('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], /Ready to accept connections/);
+    const redis = await spawnUntil(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+      /Ready to accept connections/,
+    );
     procs.push(redis);
     for (let i = 0; i < 2; i++) {
       const m = await startMaster(['--ha_backend_type=redis', `--ha_backend_connstring=${url}`, '--cluster_id=ha_redis']);
@@ -288,7 +312,12 @@ describeIf(existsSync(MAIN), 'dist/master/main.js missing (npm run build)')('HA 
     };
     await post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'kv' } });
     for (const name of pods) {
-      await post('/api/v1/namespaces/kv/pods', { apiVersion: 'v1', kind: 'Pod', metadata: { name, labels: { app: 'store-master' } }, spec: { containers: [{ name: 'master', image: 'store:test' }] } });
+      await post('/api/v1/namespaces/kv/pods', {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name, labels: { app: 'store-master' } },
+        spec: { containers: [{ name: 'master', image: 'store:test' }] },
+      });
     }
     for (const name of pods) {
       const env = { ...process.env, KUBECONFIG: kubeconfig, POD_NAME: name, POD_NAMESPACE: 'kv' };
@@ -334,7 +363,10 @@ describeIf(existsSync(MAIN), 'dist/master/main.js missing (npm run build)')('HA 
 
 describeIf(existsSync(MAIN), 'dist/master/main.js missing (npm run build)')('HA flags', () => {
   it('refuses to advertise 0.0.0.0 in HA mode', async () => {
-    const r = spawnSync(process.execPath, [MAIN, '--enable_ha=true', '--rpc_address=0.0.0.0', '--rpc_port=0', '--metrics_port=0', '--etcd_endpoints=127.0.0.1:1'], { encoding: 'utf8', env: { ...process.env, POD_IP: '' } });
+    const r = spawnSync(process.execPath, [MAIN, '--enable_ha=true', '--rpc_address=0.0.0.0', '--rpc_port=0', '--metrics_port=0', '--etcd_endpoints=127.0.0.1:1'], {
+      encoding: 'utf8',
+      env: { ...process.env, POD_IP: '' },
+    });
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/--rpc_address=0.0.0.0 cannot be advertised in HA mode/);
   });

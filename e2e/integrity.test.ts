@@ -125,7 +125,9 @@ describe('checksums', () => {
       const [first, second] = list.replica_list.map((r) => r.handles[0]);
       // A stray write (a bug, a stray peer) changes the first replica's bytes behind the master's back.
       const scribble = (h: typeof first) =>
-        engine.transfer([{ op: 'write', endpoint: h.te_endpoint, remoteAddress: Number(h.buffer) + 100, localAddress: junk.address, length: 64, incarnation: Number(h.incarnation) }]);
+        engine.transfer([
+          { op: 'write', endpoint: h.te_endpoint, remoteAddress: Number(h.buffer) + 100, localAddress: junk.address, length: 64, incarnation: Number(h.incarnation) },
+        ]);
       await scribble(first);
       expect((await client.get('cs')).equals(value)).toBe(true);
       expect(await client.metrics!.text()).toMatch(new RegExp(`store_client_checksum_mismatches_total\\{segment="${first.segment_name}"[^}]*\\} 1`));

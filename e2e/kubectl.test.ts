@@ -39,7 +39,17 @@ test('the CRDs apply and become Established', async () => {
 
 test('the examples apply; kubectl get shows the printer columns and status', async () => {
   expect(ok(await kubectl(['apply', '-f', join(root, 'crds', 'examples')]))).toMatch(/storecluster\.store\.kvcache\.io\/kvcache created/);
-  ok(await kubectl(['patch', 'storecluster', 'kvcache', '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: { phase: 'Ready', leader: 'kvcache-master-0', segments: 2, capacity: '16Gi' } })]));
+  ok(
+    await kubectl([
+      'patch',
+      'storecluster',
+      'kvcache',
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ status: { phase: 'Ready', leader: 'kvcache-master-0', segments: 2, capacity: '16Gi' } }),
+    ]),
+  );
   const out = ok(await kubectl(['get', 'storeclusters']));
   const [header, row] = out.trim().split('\n');
   expect(header.split(/\s+/)).toEqual(['NAME', 'PHASE', 'LEADER', 'SEGMENTS', 'CAPACITY', 'AGE']);
@@ -112,7 +122,11 @@ chartTest(`helm template of charts/store applies with kubectl${why}`, async () =
 
 chartTest(`a ServiceMonitor from the chart applies only once its CRD exists${why}`, async () => {
   const helm = await helmPath();
-  const rendered = ok(await run(helm, ['template', 'store', chartDir, '--namespace', 'default', '--set', 'serviceMonitor.enabled=true', '--show-only', 'templates/servicemonitor.yaml'], { HOME: tmpdir() }));
+  const rendered = ok(
+    await run(helm, ['template', 'store', chartDir, '--namespace', 'default', '--set', 'serviceMonitor.enabled=true', '--show-only', 'templates/servicemonitor.yaml'], {
+      HOME: tmpdir(),
+    }),
+  );
   const before = await kubectl(['apply', '-f', '-'], rendered);
   expect(before.code).not.toBe(0);
   expect(before.stderr).toMatch(/no matches for kind "ServiceMonitor" in version "monitoring.coreos.com\/v1"/);

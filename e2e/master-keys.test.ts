@@ -30,7 +30,9 @@ describe('store_master key hygiene', () => {
   beforeAll(async () => {
     m = await startMaster();
     c = await MasterClient.connect(m.rpc);
-    expect((await c.mountSegment({ buffer: 2 ** 40, size: 2 ** 30, segment_name: 'seg-1', client_id: CLIENT, te_endpoint: '127.0.0.1:1', protocol: 'tcp' })).status_code).toBe(ErrorCode.OK);
+    expect((await c.mountSegment({ buffer: 2 ** 40, size: 2 ** 30, segment_name: 'seg-1', client_id: CLIENT, te_endpoint: '127.0.0.1:1', protocol: 'tcp' })).status_code).toBe(
+      ErrorCode.OK,
+    );
   });
 
   afterAll(async () => {
@@ -46,10 +48,17 @@ describe('store_master key hygiene', () => {
 
   it('refuses keys with control characters and names with a newline; /get_all_keys and /get_all_segments list one item per line', async () => {
     for (const key of ['two\nkeys', 'cr\r', 'tab\t', 'nul\0', 'del\u007f', 'nel\u0085']) expect(await put(key)).toBe(ErrorCode.INVALID_KEY);
-    expect((await c.mountSegment({ buffer: 2 ** 41, size: 2 ** 20, segment_name: 'seg\nfake', client_id: CLIENT, te_endpoint: '127.0.0.1:2', protocol: 'tcp' })).status_code).toBe(ErrorCode.INVALID_PARAMS);
+    expect((await c.mountSegment({ buffer: 2 ** 41, size: 2 ** 20, segment_name: 'seg\nfake', client_id: CLIENT, te_endpoint: '127.0.0.1:2', protocol: 'tcp' })).status_code).toBe(
+      ErrorCode.INVALID_PARAMS,
+    );
     const valid = ['plain', 'with space', 'a,b', 'x=1&y=2', 'path/to/k', 'ключ', '键', '🙂'];
     for (const key of valid) expect(await put(key)).toBe(ErrorCode.OK);
-    expect((await text(`${m.http}/get_all_keys`)).split('\n').filter((l) => l).sort()).toEqual([...valid].sort());
+    expect(
+      (await text(`${m.http}/get_all_keys`))
+        .split('\n')
+        .filter((l) => l)
+        .sort(),
+    ).toEqual([...valid].sort());
     expect(await text(`${m.http}/get_all_segments`)).toBe('seg-1\n');
   });
 
@@ -74,7 +83,12 @@ describe('store_master key hygiene', () => {
   it('refuses key bytes that are not UTF-8 over the fast channel with INVALID_KEY; a real U+FFFD key is another key', async () => {
     const ch = RawChannel.of(m.rpc);
     try {
-      const bad = [Buffer.from('alias\xff', 'latin1'), Buffer.from('alias\xfe', 'latin1'), Buffer.from([0x61, 0x6c, 0x69, 0x61, 0x73, 0xed, 0xa0, 0x80]), Buffer.from([0x61, 0xc0, 0xaf])];
+      const bad = [
+        Buffer.from('alias\xff', 'latin1'),
+        Buffer.from('alias\xfe', 'latin1'),
+        Buffer.from([0x61, 0x6c, 0x69, 0x61, 0x73, 0xed, 0xa0, 0x80]),
+        Buffer.from([0x61, 0xc0, 0xaf]),
+      ];
       for (let i = 0; i < bad.length; i++) {
         ch.send(encodeFrame(FrameKind.REQUEST, i + 1, putStart.index, putStartBytes(bad[i])));
         const r = await ch.reply(i + 1);
@@ -93,7 +107,15 @@ describe('store_master key hygiene', () => {
     const raw = new grpc.Client(m.rpc, grpc.credentials.createInsecure());
     try {
       const call = (payload: Buffer) =>
-        new Promise<Buffer>((resolve, reject) => raw.makeUnaryRequest('/store.MasterService/PutStart', (b: Buffer) => b, (b: Buffer) => b, payload, (e, r) => (e ? reject(e) : resolve(r as Buffer))));
+        new Promise<Buffer>((resolve, reject) =>
+          raw.makeUnaryRequest(
+            '/store.MasterService/PutStart',
+            (b: Buffer) => b,
+            (b: Buffer) => b,
+            payload,
+            (e, r) => (e ? reject(e) : resolve(r as Buffer)),
+          ),
+        );
       expect(statusOf(await call(putStartBytes(Buffer.from('grpc\xff', 'latin1'))))).toBe(ErrorCode.INVALID_KEY);
       expect(statusOf(await call(putStartBytes(Buffer.from([0x67, 0xed, 0xbf, 0xbf]))))).toBe(ErrorCode.INVALID_KEY);
       expect(statusOf(await call(putStartBytes(Buffer.from('grpc-ok'))))).toBe(ErrorCode.OK);

@@ -81,7 +81,15 @@ describe('store_master request limits', () => {
     const raw = new grpc.Client(m.rpc, grpc.credentials.createInsecure());
     try {
       const call = (method: string, payload: Buffer) =>
-        new Promise<Buffer>((resolve, reject) => raw.makeUnaryRequest(`/store.MasterService/${method}`, (b: Buffer) => b, (b: Buffer) => b, payload, (e, r) => (e ? reject(e) : resolve(r as Buffer))));
+        new Promise<Buffer>((resolve, reject) =>
+          raw.makeUnaryRequest(
+            `/store.MasterService/${method}`,
+            (b: Buffer) => b,
+            (b: Buffer) => b,
+            payload,
+            (e, r) => (e ? reject(e) : resolve(r as Buffer)),
+          ),
+        );
       expect(statusOf(batchPutStart, await call('BatchPutStart', emptySubRequests(200_000)))).toBe(ErrorCode.INVALID_PARAMS);
       expect(m.stderr()).toMatch(/BatchPutStart over grpc: malformed request: field 1 holds more than 65536 elements/);
       // a request over the 16 MB receive limit fails that call; the server goes on
@@ -117,7 +125,9 @@ describe('store_master request limits', () => {
     const c = await MasterClient.connect(m.rpc);
     try {
       const client_id = '00000000-0000-4000-8000-0000000000c1';
-      expect((await c.mountSegment({ buffer: 2 ** 40, size: 2 ** 36, segment_name: 'limits-seg', client_id, te_endpoint: '127.0.0.1:1', protocol: 'tcp' })).status_code).toBe(ErrorCode.OK);
+      expect((await c.mountSegment({ buffer: 2 ** 40, size: 2 ** 36, segment_name: 'limits-seg', client_id, te_endpoint: '127.0.0.1:1', protocol: 'tcp' })).status_code).toBe(
+        ErrorCode.OK,
+      );
       const n = 70_000; // more than MAX_REQUEST_ELEMENTS (65,536), more than 4 x BATCH_CHUNK
       const keys = Array.from({ length: n }, (_, i) => `many-${i}`);
       // the last key repeats the first, 4 chunks later: it still meets the first one's put
@@ -154,7 +164,15 @@ describe('ChannelConnection reply limit', () => {
 
   beforeAll(async () => {
     const log = new Logger({ program: 'limits-test', stderr: (line) => logged.push(line) });
-    const dispatcher = new RpcDispatcher(core, masterMethods, () => performance.now(), new MasterMetrics(masterMethods, () => { throw new Error('no stats in this test'); }), log);
+    const dispatcher = new RpcDispatcher(
+      core,
+      masterMethods,
+      () => performance.now(),
+      new MasterMetrics(masterMethods, () => {
+        throw new Error('no stats in this test');
+      }),
+      log,
+    );
     server = createServer((socket) => {
       // the listener's job: strip the magic, hand the rest to the connection
       let head = Buffer.alloc(0);

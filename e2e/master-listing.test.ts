@@ -35,7 +35,9 @@ describe('store_master whole-table answers', () => {
     // the first test's lease on keyOf(7) must outlive the whole file however slow the machine is
     m = await startMaster(['--default_kv_lease_ttl=600000']);
     c = await MasterClient.connect(m.rpc, { requestTimeoutMs: 60_000 });
-    expect((await c.mountSegment({ buffer: 2 ** 40, size: 2 ** 34, segment_name: 'seg-1', client_id: CLIENT, te_endpoint: '127.0.0.1:1', protocol: 'tcp' })).status_code).toBe(ErrorCode.OK);
+    expect((await c.mountSegment({ buffer: 2 ** 40, size: 2 ** 34, segment_name: 'seg-1', client_id: CLIENT, te_endpoint: '127.0.0.1:1', protocol: 'tcp' })).status_code).toBe(
+      ErrorCode.OK,
+    );
     await fill(c, 0, KEYS);
   }, 120_000);
 

@@ -26,7 +26,11 @@ interface Master {
 
 /** Starts a master on port 0 everywhere and waits for its "listening" line. */
 function startMaster(extra: string[] = []): Promise<Master> {
-  const proc = spawn(process.execPath, [MAIN, '--rpc_address=127.0.0.1', '--rpc_port=0', '--metrics_port=0', '--http_metadata_server_host=127.0.0.1', '--http_metadata_server_port=0', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(
+    process.execPath,
+    [MAIN, '--rpc_address=127.0.0.1', '--rpc_port=0', '--metrics_port=0', '--http_metadata_server_host=127.0.0.1', '--http_metadata_server_port=0', ...extra],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let err = '';
   const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
   return new Promise((resolve, reject) => {
@@ -72,7 +76,14 @@ async function get(url: string, init?: RequestInit): Promise<{ status: number; t
 }
 
 const CLIENT = '6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b';
-const mount = (name: string, buffer: number) => ({ buffer, size: 64 * 1024 * 1024, segment_name: name, client_id: CLIENT, te_endpoint: `127.0.0.1:${20000 + (buffer % 1000)}`, protocol: 'tcp' });
+const mount = (name: string, buffer: number) => ({
+  buffer,
+  size: 64 * 1024 * 1024,
+  segment_name: name,
+  client_id: CLIENT,
+  te_endpoint: `127.0.0.1:${20000 + (buffer % 1000)}`,
+  protocol: 'tcp',
+});
 const put = (key: string, len = 4096) => ({ key, value_length: len, slice_lengths: [len], config: { replica_num: 1 } });
 
 describe('store_master process', () => {
@@ -149,7 +160,13 @@ describe('store_master process', () => {
     // field 1 claims 5 bytes but 1 follows: undecodable
     const garbage = Buffer.from([0x0a, 0x05, 0x61]);
     const res = await new Promise<Buffer>((resolve, reject) =>
-      raw.makeUnaryRequest('/store.MasterService/PutStart', (b: Buffer) => b, (b: Buffer) => b, garbage, (e, r) => (e ? reject(e) : resolve(r as Buffer))),
+      raw.makeUnaryRequest(
+        '/store.MasterService/PutStart',
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        garbage,
+        (e, r) => (e ? reject(e) : resolve(r as Buffer)),
+      ),
     );
     raw.close();
     expect(decodeMessage<{ status_code: number }>(masterMethodByName.get('PutStart')!.responseType, res).status_code).toBe(ErrorCode.INVALID_PARAMS);
@@ -160,7 +177,12 @@ describe('store_master process', () => {
     expect((await get(`${m.metrics}/get_all_keys`)).body).toBe(before);
     // bad mounts change no segment
     const segsBefore = (await get(`${m.metrics}/get_all_segments`)).body;
-    for (const bad of [{ ...mount('seg-bad', 0x50000000), size: 0 }, { ...mount('', 0x50000000) }, { ...mount('seg-bad', 0x50000000), client_id: '' }, { ...mount('seg-bad', 0x50000000), segment_id: 'not-a-uuid' }]) {
+    for (const bad of [
+      { ...mount('seg-bad', 0x50000000), size: 0 },
+      { ...mount('', 0x50000000) },
+      { ...mount('seg-bad', 0x50000000), client_id: '' },
+      { ...mount('seg-bad', 0x50000000), segment_id: 'not-a-uuid' },
+    ]) {
       expect((await c.mountSegment(bad)).status_code).toBe(ErrorCode.INVALID_PARAMS);
     }
     expect((await c.mountSegment(mount('seg-c', 0x60000000))).status_code).toBe(ErrorCode.SEGMENT_ALREADY_EXISTS);
@@ -249,7 +271,16 @@ describe('store_master process', () => {
     const d = JSON.parse(detail.body);
     expect(d.total_segments).toBe(2);
     const sc = d.segments.find((s: { segment_name: string }) => s.segment_name === 'seg-c');
-    expect(sc).toMatchObject({ client_id: CLIENT, base_address: '0x20000000', size_bytes: 67108864, size_human: '64.00 MB', te_endpoint: mount('seg-c', 0x20000000).te_endpoint, protocol: 'tcp', status: 'MOUNTED', allocator_capacity_bytes: 67108864 });
+    expect(sc).toMatchObject({
+      client_id: CLIENT,
+      base_address: '0x20000000',
+      size_bytes: 67108864,
+      size_human: '64.00 MB',
+      te_endpoint: mount('seg-c', 0x20000000).te_endpoint,
+      protocol: 'tcp',
+      status: 'MOUNTED',
+      allocator_capacity_bytes: 67108864,
+    });
     expect(sc.segment_id).toMatch(/^[0-9a-f-]{36}$/);
     const used = d.segments.reduce((a: number, s: { allocator_used_bytes: number }) => a + s.allocator_used_bytes, 0);
     expect(used).toBeGreaterThanOrEqual(64 * 1024);

@@ -24,9 +24,20 @@ describe('store-operator CLI', () => {
     expect(r.status).toBe(0);
     const objs = (yaml.loadAll(r.stdout) as any[]).map((o) => `${o.kind}/${o.metadata.name}`);
     expect(objs).toEqual([
-      'ServiceAccount/kvcache-master', 'Role/kvcache-master', 'RoleBinding/kvcache-master', 'ConfigMap/kvcache-master-config', 'Service/kvcache-master',
-      'Service/kvcache-master-headless', 'Service/kvcache-master-metrics', 'PodDisruptionBudget/kvcache-master', 'StatefulSet/kvcache-master', 'NetworkPolicy/kvcache-master',
-      'ConfigMap/kvcache-hugepages-store-config', 'Service/kvcache-hugepages-store', 'StatefulSet/kvcache-hugepages-store', 'NetworkPolicy/kvcache-hugepages-store',
+      'ServiceAccount/kvcache-master',
+      'Role/kvcache-master',
+      'RoleBinding/kvcache-master',
+      'ConfigMap/kvcache-master-config',
+      'Service/kvcache-master',
+      'Service/kvcache-master-headless',
+      'Service/kvcache-master-metrics',
+      'PodDisruptionBudget/kvcache-master',
+      'StatefulSet/kvcache-master',
+      'NetworkPolicy/kvcache-master',
+      'ConfigMap/kvcache-hugepages-store-config',
+      'Service/kvcache-hugepages-store',
+      'StatefulSet/kvcache-hugepages-store',
+      'NetworkPolicy/kvcache-hugepages-store',
     ]);
     expect(r.stdout).toContain('image: my/store:9');
     // the policies as the API server reads them: `from`, not the client library's `_from`
@@ -47,7 +58,10 @@ describe('store-operator CLI', () => {
   });
 
   it('exits 2 with every problem of an invalid StoreCluster', () => {
-    const bad = file('bad.yaml', 'apiVersion: store.kvcache.io/v1alpha1\nkind: StoreCluster\nmetadata:\n  name: kv\nspec:\n  master:\n    replicas: 3\n    allocationStrategy: best\n');
+    const bad = file(
+      'bad.yaml',
+      'apiVersion: store.kvcache.io/v1alpha1\nkind: StoreCluster\nmetadata:\n  name: kv\nspec:\n  master:\n    replicas: 3\n    allocationStrategy: best\n',
+    );
     const r = cli('render', '-f', bad);
     expect(r.status).toBe(2);
     expect(r.stdout).toBe('');
@@ -59,9 +73,18 @@ describe('store-operator CLI', () => {
   it('exits 2 on unreadable files, bad YAML, a segment without its cluster, and refused injections', () => {
     expect(cli('render', '-f', join(dir, 'missing.yaml'))).toMatchObject({ status: 2, stderr: expect.stringContaining('no such file') });
     expect(cli('render', '-f', file('y.yaml', 'a: [1,'))).toMatchObject({ status: 2, stderr: expect.stringContaining('not valid YAML') });
-    expect(cli('render', '-f', 'crds/examples/storesegment.yaml')).toMatchObject({ status: 2, stderr: expect.stringContaining('StoreCluster "kvcache" (namespace default) is not among crds/examples/storesegment.yaml') });
-    const pod = file('pod.yaml', 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n    store.kvcache.io/inject: "true"\n    store.kvcache.io/protocol: udp\nspec:\n  containers:\n  - name: c\n    image: i\n');
-    expect(cli('inject', '-f', pod, '--cluster-file', 'crds/examples/storecluster.yaml')).toMatchObject({ status: 2, stderr: expect.stringContaining('store.kvcache.io/protocol: "udp" must be tcp or rdma') });
+    expect(cli('render', '-f', 'crds/examples/storesegment.yaml')).toMatchObject({
+      status: 2,
+      stderr: expect.stringContaining('StoreCluster "kvcache" (namespace default) is not among crds/examples/storesegment.yaml'),
+    });
+    const pod = file(
+      'pod.yaml',
+      'apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n    store.kvcache.io/inject: "true"\n    store.kvcache.io/protocol: udp\nspec:\n  containers:\n  - name: c\n    image: i\n',
+    );
+    expect(cli('inject', '-f', pod, '--cluster-file', 'crds/examples/storecluster.yaml')).toMatchObject({
+      status: 2,
+      stderr: expect.stringContaining('store.kvcache.io/protocol: "udp" must be tcp or rdma'),
+    });
     expect(cli('render')).toMatchObject({ status: 2, stderr: expect.stringContaining('-f FILE is required') });
     expect(cli('render', '--colour=blue')).toMatchObject({ status: 2, stderr: expect.stringContaining('unknown flag --colour') });
   });
@@ -79,7 +102,12 @@ describe('store-operator CLI', () => {
     // the cluster as context only: the segment's objects, not the cluster's
     const ctx = cli('render', '-f', 'crds/examples/storesegment.yaml', '--cluster-file', 'crds/examples/storecluster.yaml');
     expect(ctx.status).toBe(0);
-    expect(kinds(ctx.stdout)).toEqual(['ConfigMap/kvcache-hugepages-store-config', 'Service/kvcache-hugepages-store', 'StatefulSet/kvcache-hugepages-store', 'NetworkPolicy/kvcache-hugepages-store']);
+    expect(kinds(ctx.stdout)).toEqual([
+      'ConfigMap/kvcache-hugepages-store-config',
+      'Service/kvcache-hugepages-store',
+      'StatefulSet/kvcache-hugepages-store',
+      'NetworkPolicy/kvcache-hugepages-store',
+    ]);
     expect(cli('render', '-f', join(dir, 'empty-dir-does-not-exist'))).toMatchObject({ status: 2, stderr: expect.stringContaining('no such file') });
   });
 
@@ -97,7 +125,9 @@ describe('store-operator CLI', () => {
     const base = { PATH: process.env.PATH, HOME: dir };
     const none = cliEnv(base, 'run');
     expect(none).toMatchObject({ status: 2, stdout: '' });
-    expect(none.stderr).toBe('store-operator: no Kubernetes API server configured: run in a cluster, set KUBECONFIG or create ~/.kube/config (render and inject work offline without one)\n');
+    expect(none.stderr).toBe(
+      'store-operator: no Kubernetes API server configured: run in a cluster, set KUBECONFIG or create ~/.kube/config (render and inject work offline without one)\n',
+    );
     const missing = cliEnv({ ...base, KUBECONFIG: join(dir, 'nope') }, 'run');
     expect(missing).toMatchObject({ status: 2, stderr: `store-operator: KUBECONFIG names ${join(dir, 'nope')}, which does not exist\n` });
     const garbage = cliEnv({ ...base, KUBECONFIG: file('garbage.kubeconfig', 'clusters: [1, 2') }, 'run');

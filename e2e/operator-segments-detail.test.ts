@@ -38,8 +38,21 @@ describe('segments detail from a real master', () => {
     procs.push(master.proc);
     const dir = mkdtempSync(join(tmpdir(), 'store-seg-'));
     // The JSON config the operator renders for a StoreSegment pod (server role: local buffer 0).
-    writeFileSync(join(dir, 'store.json'), JSON.stringify({ metadata_server: `http://127.0.0.1:${meta}/metadata`, master_server_address: master.rpc, global_segment_size: 64 * 2 ** 20, local_buffer_size: 0, protocol: 'tcp', device_name: '' }));
-    await start(['dist/sidecar/main.js', `--config=${join(dir, 'store.json')}`, '--host=127.0.0.1', '--port=0', '--rpc_port=0', '--local_hostname=127.0.0.1', '--shutdown_grace_seconds=0'], /store_service ready/);
+    writeFileSync(
+      join(dir, 'store.json'),
+      JSON.stringify({
+        metadata_server: `http://127.0.0.1:${meta}/metadata`,
+        master_server_address: master.rpc,
+        global_segment_size: 64 * 2 ** 20,
+        local_buffer_size: 0,
+        protocol: 'tcp',
+        device_name: '',
+      }),
+    );
+    await start(
+      ['dist/sidecar/main.js', `--config=${join(dir, 'store.json')}`, '--host=127.0.0.1', '--port=0', '--rpc_port=0', '--local_hostname=127.0.0.1', '--shutdown_grace_seconds=0'],
+      /store_service ready/,
+    );
 
     const detail = await httpSegmentsFetcher(master.http);
     expect(detail.total_segments).toBe(1);

@@ -51,7 +51,6 @@ async function must(method: string, path: string, body?: unknown, contentType?: 
   return r.body;
 }
 
-
 function example(file: string): Obj {
   return yaml.load(readFileSync(join(root, 'crds', 'examples', file), 'utf8')) as Obj;
 }
@@ -96,8 +95,20 @@ beforeAll(async () => {
   await must('POST', '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations', mwc);
   const dir = mkdtempSync(join(tmpdir(), 'operator-e2e-'));
   kubeconfigPath = writeKubeconfig(join(dir, 'kubeconfig'), server.url);
-  operator = spawn(process.execPath, [operatorMain, 'run', '--leader-elect=true', '--identity=op-e2e', `--lease-namespace=${OPERATOR_NS}`,
-    `--webhook-port=${webhookPort}`, '--segment-stats=false', '--health-port=0'], { env: { ...process.env, KUBECONFIG: kubeconfigPath }, stdio: ['ignore', 'pipe', 'pipe'] });
+  operator = spawn(
+    process.execPath,
+    [
+      operatorMain,
+      'run',
+      '--leader-elect=true',
+      '--identity=op-e2e',
+      `--lease-namespace=${OPERATOR_NS}`,
+      `--webhook-port=${webhookPort}`,
+      '--segment-stats=false',
+      '--health-port=0',
+    ],
+    { env: { ...process.env, KUBECONFIG: kubeconfigPath }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   const serving = new Promise<void>((resolve, reject) => {
     const onData = (d: Buffer) => {
       operatorLog += d.toString();
@@ -137,7 +148,11 @@ describe('StoreCluster', () => {
       rolebindings: (await must('GET', `/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings${sel}`)).items,
       pdbs: (await must('GET', `/apis/policy/v1/namespaces/default/poddisruptionbudgets${sel}`)).items,
     };
-    expect(Object.entries(lists).filter(([, items]) => items.length === 0).map(([kind]) => kind)).toEqual([]);
+    expect(
+      Object.entries(lists)
+        .filter(([, items]) => items.length === 0)
+        .map(([kind]) => kind),
+    ).toEqual([]);
     const notOwned = Object.entries(lists).flatMap(([kind, items]) => items.filter((o: Obj) => !ownedBy(o, cluster)).map((o: Obj) => `${kind}/${o.metadata.name}`));
     expect(notOwned).toEqual([]);
     expect(lists.services.some((s: Obj) => s.spec.clusterIP === 'None')).toBe(true);
@@ -191,18 +206,32 @@ describe('sidecar injection webhook', () => {
     const reviewBody = JSON.stringify({
       apiVersion: 'admission.k8s.io/v1',
       kind: 'AdmissionReview',
-      request: { uid: 'e2e-1', kind: { group: '', version: 'v1', kind: 'Pod' }, resource: { group: '', version: 'v1', resource: 'pods' }, namespace: 'default', operation: 'CREATE', object: pod },
+      request: {
+        uid: 'e2e-1',
+        kind: { group: '', version: 'v1', kind: 'Pod' },
+        resource: { group: '', version: 'v1', resource: 'pods' },
+        namespace: 'default',
+        operation: 'CREATE',
+        object: pod,
+      },
     });
     const answer = await new Promise<Obj>((resolve, reject) => {
-      const req = https.request({
-        host: '127.0.0.1', port: webhookPort, path: '/mutate-pods', method: 'POST', ca,
-        headers: { 'Content-Type': 'application/json' },
-        checkServerIdentity: (_h, cert) => tls.checkServerIdentity(`${WEBHOOK_SERVICE}.${OPERATOR_NS}.svc`, cert),
-      }, (res) => {
-        let text = '';
-        res.on('data', (c) => (text += c));
-        res.on('end', () => resolve(JSON.parse(text)));
-      });
+      const req = https.request(
+        {
+          host: '127.0.0.1',
+          port: webhookPort,
+          path: '/mutate-pods',
+          method: 'POST',
+          ca,
+          headers: { 'Content-Type': 'application/json' },
+          checkServerIdentity: (_h, cert) => tls.checkServerIdentity(`${WEBHOOK_SERVICE}.${OPERATOR_NS}.svc`, cert),
+        },
+        (res) => {
+          let text = '';
+          res.on('data', (c) => (text += c));
+          res.on('end', () => resolve(JSON.parse(text)));
+        },
+      );
       req.on('error', reject);
       req.end(reviewBody);
     });
@@ -229,7 +258,11 @@ describe('StoreSegment', () => {
     const seg = await must('POST', `${STORE}/storesegments`, example('storesegment.yaml'));
     const sts = await waitForObject(server.url, '/apis/apps/v1/namespaces/default/statefulsets', (o) => ownedBy(o, seg));
     expect(sts.spec.replicas).toBe(4);
-    const done = await waitForObject(server.url, `${STORE}/storesegments`, (o) => o.metadata.name === seg.metadata.name && o.status?.observedGeneration === 1 && (o.status.conditions ?? []).length > 0);
+    const done = await waitForObject(
+      server.url,
+      `${STORE}/storesegments`,
+      (o) => o.metadata.name === seg.metadata.name && o.status?.observedGeneration === 1 && (o.status.conditions ?? []).length > 0,
+    );
     expect(done.status.conditions.map((c: Obj) => c.type)).toEqual(expect.arrayContaining(['Ready', 'Progressing']));
   });
 });
@@ -257,9 +290,15 @@ describe('deletion', () => {
     // Garbage collection runs in the background (and also catches dependents an in-flight
     // reconcile pass created after the owner was gone): await each collection emptying.
     const sel = `labelSelector=${encodeURIComponent(`${CLUSTER_LABEL}=kvcache`)}`;
-    for (const path of [`${NS}/services`, `${NS}/configmaps`, `${NS}/serviceaccounts`, '/apis/apps/v1/namespaces/default/statefulsets',
-      '/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles', '/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings',
-      '/apis/policy/v1/namespaces/default/poddisruptionbudgets']) {
+    for (const path of [
+      `${NS}/services`,
+      `${NS}/configmaps`,
+      `${NS}/serviceaccounts`,
+      '/apis/apps/v1/namespaces/default/statefulsets',
+      '/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles',
+      '/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings',
+      '/apis/policy/v1/namespaces/default/poddisruptionbudgets',
+    ]) {
       await untilNoneLeft(path, sel, (o) => ownedBy(o, sc));
     }
     await untilNoneLeft(`${NS}/pods`, sel, (p) => p.metadata.name.startsWith('kvcache-master-'));
@@ -269,8 +308,11 @@ describe('deletion', () => {
 
 describe('operator failover', () => {
   test('a standby replica takes the Lease when the leader stops, and reconciles', async () => {
-    const standby = spawn(process.execPath, [operatorMain, 'run', '--leader-elect=true', '--identity=op-standby', `--lease-namespace=${OPERATOR_NS}`,
-      '--webhook=false', '--segment-stats=false', '--health-port=0'], { env: { ...process.env, KUBECONFIG: kubeconfigPath }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const standby = spawn(
+      process.execPath,
+      [operatorMain, 'run', '--leader-elect=true', '--identity=op-standby', `--lease-namespace=${OPERATOR_NS}`, '--webhook=false', '--segment-stats=false', '--health-port=0'],
+      { env: { ...process.env, KUBECONFIG: kubeconfigPath }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let standbyLog = '';
     standby.stderr.on('data', (d: Buffer) => (standbyLog += d.toString()));
     try {
@@ -280,7 +322,11 @@ describe('operator failover', () => {
       // release for a lost leadership and exit 1).
       expect(await exited).toBe(0);
       expect(operatorLog).not.toContain('lost leadership');
-      const lease = await waitForObject(server.url, `/apis/coordination.k8s.io/v1/namespaces/${OPERATOR_NS}/leases`, (o) => o.metadata.name === 'store-operator' && o.spec?.holderIdentity === 'op-standby');
+      const lease = await waitForObject(
+        server.url,
+        `/apis/coordination.k8s.io/v1/namespaces/${OPERATOR_NS}/leases`,
+        (o) => o.metadata.name === 'store-operator' && o.spec?.holderIdentity === 'op-standby',
+      );
       expect(lease.spec.holderIdentity).toBe('op-standby');
       const sc = await must('POST', `${STORE}/storeclusters`, { ...example('storecluster.yaml'), metadata: { name: 'second', namespace: 'default' } });
       const sts = await waitForObject(server.url, '/apis/apps/v1/namespaces/default/statefulsets', (o) => ownedBy(o, sc));

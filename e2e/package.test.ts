@@ -7,10 +7,18 @@ import { dirname, join, resolve } from 'node:path';
 
 describe('the kvcache-store package', () => {
   it("exports Client and the error codes under the package's name", () => {
-    const out = execFileSync(process.execPath, ['--input-type=module', '-e', `
+    const out = execFileSync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `
       const m = await import('kvcache-store');
       console.log(JSON.stringify({ client: typeof m.Client, setup: typeof m.Client.setup, ok: m.ErrorCode.OK }));
-    `], { encoding: 'utf8' });
+    `,
+      ],
+      { encoding: 'utf8' },
+    );
     expect(JSON.parse(out)).toEqual({ client: 'function', setup: 'function', ok: 0 });
   });
 

@@ -53,7 +53,14 @@ describe('re-replication', () => {
           let at = 0;
           await engine.transfer(
             r.handles.map((h) => {
-              const op = { op: 'read' as const, endpoint: h.te_endpoint, remoteAddress: Number(h.buffer), localAddress: local.address + at, length: Number(h.size), incarnation: Number(h.incarnation) };
+              const op = {
+                op: 'read' as const,
+                endpoint: h.te_endpoint,
+                remoteAddress: Number(h.buffer),
+                localAddress: local.address + at,
+                length: Number(h.size),
+                incarnation: Number(h.incarnation),
+              };
               at += Number(h.size);
               return op;
             }),

@@ -53,7 +53,8 @@ describe('a single master restarted from its snapshots and change log', () => {
       // Objects committed while snapshots run (one a second): some land in a snapshot, all in the log.
       const master = cluster.master;
       // Snapshot indexes grow by one (the first is taken at start): wait for the one after the latest.
-      const nextSnapshot = (): RegExp => new RegExp(`snapshot ${Math.max(0, ...[...master.output().matchAll(/snapshot (\d+) (?:started|written|\()/g)].map((m) => Number(m[1]))) + 1} started`);
+      const nextSnapshot = (): RegExp =>
+        new RegExp(`snapshot ${Math.max(0, ...[...master.output().matchAll(/snapshot (\d+) (?:started|written|\()/g)].map((m) => Number(m[1]))) + 1} started`);
       const writing = put(200, 'during-');
       await master.waitFor(nextSnapshot());
       await writing;

@@ -74,8 +74,16 @@ describe('store_service process', () => {
     const before = (await cluster.admin('/get_all_segments')).split('\n').filter(Boolean).sort();
     const proc = spawn(
       process.execPath,
-      [sidecar, '--host=127.0.0.1', '--port=0', '--rpc_port=0', '--local_hostname=127.0.0.1', `--master_server=${cluster.master.rpc}`,
-        `--metadata_server=${cluster.master.metadata}`, '--global_segment_size=16MB'],
+      [
+        sidecar,
+        '--host=127.0.0.1',
+        '--port=0',
+        '--rpc_port=0',
+        '--local_hostname=127.0.0.1',
+        `--master_server=${cluster.master.rpc}`,
+        `--metadata_server=${cluster.master.metadata}`,
+        '--global_segment_size=16MB',
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     const h = track('early-sigterm', proc);
@@ -101,8 +109,16 @@ describe('store_service setup against a master that is not there', () => {
     delete env.MC_STORE_CLIENT_SETUP_RETRIES;
     const proc = spawn(
       process.execPath,
-      [sidecar, '--host=127.0.0.1', `--port=${http}`, '--rpc_port=0', '--local_hostname=127.0.0.1', `--master_server=127.0.0.1:${deadMaster}`,
-        '--metadata_server=P2PHANDSHAKE', '--global_segment_size=16MB'],
+      [
+        sidecar,
+        '--host=127.0.0.1',
+        `--port=${http}`,
+        '--rpc_port=0',
+        '--local_hostname=127.0.0.1',
+        `--master_server=127.0.0.1:${deadMaster}`,
+        '--metadata_server=P2PHANDSHAKE',
+        '--global_segment_size=16MB',
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'], env },
     );
     const h = track('sigterm-while-retrying', proc);
@@ -140,7 +156,10 @@ describe('store_service setup against a master that is not there', () => {
         },
       },
     );
-    const err = await setup.then(() => null, (e: unknown) => e);
+    const err = await setup.then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(UnavailableError);
     expect((err as Error).message).toMatch(/setup aborted .*test abort/);
     expect(attempts).toHaveLength(1);
@@ -192,8 +211,14 @@ describe('store_service setup parameters', () => {
 
   it('a --host it cannot listen on exits 2 naming the flag, with nothing mounted', async () => {
     const before = (await cluster.admin('/get_all_segments')).split('\n').filter(Boolean).sort();
-    const res = await run(['--host=no.such.host.invalid', '--port=0', '--local_hostname=127.0.0.1', `--master_server=${cluster.master.rpc}`,
-      `--metadata_server=${cluster.master.metadata}`, '--global_segment_size=16MB']);
+    const res = await run([
+      '--host=no.such.host.invalid',
+      '--port=0',
+      '--local_hostname=127.0.0.1',
+      `--master_server=${cluster.master.rpc}`,
+      `--metadata_server=${cluster.master.metadata}`,
+      '--global_segment_size=16MB',
+    ]);
     expect(res.code).toBe(2);
     expect(res.stderr).toMatch(/--host/);
     expect(res.stderr).not.toMatch(/store_service ready/);
@@ -207,8 +232,17 @@ describe('store_service ports in use', () => {
     await once(taken, 'listening');
     const port = (taken.address() as AddressInfo).port;
     try {
-      const common = ['--host=127.0.0.1', '--local_hostname=127.0.0.1', `--master_server=${cluster.master.rpc}`, `--metadata_server=${cluster.master.metadata}`, '--global_segment_size=16MB'];
-      for (const [flag, args] of [['--port', [`--port=${port}`, '--rpc_port=0']], ['--rpc_port', ['--port=0', `--rpc_port=${port}`, '--shm_dir=none']]] as const) {
+      const common = [
+        '--host=127.0.0.1',
+        '--local_hostname=127.0.0.1',
+        `--master_server=${cluster.master.rpc}`,
+        `--metadata_server=${cluster.master.metadata}`,
+        '--global_segment_size=16MB',
+      ];
+      for (const [flag, args] of [
+        ['--port', [`--port=${port}`, '--rpc_port=0']],
+        ['--rpc_port', ['--port=0', `--rpc_port=${port}`, '--shm_dir=none']],
+      ] as const) {
         const res = await run([...common, ...args]);
         expect(res.code).toBe(2);
         expect(res.stderr).toMatch(new RegExp(`${flag}: cannot listen`));
@@ -256,7 +290,11 @@ describe('a store service killed mid-run', () => {
       expect(wrong).toBe(0);
       // Each object has a replica on a surviving service, so reads after the kill still succeed.
       for (const it of items) {
-        expect(createHash('sha256').update(await client.get(it.key)).digest('hex')).toBe(want.get(it.key));
+        expect(
+          createHash('sha256')
+            .update(await client.get(it.key))
+            .digest('hex'),
+        ).toBe(want.get(it.key));
       }
     } finally {
       await client.close();

@@ -76,7 +76,11 @@ describe("a stranger who takes a segment's name while the master has forgotten i
     const trap = mapMemory({ size: 64 * MiB });
     let stranger: MasterClient | undefined;
     const detail = async () =>
-      (JSON.parse(await cluster.admin('/get_segments_detail')) as { segments: { segment_name: string; te_endpoint: string; client_id: string }[] }).segments.map((x) => [x.segment_name, x.te_endpoint, x.client_id]);
+      (JSON.parse(await cluster.admin('/get_segments_detail')) as { segments: { segment_name: string; te_endpoint: string; client_id: string }[] }).segments.map((x) => [
+        x.segment_name,
+        x.te_endpoint,
+        x.client_id,
+      ]);
     try {
       const endpoint = engine.start();
       const incarnation = engine.registerRegion(trap.address, trap.size);
@@ -86,7 +90,15 @@ describe("a stranger who takes a segment's name while the master has forgotten i
         await cluster.restartMaster();
         stranger = await MasterClient.connect(cluster.master.rpc);
         const squatter = randomUUID();
-        const m = await stranger.mountSegment({ buffer: trap.address, size: trap.size, segment_name: owner.segment, client_id: squatter, te_endpoint: endpoint, protocol: 'tcp', incarnation });
+        const m = await stranger.mountSegment({
+          buffer: trap.address,
+          size: trap.size,
+          segment_name: owner.segment,
+          client_id: squatter,
+          te_endpoint: endpoint,
+          protocol: 'tcp',
+          incarnation,
+        });
         expect(m.status_code).toBe(ErrorCode.OK); // names are first come, first served (docs/threat-model.md)
       } finally {
         owner.proc.kill('SIGCONT');
@@ -171,9 +183,9 @@ describe("a stranger and a client's engine", () => {
         const read = (remoteAddress: number) => engine.transfer([{ op: 'read', endpoint: t.endpoint, remoteAddress, localAddress: local.address, length: 4096 }]);
         await expect(read(t.staging)).rejects.toMatchObject({ code: 'ADDRESS_OUT_OF_RANGE' });
         await expect(read(t.held)).rejects.toMatchObject({ code: 'ADDRESS_OUT_OF_RANGE' });
-        await expect(
-          engine.transfer([{ op: 'write', endpoint: t.endpoint, remoteAddress: t.held, localAddress: local.address, length: 4096 }]),
-        ).rejects.toMatchObject({ code: 'ADDRESS_OUT_OF_RANGE' });
+        await expect(engine.transfer([{ op: 'write', endpoint: t.endpoint, remoteAddress: t.held, localAddress: local.address, length: 4096 }])).rejects.toMatchObject({
+          code: 'ADDRESS_OUT_OF_RANGE',
+        });
         await read(t.segment); // what peers must reach still works
       } finally {
         engine.close();
@@ -215,12 +227,16 @@ describe("a stranger and the store service's dummy-client socket", () => {
         chmodSync(svc.socket, 0o777); // as a permissive umask or shared volume leaves it
         const knock = (wrap: string[]) =>
           new Promise<string>((resolve, reject) =>
-            execFile(wrap[0] ?? process.execPath, [...wrap.slice(1), ...(wrap.length ? [process.execPath] : []), join(here, 'fixtures/socket-knock.mjs'), svc.socket], (err, out) =>
-              err ? reject(err) : resolve(out.trim()),
+            execFile(
+              wrap[0] ?? process.execPath,
+              [...wrap.slice(1), ...(wrap.length ? [process.execPath] : []), join(here, 'fixtures/socket-knock.mjs'), svc.socket],
+              (err, out) => (err ? reject(err) : resolve(out.trim())),
             ),
           );
         expect(await knock(['setpriv', `--reuid=${strangerUid}`, `--regid=${strangerUid}`, '--clear-groups'])).toMatch(
-          new RegExp(`^refused .*unreachable .*Hello refused by store service .*: uid ${strangerUid} may not use the dummy-client socket .* \\(the store service allows 0; --peer_uids adds more\\)`),
+          new RegExp(
+            `^refused .*unreachable .*Hello refused by store service .*: uid ${strangerUid} may not use the dummy-client socket .* \\(the store service allows 0; --peer_uids adds more\\)`,
+          ),
         );
         await svc.waitFor(new RegExp(`dummy-client socket \\S+: refused pid \\d+ uid ${strangerUid}: not an allowed uid \\(allowed: 0; --peer_uids adds more\\)`));
         expect(await knock([])).toBe('connected'); // the same uid as the store service

@@ -38,7 +38,9 @@ export class HeapGuard {
     const mb = (n: number): string => `${Math.round(n / 2 ** 20)} MiB`;
     if (!this.state.full && ratio >= HIGH) {
       this.state.full = true;
-      this.log.warn(`heap ${mb(h.used_heap_size)} of ${mb(h.heap_size_limit)} (>= ${HIGH * 100}%): refusing new objects (NO_AVAILABLE_HANDLE) until under ${LOW * 100}%; remove objects or raise --max-old-space-size`);
+      this.log.warn(
+        `heap ${mb(h.used_heap_size)} of ${mb(h.heap_size_limit)} (>= ${HIGH * 100}%): refusing new objects (NO_AVAILABLE_HANDLE) until under ${LOW * 100}%; remove objects or raise --max-old-space-size`,
+      );
     } else if (this.state.full && ratio < LOW) {
       this.state.full = false;
       this.log.info(`heap ${mb(h.used_heap_size)} of ${mb(h.heap_size_limit)}: accepting new objects again`);

@@ -26,9 +26,7 @@ function bufferDescriptor(h: ReplicaInfo__Output['handles'][number]): object {
 
 /** Memory replicas of an object as descriptors: endpoint of the first slice, every slice's buffer. */
 export function replicaDescriptors(replicas: ReplicaInfo__Output[]): Array<{ transport_endpoint_: string; buffer_descriptors: object[] }> {
-  return replicas
-    .filter((r) => r.handles.length > 0)
-    .map((r) => ({ transport_endpoint_: r.handles[0].te_endpoint, buffer_descriptors: r.handles.map(bufferDescriptor) }));
+  return replicas.filter((r) => r.handles.length > 0).map((r) => ({ transport_endpoint_: r.handles[0].te_endpoint, buffer_descriptors: r.handles.map(bufferDescriptor) }));
 }
 
 export interface AdminDeps {

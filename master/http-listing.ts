@@ -43,7 +43,12 @@ function gone(res: ServerResponse): boolean {
  * and `tail`, in bounded steps, and ends the response. Headers must be set by the caller; a HEAD
  * request gets none of the body. Stops early when the client goes away.
  */
-export async function streamItems<T>(res: ServerResponse, items: Iterable<T>, format: (item: T) => string, opts: { head?: string; separator?: string; tail?: (count: number) => string } = {}): Promise<void> {
+export async function streamItems<T>(
+  res: ServerResponse,
+  items: Iterable<T>,
+  format: (item: T) => string,
+  opts: { head?: string; separator?: string; tail?: (count: number) => string } = {},
+): Promise<void> {
   if (res.req?.method === 'HEAD') {
     res.end();
     return;

@@ -106,9 +106,11 @@ async function main(): Promise<void> {
     if (image) {
       const now = clock();
       const r = c.importState(image.toState(now), now);
-      log.info(`HA: took over the followed state: ${r.segments} segments (RESTORED until their owners mount them again), ${r.objects} objects${r.dropped.length ? `; left out ${r.dropped.length} records` : ''}`);
+      log.info(
+        `HA: took over the followed state: ${r.segments} segments (RESTORED until their owners mount them again), ${r.objects} objects${r.dropped.length ? `; left out ${r.dropped.length} records` : ''}`,
+      );
     } else if (follower) {
-      log.warn('HA: elected without a complete copy of the previous leader\'s state: starting empty');
+      log.warn("HA: elected without a complete copy of the previous leader's state: starting empty");
     }
     c.setChangeSink(fanout);
     leading = c;
@@ -153,18 +155,38 @@ async function main(): Promise<void> {
   if (replication && follower) {
     const r = replication;
     const f = follower;
-    new client.Gauge({ name: 'store_master_standbys_synced', help: 'standbys following this leader with the whole state', registers: [metrics.registry], collect() { this.set(r.syncedCount); } });
-    new client.Gauge({ name: 'store_master_standby_synced', help: '1 while this standby holds the whole state of the leader it follows', registers: [metrics.registry], collect() { this.set(f.synced ? 1 : 0); } });
+    new client.Gauge({
+      name: 'store_master_standbys_synced',
+      help: 'standbys following this leader with the whole state',
+      registers: [metrics.registry],
+      collect() {
+        this.set(r.syncedCount);
+      },
+    });
+    new client.Gauge({
+      name: 'store_master_standby_synced',
+      help: '1 while this standby holds the whole state of the leader it follows',
+      registers: [metrics.registry],
+      collect() {
+        this.set(f.synced ? 1 : 0);
+      },
+    });
   }
   // Snapshots and the change log of a single master (with HA: a notice, master-startup.ts).
   let persistence: Persistence | undefined;
   let barrier: CommitBarrier | undefined;
   if (ha && replication) {
-    barrier = new CommitBarrier(fanout, masterMethods.map((m) => m.name));
+    barrier = new CommitBarrier(
+      fanout,
+      masterMethods.map((m) => m.name),
+    );
     barrier.add(replication);
   }
   if (!ha && (flags.enable_snapshot || flags.enable_snapshot_restore)) {
-    const commits = new CommitBarrier(fanout, masterMethods.map((m) => m.name));
+    const commits = new CommitBarrier(
+      fanout,
+      masterMethods.map((m) => m.name),
+    );
     try {
       const dir = process.env.STORE_SNAPSHOT_LOCAL_PATH!; // checked by validateMasterFlags
       persistence = await Persistence.open({ flags, dir, log, clock, viewVersion, registry: metrics.registry }, core, fanout, commits);
@@ -211,7 +233,12 @@ async function main(): Promise<void> {
     core: port,
     metrics,
     now: clock,
-    info: () => ({ uptime_seconds: Math.round((Date.now() - startedAt) / 1000), view_version: ha ? ha.gate.viewVersion : viewVersion, rpc_connections: rpc.connections, ...ha?.info() }),
+    info: () => ({
+      uptime_seconds: Math.round((Date.now() - startedAt) / 1000),
+      view_version: ha ? ha.gate.viewVersion : viewVersion,
+      rpc_connections: rpc.connections,
+      ...ha?.info(),
+    }),
   };
   const admin = createAdminServer(deps);
   let metadata: Server | undefined;
@@ -240,7 +267,17 @@ async function main(): Promise<void> {
   if (flags.enable_metric_reporting) {
     reporter = setInterval(() => {
       summary(deps)
-        .then((text) => log.info('metrics: ' + text.trim().split('\n').slice(1).filter((l) => !l.startsWith('  ')).join(' | ')))
+        .then((text) =>
+          log.info(
+            'metrics: ' +
+              text
+                .trim()
+                .split('\n')
+                .slice(1)
+                .filter((l) => !l.startsWith('  '))
+                .join(' | '),
+          ),
+        )
         .catch((e: Error) => log.warn(`metric report failed: ${e.message}`));
     }, REPORT_INTERVAL_MS);
     reporter.unref();

@@ -151,7 +151,8 @@ describe('store_master flags', () => {
 });
 
 describe('RPC connection cap under a file descriptor limit', () => {
-  const limits = (soft: string) => `Limit                     Soft Limit           Hard Limit           Units     \nMax open files            ${soft}                 1048576              files     \n`;
+  const limits = (soft: string) =>
+    `Limit                     Soft Limit           Hard Limit           Units     \nMax open files            ${soft}                 1048576              files     \n`;
   it('reads the soft "Max open files" of /proc/self/limits', () => {
     expect(openFilesLimit(limits('1024'))).toBe(1024);
     expect(openFilesLimit(limits('unlimited'))).toBeUndefined();
@@ -171,7 +172,10 @@ describe('RPC connection cap under a file descriptor limit', () => {
   it('has defaults for the connection bounds', () => {
     const { flags } = parseMasterFlags([]);
     expect(flags).toMatchObject({ rpc_max_connections: 4096, rpc_request_timeout_seconds: 30_000, rpc_max_buffered_request_bytes: 256 * 1024 * 1024 });
-    expect(parseMasterFlags(['--rpc_request_timeout_seconds=0', '--rpc_max_buffered_request_bytes=64MB']).flags).toMatchObject({ rpc_request_timeout_seconds: 0, rpc_max_buffered_request_bytes: 64 * 1024 * 1024 });
+    expect(parseMasterFlags(['--rpc_request_timeout_seconds=0', '--rpc_max_buffered_request_bytes=64MB']).flags).toMatchObject({
+      rpc_request_timeout_seconds: 0,
+      rpc_max_buffered_request_bytes: 64 * 1024 * 1024,
+    });
     expect(flagError(() => parseMasterFlags(['--rpc_max_connections=0'])).message).toMatch(/rpc_max_connections/);
   });
 });

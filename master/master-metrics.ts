@@ -20,10 +20,23 @@ export class MasterMetrics {
   private readonly errChild = new Map<string, client.Counter.Internal>();
   private cached: CoreStats | undefined;
 
-  constructor(private readonly methods: readonly MethodInfo[], private readonly readStats: () => CoreStats) {
+  constructor(
+    private readonly methods: readonly MethodInfo[],
+    private readonly readStats: () => CoreStats,
+  ) {
     const registers = [this.registry];
-    this.requests = new client.Counter({ name: 'store_master_rpc_requests_total', help: 'RPC requests served, by method and transport', labelNames: ['method', 'transport'], registers });
-    this.errors = new client.Counter({ name: 'store_master_rpc_errors_total', help: 'RPC responses with a non-OK status_code, by method and ErrorCode name', labelNames: ['method', 'code'], registers });
+    this.requests = new client.Counter({
+      name: 'store_master_rpc_requests_total',
+      help: 'RPC requests served, by method and transport',
+      labelNames: ['method', 'transport'],
+      registers,
+    });
+    this.errors = new client.Counter({
+      name: 'store_master_rpc_errors_total',
+      help: 'RPC responses with a non-OK status_code, by method and ErrorCode name',
+      labelNames: ['method', 'code'],
+      registers,
+    });
     this.latency = new client.Histogram({
       name: 'store_master_rpc_latency_seconds',
       help: 'time spent serving an RPC inside the master, by method',
@@ -76,7 +89,12 @@ export class MasterMetrics {
     total('store_master_evictions_total', 'objects evicted', (s) => s.evictionsTotal);
     total('store_master_replicas_copied_total', 'replicas copied to replace lost ones', (s) => s.copied);
     total('store_master_replica_copy_failures_total', 'replica copies that failed or were not reported in time', (s) => s.failed);
-    this.refused = new client.Counter({ name: 'store_master_rpc_connections_refused_total', help: 'RPC connections closed on accept: limit (--rpc_max_connections reached), accept_error (no file descriptor or other accept failure)', labelNames: ['reason'], registers });
+    this.refused = new client.Counter({
+      name: 'store_master_rpc_connections_refused_total',
+      help: 'RPC connections closed on accept: limit (--rpc_max_connections reached), accept_error (no file descriptor or other accept failure)',
+      labelNames: ['reason'],
+      registers,
+    });
     this.closed = new client.Counter({
       name: 'store_master_rpc_connections_closed_total',
       help: 'RPC connections the master closed: request_timeout, request_budget, handshake_timeout, idle, unknown_protocol, protocol_error',

@@ -56,16 +56,33 @@ export function resolveRpcAddress(f: Pick<MasterFlags, 'rpc_address' | 'rpc_inte
 export function unbuiltFeatureNotices(f: MasterFlags, explicit: Set<string>): string[] {
   const out: string[] = [];
   if ((f.enable_snapshot || f.enable_snapshot_restore) && f.enable_ha) {
-    out.push('--enable_snapshot/--enable_snapshot_restore with --enable_ha: snapshots and the change log serve a single master only; with HA no snapshot is taken or restored (the standbys following the leader hold the state)');
+    out.push(
+      '--enable_snapshot/--enable_snapshot_restore with --enable_ha: snapshots and the change log serve a single master only; with HA no snapshot is taken or restored (the standbys following the leader hold the state)',
+    );
   }
-  const snapshotFlags = ['snapshot_interval_seconds', 'snapshot_child_timeout_seconds', 'snapshot_retention_count', 'snapshot_object_store_type', 'snapshot_catalog_store_type', 'snapshot_catalog_store_connstring', 'snapshot_backup_dir'].filter((n) => explicit.has(n));
+  const snapshotFlags = [
+    'snapshot_interval_seconds',
+    'snapshot_child_timeout_seconds',
+    'snapshot_retention_count',
+    'snapshot_object_store_type',
+    'snapshot_catalog_store_type',
+    'snapshot_catalog_store_connstring',
+    'snapshot_backup_dir',
+  ].filter((n) => explicit.has(n));
   if (snapshotFlags.length > 0 && !f.enable_snapshot && !f.enable_snapshot_restore) {
     out.push(`${snapshotFlags.map((n) => `--${n}`).join(', ')}: used only with --enable_snapshot or --enable_snapshot_restore; the value is validated and kept`);
   }
   if (f.enable_offload || f.offload_on_evict || f.offload_force_evict) out.push('--enable_offload/--offload_*: SSD offload is not implemented yet; objects live in memory only');
   if (f.promotion_on_hit) out.push('--promotion_on_hit: promotion from SSD is not implemented yet (there is no SSD tier)');
   if (f.root_fs_dir !== '') out.push(`--root_fs_dir=${f.root_fs_dir}: the file-system tier is not implemented yet; file-tier usage stays 0 B / 0 B`);
-  const taskFlags = ['max_total_finished_tasks', 'max_total_pending_tasks', 'max_total_processing_tasks', 'pending_task_timeout_sec', 'processing_task_timeout_sec', 'max_retry_attempts'];
+  const taskFlags = [
+    'max_total_finished_tasks',
+    'max_total_pending_tasks',
+    'max_total_processing_tasks',
+    'pending_task_timeout_sec',
+    'processing_task_timeout_sec',
+    'max_retry_attempts',
+  ];
   const setTask = taskFlags.filter((n) => explicit.has(n));
   if (setTask.length > 0) out.push(`${setTask.map((n) => `--${n}`).join(', ')}: the copy/move task manager is not implemented yet; the value is validated and kept`);
   const diskFlags = ['quota_bytes', 'enable_disk_eviction', 'global_file_segment_size', 'promotion_admission_threshold', 'promotion_queue_limit'].filter((n) => explicit.has(n));
@@ -92,5 +109,8 @@ export function openFilesLimit(limitsText: string): number | undefined {
 export function effectiveMaxConnections(flag: number, openFiles: number | undefined): { max: number; notice?: string } {
   if (openFiles === undefined || flag <= openFiles - FD_RESERVE) return { max: flag };
   const max = Math.max(1, openFiles - FD_RESERVE);
-  return { max, notice: `--rpc_max_connections=${flag} needs more file descriptors than the limit of ${openFiles} (ulimit -n) leaves; serving at most ${max} RPC connections (the limit less ${FD_RESERVE} kept for the rest)` };
+  return {
+    max,
+    notice: `--rpc_max_connections=${flag} needs more file descriptors than the limit of ${openFiles} (ulimit -n) leaves; serving at most ${max} RPC connections (the limit less ${FD_RESERVE} kept for the rest)`,
+  };
 }

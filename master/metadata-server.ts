@@ -174,7 +174,11 @@ export function createMetadataServer(store: MetadataStore): Server {
             if (outcome === 'writer_quota') {
               const u = store.usage(writer);
               const l = store.limits;
-              return send(res, 429, `metadata quota of ${writer} reached: it holds ${u.records} record(s), ${u.bytes} bytes (at most ${l.writerRecords} records, ${l.writerBytes} bytes per writer address); delete its records first\n`);
+              return send(
+                res,
+                429,
+                `metadata quota of ${writer} reached: it holds ${u.records} record(s), ${u.bytes} bytes (at most ${l.writerRecords} records, ${l.writerBytes} bytes per writer address); delete its records first\n`,
+              );
             }
             if (outcome === 'full') return send(res, 507, `metadata store full: ${store.bytes} of ${store.maxBytes} bytes held; delete records first\n`);
             send(res, 200, 'metadata updated\n');

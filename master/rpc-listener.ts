@@ -156,7 +156,11 @@ export class RpcListener {
   /** Records what `socket` holds of incomplete requests; closes the largest holders past the budget. */
   private held(socket: Socket, bytes: number, since: number): void {
     for (const victim of this.budget.set(socket, bytes, since)) {
-      this.closeFor(victim, 'request_budget', `incomplete requests across connections passed --rpc_max_buffered_request_bytes=${this.opts.maxBufferedRequestBytes}; this one held the most`);
+      this.closeFor(
+        victim,
+        'request_budget',
+        `incomplete requests across connections passed --rpc_max_buffered_request_bytes=${this.opts.maxBufferedRequestBytes}; this one held the most`,
+      );
     }
   }
 

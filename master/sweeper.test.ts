@@ -7,7 +7,12 @@ import { Sweeper } from './sweeper.js';
 
 function setup(sweep: (now: number) => SweepResult): { s: Sweeper; logs: string[] } {
   const logs: string[] = [];
-  const s = new Sweeper({ sweep }, clockWith(() => 42), new Logger({ program: 't', stderr: (l) => logs.push(l) }), 200);
+  const s = new Sweeper(
+    { sweep },
+    clockWith(() => 42),
+    new Logger({ program: 't', stderr: (l) => logs.push(l) }),
+    200,
+  );
   return { s, logs };
 }
 

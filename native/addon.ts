@@ -94,12 +94,7 @@ export interface RawAddon {
   crc32cCombine(crcA: number, crcB: number, lengthB: number | bigint): number;
   crc32cInfo(): { active: string; available: string[] };
   /** Seconds of each loop for `iterations` operations of `size` bytes cycling over `span` bytes. */
-  crc32cBench(
-    size: number,
-    iterations: number,
-    span: number,
-    implementation?: string,
-  ): Promise<{ memcpy: number; crc32c: number; separate: number; fused: number }>;
+  crc32cBench(size: number, iterations: number, span: number, implementation?: string): Promise<{ memcpy: number; crc32c: number; separate: number; fused: number }>;
   rdmaAvailable: boolean;
 }
 

@@ -8,16 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import fc from 'fast-check';
-import {
-  ChecksumError,
-  copyWithCrc32c,
-  copyWithCrc32cUsing,
-  crc32c,
-  crc32cCombine,
-  crc32cImplementations,
-  crc32cUsing,
-  type Crc32cImplementation,
-} from './index.js';
+import { ChecksumError, copyWithCrc32c, copyWithCrc32cUsing, crc32c, crc32cCombine, crc32cImplementations, crc32cUsing, type Crc32cImplementation } from './index.js';
 import { addonPath, ensureAddon, nativeDir } from './test-fixtures/ensure-addon.js';
 
 beforeAll(() => ensureAddon());
@@ -52,8 +43,7 @@ const implementations = (): Crc32cImplementation[] => crc32cImplementations().av
 
 // RFC 3720 appendix B.4 (the CRC bytes there are listed in wire order, least significant first).
 const iscsiReadPdu = Uint8Array.from([
-  0x01, 0xc0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x14, 0, 0, 0, 0, 0, 0x04, 0, 0, 0, 0, 0x14, 0, 0, 0, 0x18, 0x28, 0, 0, 0, 0, 0, 0, 0, 0x02,
-  0, 0, 0, 0, 0, 0, 0,
+  0x01, 0xc0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x14, 0, 0, 0, 0, 0, 0x04, 0, 0, 0, 0, 0x14, 0, 0, 0, 0x18, 0x28, 0, 0, 0, 0, 0, 0, 0, 0x02, 0, 0, 0, 0, 0, 0, 0,
 ]);
 const vectors: Array<[string, Uint8Array, number]> = [
   ['empty', new Uint8Array(0), 0],
@@ -241,19 +231,25 @@ describe('copyWithCrc32c', () => {
   it('equals copy + crc on random sizes and offsets, leaves the rest of dst alone', () => {
     const pool = pseudoRandomBytes(64 * KiB + 64, 555);
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 64 * KiB }), fc.integer({ min: 0, max: 63 }), fc.integer({ min: 0, max: 63 }), fc.integer({ min: 0, max: 0xffffffff }), (len, so, doff, seed) => {
-        const src = pool.subarray(so, so + len);
-        const expected = referenceCrc32c(src, seed);
-        for (const impl of [...implementations(), 'default' as const]) {
-          const backing = new Uint8Array(doff + len + 16).fill(0xee);
-          const dst = backing.subarray(doff, doff + len + 16);
-          const crc = impl === 'default' ? copyWithCrc32c(dst, src, seed) : copyWithCrc32cUsing(impl, dst, src, seed);
-          expect(crc).toBe(expected);
-          expect(Buffer.compare(dst.subarray(0, len), src)).toBe(0);
-          expect(backing.subarray(0, doff).every((v) => v === 0xee)).toBe(true);
-          expect(dst.subarray(len).every((v) => v === 0xee)).toBe(true);
-        }
-      }),
+      fc.property(
+        fc.integer({ min: 0, max: 64 * KiB }),
+        fc.integer({ min: 0, max: 63 }),
+        fc.integer({ min: 0, max: 63 }),
+        fc.integer({ min: 0, max: 0xffffffff }),
+        (len, so, doff, seed) => {
+          const src = pool.subarray(so, so + len);
+          const expected = referenceCrc32c(src, seed);
+          for (const impl of [...implementations(), 'default' as const]) {
+            const backing = new Uint8Array(doff + len + 16).fill(0xee);
+            const dst = backing.subarray(doff, doff + len + 16);
+            const crc = impl === 'default' ? copyWithCrc32c(dst, src, seed) : copyWithCrc32cUsing(impl, dst, src, seed);
+            expect(crc).toBe(expected);
+            expect(Buffer.compare(dst.subarray(0, len), src)).toBe(0);
+            expect(backing.subarray(0, doff).every((v) => v === 0xee)).toBe(true);
+            expect(dst.subarray(len).every((v) => v === 0xee)).toBe(true);
+          }
+        },
+      ),
       { numRuns: 100 },
     );
   });

@@ -195,9 +195,7 @@ test('the local memcpy path (memcpyLocal) checksums inline and on the I/O thread
     expect(crc32c(target)).toBe(crc32c(bBytes(33, 4000)));
     expect(e.readInlineCrc(e.endpoint, b.address + b.size - 10, target)).toBe(-1);
     // A batch inside one region whose ranges overlap (memmove): the CRC of the source as it was.
-    const [overlap] = (await e.transfer([
-      { op: 'write', endpoint: e.endpoint, remoteAddress: b.address + 1000, localAddress: b.address + 3000, length: 5000, checksum: true },
-    ]))!;
+    const [overlap] = (await e.transfer([{ op: 'write', endpoint: e.endpoint, remoteAddress: b.address + 1000, localAddress: b.address + 3000, length: 5000, checksum: true }]))!;
     expect(overlap).toBe(crc32c(bBytes(1000, 5000))); // the destination now holds exactly what was sent
   } finally {
     await e.unregisterRegion(b.address);

@@ -78,9 +78,7 @@ describe.each([
     const e = newEngine({ shmTransport });
     await e.transfer([op(a, 'read', 0, 1, 0), op(b, 'read', 0, 1, 0)]);
     for (const size of [4096, 2 * MiB]) {
-      const err = await rejection(
-        e.transfer([op(b, 'read', 0, size, 4 * MiB, { incarnation: b.incarnation }), op(a, 'read', 0, size, 0, { incarnation: a.incarnation + 1 })]),
-      );
+      const err = await rejection(e.transfer([op(b, 'read', 0, size, 4 * MiB, { incarnation: b.incarnation }), op(a, 'read', 0, size, 0, { incarnation: a.incarnation + 1 })]));
       expect([size, err.code]).toEqual([size, 'STALE_REGION']);
       expect(err.endpoints).toEqual([a.endpoint]);
     }
@@ -91,11 +89,11 @@ describe.each([
     const b = await startPeer(96, { shmTransport }, 8 * MiB);
     const e = newEngine({ shmTransport });
     await e.transfer([op(a, 'read', 0, 1, 0), op(b, 'read', 0, 1, 0)]);
-    await (await a.setFence(10)).settled;
+    await (
+      await a.setFence(10)
+    ).settled;
     for (const size of [4096, 2 * MiB]) {
-      const fenced = await rejection(
-        e.transfer([op(a, 'write', 0, size, 0, { incarnation: a.incarnation, generation: 3 }), op(b, 'write', 0, size, 4 * MiB, { generation: 3 })]),
-      );
+      const fenced = await rejection(e.transfer([op(a, 'write', 0, size, 0, { incarnation: a.incarnation, generation: 3 }), op(b, 'write', 0, size, 4 * MiB, { generation: 3 })]));
       expect([size, fenced.code]).toEqual([size, 'FENCED']);
       expect(fenced.endpoints).toEqual([a.endpoint]);
       const outside = await rejection(e.transfer([op(a, 'read', 0, size, 0), op(b, 'read', 8 * MiB - 10, size, 4 * MiB)]));

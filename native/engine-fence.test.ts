@@ -108,7 +108,9 @@ describe.each([
     // READs are not fenced.
     expect(await code(engine.transfer([op(p, 'read', 0, size, { incarnation: inc, generation: 1 })]))).toBe('OK');
     // A lower `below` is ignored; `revoked` is replaced.
-    await (await p.setFence(3, [])).settled;
+    await (
+      await p.setFence(3, [])
+    ).settled;
     expect(await write(5)).toBe('FENCED');
     expect(await write(12)).toBe('OK');
     if (!shmTransport) {
@@ -121,9 +123,11 @@ describe.each([
 
   // A new leader's write generations come from its own clock and may be far below the old
   // leader's: the owner's new registration (a remount) must not carry the old registration's fence.
-  test('a region registered again starts with no fence: old fences do not refuse the new registration\'s writes', async () => {
+  test("a region registered again starts with no fence: old fences do not refuse the new registration's writes", async () => {
     const p = await peer();
-    await (await p.setFence(1_000_000_000, [5])).settled;
+    await (
+      await p.setFence(1_000_000_000, [5])
+    ).settled;
     const write = (gen: number) => code(engine.transfer([op(p, 'write', 0, 4096, { incarnation: p.incarnation, generation: gen })]));
     expect(await write(5)).toBe('FENCED');
     expect(await write(7)).toBe('FENCED');
@@ -226,16 +230,10 @@ test('readInline checks the incarnation: same-host peer and own endpoint', async
     expect(await code(e.transfer([{ op: 'read', endpoint: ep, remoteAddress: own.address, localAddress: h.local.address, length: 4096, incarnation: inc + 1 }]))).toBe(
       'STALE_REGION',
     );
-    expect(await code(e.transfer([{ op: 'write', endpoint: ep, remoteAddress: h.local.address, localAddress: own.address, length: 4096 }]))).toBe(
-      'ADDRESS_OUT_OF_RANGE',
-    );
+    expect(await code(e.transfer([{ op: 'write', endpoint: ep, remoteAddress: h.local.address, localAddress: own.address, length: 4096 }]))).toBe('ADDRESS_OUT_OF_RANGE');
     await e.setFence(own.address, { below: 7 });
-    expect(await code(e.transfer([{ op: 'write', endpoint: ep, remoteAddress: own.address, localAddress: h.local.address, length: 4096, generation: 6 }]))).toBe(
-      'FENCED',
-    );
-    expect(await code(e.transfer([{ op: 'write', endpoint: ep, remoteAddress: own.address, localAddress: h.local.address, length: 2 * 4096 * 64, generation: 6 }]))).toBe(
-      'FENCED',
-    );
+    expect(await code(e.transfer([{ op: 'write', endpoint: ep, remoteAddress: own.address, localAddress: h.local.address, length: 4096, generation: 6 }]))).toBe('FENCED');
+    expect(await code(e.transfer([{ op: 'write', endpoint: ep, remoteAddress: own.address, localAddress: h.local.address, length: 2 * 4096 * 64, generation: 6 }]))).toBe('FENCED');
     expect(await code(e.transfer([{ op: 'write', endpoint: ep, remoteAddress: own.address, localAddress: h.local.address, length: 4096, generation: 7 }]))).toBe('OK');
     expect(await e.unregisterRegion(own.address)).toBe(true);
   } finally {

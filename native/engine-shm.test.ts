@@ -75,9 +75,7 @@ test('ranges outside the peer region are refused and nothing is written', async 
   const p = await peer(13);
   const before = await p.sha256(0, PEER_SIZE);
   randomFillSync(localBytes(0, 4 * MiB));
-  const err = await rejection(
-    engine.transfer([{ op: 'write', endpoint: p.endpoint, remoteAddress: p.address + PEER_SIZE - MiB, localAddress: local.address, length: 4 * MiB }]),
-  );
+  const err = await rejection(engine.transfer([{ op: 'write', endpoint: p.endpoint, remoteAddress: p.address + PEER_SIZE - MiB, localAddress: local.address, length: 4 * MiB }]));
   expect(err.code).toBe('ADDRESS_OUT_OF_RANGE');
   expect(await p.sha256(0, PEER_SIZE)).toBe(before);
 });
@@ -87,9 +85,7 @@ test('unregistering on the peer revokes the grant: later transfers are refused',
   await engine.transfer([{ op: 'read', endpoint: p.endpoint, remoteAddress: p.address, localAddress: local.address, length: 4096 }]);
   await p.command('unregister');
   const before = await p.sha256(0, MiB);
-  const err = await rejection(
-    engine.transfer([{ op: 'write', endpoint: p.endpoint, remoteAddress: p.address, localAddress: local.address, length: MiB }]),
-  );
+  const err = await rejection(engine.transfer([{ op: 'write', endpoint: p.endpoint, remoteAddress: p.address, localAddress: local.address, length: MiB }]));
   expect(err.code).toBe('ADDRESS_OUT_OF_RANGE');
   expect(await p.sha256(0, MiB)).toBe(before);
   await p.command('register');
@@ -123,14 +119,10 @@ test('a dead peer fails the next batch (no write into orphaned memory, no hang)'
   const p = await peer(15);
   await engine.transfer([{ op: 'read', endpoint: p.endpoint, remoteAddress: p.address, localAddress: local.address, length: 4096 }]);
   await p.stop();
-  const err = await rejection(
-    engine.transfer([{ op: 'write', endpoint: p.endpoint, remoteAddress: p.address, localAddress: local.address, length: 4096 }]),
-  );
+  const err = await rejection(engine.transfer([{ op: 'write', endpoint: p.endpoint, remoteAddress: p.address, localAddress: local.address, length: 4096 }]));
   expect(['TRANSFER_FAILED', 'CONNECTION_FAILED']).toContain(err.code);
   // And again (the channel now tries TCP / a fresh control socket, which both fail fast).
-  const again = await rejection(
-    engine.transfer([{ op: 'write', endpoint: p.endpoint, remoteAddress: p.address, localAddress: local.address, length: 4096 }]),
-  );
+  const again = await rejection(engine.transfer([{ op: 'write', endpoint: p.endpoint, remoteAddress: p.address, localAddress: local.address, length: 4096 }]));
   expect(['TRANSFER_FAILED', 'CONNECTION_FAILED']).toContain(again.code);
 });
 
@@ -178,9 +170,7 @@ test('readInline stops on a dead peer without a transfer (the control socket han
       await new Promise((r) => setImmediate(r));
     }
     expect(e.readInline(p.endpoint, p.address, target)).toBe(false);
-    const err = await rejection(
-      e.transfer([{ op: 'read', endpoint: p.endpoint, remoteAddress: p.address, localAddress: local.address, length: 4096 }]),
-    );
+    const err = await rejection(e.transfer([{ op: 'read', endpoint: p.endpoint, remoteAddress: p.address, localAddress: local.address, length: 4096 }]));
     expect(['TRANSFER_FAILED', 'CONNECTION_FAILED']).toContain(err.code);
     expect(e.readInline(p.endpoint, p.address, target)).toBe(false);
   } finally {
@@ -194,9 +184,7 @@ test('a peer region that is not fd-backed (anonymous) is served over TCP instead
   const e = new TransferEngine({ ...ports, timeoutMs: 300, env: {} });
   try {
     e.registerRegion(local.address, local.size);
-    const err = await rejection(
-      e.transfer([{ op: 'read', endpoint: p.endpoint, remoteAddress: p.address, localAddress: local.address, length: MiB }]),
-    );
+    const err = await rejection(e.transfer([{ op: 'read', endpoint: p.endpoint, remoteAddress: p.address, localAddress: local.address, length: MiB }]));
     expect(err.code).toBe('TIMEOUT');
   } finally {
     process.kill(p.pid, 'SIGCONT');
@@ -213,9 +201,7 @@ test('MC_STORE_SHM_TRANSPORT=0 keeps same-host peers on TCP', async () => {
     e.registerRegion(local.address, local.size);
     await e.transfer([{ op: 'read', endpoint: p.endpoint, remoteAddress: p.address, localAddress: local.address, length: 1 }]);
     process.kill(p.pid, 'SIGSTOP');
-    const err = await rejection(
-      e.transfer([{ op: 'read', endpoint: p.endpoint, remoteAddress: p.address, localAddress: local.address, length: MiB }]),
-    );
+    const err = await rejection(e.transfer([{ op: 'read', endpoint: p.endpoint, remoteAddress: p.address, localAddress: local.address, length: MiB }]));
     expect(err.code).toBe('TIMEOUT');
   } finally {
     process.kill(p.pid, 'SIGCONT');

@@ -55,9 +55,7 @@ test.each(sizes)('READ of %d bytes arrives intact', async (size) => {
   const remoteOffset = 4093; // unaligned on purpose
   const localOffset = 8191;
   localBytes(localOffset, size).fill(0);
-  await engine.transfer([
-    { op: 'read', endpoint: peer.endpoint, remoteAddress: peer.address + remoteOffset, localAddress: local.address + localOffset, length: size },
-  ]);
+  await engine.transfer([{ op: 'read', endpoint: peer.endpoint, remoteAddress: peer.address + remoteOffset, localAddress: local.address + localOffset, length: size }]);
   expect(sha(localBytes(localOffset, size))).toBe(await peer.sha256(remoteOffset, size));
 });
 
@@ -65,9 +63,7 @@ test.each(sizes)('WRITE of %d bytes lands intact', async (size) => {
   const remoteOffset = 12345;
   const src = localBytes(3, size);
   randomFillSync(src);
-  await engine.transfer([
-    { op: 'write', endpoint: peer.endpoint, remoteAddress: peer.address + remoteOffset, localAddress: local.address + 3, length: size },
-  ]);
+  await engine.transfer([{ op: 'write', endpoint: peer.endpoint, remoteAddress: peer.address + remoteOffset, localAddress: local.address + 3, length: size }]);
   expect(await peer.sha256(remoteOffset, size)).toBe(sha(src));
 });
 
@@ -103,10 +99,9 @@ test('a remote range outside the registered region is refused and nothing is wri
     ['ADDRESS_OUT_OF_RANGE'],
   );
   // Entirely outside, below the region.
-  await expectTransferError(
-    engine.transfer([{ op: 'write', endpoint: peer.endpoint, remoteAddress: peer.address - 4096, localAddress: local.address, length: 100 }]),
-    ['ADDRESS_OUT_OF_RANGE'],
-  );
+  await expectTransferError(engine.transfer([{ op: 'write', endpoint: peer.endpoint, remoteAddress: peer.address - 4096, localAddress: local.address, length: 100 }]), [
+    'ADDRESS_OUT_OF_RANGE',
+  ]);
   expect(await peer.sha256(0, PEER_SIZE)).toBe(before);
   // The connection stays usable afterwards.
   await engine.transfer([{ op: 'write', endpoint: peer.endpoint, remoteAddress: peer.address, localAddress: local.address, length: 4096 }]);
@@ -116,10 +111,9 @@ test('a remote range outside the registered region is refused and nothing is wri
 test('a READ outside the remote region is refused and the local buffer is untouched', async () => {
   localBytes(0, MiB).fill(0x11);
   const before = sha(localBytes(0, MiB));
-  await expectTransferError(
-    engine.transfer([{ op: 'read', endpoint: peer.endpoint, remoteAddress: peer.address + PEER_SIZE - 10, localAddress: local.address, length: MiB }]),
-    ['ADDRESS_OUT_OF_RANGE'],
-  );
+  await expectTransferError(engine.transfer([{ op: 'read', endpoint: peer.endpoint, remoteAddress: peer.address + PEER_SIZE - 10, localAddress: local.address, length: MiB }]), [
+    'ADDRESS_OUT_OF_RANGE',
+  ]);
   expect(sha(localBytes(0, MiB))).toBe(before);
 });
 
@@ -145,27 +139,19 @@ test('a local range outside registered regions rejects before any byte moves', a
 });
 
 test('bad ops are clear errors', async () => {
-  await expectTransferError(
-    engine.transfer([{ op: 'move' as 'read', endpoint: peer.endpoint, remoteAddress: peer.address, localAddress: local.address, length: 1 }]),
-    ['INVALID_ARGUMENT'],
-  );
-  await expectTransferError(
-    engine.transfer([{ op: 'read', endpoint: 'no-port', remoteAddress: peer.address, localAddress: local.address, length: 1 }]),
-    ['INVALID_ARGUMENT'],
-  );
-  await expectTransferError(
-    engine.transfer([{ op: 'read', endpoint: peer.endpoint, remoteAddress: -1, localAddress: local.address, length: 1 }]),
-    ['INVALID_ARGUMENT'],
-  );
+  await expectTransferError(engine.transfer([{ op: 'move' as 'read', endpoint: peer.endpoint, remoteAddress: peer.address, localAddress: local.address, length: 1 }]), [
+    'INVALID_ARGUMENT',
+  ]);
+  await expectTransferError(engine.transfer([{ op: 'read', endpoint: 'no-port', remoteAddress: peer.address, localAddress: local.address, length: 1 }]), ['INVALID_ARGUMENT']);
+  await expectTransferError(engine.transfer([{ op: 'read', endpoint: peer.endpoint, remoteAddress: -1, localAddress: local.address, length: 1 }]), ['INVALID_ARGUMENT']);
 });
 
 test('unregistering on the serving side refuses later transfers; registering again restores them', async () => {
   await peer.command('unregister');
   try {
-    await expectTransferError(
-      engine.transfer([{ op: 'read', endpoint: peer.endpoint, remoteAddress: peer.address, localAddress: local.address, length: 4096 }]),
-      ['ADDRESS_OUT_OF_RANGE'],
-    );
+    await expectTransferError(engine.transfer([{ op: 'read', endpoint: peer.endpoint, remoteAddress: peer.address, localAddress: local.address, length: 4096 }]), [
+      'ADDRESS_OUT_OF_RANGE',
+    ]);
   } finally {
     await peer.command('register');
   }
@@ -207,10 +193,7 @@ test('a peer that is not listening fails with CONNECTION_FAILED', async () => {
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
   const port = (srv.address() as { port: number }).port;
   await new Promise<void>((r) => srv.close(() => r()));
-  await expectTransferError(
-    engine.transfer([{ op: 'read', endpoint: `127.0.0.1:${port}`, remoteAddress: 4096, localAddress: local.address, length: 10 }]),
-    ['CONNECTION_FAILED'],
-  );
+  await expectTransferError(engine.transfer([{ op: 'read', endpoint: `127.0.0.1:${port}`, remoteAddress: 4096, localAddress: local.address, length: 10 }]), ['CONNECTION_FAILED']);
 });
 
 test('a peer killed mid-transfer fails that batch (no hang) while a batch to another peer succeeds', async () => {
@@ -228,10 +211,10 @@ test('a peer killed mid-transfer fails that batch (no hang) while a batch to ano
     // The check is attached at once: the rejection lands whenever the kill does (possibly while
     // victim.stop() is still awaiting the exit event), and a rejection with no handler yet counts
     // as unhandled and fails the test even though it is the expected outcome.
-    const doomed = expectTransferError(
-      e.transfer([{ op: 'write', endpoint: victim.endpoint, remoteAddress: victim.address, localAddress: local.address, length: 64 * MiB }]),
-      ['TRANSFER_FAILED', 'CONNECTION_FAILED'],
-    );
+    const doomed = expectTransferError(e.transfer([{ op: 'write', endpoint: victim.endpoint, remoteAddress: victim.address, localAddress: local.address, length: 64 * MiB }]), [
+      'TRANSFER_FAILED',
+      'CONNECTION_FAILED',
+    ]);
     const fine = e.transfer([{ op: 'read', endpoint: other.endpoint, remoteAddress: other.address, localAddress: local.address + 70 * MiB, length: 8 * MiB }]);
     await fine;
     expect(sha(localBytes(70 * MiB, 8 * MiB))).toBe(await other.sha256(0, 8 * MiB));
@@ -255,10 +238,7 @@ test('a peer that stops answering fails the batch with TIMEOUT, and the engine r
     e.registerRegion(local.address, local.size);
     await e.transfer([{ op: 'read', endpoint: frozen.endpoint, remoteAddress: frozen.address, localAddress: local.address, length: 4096 }]);
     process.kill(frozen.pid, 'SIGSTOP');
-    await expectTransferError(
-      e.transfer([{ op: 'read', endpoint: frozen.endpoint, remoteAddress: frozen.address, localAddress: local.address, length: 4 * MiB }]),
-      ['TIMEOUT'],
-    );
+    await expectTransferError(e.transfer([{ op: 'read', endpoint: frozen.endpoint, remoteAddress: frozen.address, localAddress: local.address, length: 4 * MiB }]), ['TIMEOUT']);
     process.kill(frozen.pid, 'SIGCONT');
     await e.transfer([{ op: 'read', endpoint: frozen.endpoint, remoteAddress: frozen.address, localAddress: local.address, length: 4 * MiB }]);
     expect(sha(localBytes(0, 4 * MiB))).toBe(await frozen.sha256(0, 4 * MiB));
@@ -286,10 +266,9 @@ test('unregistering a local buffer a batch still uses resolves only once that ba
       return was;
     });
     // The buffer is out of the table at once: a new batch on it is refused.
-    await expectTransferError(
-      e.transfer([{ op: 'read', endpoint: frozen.endpoint, remoteAddress: frozen.address, localAddress: buf.address, length: 4096 }]),
-      ['ADDRESS_OUT_OF_RANGE'],
-    );
+    await expectTransferError(e.transfer([{ op: 'read', endpoint: frozen.endpoint, remoteAddress: frozen.address, localAddress: buf.address, length: 4096 }]), [
+      'ADDRESS_OUT_OF_RANGE',
+    ]);
     for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r)); // the event loop turns meanwhile
     expect(unregistered).toBe(false);
     expect(transferDone).toBe(false);
@@ -332,17 +311,13 @@ test('transfers to this engine itself work over TCP, and with memcpyLocal by mem
       await e.transfer([{ op: 'read', endpoint: ep, remoteAddress: b.address + 100, localAddress: a.address, length: 6 * MiB }]);
       expect(sha(new Uint8Array(a.buffer, 0, 6 * MiB))).toBe(sha(new Uint8Array(b.buffer, 100, 6 * MiB)));
       const before = sha(new Uint8Array(b.buffer));
-      await expectTransferError(
-        e.transfer([{ op: 'write', endpoint: ep, remoteAddress: b.address + 7 * MiB, localAddress: a.address, length: 2 * MiB }]),
-        ['ADDRESS_OUT_OF_RANGE'],
-      );
+      await expectTransferError(e.transfer([{ op: 'write', endpoint: ep, remoteAddress: b.address + 7 * MiB, localAddress: a.address, length: 2 * MiB }]), [
+        'ADDRESS_OUT_OF_RANGE',
+      ]);
       expect(sha(new Uint8Array(b.buffer))).toBe(before);
       // After unregistering, the region is no longer reachable.
       expect(await e.unregisterRegion(b.address)).toBe(true);
-      await expectTransferError(
-        e.transfer([{ op: 'read', endpoint: ep, remoteAddress: b.address, localAddress: a.address, length: 10 }]),
-        ['ADDRESS_OUT_OF_RANGE'],
-      );
+      await expectTransferError(e.transfer([{ op: 'read', endpoint: ep, remoteAddress: b.address, localAddress: a.address, length: 10 }]), ['ADDRESS_OUT_OF_RANGE']);
     } finally {
       e.close();
       a.release();
@@ -392,7 +367,7 @@ describe('listening port', () => {
   });
 });
 
-test('readInline serves this engine\'s own regions under memcpyLocal (range-checked), into any buffer', async () => {
+test("readInline serves this engine's own regions under memcpyLocal (range-checked), into any buffer", async () => {
   const e = new TransferEngine({ ...ports, memcpyLocal: true, env: {} });
   const b = mapMemory({ size: 1 * MiB });
   try {

@@ -22,9 +22,7 @@ describe('clientPortRange', () => {
     expect(clientPortRange({ MC_STORE_CLIENT_MIN_PORT: '20000' })).toEqual({ min: 12300, max: 14300 });
   });
   test('port validity bounds', () => {
-    expect([1023, 1024, 32767, 32768, 60999, 61000, 65535, 65536].map(isValidClientPort)).toEqual([
-      false, true, true, false, false, true, true, false,
-    ]);
+    expect([1023, 1024, 32767, 32768, 60999, 61000, 65535, 65536].map(isValidClientPort)).toEqual([false, true, true, false, false, true, true, false]);
   });
 });
 

@@ -3,8 +3,7 @@
 import { runInNewContext } from 'node:vm';
 import { MemoryError, TransferError } from './errors.js';
 
-const foreign = (message: string, code: string): unknown =>
-  runInNewContext('Object.assign(new Error(message), { code })', { message, code });
+const foreign = (message: string, code: string): unknown => runInNewContext('Object.assign(new Error(message), { code })', { message, code });
 
 test('an error from another realm keeps its code and its message (no "Error: " prefix)', () => {
   const e = foreign('transfer with 127.0.0.1:1 failed', 'TIMEOUT');

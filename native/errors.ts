@@ -38,7 +38,11 @@ export class TransferError extends Error {
    * engine closed).
    */
   readonly endpoints: string[];
-  constructor(readonly code: TransferErrorCode, message: string, options?: { cause?: unknown; endpoints?: string[] }) {
+  constructor(
+    readonly code: TransferErrorCode,
+    message: string,
+    options?: { cause?: unknown; endpoints?: string[] },
+  ) {
     super(message, options);
     this.endpoints = options?.endpoints ?? [];
   }
@@ -62,7 +66,11 @@ function messageOf(e: unknown): string {
 
 export class MemoryError extends Error {
   override readonly name = 'MemoryError';
-  constructor(readonly code: MemoryErrorCode, message: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly code: MemoryErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
   }
   static from(e: unknown): MemoryError {
@@ -79,7 +87,11 @@ export type ChecksumErrorCode = (typeof ChecksumErrorCode)[keyof typeof Checksum
 
 export class ChecksumError extends Error {
   override readonly name = 'ChecksumError';
-  constructor(readonly code: ChecksumErrorCode, message: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly code: ChecksumErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
   }
   static from(e: unknown): ChecksumError {

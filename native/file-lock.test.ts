@@ -30,9 +30,13 @@ test('a file under a shared lock is kept; once the lock is dropped it is deleted
 test('the lock of a process killed with SIGKILL is gone with it', async () => {
   const path = join(dir, 'child');
   writeFileSync(path, 'x');
-  const holder = spawn('python3', ['-c', `import fcntl,os,sys,time\nfd=os.open(${JSON.stringify(path)},os.O_RDONLY)\nfcntl.flock(fd,fcntl.LOCK_SH)\nprint('held',flush=True)\ntime.sleep(600)`], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const holder = spawn(
+    'python3',
+    ['-c', `import fcntl,os,sys,time\nfd=os.open(${JSON.stringify(path)},os.O_RDONLY)\nfcntl.flock(fd,fcntl.LOCK_SH)\nprint('held',flush=True)\ntime.sleep(600)`],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   await new Promise<void>((resolve) => holder.stdout.once('data', () => resolve()));
   expect(unlinkIfUnlocked(path)).toBe(false);
   holder.kill('SIGKILL');

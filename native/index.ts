@@ -11,15 +11,7 @@ export {
   type WriteFence,
 } from './transfer-engine.js';
 export { TransferError, TransferErrorCode, MemoryError, MemoryErrorCode, ChecksumError, ChecksumErrorCode } from './errors.js';
-export {
-  crc32c,
-  copyWithCrc32c,
-  crc32cCombine,
-  crc32cImplementations,
-  crc32cUsing,
-  copyWithCrc32cUsing,
-  type Crc32cImplementation,
-} from './checksum.js';
+export { crc32c, copyWithCrc32c, crc32cCombine, crc32cImplementations, crc32cUsing, copyWithCrc32cUsing, type Crc32cImplementation } from './checksum.js';
 export {
   clientPortRange,
   isValidClientPort,

@@ -80,9 +80,7 @@ test('a named shm object mapped twice sees the same bytes, and survives for a la
 });
 
 test('shm: missing object without create, bad names and too-small objects are clear errors', () => {
-  expect(() => mapMemory({ kind: 'shm', name: `kvstore-missing-${process.pid}`, size: MiB, create: false })).toThrow(
-    expect.objectContaining({ code: 'NOT_FOUND' }),
-  );
+  expect(() => mapMemory({ kind: 'shm', name: `kvstore-missing-${process.pid}`, size: MiB, create: false })).toThrow(expect.objectContaining({ code: 'NOT_FOUND' }));
   expect(() => mapMemory({ kind: 'shm', name: 'a/b', size: MiB })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
   expect(() => mapMemory({ kind: 'shm', size: MiB })).toThrow(MemoryError);
   const name = shmName();
@@ -98,7 +96,11 @@ test('file kind maps any file path (CXL / DAX style), persists bytes, honours of
   const data = randomBytes(1000);
   new Uint8Array(r.buffer).set(data, MiB);
   expectReleased(r);
-  expect(readFileSync(path).subarray(MiB, MiB + 1000).equals(data)).toBe(true);
+  expect(
+    readFileSync(path)
+      .subarray(MiB, MiB + 1000)
+      .equals(data),
+  ).toBe(true);
   const again = mapMemory({ kind: 'file', path, size: MiB, offset: MiB });
   expect(Buffer.from(again.buffer, 0, 1000).equals(data)).toBe(true);
   again.release();
@@ -115,9 +117,7 @@ test('file kind: missing file, short file without create, unaligned offset are r
 });
 
 test('hugetlbfs kind refuses a path that is not on a hugetlbfs mount', () => {
-  expect(() => mapMemory({ kind: 'hugetlbfs', path: join(tmp, 'not-huge'), size: 2 * MiB, create: true })).toThrow(
-    /not on a hugetlbfs mount/,
-  );
+  expect(() => mapMemory({ kind: 'hugetlbfs', path: join(tmp, 'not-huge'), size: 2 * MiB, create: true })).toThrow(/not on a hugetlbfs mount/);
 });
 
 test('anonymous kind round-trips bytes and unmaps', () => {
@@ -138,19 +138,22 @@ describe('huge pages', () => {
   const oneGbFree = existsSync(GB1) ? Number(readFileSync(GB1, 'utf8')) : 0;
   const failTest = oneGbFree === 0 ? test : test.skip;
 
-  failTest(`an unsatisfiable request fails with a message naming MC_STORE_USE_HUGEPAGE and how to reserve pages${oneGbFree === 0 ? '' : ' (skipped: this machine has free 1 GiB huge pages, so a 1 GiB request would succeed)'}`, () => {
-    let err: unknown;
-    try {
-      mapMemory({ size: 2 * MiB, env: { MC_STORE_USE_HUGEPAGE: '1', MC_STORE_HUGEPAGE_SIZE: '1GB' } });
-    } catch (e) {
-      err = e;
-    }
-    expect(err).toBeInstanceOf(MemoryError);
-    expect((err as MemoryError).code).toBe('HUGEPAGE_UNAVAILABLE');
-    expect((err as Error).message).toMatch(/MC_STORE_USE_HUGEPAGE/);
-    expect((err as Error).message).toMatch(/echo 1 > \/sys\/kernel\/mm\/hugepages\/hugepages-1048576kB\/nr_hugepages/);
-    expect((err as Error).message).toMatch(/mount -t hugetlbfs/);
-  });
+  failTest(
+    `an unsatisfiable request fails with a message naming MC_STORE_USE_HUGEPAGE and how to reserve pages${oneGbFree === 0 ? '' : ' (skipped: this machine has free 1 GiB huge pages, so a 1 GiB request would succeed)'}`,
+    () => {
+      let err: unknown;
+      try {
+        mapMemory({ size: 2 * MiB, env: { MC_STORE_USE_HUGEPAGE: '1', MC_STORE_HUGEPAGE_SIZE: '1GB' } });
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(MemoryError);
+      expect((err as MemoryError).code).toBe('HUGEPAGE_UNAVAILABLE');
+      expect((err as Error).message).toMatch(/MC_STORE_USE_HUGEPAGE/);
+      expect((err as Error).message).toMatch(/echo 1 > \/sys\/kernel\/mm\/hugepages\/hugepages-1048576kB\/nr_hugepages/);
+      expect((err as Error).message).toMatch(/mount -t hugetlbfs/);
+    },
+  );
 
   test('an unsupported MC_STORE_HUGEPAGE_SIZE is refused', () => {
     expect(() => mapMemory({ size: MiB, env: { MC_STORE_USE_HUGEPAGE: '1', MC_STORE_HUGEPAGE_SIZE: '4MB' } })).toThrow(/2MB or 1GB/);

@@ -310,9 +310,7 @@ export class TransferEngine {
       this.#peers.set(endpoint, peer);
     }
     try {
-      return incarnation === undefined
-        ? this.#raw.readInlineCrc(peer, remoteAddress, target)
-        : this.#raw.readInlineCrc(peer, remoteAddress, target, incarnation);
+      return incarnation === undefined ? this.#raw.readInlineCrc(peer, remoteAddress, target) : this.#raw.readInlineCrc(peer, remoteAddress, target, incarnation);
     } catch (e) {
       throw TransferError.from(e);
     }

@@ -20,8 +20,29 @@ const USAGE = `usage:
   or a pod's StoreCluster comes from the -f inputs or from --cluster-file.)
 `;
 
-const KNOWN = new Set(['f', 'filename', 'namespace', 'image', 'leader-elect', 'lease-name', 'lease-namespace', 'identity', 'health-port', 'webhook', 'webhook-port', 'cert-dir',
-  'webhook-service', 'webhook-secret', 'webhook-config', 'master-url-template', 'segment-stats', 'resync', 'cluster-file', 'help', 'h']);
+const KNOWN = new Set([
+  'f',
+  'filename',
+  'namespace',
+  'image',
+  'leader-elect',
+  'lease-name',
+  'lease-namespace',
+  'identity',
+  'health-port',
+  'webhook',
+  'webhook-port',
+  'cert-dir',
+  'webhook-service',
+  'webhook-secret',
+  'webhook-config',
+  'master-url-template',
+  'segment-stats',
+  'resync',
+  'cluster-file',
+  'help',
+  'h',
+]);
 
 function parseArgs(argv: string[]): { command: string; flags: Map<string, string>; files: string[] } {
   const flags = new Map<string, string>();
@@ -30,7 +51,10 @@ function parseArgs(argv: string[]): { command: string; flags: Map<string, string
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (!a.startsWith('-')) {
-      if (i === 0 && ['run', 'render', 'inject', 'help'].includes(a)) { command = a; continue; }
+      if (i === 0 && ['run', 'render', 'inject', 'help'].includes(a)) {
+        command = a;
+        continue;
+      }
       throw new CliError(`unexpected argument "${a}"`);
     }
     const m = /^--?([^=]+)(?:=(.*))?$/.exec(a)!;
@@ -86,7 +110,9 @@ function readInputs(paths: string[], what: string): Source[] {
       out.push({ file: path, text: readInput(path) });
       continue;
     }
-    const names = readdirSync(path).filter((n) => /\.(ya?ml|json)$/.test(n)).sort();
+    const names = readdirSync(path)
+      .filter((n) => /\.(ya?ml|json)$/.test(n))
+      .sort();
     if (names.length === 0) throw new CliError(`${path}: a directory without *.yaml, *.yml or *.json files`);
     for (const n of names) out.push({ file: join(path, n), text: readInput(join(path, n)) });
   }

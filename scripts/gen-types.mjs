@@ -2,7 +2,9 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, rmSync } from 'node:fs';
 
-const protos = readdirSync('proto').filter((f) => f.endsWith('.proto')).map((f) => `proto/${f}`);
+const protos = readdirSync('proto')
+  .filter((f) => f.endsWith('.proto'))
+  .map((f) => `proto/${f}`);
 rmSync('proto/gen', { recursive: true, force: true });
 execFileSync(
   'node_modules/.bin/proto-loader-gen-types',

@@ -27,7 +27,11 @@ const tty = process.stderr.isTTY;
 class Progress {
   private last = -1;
   private readonly start = performance.now();
-  constructor(private readonly label: string, private readonly total: number, private readonly bytesEach: number) {}
+  constructor(
+    private readonly label: string,
+    private readonly total: number,
+    private readonly bytesEach: number,
+  ) {}
   update(done: number): void {
     const pct = this.total === 0 ? 100 : Math.floor((done * 100) / this.total);
     if (!tty && (pct === this.last || pct % 10 !== 0)) return;
@@ -92,7 +96,6 @@ function makeValue(base: Buffer, i: number, out: Buffer): Buffer {
   return out;
 }
 
-
 async function main(): Promise<number> {
   let v;
   try {
@@ -120,10 +123,11 @@ async function main(): Promise<number> {
   let client: Client | undefined;
   let stopping: Promise<void> | undefined;
   let interrupted = false;
-  const stopAll = () => (stopping ??= (async () => {
-    await client?.close().catch(() => {});
-    await cluster.stop();
-  })());
+  const stopAll = () =>
+    (stopping ??= (async () => {
+      await client?.close().catch(() => {});
+      await cluster.stop();
+    })());
   process.on('SIGINT', () => {
     interrupted = true;
     process.stderr.write('\ninterrupted: stopping the cluster\n');
@@ -176,7 +180,9 @@ async function main(): Promise<number> {
     }
 
     process.stdout.write('\n');
-    process.stdout.write(`${'phase'.padEnd(14)}${'ops'.padStart(8)}${'seconds'.padStart(10)}${'ops/s'.padStart(11)}${'GB/s'.padStart(9)}${'p50 ms'.padStart(10)}${'p99 ms'.padStart(10)}\n`);
+    process.stdout.write(
+      `${'phase'.padEnd(14)}${'ops'.padStart(8)}${'seconds'.padStart(10)}${'ops/s'.padStart(11)}${'GB/s'.padStart(9)}${'p50 ms'.padStart(10)}${'p99 ms'.padStart(10)}\n`,
+    );
     for (const r of results) {
       const sorted = r.latenciesMs.slice().sort((a, b) => a - b);
       process.stdout.write(

@@ -151,7 +151,10 @@ export class ClientServiceServer {
         const cred = this.opts.peerCredentials(s);
         if (!peerUidAllowed(cred, this.opts.peerUids)) {
           this.opts.log.warn(peerRefusal(`dummy-client socket ${path}`, cred, this.opts.peerUids, '--peer_uids'));
-          this.refuse(s, `uid ${cred?.uid ?? 'unknown'} may not use the dummy-client socket ${path} (the store service allows ${this.opts.peerUids.join(',')}; --peer_uids adds more)`);
+          this.refuse(
+            s,
+            `uid ${cred?.uid ?? 'unknown'} may not use the dummy-client socket ${path} (the store service allows ${this.opts.peerUids.join(',')}; --peer_uids adds more)`,
+          );
           return;
         }
         this.onConnection(s, cred ? `unix:${path} pid ${cred.pid}` : `unix:${path}`);

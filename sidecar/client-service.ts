@@ -120,11 +120,15 @@ export class ClientService {
       let total = 0;
       for (const r of results) total += r.value?.length ?? 0;
       if (total > this.opts.maxInlineBytes) {
-        throw new InvalidParamsError(`batch get of ${req.keys.length} keys: ${total} bytes exceed the ${this.opts.maxInlineBytes}-byte inline limit; read them into a shared region (BatchGetInto)`);
+        throw new InvalidParamsError(
+          `batch get of ${req.keys.length} keys: ${total} bytes exceed the ${this.opts.maxInlineBytes}-byte inline limit; read them into a shared region (BatchGetInto)`,
+        );
       }
       return {
         ...OK,
-        results: results.map((r) => (r.error ? { status_code: r.error.code, error: r.error.message, value: Buffer.alloc(0), size: 0 } : { ...OK, error: '', value: r.value!, size: r.value!.length })),
+        results: results.map((r) =>
+          r.error ? { status_code: r.error.code, error: r.error.message, value: Buffer.alloc(0), size: 0 } : { ...OK, error: '', value: r.value!, size: r.value!.length },
+        ),
       };
     },
 

@@ -74,7 +74,10 @@ export class DummySession {
   register(name: string, size: number, offset: number): number {
     if (this.closed) throw new StoreError(ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS, 'the session is closed');
     if (!this.regionsAllowed) {
-      throw new StoreError(ErrorCode.NOT_IMPLEMENTED, 'shared regions need the KVD1 channel (a Unix socket or TCP connection whose end releases them); over gRPC use the inline forms (Put, Get)');
+      throw new StoreError(
+        ErrorCode.NOT_IMPLEMENTED,
+        'shared regions need the KVD1 channel (a Unix socket or TCP connection whose end releases them); over gRPC use the inline forms (Put, Get)',
+      );
     }
     if (typeof name !== 'string' || !name.startsWith(REGION_FILE_PREFIX) || name.length > 255 || /[/\\\0]/.test(name) || name.includes('..')) {
       throw new InvalidParamsError(`region name ${JSON.stringify(name)} must be a plain file name starting with ${REGION_FILE_PREFIX}`);

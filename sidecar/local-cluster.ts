@@ -118,7 +118,10 @@ export class LocalCluster {
   readonly services: StoreServiceProcess[] = [];
   private readonly all: ProcessHandle[] = [];
 
-  private constructor(public master: MasterProcess, private readonly opts: LocalClusterOptions) {}
+  private constructor(
+    public master: MasterProcess,
+    private readonly opts: LocalClusterOptions,
+  ) {}
 
   static async start(opts: LocalClusterOptions = {}): Promise<LocalCluster> {
     const h = spawnMaster(opts, opts.rpcPort ?? 0, opts.metadataPort ?? 0);

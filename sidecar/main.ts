@@ -192,9 +192,9 @@ async function main(): Promise<void> {
       res.writeHead(stopping ? 503 : 200, { 'content-type': 'text/plain' }).end(stopping ? 'STOPPING' : 'OK');
     } else if (req.method === 'GET' && url.pathname === '/segments') {
       const segments = real.mountedSegments.map((seg) => ({ ...seg, origin: mounts.describe(seg.id)?.origin ?? 'global', location: mounts.describe(seg.id)?.location ?? '' }));
-      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(
-        JSON.stringify({ client_id: real.clientId, te_endpoint: real.endpoint, segments, dummy_clients: dummies.stats() }),
-      );
+      res
+        .writeHead(200, { 'content-type': 'application/json; charset=utf-8' })
+        .end(JSON.stringify({ client_id: real.clientId, te_endpoint: real.endpoint, segments, dummy_clients: dummies.stats() }));
     } else if (!handleRestRequest(req, res, url.pathname, rest)) {
       res.writeHead(404, { 'content-type': 'text/plain' }).end(`no route ${req.method} ${url.pathname}`);
     }

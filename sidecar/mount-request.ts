@@ -6,7 +6,11 @@
 /** A refused REST request: `status` is the HTTP status, `message` goes into the error body. */
 export class RestError extends Error {
   override readonly name = 'RestError';
-  constructor(readonly status: number, message: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly status: number,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
   }
 }

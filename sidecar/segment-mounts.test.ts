@@ -158,9 +158,16 @@ describe('SegmentMounts', () => {
     const shm = (await mounts.mountShm({ name: 'obj', size: MiB, offset: 0, protocol: 'tcp', location: 'x' })).segmentIds;
     calls.length = 0;
     const unknown = '00000000-0000-4000-8000-00000000000f';
-    await expect(mounts.unmount('memory', { segmentIds: [...mem, unknown], graceSeconds: 0 })).rejects.toMatchObject({ status: 400, message: expect.stringMatching(/nothing unmounted/) });
-    await expect(mounts.unmount('memory', { segmentIds: [...mem, ...shm], graceSeconds: 0 })).rejects.toMatchObject({ message: expect.stringMatching(/mounted by \/api\/mount_shm/) });
-    await expect(mounts.unmount('shm', { segmentIds: ['global'], graceSeconds: 0 })).rejects.toMatchObject({ message: expect.stringMatching(/not a segment mounted through the REST API/) });
+    await expect(mounts.unmount('memory', { segmentIds: [...mem, unknown], graceSeconds: 0 })).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringMatching(/nothing unmounted/),
+    });
+    await expect(mounts.unmount('memory', { segmentIds: [...mem, ...shm], graceSeconds: 0 })).rejects.toMatchObject({
+      message: expect.stringMatching(/mounted by \/api\/mount_shm/),
+    });
+    await expect(mounts.unmount('shm', { segmentIds: ['global'], graceSeconds: 0 })).rejects.toMatchObject({
+      message: expect.stringMatching(/not a segment mounted through the REST API/),
+    });
     expect(calls).toEqual([]);
     expect(mounts.describe(shm[0])).toEqual({ origin: 'shm', location: 'x' });
   });

@@ -16,14 +16,7 @@ import type { MapMemoryOptions, MappedRegion } from '../client/native-port.js';
 import { StoreError } from '../client/errors.js';
 import { ErrorCode } from '../common/error-code.js';
 import { MemoryError } from '../native/errors.js';
-import {
-  alignUp,
-  RestError,
-  splitRegion,
-  type MemoryMountRequest,
-  type ShmMountRequest,
-  type UnmountRequest,
-} from './mount-request.js';
+import { alignUp, RestError, splitRegion, type MemoryMountRequest, type ShmMountRequest, type UnmountRequest } from './mount-request.js';
 
 /** What segment mounting needs from the client. */
 export interface SegmentOwner {
@@ -59,7 +52,8 @@ export interface SegmentMountsOptions {
 function restFailure(e: unknown, what: string): RestError {
   if (e instanceof RestError) return e;
   const code = e instanceof StoreError ? e.code : undefined;
-  const status = e instanceof MemoryError || code === ErrorCode.INVALID_PARAMS || code === ErrorCode.INVALID_KEY ? 400 : code === ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS ? 503 : 500;
+  const status =
+    e instanceof MemoryError || code === ErrorCode.INVALID_PARAMS || code === ErrorCode.INVALID_KEY ? 400 : code === ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS ? 503 : 500;
   return new RestError(status, `${what}: ${(e as Error).message}`, { cause: e });
 }
 
@@ -105,8 +99,9 @@ export class SegmentMounts {
   async mountMemory(req: MemoryMountRequest): Promise<{ segmentIds: string[]; allocatedSize: number }> {
     const allocatedSize = alignUp(req.size, this.o.alignment);
     const pieces = splitRegion(allocatedSize, this.o.maxSegmentSize, 'mount');
-    const maps = pieces.map((size) => (): MappedRegion =>
-      this.o.mapMemory({ kind: 'memfd', name: `store-mount-${++this.mapped}`, size, hugepage: !!this.o.hugepage, hugepageSize: this.o.hugepage?.size }),
+    const maps = pieces.map(
+      (size) => (): MappedRegion =>
+        this.o.mapMemory({ kind: 'memfd', name: `store-mount-${++this.mapped}`, size, hugepage: !!this.o.hugepage, hugepageSize: this.o.hugepage?.size }),
     );
     const segmentIds = await this.mountAll('memory', req.location, maps, 'mount');
     return { segmentIds, allocatedSize };

@@ -23,7 +23,12 @@ describe('store_service flags', () => {
   it('has the spec defaults', () => {
     const c = parseStoreServiceArgs([], read);
     expect(c).toMatchObject({ host: '0.0.0.0', port: 8080, rpcPort: 50052, maxSegmentSize: 64 * 1024 ** 3, shutdownGraceSeconds: 5, leaseTtlMs: 5000 });
-    expect(c.client).toMatchObject({ global_segment_size: 4 * 1024 ** 3, master_server_address: 'localhost:50051', metadata_server: 'http://localhost:8080/metadata', protocol: 'tcp' });
+    expect(c.client).toMatchObject({
+      global_segment_size: 4 * 1024 ** 3,
+      master_server_address: 'localhost:50051',
+      metadata_server: 'http://localhost:8080/metadata',
+      protocol: 'tcp',
+    });
   });
 
   it('reads the JSON config and lets flags override it', () => {

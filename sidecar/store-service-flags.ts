@@ -11,25 +11,78 @@ import { parsePeerUids } from '../common/peer-uids.js';
 export const MAX_SEGMENT_SIZE_DEFAULT = 64 * 1024 ** 3;
 
 const specs: FlagSpec[] = [
-  { name: 'config', kind: 'string', default: '', help: 'JSON file with local_hostname, metadata_server, global_segment_size, local_buffer_size, protocol, device_name, master_server_address' },
+  {
+    name: 'config',
+    kind: 'string',
+    default: '',
+    help: 'JSON file with local_hostname, metadata_server, global_segment_size, local_buffer_size, protocol, device_name, master_server_address',
+  },
   { name: 'host', kind: 'string', default: '0.0.0.0', help: 'bind address of the HTTP server (/health)' },
   { name: 'port', kind: 'int', default: 8080, min: 0, max: 65535, help: 'HTTP server port (0: any free port)' },
   { name: 'rpc_port', kind: 'int', default: 50052, min: 0, max: 65535, help: 'dummy-client RPC port (ClientService: KVD1 channel and gRPC), bound to --host; 0: any free port' },
-  { name: 'threads', kind: 'int', default: 1, min: 1, max: 64, help: "threads moving dummy clients' bytes per peer (the transfer engine's I/O threads; RPCs run on the event loop). Given explicitly it sets the engine's connections per peer; when not given the engine keeps its default of 4" },
-  { name: 'shm_dir', kind: 'string', default: '', defaultText: '$STORE_SHM_DIR or /dev/shm', help: "shared directory of dummy clients' region files and of the dummy-client Unix socket (kvstore-<rpc_port>.sock); 'none' disables the socket" },
-  { name: 'peer_uids', kind: 'string', default: '', help: "uids allowed besides this process's own and root (comma-separated): on the dummy-client Unix socket, and to receive segment fds over the transfer engine's same-host socket (MC_STORE_SHM_PEER_UIDS adds more there). A dummy client of another uid is refused on the socket (it may use --rpc_port)" },
+  {
+    name: 'threads',
+    kind: 'int',
+    default: 1,
+    min: 1,
+    max: 64,
+    help: "threads moving dummy clients' bytes per peer (the transfer engine's I/O threads; RPCs run on the event loop). Given explicitly it sets the engine's connections per peer; when not given the engine keeps its default of 4",
+  },
+  {
+    name: 'shm_dir',
+    kind: 'string',
+    default: '',
+    defaultText: '$STORE_SHM_DIR or /dev/shm',
+    help: "shared directory of dummy clients' region files and of the dummy-client Unix socket (kvstore-<rpc_port>.sock); 'none' disables the socket",
+  },
+  {
+    name: 'peer_uids',
+    kind: 'string',
+    default: '',
+    help: "uids allowed besides this process's own and root (comma-separated): on the dummy-client Unix socket, and to receive segment fds over the transfer engine's same-host socket (MC_STORE_SHM_PEER_UIDS adds more there). A dummy client of another uid is refused on the socket (it may use --rpc_port)",
+  },
   { name: 'local_hostname', kind: 'string', default: 'localhost', help: 'host name or address of this node, as peers reach its transfer engine; host:port pins the engine port' },
   { name: 'metadata_server', kind: 'string', default: 'http://localhost:8080/metadata', help: 'http://host:port/metadata, etcd://h:p[;h:p], redis://h:p or P2PHANDSHAKE' },
   { name: 'master_server', kind: 'string', default: 'localhost:50051', help: 'host:port of the master (etcd://h:p;h:p or redis://h:p for HA masters)' },
   { name: 'master_server_address', kind: 'string', default: '', defaultText: 'localhost:50051', help: "the spec's name for --master_server (either may be given)" },
   { name: 'global_segment_size', kind: 'size', default: 4 * 1024 ** 3, defaultText: '4GB', help: 'memory contributed to the cluster (with units: 4GB, 512MB)' },
-  { name: 'local_buffer_size', kind: 'size', default: 64 * 1024 ** 2, defaultText: '64MB', help: "registered staging buffer: dummy clients' calls whose values are not in shared memory are staged here (0: pure server, dummy clients' Get/Put refused)" },
+  {
+    name: 'local_buffer_size',
+    kind: 'size',
+    default: 64 * 1024 ** 2,
+    defaultText: '64MB',
+    help: "registered staging buffer: dummy clients' calls whose values are not in shared memory are staged here (0: pure server, dummy clients' Get/Put refused)",
+  },
   { name: 'protocol', kind: 'enum', default: 'tcp', values: ['tcp', 'rdma'], help: 'transfer protocol (rdma is not available in this build)' },
-  { name: 'prefault_segment', kind: 'bool', default: true, help: 'touch every page of the segment at startup (no first-touch faults under peer writes; fails early without the memory)' },
+  {
+    name: 'prefault_segment',
+    kind: 'bool',
+    default: true,
+    help: 'touch every page of the segment at startup (no first-touch faults under peer writes; fails early without the memory)',
+  },
   { name: 'device_name', kind: 'string', default: '', help: 'transfer-engine device name' },
-  { name: 'max_segment_size', kind: 'size', default: MAX_SEGMENT_SIZE_DEFAULT, defaultText: '64GB', help: 'largest segment the REST mount API creates; a bigger region is split into several (a multiple of 4 KiB)' },
-  { name: 'shutdown_grace_seconds', kind: 'float', default: 5, min: 0, max: 3600, help: 'on SIGTERM/SIGINT every segment stays readable (closed to new allocations) this long, then the read lease runs out, then the memory goes (0: at once)' },
-  { name: 'default_kv_lease_ttl', kind: 'duration', default: 5000, unit: 'ms', help: "the master's read lease (its --default_kv_lease_ttl): how long memory outlives a segment's final unmount, so reads granted before it can finish" },
+  {
+    name: 'max_segment_size',
+    kind: 'size',
+    default: MAX_SEGMENT_SIZE_DEFAULT,
+    defaultText: '64GB',
+    help: 'largest segment the REST mount API creates; a bigger region is split into several (a multiple of 4 KiB)',
+  },
+  {
+    name: 'shutdown_grace_seconds',
+    kind: 'float',
+    default: 5,
+    min: 0,
+    max: 3600,
+    help: 'on SIGTERM/SIGINT every segment stays readable (closed to new allocations) this long, then the read lease runs out, then the memory goes (0: at once)',
+  },
+  {
+    name: 'default_kv_lease_ttl',
+    kind: 'duration',
+    default: 5000,
+    unit: 'ms',
+    help: "the master's read lease (its --default_kv_lease_ttl): how long memory outlives a segment's final unmount, so reads granted before it can finish",
+  },
   ...loggingFlags,
 ];
 
@@ -90,7 +143,8 @@ export function parseStoreServiceArgs(
     for (const [key, raw] of Object.entries(doc as Record<string, unknown>)) {
       const flag = fileKeys[key];
       if (!flag) throw new FlagError(key, `unknown key "${key}" in --config=${path} (known: ${Object.keys(fileKeys).join(', ')})`);
-      if (typeof raw !== 'string' && typeof raw !== 'number' && typeof raw !== 'boolean') throw new FlagError(key, `invalid value for "${key}" in --config=${path}: expected a string or number`);
+      if (typeof raw !== 'string' && typeof raw !== 'number' && typeof raw !== 'boolean')
+        throw new FlagError(key, `invalid value for "${key}" in --config=${path}: expected a string or number`);
       if (parsed.explicit.has(flag)) continue; // the command line wins
       explicit.add(flag);
       v[flag] = storeServiceFlags.convert(storeServiceFlags.spec(flag)!, String(raw), `${key} (in ${path})`);
@@ -165,7 +219,11 @@ function hostPart(hostPort: string): string {
  */
 export function loopbackHostNotice(localHostname: string, masterServer: string): string | undefined {
   if (!LOOPBACK.test(hostPart(localHostname))) return undefined;
-  const masters = masterServer.replace(/^(etcd|redis):\/\//, '').split(/[;,]/).map((m) => hostPart(m.trim())).filter(Boolean);
+  const masters = masterServer
+    .replace(/^(etcd|redis):\/\//, '')
+    .split(/[;,]/)
+    .map((m) => hostPart(m.trim()))
+    .filter(Boolean);
   if (masters.length === 0 || masters.every((m) => LOOPBACK.test(m))) return undefined;
   return `--local_hostname=${localHostname} is a loopback name, but the master (${masterServer}) is not on this host: segments are registered under it, so peers on other hosts cannot reach this store service; give this host's address (Kubernetes: --local_hostname=$(POD_IP))`;
 }

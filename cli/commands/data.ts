@@ -78,7 +78,12 @@ export async function put(ctx: CliContext): Promise<void> {
   const src = inv.args[1];
   const o = inv.options;
   const replicas = o.replicas === undefined ? 1 : intArg('--replicas', o.replicas as string, 1, 64);
-  const config = { replica_num: replicas, with_soft_pin: o['soft-pin'] === true, with_hard_pin: o['hard-pin'] === true, preferred_segment: (o.segment as string | undefined) ?? '' };
+  const config = {
+    replica_num: replicas,
+    with_soft_pin: o['soft-pin'] === true,
+    with_hard_pin: o['hard-pin'] === true,
+    preferred_segment: (o.segment as string | undefined) ?? '',
+  };
 
   let fh: FileHandle | undefined;
   let chunks: Buffer[] | undefined;
@@ -159,7 +164,7 @@ async function writeOut(ctx: CliContext, dest: string, data: Buffer, bar: Progre
     throw ioError(`cannot write ${dest}`, e);
   }
   try {
-    for (let off = 0; off < data.length; ) {
+    for (let off = 0; off < data.length;) {
       const { bytesWritten } = await fh.write(data, off, Math.min(IO_CHUNK, data.length - off));
       off += bytesWritten;
       bar.update(off, data.length);
@@ -216,7 +221,10 @@ export async function rm(ctx: CliContext): Promise<void> {
       const r = await master.remove({ key, force });
       if (r.status_code === ErrorCode.OK) break;
       if (r.status_code !== ErrorCode.OBJECT_HAS_LEASE || performance.now() + LEASE_POLL_MS > deadline) {
-        throw StoreError.fromCode(r.status_code, `remove ${JSON.stringify(key)}${r.status_code === ErrorCode.OBJECT_HAS_LEASE ? ` (still leased after ${inv.global.timeoutMs} ms)` : ''}`);
+        throw StoreError.fromCode(
+          r.status_code,
+          `remove ${JSON.stringify(key)}${r.status_code === ErrorCode.OBJECT_HAS_LEASE ? ` (still leased after ${inv.global.timeoutMs} ms)` : ''}`,
+        );
       }
       await new Promise((res) => setTimeout(res, LEASE_POLL_MS));
     }

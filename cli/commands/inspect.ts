@@ -64,7 +64,12 @@ export async function stat(ctx: CliContext): Promise<void> {
   const rows = replicas.map((r, i) => ({
     replica: i + 1,
     endpoint: r.transport_endpoint_,
-    slices: r.buffer_descriptors.map((b) => ({ segment: b.segment_name, endpoint: b.transport_endpoint_, size: Number(b.size_), address: `0x${BigInt(b.buffer_address_).toString(16)}` })),
+    slices: r.buffer_descriptors.map((b) => ({
+      segment: b.segment_name,
+      endpoint: b.transport_endpoint_,
+      size: Number(b.size_),
+      address: `0x${BigInt(b.buffer_address_).toString(16)}`,
+    })),
   }));
   const size = rows.length ? rows[0].slices.reduce((n, s) => n + s.size, 0) : null;
   // The master shows no per-object lease or pin (neither /query_key nor an RPC): they are not printed.

@@ -54,7 +54,15 @@ export async function mount(ctx: CliContext): Promise<void> {
   const allocated = typeof r.allocated_size === 'number' ? r.allocated_size : size;
   if (inv.global.json) return write(ctx.stdout, jsonDoc({ service: base, segment_ids: ids, allocated_size: allocated, segments: segs }));
   const head = `mounted ${formatSize(allocated)} as ${ids.length} segment(s) on ${base}\n`;
-  return write(ctx.stdout, head + table(['ID', 'NAME', 'SIZE'], segs.map((s) => [s.id, s.name ?? '-', s.size === null ? '-' : formatSize(s.size)]), [false, false, true]));
+  return write(
+    ctx.stdout,
+    head +
+      table(
+        ['ID', 'NAME', 'SIZE'],
+        segs.map((s) => [s.id, s.name ?? '-', s.size === null ? '-' : formatSize(s.size)]),
+        [false, false, true],
+      ),
+  );
 }
 
 export async function unmount(ctx: CliContext): Promise<void> {

@@ -6,7 +6,10 @@ import { parseDescriptor, segmentKey, type MetadataStore, type SegmentDescriptor
 /** "etcd://a:1;b:2" -> ["http://a:1", "http://b:2"]. */
 export function parseEtcdAddress(address: string): string[] {
   const rest = address.replace(/^etcd:\/\//, '');
-  const hosts = rest.split(/[;,]/).map((s) => s.trim()).filter(Boolean);
+  const hosts = rest
+    .split(/[;,]/)
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (hosts.length === 0) throw new Error(`invalid etcd address "${address}": expected etcd://host:port[;host:port]`);
   return hosts.map((h) => {
     const { host, port } = parseHostPort(h);

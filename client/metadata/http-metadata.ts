@@ -6,7 +6,10 @@ export class HttpMetadataStore implements MetadataStore {
   readonly kind = 'http';
   private readonly base: URL;
 
-  constructor(url: string, private readonly timeoutMs = 5000) {
+  constructor(
+    url: string,
+    private readonly timeoutMs = 5000,
+  ) {
     this.base = new URL(url);
     if (this.base.protocol !== 'http:' && this.base.protocol !== 'https:') {
       throw new Error(`invalid HTTP metadata server "${url}": expected http://host:port/metadata`);

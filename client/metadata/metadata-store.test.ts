@@ -13,7 +13,6 @@ import { freePort } from '../../e2e/free-port.js';
 
 const desc: SegmentDescriptor = { te_endpoint: '127.0.0.1:12345', protocol: 'tcp', buffer: 140000000000, size: 1 << 30 };
 
-
 function hasBinary(name: string): boolean {
   try {
     execFileSync('which', [name], { stdio: 'ignore' });
@@ -86,8 +85,7 @@ describe('HTTP metadata server backend', () => {
         if (req.method === 'PUT') {
           kv.set(key, body);
           res.writeHead(200).end('OK');
-        }
-        else if (req.method === 'DELETE') res.writeHead(kv.delete(key) ? 200 : 404).end();
+        } else if (req.method === 'DELETE') res.writeHead(kv.delete(key) ? 200 : 404).end();
         else if (kv.has(key)) res.writeHead(200).end(kv.get(key));
         else res.writeHead(404).end('not found');
       });
@@ -110,7 +108,9 @@ describe('HTTP metadata server backend', () => {
 
 /** `it`, or a skip that says why when the server binary is missing. */
 const itWith = (binary: string, pkg: string): jest.It =>
-  hasBinary(binary) ? it : (((name: string, fn?: jest.ProvidesCallback, timeout?: number) => it.skip(`${name} (skipped: no ${binary} on PATH; apt-get install ${pkg})`, fn, timeout)) as jest.It);
+  hasBinary(binary)
+    ? it
+    : (((name: string, fn?: jest.ProvidesCallback, timeout?: number) => it.skip(`${name} (skipped: no ${binary} on PATH; apt-get install ${pkg})`, fn, timeout)) as jest.It);
 
 const etcdIt = itWith('etcd', 'etcd-server');
 describe('etcd backend (real etcd)', () => {
@@ -121,12 +121,26 @@ describe('etcd backend (real etcd)', () => {
     if (!hasBinary('etcd')) return;
     dir = mkdtempSync(join(tmpdir(), 'etcd-meta-'));
     const [client, peer] = [await freePort(), await freePort()];
-    proc = spawn('etcd', [
-      '--name', 'm', '--data-dir', dir,
-      '--listen-client-urls', `http://127.0.0.1:${client}`, '--advertise-client-urls', `http://127.0.0.1:${client}`,
-      '--listen-peer-urls', `http://127.0.0.1:${peer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${peer}`,
-      '--initial-cluster', `m=http://127.0.0.1:${peer}`,
-    ], { stdio: ['ignore', 'pipe', 'pipe'] });
+    proc = spawn(
+      'etcd',
+      [
+        '--name',
+        'm',
+        '--data-dir',
+        dir,
+        '--listen-client-urls',
+        `http://127.0.0.1:${client}`,
+        '--advertise-client-urls',
+        `http://127.0.0.1:${client}`,
+        '--listen-peer-urls',
+        `http://127.0.0.1:${peer}`,
+        '--initial-advertise-peer-urls',
+        `http://127.0.0.1:${peer}`,
+        '--initial-cluster',
+        `m=http://127.0.0.1:${peer}`,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     await awaitLine(proc, /ready to serve client requests/);
     address = `etcd://127.0.0.1:${client}`;
   });

@@ -39,4 +39,3 @@ export function parseDescriptor(key: string, text: string): SegmentDescriptor {
   }
   return { te_endpoint: d.te_endpoint, protocol: d.protocol, buffer: d.buffer, size: d.size };
 }
-

@@ -19,7 +19,9 @@ export class P2pMetadataStore implements MetadataStore {
   async publish(segmentName: string, descriptor: SegmentDescriptor): Promise<void> {
     // The name must start with the endpoint, or peers could not find the segment.
     if (endpointOfSegmentName(segmentName) !== descriptor.te_endpoint) {
-      throw new Error(`with P2PHANDSHAKE the segment name must be the engine endpoint (or "<endpoint>/<suffix>"): "${segmentName}" does not start with "${descriptor.te_endpoint}"`);
+      throw new Error(
+        `with P2PHANDSHAKE the segment name must be the engine endpoint (or "<endpoint>/<suffix>"): "${segmentName}" does not start with "${descriptor.te_endpoint}"`,
+      );
     }
     this.known.set(segmentName, descriptor);
   }

@@ -78,8 +78,7 @@ export function conflict(resource: string, group: string, name: string): ApiErro
   return new ApiError(
     409,
     'Conflict',
-    `Operation cannot be fulfilled on ${qualified(resource, group)} "${name}": ` +
-      'the object has been modified; please apply your changes to the latest version and try again',
+    `Operation cannot be fulfilled on ${qualified(resource, group)} "${name}": ` + 'the object has been modified; please apply your changes to the latest version and try again',
     { name, group: group || undefined, kind: resource },
   );
 }
@@ -93,7 +92,11 @@ export function methodNotAllowed(message: string): ApiError {
 }
 
 export function unsupportedMediaType(contentType: string): ApiError {
-  return new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml; got ${contentType}`);
+  return new ApiError(
+    415,
+    'UnsupportedMediaType',
+    `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml; got ${contentType}`,
+  );
 }
 
 export function gone(message: string): ApiError {

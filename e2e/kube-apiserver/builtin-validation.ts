@@ -28,12 +28,24 @@ export function validateName(kind: string, name: string, field = 'metadata.name'
   }
   if (LABEL_NAMED.has(kind)) {
     if (name.length > 63 || !DNS1123_LABEL.test(name)) {
-      return [{ reason: 'FieldValueInvalid', field, message: `Invalid value: "${name}": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')` }];
+      return [
+        {
+          reason: 'FieldValueInvalid',
+          field,
+          message: `Invalid value: "${name}": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,
+        },
+      ];
     }
     return [];
   }
   if (name.length > 253 || !DNS1123_SUBDOMAIN.test(name)) {
-    return [{ reason: 'FieldValueInvalid', field, message: `Invalid value: "${name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')` }];
+    return [
+      {
+        reason: 'FieldValueInvalid',
+        field,
+        message: `Invalid value: "${name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+      },
+    ];
   }
   return [];
 }
@@ -46,10 +58,18 @@ function validateLabelMap(labels: unknown, field: string): StatusCause[] {
     const name = k.includes('/') ? k.slice(k.indexOf('/') + 1) : k;
     const prefix = k.includes('/') ? k.slice(0, k.indexOf('/')) : '';
     if (name.length > 63 || !QUALIFIED_NAME.test(name) || (prefix && !DNS1123_SUBDOMAIN.test(prefix))) {
-      out.push({ reason: 'FieldValueInvalid', field, message: `Invalid value: "${k}": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character` });
+      out.push({
+        reason: 'FieldValueInvalid',
+        field,
+        message: `Invalid value: "${k}": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character`,
+      });
     }
     if (typeof v !== 'string' || v.length > 63 || !LABEL_VALUE.test(v)) {
-      out.push({ reason: 'FieldValueInvalid', field: `${field}`, message: `Invalid value: ${JSON.stringify(v)}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character` });
+      out.push({
+        reason: 'FieldValueInvalid',
+        field: `${field}`,
+        message: `Invalid value: ${JSON.stringify(v)}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character`,
+      });
     }
   }
   return out;
@@ -65,7 +85,8 @@ export function validateMetadata(obj: Obj): StatusCause[] {
     out.push({ reason: 'FieldValueTypeInvalid', field: 'metadata.annotations', message: 'Invalid value: annotations must be a map of strings' });
   } else if (isPlainObject(ann)) {
     const size = Object.entries(ann).reduce((n, [k, v]) => n + Buffer.byteLength(k) + Buffer.byteLength(String(v)), 0);
-    if (size > MAX_ANNOTATIONS_BYTES) out.push({ reason: 'FieldValueTooLong', field: 'metadata.annotations', message: `Too long: may not be more than ${MAX_ANNOTATIONS_BYTES} bytes` });
+    if (size > MAX_ANNOTATIONS_BYTES)
+      out.push({ reason: 'FieldValueTooLong', field: 'metadata.annotations', message: `Too long: may not be more than ${MAX_ANNOTATIONS_BYTES} bytes` });
   }
   const refs = obj.metadata?.ownerReferences;
   if (Array.isArray(refs)) {
@@ -76,7 +97,11 @@ export function validateMetadata(obj: Obj): StatusCause[] {
     });
     const controllers = refs.filter((r: Obj) => r?.controller === true);
     if (controllers.length > 1) {
-      out.push({ reason: 'FieldValueInvalid', field: 'metadata.ownerReferences', message: `Invalid value: ${JSON.stringify(controllers)}: Only one reference can have Controller set to true` });
+      out.push({
+        reason: 'FieldValueInvalid',
+        field: 'metadata.ownerReferences',
+        message: `Invalid value: ${JSON.stringify(controllers)}: Only one reference can have Controller set to true`,
+      });
     }
   }
   return out;
@@ -106,14 +131,26 @@ function validatePodSpec(spec: Obj | undefined, field: string): StatusCause[] {
     });
     ((c?.ports ?? []) as Obj[]).forEach((pt, j) => {
       if (pt?.name !== undefined && (String(pt.name).length > 15 || !PORT_NAME.test(String(pt.name)))) {
-        out.push({ reason: 'FieldValueInvalid', field: `${f}.ports[${j}].name`, message: `Invalid value: ${JSON.stringify(pt.name)}: must be no more than 15 characters of lower case alphanumerics or '-'` });
+        out.push({
+          reason: 'FieldValueInvalid',
+          field: `${f}.ports[${j}].name`,
+          message: `Invalid value: ${JSON.stringify(pt.name)}: must be no more than 15 characters of lower case alphanumerics or '-'`,
+        });
       }
       if (!Number.isInteger(pt?.containerPort) || pt.containerPort < 1 || pt.containerPort > 65535) {
-        out.push({ reason: 'FieldValueInvalid', field: `${f}.ports[${j}].containerPort`, message: `Invalid value: ${JSON.stringify(pt?.containerPort)}: must be between 1 and 65535, inclusive` });
+        out.push({
+          reason: 'FieldValueInvalid',
+          field: `${f}.ports[${j}].containerPort`,
+          message: `Invalid value: ${JSON.stringify(pt?.containerPort)}: must be between 1 and 65535, inclusive`,
+        });
       }
     });
     if (c?.restartPolicy !== undefined && (!init || c.restartPolicy !== 'Always')) {
-      out.push({ reason: 'FieldValueForbidden', field: `${f}.restartPolicy`, message: init ? `Unsupported value: ${JSON.stringify(c.restartPolicy)}: supported values: "Always"` : 'Forbidden: may not be set for non-init containers' });
+      out.push({
+        reason: 'FieldValueForbidden',
+        field: `${f}.restartPolicy`,
+        message: init ? `Unsupported value: ${JSON.stringify(c.restartPolicy)}: supported values: "Always"` : 'Forbidden: may not be set for non-init containers',
+      });
     }
   };
   ((spec.initContainers ?? []) as Obj[]).forEach((c, i) => check(c, `${field}.initContainers[${i}]`, true));
@@ -128,7 +165,11 @@ function validateWorkload(obj: Obj): StatusCause[] {
     out.push({ reason: 'FieldValueRequired', field: 'spec.selector', message: 'Required value' });
   } else {
     const ml = spec.selector.matchLabels ?? {};
-    const sel = parseLabelSelector(Object.entries(ml).map(([k, v]) => `${k}=${v}`).join(','));
+    const sel = parseLabelSelector(
+      Object.entries(ml)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(','),
+    );
     if (!sel(spec.template?.metadata?.labels ?? {})) {
       out.push({ reason: 'FieldValueInvalid', field: 'spec.template.metadata.labels', message: 'Invalid value: `selector` does not match template `labels`' });
     }
@@ -160,7 +201,12 @@ export function validateBuiltin(kind: string, obj: Obj, old: Obj | undefined): S
       if (old) {
         const strip = (s: Obj) => Object.fromEntries(Object.entries(s ?? {}).filter(([k]) => !STS_MUTABLE.includes(k)));
         if (!deepEqual(strip(spec), strip(old.spec))) {
-          out.push({ reason: 'FieldValueForbidden', field: 'spec', message: "Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden" });
+          out.push({
+            reason: 'FieldValueForbidden',
+            field: 'spec',
+            message:
+              "Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
+          });
         }
       }
       break;
@@ -210,7 +256,12 @@ function validateCrd(obj: Obj): StatusCause[] {
   versions.forEach((v, i) => {
     const s = v.schema?.openAPIV3Schema;
     if (!isPlainObject(s)) out.push({ reason: 'FieldValueRequired', field: `spec.versions[${i}].schema.openAPIV3Schema`, message: 'Required value: schemas are required' });
-    else if (s.type !== 'object') out.push({ reason: 'FieldValueInvalid', field: `spec.versions[${i}].schema.openAPIV3Schema.type`, message: `Invalid value: ${JSON.stringify(s.type)}: must be object at the root` });
+    else if (s.type !== 'object')
+      out.push({
+        reason: 'FieldValueInvalid',
+        field: `spec.versions[${i}].schema.openAPIV3Schema.type`,
+        message: `Invalid value: ${JSON.stringify(s.type)}: must be object at the root`,
+      });
   });
   return out;
 }

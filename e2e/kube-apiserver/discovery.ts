@@ -31,14 +31,16 @@ function preferredVersion(reg: ResourceRegistry, group: string, versions: string
 }
 
 export function groupList(reg: ResourceRegistry): Obj {
-  const groups = [...reg.groups().entries()].sort(([a], [b]) => a.localeCompare(b)).map(([name, versions]) => {
-    const pv = preferredVersion(reg, name, versions);
-    return {
-      name,
-      versions: versions.map((v) => ({ groupVersion: `${name}/${v}`, version: v })),
-      preferredVersion: { groupVersion: `${name}/${pv}`, version: pv },
-    };
-  });
+  const groups = [...reg.groups().entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([name, versions]) => {
+      const pv = preferredVersion(reg, name, versions);
+      return {
+        name,
+        versions: versions.map((v) => ({ groupVersion: `${name}/${v}`, version: v })),
+        preferredVersion: { groupVersion: `${name}/${pv}`, version: pv },
+      };
+    });
   return { kind: 'APIGroupList', apiVersion: 'v1', groups };
 }
 
@@ -76,7 +78,16 @@ export function resourceList(reg: ResourceRegistry, groupName: string, version: 
   for (const t of types.sort((a, b) => a.plural.localeCompare(b.plural))) {
     resources.push(resourceEntry(t));
     if (t.hasStatus) resources.push({ name: `${t.plural}/status`, singularName: '', namespaced: t.namespaced, kind: t.kind, verbs: ['get', 'patch', 'update'] });
-    if (t.scale) resources.push({ name: `${t.plural}/scale`, singularName: '', namespaced: t.namespaced, group: 'autoscaling', version: 'v1', kind: 'Scale', verbs: ['get', 'patch', 'update'] });
+    if (t.scale)
+      resources.push({
+        name: `${t.plural}/scale`,
+        singularName: '',
+        namespaced: t.namespaced,
+        group: 'autoscaling',
+        version: 'v1',
+        kind: 'Scale',
+        verbs: ['get', 'patch', 'update'],
+      });
   }
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: groupName ? `${groupName}/${version}` : version, resources };
 }

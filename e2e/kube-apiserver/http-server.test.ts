@@ -33,7 +33,12 @@ beforeAll(async () => {
 afterAll(() => server.stop());
 
 const W = '/apis/test.kvcache.io/v1/namespaces/default/widgets';
-const widget = (name: string, spec: object = { size: 1 }, labels?: Record<string, string>) => ({ apiVersion: 'test.kvcache.io/v1', kind: 'Widget', metadata: { name, labels }, spec });
+const widget = (name: string, spec: object = { size: 1 }, labels?: Record<string, string>) => ({
+  apiVersion: 'test.kvcache.io/v1',
+  kind: 'Widget',
+  metadata: { name, labels },
+  spec,
+});
 
 describe('discovery', () => {
   test('serves version, core and group resource lists including CRD kinds', async () => {
@@ -62,7 +67,9 @@ describe('REST verbs', () => {
     expect([missing.status, missing.body.reason, missing.body.message]).toEqual([404, 'NotFound', 'widgets.test.kvcache.io "zz" not found']);
     const bad = await call('POST', W, widget('b', { size: 0 }));
     expect(bad.status).toBe(422);
-    expect(bad.body.details.causes).toEqual([{ reason: 'FieldValueInvalid', field: 'spec.size', message: 'Invalid value: 0: spec.size in body should be greater than or equal to 1' }]);
+    expect(bad.body.details.causes).toEqual([
+      { reason: 'FieldValueInvalid', field: 'spec.size', message: 'Invalid value: 0: spec.size in body should be greater than or equal to 1' },
+    ]);
     const got = (await call('GET', `${W}/a`)).body;
     const stale = await call('PUT', `${W}/a`, { ...got, metadata: { ...got.metadata, resourceVersion: '1' } });
     expect([stale.status, stale.body.reason]).toEqual([409, 'Conflict']);
@@ -95,7 +102,12 @@ describe('REST verbs', () => {
     const S = '/apis/apps/v1/namespaces/default/statefulsets';
     await call('POST', S, {
       metadata: { name: 'sc' },
-      spec: { replicas: 2, serviceName: 'sc', selector: { matchLabels: { app: 'sc' } }, template: { metadata: { labels: { app: 'sc' } }, spec: { containers: [{ name: 'c', image: 'i' }] } } },
+      spec: {
+        replicas: 2,
+        serviceName: 'sc',
+        selector: { matchLabels: { app: 'sc' } },
+        template: { metadata: { labels: { app: 'sc' } }, spec: { containers: [{ name: 'c', image: 'i' }] } },
+      },
     });
     const scale = (await call('GET', `${S}/sc/scale`)).body;
     expect(scale).toMatchObject({ kind: 'Scale', apiVersion: 'autoscaling/v1', spec: { replicas: 2 }, status: { replicas: 0, selector: 'app=sc' } });
@@ -132,12 +144,17 @@ describe('mutating admission', () => {
     const MWC = '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations';
     const cfg = (policy: string) => ({
       metadata: { name: 'unreachable' },
-      webhooks: [{
-        name: 'inject.example.com', admissionReviewVersions: ['v1'], sideEffects: 'None', failurePolicy: policy,
-        clientConfig: { service: { namespace: 'default', name: 'nowhere', path: '/mutate' } },
-        rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
-        objectSelector: { matchLabels: { hooked: 'yes' } },
-      }],
+      webhooks: [
+        {
+          name: 'inject.example.com',
+          admissionReviewVersions: ['v1'],
+          sideEffects: 'None',
+          failurePolicy: policy,
+          clientConfig: { service: { namespace: 'default', name: 'nowhere', path: '/mutate' } },
+          rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+          objectSelector: { matchLabels: { hooked: 'yes' } },
+        },
+      ],
     });
     await call('POST', MWC, cfg('Fail'));
     const cm = (name: string, hooked: string) => ({ metadata: { name, labels: { hooked } }, data: {} });
@@ -154,12 +171,17 @@ describe('mutating admission', () => {
     const MWC = '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations';
     await call('POST', MWC, {
       metadata: { name: 'conditional' },
-      webhooks: [{
-        name: 'cond.example.com', admissionReviewVersions: ['v1'], sideEffects: 'None', failurePolicy: 'Fail',
-        clientConfig: { service: { namespace: 'default', name: 'nowhere' } },
-        rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
-        matchConditions: [{ name: 'annotated', expression: "has(object.metadata.annotations) && 'hook/me' in object.metadata.annotations" }],
-      }],
+      webhooks: [
+        {
+          name: 'cond.example.com',
+          admissionReviewVersions: ['v1'],
+          sideEffects: 'None',
+          failurePolicy: 'Fail',
+          clientConfig: { service: { namespace: 'default', name: 'nowhere' } },
+          rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+          matchConditions: [{ name: 'annotated', expression: "has(object.metadata.annotations) && 'hook/me' in object.metadata.annotations" }],
+        },
+      ],
     });
     expect((await call('POST', '/api/v1/namespaces/default/configmaps', { metadata: { name: 'plain' } })).status).toBe(201);
     const hooked = await call('POST', '/api/v1/namespaces/default/configmaps', { metadata: { name: 'annotated', annotations: { 'hook/me': 'yes' } } });
@@ -237,10 +259,15 @@ describe('@kubernetes/client-node against the server', () => {
     const seen: string[] = [];
     let resolveSeen!: () => void;
     const gotIt = new Promise<void>((r) => (resolveSeen = r));
-    const ctl = await new Watch(kc).watch(W, { resourceVersion: server.store.currentRv() }, (type, obj) => {
-      seen.push(`${type} ${obj.metadata.name}`);
-      if (obj.metadata.name === 'via-watch') resolveSeen();
-    }, () => undefined);
+    const ctl = await new Watch(kc).watch(
+      W,
+      { resourceVersion: server.store.currentRv() },
+      (type, obj) => {
+        seen.push(`${type} ${obj.metadata.name}`);
+        if (obj.metadata.name === 'via-watch') resolveSeen();
+      },
+      () => undefined,
+    );
     await call('POST', W, widget('via-watch'));
     await gotIt;
     ctl.abort();

@@ -72,7 +72,11 @@ function patchTypeOf(contentType: string): PatchType {
     case 'application/apply-patch+cbor':
       return 'apply';
     default:
-      throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json; got ${ct}`);
+      throw new ApiError(
+        415,
+        'UnsupportedMediaType',
+        `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json; got ${ct}`,
+      );
   }
 }
 

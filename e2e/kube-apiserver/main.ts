@@ -25,7 +25,10 @@ async function main(): Promise<void> {
   if (kc) writeKubeconfig(kc, url);
   process.stdout.write(`listening on ${url}\n`);
   const stop = () => {
-    server.stop().then(() => process.exit(0), () => process.exit(1));
+    server.stop().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);

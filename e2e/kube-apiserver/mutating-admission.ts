@@ -104,7 +104,8 @@ export async function admitMutating(
       if (!matchesExpressions(current.metadata?.labels ?? {}, wh.objectSelector)) continue;
       const ignore = wh.failurePolicy === 'Ignore';
       const cond = matchConditions(wh, current, old, t, namespace, op);
-      if (cond === 'error' && !ignore) throw new ApiError(500, 'InternalError', `Internal error occurred: failed calling webhook "${wh.name}": matchConditions could not be evaluated`);
+      if (cond === 'error' && !ignore)
+        throw new ApiError(500, 'InternalError', `Internal error occurred: failed calling webhook "${wh.name}": matchConditions could not be evaluated`);
       if (cond !== true) continue;
       try {
         current = await callWebhook(wh, t, namespace, current, old, op, resolve, dryRun);
@@ -125,7 +126,13 @@ function matchConditions(wh: Obj, obj: Obj, old: Obj | undefined, t: ResourceTyp
   const env = {
     object: obj,
     oldObject: old ?? null,
-    request: { operation: op, namespace, name: obj.metadata?.name ?? '', kind: { group: t.group, version: t.version, kind: t.kind }, resource: { group: t.group, version: t.version, resource: t.plural } },
+    request: {
+      operation: op,
+      namespace,
+      name: obj.metadata?.name ?? '',
+      kind: { group: t.group, version: t.version, kind: t.kind },
+      resource: { group: t.group, version: t.version, resource: t.plural },
+    },
   };
   for (const c of (wh.matchConditions ?? []) as Obj[]) {
     const r = evalExpression(String(c.expression), env);
@@ -135,7 +142,16 @@ function matchConditions(wh: Obj, obj: Obj, old: Obj | undefined, t: ResourceTyp
   return true;
 }
 
-async function callWebhook(wh: Obj, t: ResourceType, namespace: string, obj: Obj, old: Obj | undefined, op: Operation, resolve: ServiceResolver | undefined, dryRun: boolean): Promise<Obj> {
+async function callWebhook(
+  wh: Obj,
+  t: ResourceType,
+  namespace: string,
+  obj: Obj,
+  old: Obj | undefined,
+  op: Operation,
+  resolve: ServiceResolver | undefined,
+  dryRun: boolean,
+): Promise<Obj> {
   const cc = wh.clientConfig ?? {};
   let url: URL;
   let serverName: string | undefined;

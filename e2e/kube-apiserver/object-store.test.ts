@@ -115,7 +115,12 @@ describe('selectors and paging', () => {
     const { store, t } = newStore();
     const cms = t('', 'v1', 'configmaps');
     store.create(t('', 'v1', 'namespaces'), '', { metadata: { name: 'other' } });
-    for (const [ns, name, tier] of [['default', 'a', 'web'], ['default', 'b', 'db'], ['other', 'c', 'web'], ['default', 'd', undefined]]) {
+    for (const [ns, name, tier] of [
+      ['default', 'a', 'web'],
+      ['default', 'b', 'db'],
+      ['other', 'c', 'web'],
+      ['default', 'd', undefined],
+    ]) {
       store.create(cms, ns!, { metadata: { name, labels: tier ? { tier } : {} } });
     }
     const names = (l: Obj) => l.items.map((o: Obj) => `${o.metadata.namespace}/${o.metadata.name}`);
@@ -275,7 +280,9 @@ describe('custom resources', () => {
     const { store, w } = withCrd();
     const cfg = (spec: Obj) => ({ apiVersion: 'test.kvcache.io/v1', kind: 'Widget', metadata: { name: 'a', labels: { app: 'x' } }, spec });
     const a = store.patch(w, 'default', 'a', 'apply', cfg({ size: 1, tags: ['t'] }), { fieldManager: 'op' });
-    expect(a.metadata.managedFields).toEqual([expect.objectContaining({ manager: 'op', operation: 'Apply', fieldsV1: expect.objectContaining({ 'f:spec': expect.objectContaining({ 'f:tags': {} }) }) })]);
+    expect(a.metadata.managedFields).toEqual([
+      expect.objectContaining({ manager: 'op', operation: 'Apply', fieldsV1: expect.objectContaining({ 'f:spec': expect.objectContaining({ 'f:tags': {} }) }) }),
+    ]);
     store.patch(w, 'default', 'a', 'merge', { spec: { labels: { by: 'other' } } }, { fieldManager: 'other' });
     const b = store.patch(w, 'default', 'a', 'apply', cfg({ size: 2 }), { fieldManager: 'op' });
     expect(b.spec.tags).toBeUndefined();
@@ -348,14 +355,24 @@ describe('garbage collection of late dependents', () => {
 describe('pod validation', () => {
   test('mounts must name a volume, port names are short, restartPolicy only on init containers', () => {
     const { store, t } = newStore();
-    const e = err(() => store.create(t('', 'v1', 'pods'), 'default', {
-      metadata: { name: 'p' },
-      spec: {
-        initContainers: [{ name: 'side', image: 's', restartPolicy: 'Always', volumeMounts: [{ name: 'shm', mountPath: '/shm' }] }],
-        containers: [{ name: 'side', image: 'a', restartPolicy: 'Always', ports: [{ name: 'a-very-long-port-name', containerPort: 80 }], volumeMounts: [{ name: 'missing', mountPath: '/m' }] }],
-        volumes: [{ name: 'shm', emptyDir: {} }],
-      },
-    }));
+    const e = err(() =>
+      store.create(t('', 'v1', 'pods'), 'default', {
+        metadata: { name: 'p' },
+        spec: {
+          initContainers: [{ name: 'side', image: 's', restartPolicy: 'Always', volumeMounts: [{ name: 'shm', mountPath: '/shm' }] }],
+          containers: [
+            {
+              name: 'side',
+              image: 'a',
+              restartPolicy: 'Always',
+              ports: [{ name: 'a-very-long-port-name', containerPort: 80 }],
+              volumeMounts: [{ name: 'missing', mountPath: '/m' }],
+            },
+          ],
+          volumes: [{ name: 'shm', emptyDir: {} }],
+        },
+      }),
+    );
     expect(e.details?.causes?.map((c) => `${c.field} ${c.reason}`)).toEqual([
       'spec.containers[0].name FieldValueDuplicate',
       'spec.containers[0].volumeMounts[0].name FieldValueNotFound',

@@ -5,15 +5,7 @@
 // pruning and validation, and a bounded event history that watches resume from (410 past it).
 // Pure: time and uids come from injected functions, events go to subscribed listeners.
 
-import {
-  ApiError,
-  alreadyExists,
-  badRequest,
-  conflict,
-  invalid,
-  notFound,
-  type StatusCause,
-} from './api-error.js';
+import { ApiError, alreadyExists, badRequest, conflict, invalid, notFound, type StatusCause } from './api-error.js';
 import { defaultBuiltin, validateBuiltin, validateMetadata, validateName } from './builtin-validation.js';
 import { deepClone, deepEqual, isPlainObject, jsonPatch, mergePatch } from './json-patch.js';
 import { ResourceRegistry, typesFromCrd, type ResourceType } from './resource-registry.js';
@@ -251,7 +243,9 @@ export class ObjectStore {
       const pruned = prune(t.schema, obj);
       if (pruned.dropped.length > 0) {
         if (opts.fieldValidation === 'Strict') {
-          throw badRequest(`${t.kind} in version "${t.version}" cannot be handled as a ${t.kind}: strict decoding error: ${pruned.dropped.map((f) => `unknown field "${f}"`).join(', ')}`);
+          throw badRequest(
+            `${t.kind} in version "${t.version}" cannot be handled as a ${t.kind}: strict decoding error: ${pruned.dropped.map((f) => `unknown field "${f}"`).join(', ')}`,
+          );
         }
         this.lastWarnings = pruned.dropped.map((f) => `unknown field "${f}"`);
       }
@@ -266,7 +260,12 @@ export class ObjectStore {
     }
     if (old?.metadata.deletionTimestamp) {
       const added = (obj.metadata.finalizers ?? []).filter((f: string) => !(old.metadata.finalizers ?? []).includes(f));
-      if (added.length > 0) causes.push({ reason: 'FieldValueForbidden', field: 'metadata.finalizers', message: `Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}` });
+      if (added.length > 0)
+        causes.push({
+          reason: 'FieldValueForbidden',
+          field: 'metadata.finalizers',
+          message: `Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}`,
+        });
     }
     if (causes.length > 0) throw invalid(t.kind, t.group, name, causes);
     return obj;
@@ -296,7 +295,8 @@ export class ObjectStore {
     let obj = deepClone(this.checkBody(t, ns, body));
     const meta = (obj.metadata = { ...(obj.metadata ?? {}) });
     if (!meta.name) {
-      if (!meta.generateName) throw invalid(t.kind, t.group, '', [{ reason: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' }]);
+      if (!meta.generateName)
+        throw invalid(t.kind, t.group, '', [{ reason: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' }]);
       meta.name = `${meta.generateName}${this.suffix()}`;
     }
     this.requireNamespace(ns);
@@ -407,7 +407,11 @@ export class ObjectStore {
   patch(t: ResourceType, ns: string, name: string, type: PatchType, patch: unknown, opts: WriteOptions & { force?: boolean } = {}, subresource?: 'status'): Obj {
     ns = this.namespaceOf(t, ns);
     if (type === 'strategic' && t.custom) {
-      throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`);
+      throw new ApiError(
+        415,
+        'UnsupportedMediaType',
+        `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`,
+      );
     }
     if (type === 'apply') return this.apply(t, ns, name, patch, opts, subresource);
     const old = this.stored(t, ns, name);
@@ -456,7 +460,11 @@ export class ObjectStore {
       throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${old.metadata.uid}`);
     }
     if (pre.resourceVersion && pre.resourceVersion !== old.metadata.resourceVersion) {
-      throw new ApiError(409, 'Conflict', `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${old.metadata.resourceVersion}`);
+      throw new ApiError(
+        409,
+        'Conflict',
+        `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${old.metadata.resourceVersion}`,
+      );
     }
     if (opts.dryRun) return this.present(t, old);
     const policy = opts.propagationPolicy ?? 'Background';
@@ -599,7 +607,9 @@ export class ObjectStore {
     const spec = crd.spec;
     for (const other of this.table(this.registry.get('apiextensions.k8s.io', 'v1', 'customresourcedefinitions')!).values()) {
       if (other.metadata.name !== crd.metadata.name && other.spec.group === spec.group && other.spec.names.kind === spec.names.kind) {
-        throw invalid('CustomResourceDefinition', 'apiextensions.k8s.io', crd.metadata.name, [{ reason: 'FieldValueInvalid', field: 'spec.names.kind', message: `Invalid value: "${spec.names.kind}": is already in use` }]);
+        throw invalid('CustomResourceDefinition', 'apiextensions.k8s.io', crd.metadata.name, [
+          { reason: 'FieldValueInvalid', field: 'spec.names.kind', message: `Invalid value: "${spec.names.kind}": is already in use` },
+        ]);
       }
     }
     const types = typesFromCrd(crd);
@@ -613,7 +623,14 @@ export class ObjectStore {
         { type: 'NamesAccepted', status: 'True', reason: 'NoConflicts', message: 'no conflicts found', lastTransitionTime: timestamp(this.opts.now()) },
         { type: 'Established', status: 'True', reason: 'InitialNamesAccepted', message: 'the initial names have been accepted', lastTransitionTime: timestamp(this.opts.now()) },
       ],
-      acceptedNames: { plural: names.plural, singular: names.singular ?? names.kind.toLowerCase(), kind: names.kind, listKind: names.listKind ?? `${names.kind}List`, shortNames: names.shortNames, categories: names.categories },
+      acceptedNames: {
+        plural: names.plural,
+        singular: names.singular ?? names.kind.toLowerCase(),
+        kind: names.kind,
+        listKind: names.listKind ?? `${names.kind}List`,
+        shortNames: names.shortNames,
+        categories: names.categories,
+      },
       storedVersions: [spec.versions.find((v: Obj) => v.storage)?.name],
     };
     for (const k of Object.keys(crd.status.acceptedNames)) if (crd.status.acceptedNames[k] === undefined) delete crd.status.acceptedNames[k];

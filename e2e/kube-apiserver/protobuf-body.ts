@@ -67,7 +67,8 @@ type Obj = Record<string, any>;
 
 function dropEmpty(o: Obj): Obj {
   for (const [k, v] of Object.entries(o)) {
-    if (v === '' || v === undefined || (Array.isArray(v) && v.length === 0) || (typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0)) delete o[k];
+    if (v === '' || v === undefined || (Array.isArray(v) && v.length === 0) || (typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0))
+      delete o[k];
   }
   return o;
 }
@@ -78,7 +79,11 @@ export function decodeProtobufBody(body: Buffer): Obj {
   const unknown = root.lookupType('Unknown').toObject(root.lookupType('Unknown').decode(body.subarray(4)), { defaults: false });
   const kind: string = unknown.typeMeta?.kind ?? '';
   if (kind !== 'Secret' && kind !== 'ConfigMap' && kind !== 'DeleteOptions') {
-    throw new ApiError(415, 'UnsupportedMediaType', `this test API server decodes protobuf only for Secret, ConfigMap and DeleteOptions, not "${kind}"; send JSON (kubectl apply -f / create -f)`);
+    throw new ApiError(
+      415,
+      'UnsupportedMediaType',
+      `this test API server decodes protobuf only for Secret, ConfigMap and DeleteOptions, not "${kind}"; send JSON (kubectl apply -f / create -f)`,
+    );
   }
   const t = root.lookupType(kind);
   const obj = t.toObject(t.decode(unknown.raw ?? new Uint8Array()), { longs: Number, bytes: String, defaults: false });

@@ -3,10 +3,7 @@
 
 import { badRequest } from './api-error.js';
 
-type Requirement =
-  | { key: string; op: 'eq' | 'neq'; value: string }
-  | { key: string; op: 'in' | 'notin'; values: string[] }
-  | { key: string; op: 'exists' | 'notexists' };
+type Requirement = { key: string; op: 'eq' | 'neq'; value: string } | { key: string; op: 'in' | 'notin'; values: string[] } | { key: string; op: 'exists' | 'notexists' };
 
 export type Selector = (labels: Record<string, string>) => boolean;
 
@@ -29,7 +26,15 @@ function splitTopLevel(s: string): string[] {
 
 function parseRequirement(term: string): Requirement {
   let m = /^([^\s!=()]+)\s+(in|notin)\s+\(([^)]*)\)$/.exec(term);
-  if (m) return { key: m[1], op: m[2] as 'in' | 'notin', values: m[3].split(',').map((v) => v.trim()).filter(Boolean) };
+  if (m)
+    return {
+      key: m[1],
+      op: m[2] as 'in' | 'notin',
+      values: m[3]
+        .split(',')
+        .map((v) => v.trim())
+        .filter(Boolean),
+    };
   m = /^([^\s!=()]+)\s*(==|=|!=)\s*([^\s!=()]*)$/.exec(term);
   if (m) return { key: m[1], op: m[2] === '!=' ? 'neq' : 'eq', value: m[3] };
   m = /^!\s*([^\s!=()]+)$/.exec(term);
@@ -65,8 +70,19 @@ export function parseLabelSelector(s: string | null | undefined): Selector {
 
 /** Fields beyond metadata.name/namespace that the real server lets each built-in kind select on. */
 const KIND_FIELDS: Record<string, string[]> = {
-  Event: ['involvedObject.kind', 'involvedObject.namespace', 'involvedObject.name', 'involvedObject.uid', 'involvedObject.apiVersion',
-    'involvedObject.resourceVersion', 'involvedObject.fieldPath', 'reason', 'reportingComponent', 'source', 'type'],
+  Event: [
+    'involvedObject.kind',
+    'involvedObject.namespace',
+    'involvedObject.name',
+    'involvedObject.uid',
+    'involvedObject.apiVersion',
+    'involvedObject.resourceVersion',
+    'involvedObject.fieldPath',
+    'reason',
+    'reportingComponent',
+    'source',
+    'type',
+  ],
   Pod: ['spec.nodeName', 'spec.restartPolicy', 'spec.schedulerName', 'spec.serviceAccountName', 'spec.hostNetwork', 'status.phase', 'status.podIP', 'status.nominatedNodeName'],
   Secret: ['type'],
   Namespace: ['status.phase'],

@@ -98,15 +98,29 @@ export class StatefulSetController {
     const created = this.store.create(podType, sts.metadata.namespace, pod);
     const n = this.podIp++;
     const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
-    this.store.update(podType, sts.metadata.namespace, podName, {
-      ...created,
-      status: {
-        phase: 'Running',
-        podIP: `10.244.${(n >> 8) & 255}.${n & 255}`,
-        startTime: now,
-        conditions: ['PodScheduled', 'Initialized', 'ContainersReady', 'Ready'].map((type) => ({ type, status: 'True', lastTransitionTime: now })),
-        containerStatuses: (pod.spec.containers ?? []).map((c: Obj) => ({ name: c.name, image: c.image, ready: true, started: true, restartCount: 0, state: { running: { startedAt: now } } })),
+    this.store.update(
+      podType,
+      sts.metadata.namespace,
+      podName,
+      {
+        ...created,
+        status: {
+          phase: 'Running',
+          podIP: `10.244.${(n >> 8) & 255}.${n & 255}`,
+          startTime: now,
+          conditions: ['PodScheduled', 'Initialized', 'ContainersReady', 'Ready'].map((type) => ({ type, status: 'True', lastTransitionTime: now })),
+          containerStatuses: (pod.spec.containers ?? []).map((c: Obj) => ({
+            name: c.name,
+            image: c.image,
+            ready: true,
+            started: true,
+            restartCount: 0,
+            state: { running: { startedAt: now } },
+          })),
+        },
       },
-    }, {}, 'status');
+      {},
+      'status',
+    );
   }
 }

@@ -153,7 +153,7 @@ describe('BatchKeySet', () => {
   });
 });
 
-describe('reuse of deleted objects\' metadata', () => {
+describe("reuse of deleted objects' metadata", () => {
   it('keeps lease counts exact when a leased object is dropped and others are put at the same instant', () => {
     const core = makeCore({ defaultKvLeaseTtlMs: 100 });
     core.mountSegment(mountReq('s0', 1 << 20, 'c', 2 ** 32), 0);

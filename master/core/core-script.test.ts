@@ -6,7 +6,9 @@ import { fileURLToPath } from 'node:url';
 import { formatScript, parseScript, runScript } from './core-script.js';
 
 const dir = join(dirname(fileURLToPath(import.meta.url)), 'testdata');
-const files = readdirSync(dir).filter((f) => f.endsWith('.txt')).sort();
+const files = readdirSync(dir)
+  .filter((f) => f.endsWith('.txt'))
+  .sort();
 
 describe('master core scripts (testdata/*.txt)', () => {
   it('has scripts to replay', () => {

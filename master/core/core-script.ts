@@ -116,7 +116,10 @@ export class ScriptRunner {
       case 'mount': {
         const seg = req(a, 'seg');
         const base = 0x1000_0000 * (this.bases.size + 1);
-        const r = core.mountSegment({ buffer: base, size: num(a, 'size'), segment_name: seg, client_id: a.get('client') ?? 'c1', segment_id: '', te_endpoint: '', protocol: '', incarnation: 0 }, now);
+        const r = core.mountSegment(
+          { buffer: base, size: num(a, 'size'), segment_name: seg, client_id: a.get('client') ?? 'c1', segment_id: '', te_endpoint: '', protocol: '', incarnation: 0 },
+          now,
+        );
         if (r.status_code === 0) {
           this.bases.set(seg, base);
           this.owners.set(seg, a.get('client') ?? 'c1');
@@ -124,7 +127,10 @@ export class ScriptRunner {
         return status(r.status_code);
       }
       case 'unmount':
-        return status(core.unmountSegment({ segment_name: req(a, 'seg'), client_id: a.get('client') ?? this.owners.get(req(a, 'seg')) ?? '', grace_period_seconds: num(a, 'grace', 0) }, now).status_code);
+        return status(
+          core.unmountSegment({ segment_name: req(a, 'seg'), client_id: a.get('client') ?? this.owners.get(req(a, 'seg')) ?? '', grace_period_seconds: num(a, 'grace', 0) }, now)
+            .status_code,
+        );
       case 'ping': {
         const r = core.ping({ client_id: req(a, 'client'), fence_acks: [], can_copy: false }, now);
         return r.status_code === 0 && r.need_remount ? 'ok need_remount' : status(r.status_code);

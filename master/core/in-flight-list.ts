@@ -38,7 +38,7 @@ export class InFlightList {
 
   /** Oldest write first; the object just visited may be deleted during the walk. */
   *values(): IterableIterator<ObjectMeta> {
-    for (let m = this.head; m !== null; ) {
+    for (let m = this.head; m !== null;) {
       const next = m.next;
       yield m;
       m = next;

@@ -17,8 +17,7 @@ type Op =
   | { op: 'clear'; seg: number }
   | { op: 'clearAll' };
 
-const keyOp = (...names: ('end' | 'revoke' | 'upsertEnd' | 'upsertRevoke' | 'get' | 'remove')[]) =>
-  fc.record({ op: fc.constantFrom(...names), key: fc.nat(KEYS.length - 1) });
+const keyOp = (...names: ('end' | 'revoke' | 'upsertEnd' | 'upsertRevoke' | 'get' | 'remove')[]) => fc.record({ op: fc.constantFrom(...names), key: fc.nat(KEYS.length - 1) });
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   {

@@ -80,10 +80,18 @@ describe('export and import', () => {
     // and the remounts are reported (a standby of this core learns the new incarnations).
     const image = new StateImage();
     next.setChangeSink(imageSink(image, () => 5001));
-    for (const [name, client, base, inc] of [['a', 'ca', 0x1000_0000, 111], ['b', 'cb', 0x2000_0000, 222], ['c', 'cb', 0x3000_0000, 333]] as const) {
+    for (const [name, client, base, inc] of [
+      ['a', 'ca', 0x1000_0000, 111],
+      ['b', 'cb', 0x2000_0000, 222],
+      ['c', 'cb', 0x3000_0000, 333],
+    ] as const) {
       expect(remount(next, name, client, base, inc, 5001)).toBe(ErrorCode.OK);
     }
-    expect(image.toState(5001).segments.map((r) => [r.name, r.incarnation])).toEqual([['a', 111], ['b', 222], ['c', 333]]);
+    expect(image.toState(5001).segments.map((r) => [r.name, r.incarnation])).toEqual([
+      ['a', 111],
+      ['b', 222],
+      ['c', 333],
+    ]);
     for (const key of ['plain', 'soft', 'hard', 'multi', 'k7']) {
       const old = core.getReplicaList({ key }, 5002);
       const now = next.getReplicaList({ key }, 5002);
@@ -100,9 +108,16 @@ describe('export and import', () => {
     const core = populated();
     const next = makeCore({ clientTtlMs: TTL });
     next.importState(core.exportState(200), 300);
-    for (const [name, client, base] of [['a', 'ca', 0x1000_0000], ['b', 'cb', 0x2000_0000], ['c', 'cb', 0x3000_0000]] as const) remount(next, name, client, base, 9, 301);
+    for (const [name, client, base] of [
+      ['a', 'ca', 0x1000_0000],
+      ['b', 'cb', 0x2000_0000],
+      ['c', 'cb', 0x3000_0000],
+    ] as const)
+      remount(next, name, client, base, 9, 301);
     const spans = (c: MasterCore, fresh: boolean) =>
-      [...c.allKeys()].filter((k) => k.startsWith('new') === fresh).flatMap((key) => c.queryKey(key)!.flatMap((r) => r.handles.map((h) => [h.segment_name, h.buffer, h.buffer + h.size] as const)));
+      [...c.allKeys()]
+        .filter((k) => k.startsWith('new') === fresh)
+        .flatMap((key) => c.queryKey(key)!.flatMap((r) => r.handles.map((h) => [h.segment_name, h.buffer, h.buffer + h.size] as const)));
     for (let i = 0; i < 200; i++) putObject(next, `new${i}`, 1 + ((i * 7919) % 20000), 302);
     const imported = spans(next, false);
     expect(imported.length).toBeGreaterThan(20);
@@ -127,7 +142,10 @@ describe('export and import', () => {
     const plain = state.objects.find((o) => o.key === 'plain')!;
     objects.push({ ...plain, key: 'squatter', handles: [{ ...plain.handles[0], offset: plain.handles[0].offset + 8, size: 8 }] });
     const next = makeCore({ clientTtlMs: TTL });
-    const report = next.importState({ segments: [...state.segments, { ...a, name: 'a2' }, { ...a, name: 'bad\n', segment_id: '0e0e0e0e-0000-4000-8000-000000000000' }], objects }, 300);
+    const report = next.importState(
+      { segments: [...state.segments, { ...a, name: 'a2' }, { ...a, name: 'bad\n', segment_id: '0e0e0e0e-0000-4000-8000-000000000000' }], objects },
+      300,
+    );
     expect(report.objects).toBe(state.objects.length - 1);
     expect(report.dropped.join('\n')).toMatch(/segment a2: listed twice/);
     for (const what of ['bad\\nkey', 'nowhere', 'past-end', 'torn', 'squatter: its space overlaps', 'plain: its space overlaps']) expect(report.dropped.join('\n')).toContain(what);
@@ -165,7 +183,7 @@ describe('RESTORED segments', () => {
     expect(next.putStart(putReq('x', 100, { preferred_segment: 'a' }), 1007).replica_list[0].handles[0].segment_name).not.toBe('a');
   });
 
-  it('are dropped after client_ttl without their owner, like a silent client\'s: objects with no replica left go', () => {
+  it("are dropped after client_ttl without their owner, like a silent client's: objects with no replica left go", () => {
     const next = restored();
     remount(next, 'b', 'cb', 0x2000_0000, 5, 1001);
     remount(next, 'c', 'cb', 0x3000_0000, 6, 1001);
@@ -221,8 +239,7 @@ describe('the change sink', () => {
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('tick' as const), ms: fc.integer({ min: 1, max: 20_000 }) }) },
   );
 
-
-  it('applied in order, its records always equal the core\'s own state (any mix of operations)', () => {
+  it("applied in order, its records always equal the core's own state (any mix of operations)", () => {
     fc.assert(
       fc.property(fc.array(opArb, { minLength: 30, maxLength: 80, size: 'max' }), (ops) => {
         let now = 1;
@@ -266,7 +283,8 @@ describe('the change sink', () => {
               break;
             case 'copy':
               for (const c of ['c0', 'c1']) {
-                for (const copy of core.ping({ client_id: c, fence_acks: [], can_copy: true }, now).copies) core.replicaCopied({ client_id: c, copy_id: copy.copy_id, ok: op.ok, failed_segments: [] }, now);
+                for (const copy of core.ping({ client_id: c, fence_acks: [], can_copy: true }, now).copies)
+                  core.replicaCopied({ client_id: c, copy_id: copy.copy_id, ok: op.ok, failed_segments: [] }, now);
               }
               break;
             case 'tick':

@@ -26,7 +26,16 @@ describe('put lifecycle', () => {
     const replica = start.replica_list[0];
     expect(replica.status).toBe(ReplicaStatus.INITIALIZED);
     expect(replica.handles).toEqual([
-      { segment_name: 'seg-0', size: 4096, buffer: 0x1000_0000, status: BufStatus.BUF_STATUS_INIT, te_endpoint: '10.0.0.0:17000', memory_type: MemoryType.DRAM, incarnation: 0, generation: 11 },
+      {
+        segment_name: 'seg-0',
+        size: 4096,
+        buffer: 0x1000_0000,
+        status: BufStatus.BUF_STATUS_INIT,
+        te_endpoint: '10.0.0.0:17000',
+        memory_type: MemoryType.DRAM,
+        incarnation: 0,
+        generation: 11,
+      },
     ]); // generation: the write's start (10) + 1
     // not readable before PutEnd
     expect(core.getReplicaList({ key: 'k' }, 11).status_code).toBe(ErrorCode.REPLICA_IS_NOT_READY);

@@ -508,7 +508,8 @@ export class MasterCore implements MasterRpcSurface {
     const softPin = v.softPin ? FLAG_SOFT_PIN : 0;
     const old = meta.sliceLengths();
     // A replica on a RESTORED segment cannot be written in place: its owner has not registered it again.
-    const sameLayout = old.length === v.sliceLengths.length && old.every((len, j) => len === v.sliceLengths[j]) && (this.segments.restored === 0 || servedView(this.segments, meta) === meta);
+    const sameLayout =
+      old.length === v.sliceLengths.length && old.every((len, j) => len === v.sliceLengths[j]) && (this.segments.restored === 0 || servedView(this.segments, meta) === meta);
     if (sameLayout) {
       this.sink?.removed(key); // its bytes are about to be overwritten: no longer state until UpsertEnd
       this.order.remove(meta); // in flight: not a candidate until UpsertEnd
@@ -795,7 +796,19 @@ export class MasterCore implements MasterRpcSurface {
     if (this.objects.size !== 0 || this.segments.size !== 0) throw new Error('importState: the core is not empty');
     const plan = planImport(state);
     const ids = plan.segments.map(
-      ({ rec, allocator }) => this.segments.addRestored(rec.name, rec.segment_id.toLowerCase(), rec.client_id, rec.base, rec.size, rec.te_endpoint || rec.name, rec.protocol || 'tcp', rec.incarnation, allocator, now + this.config.clientTtlMs).id,
+      ({ rec, allocator }) =>
+        this.segments.addRestored(
+          rec.name,
+          rec.segment_id.toLowerCase(),
+          rec.client_id,
+          rec.base,
+          rec.size,
+          rec.te_endpoint || rec.name,
+          rec.protocol || 'tcp',
+          rec.incarnation,
+          allocator,
+          now + this.config.clientTtlMs,
+        ).id,
     );
     for (const o of plan.objects) {
       for (let i = 0; i < o.h.length; i += HANDLE_FIELDS) o.h[i] = ids[o.h[i]]!;

@@ -38,7 +38,10 @@ const ping = (core: MasterCore, client: string, now: number, can_copy = true) =>
 describe('re-replication', () => {
   it('copies a replica lost with a segment to another segment, and adds it once reported', () => {
     const core = setup();
-    expect(segmentsOf(core, 'k', 1)).toEqual([['a', 'a'], ['b', 'b']]);
+    expect(segmentsOf(core, 'k', 1)).toEqual([
+      ['a', 'a'],
+      ['b', 'b'],
+    ]);
     loseA(core);
     expect(segmentsOf(core, 'k', TTL + 2)).toEqual([['b', 'b']]);
     expect(core.stats(TTL + 2)).toMatchObject({ underReplicated: 1, copiesInFlight: 0 });
@@ -61,7 +64,10 @@ describe('re-replication', () => {
     expect(usage(core).c).toBe(TARGET_BYTES); // the target is reserved (sizes rounded up by the allocator)
 
     expect(core.replicaCopied({ client_id: 'cb', copy_id: copy.copy_id, ok: true, failed_segments: [] }, TTL + 5).status_code).toBe(ErrorCode.OK);
-    expect(segmentsOf(core, 'k', TTL + 6)).toEqual([['b', 'b'], ['c', 'c']]);
+    expect(segmentsOf(core, 'k', TTL + 6)).toEqual([
+      ['b', 'b'],
+      ['c', 'c'],
+    ]);
     expect(core.getReplicaList({ key: 'k' }, TTL + 6).slice_checksums).toEqual([11, 22]);
     expect(core.stats(TTL + 6)).toMatchObject({ underReplicated: 0, copiesInFlight: 0, copied: 1, failed: 0 });
     expect(ping(core, 'cb', TTL + 7).copies).toEqual([]);

@@ -76,7 +76,18 @@ export class SegmentRegistry implements SegmentPool {
    * A segment of an imported state (its allocator already holds its objects' ranges): RESTORED,
    * so neither served nor placed on, until its owner mounts it again (revive) or `dropAt` passes.
    */
-  addRestored(name: string, segmentId: string, clientId: string, base: number, size: number, teEndpoint: string, protocol: string, incarnation: number, allocator: BufferAllocator, dropAt: number): Segment {
+  addRestored(
+    name: string,
+    segmentId: string,
+    clientId: string,
+    base: number,
+    size: number,
+    teEndpoint: string,
+    protocol: string,
+    incarnation: number,
+    allocator: BufferAllocator,
+    dropAt: number,
+  ): Segment {
     const seg = new Segment(this.nextId++, name, segmentId, clientId, base, size, teEndpoint, protocol, incarnation, allocator);
     seg.status = 'RESTORED';
     seg.unmountAt = dropAt;

@@ -88,7 +88,8 @@ function segmentProblem(s: SegmentRecord__Output): string | undefined {
   if (name !== undefined) return name;
   if (!isUuid(s.segment_id)) return `segment id ${JSON.stringify(s.segment_id)} is not a UUID`;
   if (typeof s.client_id !== 'string' || s.client_id.length === 0) return 'no client id';
-  if (!Number.isSafeInteger(s.base) || s.base < 0 || !Number.isSafeInteger(s.size) || s.size <= 0 || !Number.isSafeInteger(s.base + s.size)) return `bad range base=${s.base} size=${s.size}`;
+  if (!Number.isSafeInteger(s.base) || s.base < 0 || !Number.isSafeInteger(s.size) || s.size <= 0 || !Number.isSafeInteger(s.base + s.size))
+    return `bad range base=${s.base} size=${s.size}`;
   if (!Number.isSafeInteger(s.incarnation) || s.incarnation < 0) return `bad incarnation ${s.incarnation}`;
   return undefined;
 }
@@ -133,7 +134,14 @@ export function planImport(state: CoreState): ImportPlan {
       for (let j = r; j < r + slices; j++) {
         const hd = o.handles[j];
         const si = segIndex.get(hd.segment);
-        const ok = si !== undefined && Number.isSafeInteger(hd.offset) && hd.offset >= 0 && hd.offset % 8 === 0 && Number.isSafeInteger(hd.size) && hd.size > 0 && hd.offset + alignUp(hd.size) <= capacity[si];
+        const ok =
+          si !== undefined &&
+          Number.isSafeInteger(hd.offset) &&
+          hd.offset >= 0 &&
+          hd.offset % 8 === 0 &&
+          Number.isSafeInteger(hd.size) &&
+          hd.size > 0 &&
+          hd.offset + alignUp(hd.size) <= capacity[si];
         if (!ok) break;
         replica.push(si, hd.offset, hd.size); // the offset stands in the block's place until the allocators exist
       }
@@ -143,7 +151,8 @@ export function planImport(state: CoreState): ImportPlan {
       dropped.push(`object ${o.key}: no replica on a known segment within its range`);
       continue;
     }
-    if (h.length !== n * HANDLE_FIELDS) dropped.push(`object ${o.key}: ${(n * HANDLE_FIELDS - h.length) / (slices * HANDLE_FIELDS)} replica(s) on unknown segments or out of range`);
+    if (h.length !== n * HANDLE_FIELDS)
+      dropped.push(`object ${o.key}: ${(n * HANDLE_FIELDS - h.length) / (slices * HANDLE_FIELDS)} replica(s) on unknown segments or out of range`);
     const flags = (o.soft_pin ? FLAG_SOFT_PIN : 0) | (o.hard_pin ? FLAG_HARD_PIN : 0) | (o.cxl ? FLAG_CXL : 0);
     byKey.set(o.key, { key: o.key, slices, flags, h, checksums: o.checksums, ageMs: Number.isSafeInteger(o.age_ms) && o.age_ms > 0 ? o.age_ms : 0 });
   }

@@ -63,7 +63,7 @@ export function writeError(req: WriteRequest): number {
   let sum = 0;
   for (let i = 0; i < slices.length; i++) {
     const s = slices[i];
-    if (!Number.isSafeInteger(s) || (s) <= 0) return ErrorCode.INVALID_PARAMS;
+    if (!Number.isSafeInteger(s) || s <= 0) return ErrorCode.INVALID_PARAMS;
     sum += s;
   }
   if (sum !== total) return ErrorCode.INVALID_PARAMS;

@@ -124,55 +124,58 @@ describe('Election', () => {
   // pauses: at no instant do both consider themselves serving.
   it('never lets two machines serve at once over a shared TTL lease', () => {
     fc.assert(
-      fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 1 }), fc.integer({ min: 0, max: 4000 }), fc.integer({ min: 0, max: 4 })), { minLength: 5, maxLength: 120 }), (script) => {
-        let holder: number | undefined;
-        let expiresAt = 0;
-        const store = {
-          // The store applies a request when it arrives (sentAt + latency).
-          acquire(who: number, at: number): boolean {
-            if (holder !== undefined && at < expiresAt) return false;
-            holder = who;
-            expiresAt = at + T.leaseDurationMs;
-            return true;
-          },
-          renew(who: number, at: number): boolean {
-            if (holder !== who || at >= expiresAt) return false;
-            expiresAt = at + T.leaseDurationMs;
-            return true;
-          },
-        };
-        const machines = [new Election(T), new Election(T)];
-        let now = 0;
-        for (const [who, latency, kind] of script) {
-          const e = machines[who];
-          now += 1 + (latency % 700);
-          e.check(now);
-          const step = e.next(now);
-          if (step.do === 'wait') continue;
-          const sentAt = now;
-          const arrives = sentAt + latency;
-          // kind 0: the call errors without reaching the store; others: it is applied.
-          if (step.do === 'acquire') {
-            e.acquireStarted(sentAt);
-            const ok = kind !== 0 && store.acquire(who, arrives);
-            e.acquireDone(sentAt, arrives + 1, ok);
-          } else {
-            e.renewStarted(sentAt);
-            const outcome = kind === 0 ? 'error' : store.renew(who, arrives) ? 'renewed' : 'lost';
-            e.renewDone(sentAt, arrives + 1, outcome);
-          }
-          now = arrives + 1;
-          for (const m of machines) m.check(now);
-          // Safety at this instant: whoever serves must be the store's unexpired holder.
-          machines.forEach((m, i) => {
-            if (m.isServing(now)) {
-              expect(holder).toBe(i);
-              expect(now).toBeLessThan(expiresAt);
+      fc.property(
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 1 }), fc.integer({ min: 0, max: 4000 }), fc.integer({ min: 0, max: 4 })), { minLength: 5, maxLength: 120 }),
+        (script) => {
+          let holder: number | undefined;
+          let expiresAt = 0;
+          const store = {
+            // The store applies a request when it arrives (sentAt + latency).
+            acquire(who: number, at: number): boolean {
+              if (holder !== undefined && at < expiresAt) return false;
+              holder = who;
+              expiresAt = at + T.leaseDurationMs;
+              return true;
+            },
+            renew(who: number, at: number): boolean {
+              if (holder !== who || at >= expiresAt) return false;
+              expiresAt = at + T.leaseDurationMs;
+              return true;
+            },
+          };
+          const machines = [new Election(T), new Election(T)];
+          let now = 0;
+          for (const [who, latency, kind] of script) {
+            const e = machines[who];
+            now += 1 + (latency % 700);
+            e.check(now);
+            const step = e.next(now);
+            if (step.do === 'wait') continue;
+            const sentAt = now;
+            const arrives = sentAt + latency;
+            // kind 0: the call errors without reaching the store; others: it is applied.
+            if (step.do === 'acquire') {
+              e.acquireStarted(sentAt);
+              const ok = kind !== 0 && store.acquire(who, arrives);
+              e.acquireDone(sentAt, arrives + 1, ok);
+            } else {
+              e.renewStarted(sentAt);
+              const outcome = kind === 0 ? 'error' : store.renew(who, arrives) ? 'renewed' : 'lost';
+              e.renewDone(sentAt, arrives + 1, outcome);
             }
-          });
-          expect(machines.filter((m) => m.isServing(now)).length).toBeLessThanOrEqual(1);
-        }
-      }),
+            now = arrives + 1;
+            for (const m of machines) m.check(now);
+            // Safety at this instant: whoever serves must be the store's unexpired holder.
+            machines.forEach((m, i) => {
+              if (m.isServing(now)) {
+                expect(holder).toBe(i);
+                expect(now).toBeLessThan(expiresAt);
+              }
+            });
+            expect(machines.filter((m) => m.isServing(now)).length).toBeLessThanOrEqual(1);
+          }
+        },
+      ),
       { numRuns: 300 },
     );
   });

@@ -50,11 +50,7 @@ export class EtcdBackend implements ElectionBackend {
       lease.release();
       throw e;
     }
-    const res = await this.client
-      .if(this.key, 'Create', '==', 0)
-      .then(this.client.put(this.key).value(address).lease(id))
-      .else(this.client.get(this.key))
-      .commit();
+    const res = await this.client.if(this.key, 'Create', '==', 0).then(this.client.put(this.key).value(address).lease(id)).else(this.client.get(this.key)).commit();
     if (res.succeeded) {
       this.lease = lease;
       return { acquired: true };

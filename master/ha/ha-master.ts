@@ -33,7 +33,6 @@ export function advertisedHost(bindHost: string, env: Env): string {
   );
 }
 
-
 /** holderIdentity for the k8s backend: the pod name, else hostname plus pid (unique per host). */
 export function haIdentity(env: Env): string {
   return env.POD_NAME || `${hostname()}_${process.pid}`;
@@ -48,14 +47,16 @@ export function createBackend(f: HaFlags, env: Env, monoNow: () => number, log: 
       return new EtcdBackend(parseEtcdEndpoints(list), f.cluster_id);
     }
     case 'redis':
-      if (f.ha_backend_connstring === '') throw new FlagError('--ha_backend_connstring', 'flag --ha_backend_connstring (redis://<host>:<port>) is required with --ha_backend_type=redis');
+      if (f.ha_backend_connstring === '')
+        throw new FlagError('--ha_backend_connstring', 'flag --ha_backend_connstring (redis://<host>:<port>) is required with --ha_backend_type=redis');
       try {
         return new RedisBackend(f.ha_backend_connstring, f.cluster_id);
       } catch (e) {
         throw new FlagError('--ha_backend_connstring', (e as Error).message);
       }
     case 'k8s': {
-      if (f.ha_backend_connstring === '') throw new FlagError('--ha_backend_connstring', 'flag --ha_backend_connstring (<namespace>/<lease-name>) is required with --ha_backend_type=k8s');
+      if (f.ha_backend_connstring === '')
+        throw new FlagError('--ha_backend_connstring', 'flag --ha_backend_connstring (<namespace>/<lease-name>) is required with --ha_backend_type=k8s');
       let ref: { namespace: string; leaseName: string };
       try {
         ref = parseLeaseRef(f.ha_backend_connstring);
@@ -110,18 +111,25 @@ export class HaMaster {
     this.address = joinHostPort(this.host, rpcPort);
     // A restarted container may still carry the label from a previous life.
     this.backend.onDeposed?.().catch((e: Error) => this.o.log.warn(`HA: clearing a stale leader label failed: ${e.message}`));
-    this.elector = new LeaderElector(this.backend, this.address, this.o.timings ?? (this.o.flags.ha_lease_ms ? timingsForLease(this.o.flags.ha_lease_ms) : DEFAULT_TIMINGS), clockWith(this.o.clock), this.o.log, {
-      elected: (term) => {
-        const v = this.gate.lead(Date.now());
-        this.o.log.info(`HA: elected leader (term ${term} of this process) at ${this.address}; serving with view_version=${v}`);
-        this.o.roleChanged?.(true);
+    this.elector = new LeaderElector(
+      this.backend,
+      this.address,
+      this.o.timings ?? (this.o.flags.ha_lease_ms ? timingsForLease(this.o.flags.ha_lease_ms) : DEFAULT_TIMINGS),
+      clockWith(this.o.clock),
+      this.o.log,
+      {
+        elected: (term) => {
+          const v = this.gate.lead(Date.now());
+          this.o.log.info(`HA: elected leader (term ${term} of this process) at ${this.address}; serving with view_version=${v}`);
+          this.o.roleChanged?.(true);
+        },
+        deposed: (reason) => {
+          this.gate.follow();
+          this.o.log.warn(`HA: no longer leader (${reason}); every RPC now answers UNAVAILABLE_IN_CURRENT_STATUS`);
+          this.o.roleChanged?.(false);
+        },
       },
-      deposed: (reason) => {
-        this.gate.follow();
-        this.o.log.warn(`HA: no longer leader (${reason}); every RPC now answers UNAVAILABLE_IN_CURRENT_STATUS`);
-        this.o.roleChanged?.(false);
-      },
-    });
+    );
     this.elector.start();
   }
 

@@ -24,7 +24,8 @@ beforeAll(async () => {
 });
 afterAll(() => server.stop());
 
-const backend = (pod: string) => new K8sBackend({ namespace: NS, leaseName: 'leader', identity: pod, pod: { name: pod, namespace: NS }, kubeConfig: kc, monoNow: () => 0, wallNow: () => Date.now() });
+const backend = (pod: string) =>
+  new K8sBackend({ namespace: NS, leaseName: 'leader', identity: pod, pod: { name: pod, namespace: NS }, kubeConfig: kc, monoNow: () => 0, wallNow: () => Date.now() });
 
 describe('K8sBackend', () => {
   it('elects through the Lease, publishes the address, labels the pod, and releases', async () => {

@@ -14,7 +14,8 @@ export class LazyBackend implements ElectionBackend {
   private backend(): Promise<ElectionBackend> {
     this.loaded ??= this.load().catch((e: NodeJS.ErrnoException) => {
       this.loaded = undefined;
-      if (e.code === 'ERR_MODULE_NOT_FOUND') throw new Error(`${this.description}: ${e.message}: the k8s backend needs the optional dependencies of kvcache-store (install it without --omit=optional)`);
+      if (e.code === 'ERR_MODULE_NOT_FOUND')
+        throw new Error(`${this.description}: ${e.message}: the k8s backend needs the optional dependencies of kvcache-store (install it without --omit=optional)`);
       throw e;
     });
     return this.loaded;

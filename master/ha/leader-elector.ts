@@ -77,38 +77,44 @@ export class LeaderElector {
     const ttl = this.election.timings.leaseDurationMs;
     if (step.do === 'acquire') {
       this.election.acquireStarted(now);
-      this.backend.tryAcquire(this.address, ttl).then(
-        (r) => {
-          if (this.stopped && r.acquired) {
-            void this.backend.release(this.address).catch(() => undefined);
-            return;
-          }
-          if (!r.acquired && r.leader !== this.lastLeaderSeen) {
-            this.lastLeaderSeen = r.leader;
-            this.log.info(`HA: following; leader is ${r.leader ?? '(unknown)'}`);
-          }
-          this.problem('');
-          this.apply(this.election.acquireDone(now, this.clock.now(), r.acquired, r.leader, this.address), '');
-        },
-        (e: Error) => {
-          this.problem(`HA: acquire via ${this.backend.description} failed: ${e.message}`);
-          this.apply(this.election.acquireDone(now, this.clock.now(), false), '');
-        },
-      ).finally(() => this.pump());
+      this.backend
+        .tryAcquire(this.address, ttl)
+        .then(
+          (r) => {
+            if (this.stopped && r.acquired) {
+              void this.backend.release(this.address).catch(() => undefined);
+              return;
+            }
+            if (!r.acquired && r.leader !== this.lastLeaderSeen) {
+              this.lastLeaderSeen = r.leader;
+              this.log.info(`HA: following; leader is ${r.leader ?? '(unknown)'}`);
+            }
+            this.problem('');
+            this.apply(this.election.acquireDone(now, this.clock.now(), r.acquired, r.leader, this.address), '');
+          },
+          (e: Error) => {
+            this.problem(`HA: acquire via ${this.backend.description} failed: ${e.message}`);
+            this.apply(this.election.acquireDone(now, this.clock.now(), false), '');
+          },
+        )
+        .finally(() => this.pump());
     } else {
       this.election.renewStarted(now);
       // The deadline timer keeps running while the renewal is in flight.
       this.timer = this.clock.schedule(Math.ceil(this.election.servingDeadline - now), () => this.pump());
-      this.backend.renew(this.address, ttl).then(
-        (ok) => {
-          if (ok) this.problem('');
-          this.apply(this.election.renewDone(now, this.clock.now(), ok ? 'renewed' : 'lost'), 'the leader record is no longer ours');
-        },
-        (e: Error) => {
-          this.problem(`HA: renewal via ${this.backend.description} failed: ${e.message}`);
-          this.apply(this.election.renewDone(now, this.clock.now(), 'error'), 'renew deadline passed without a successful renewal');
-        },
-      ).finally(() => this.pump());
+      this.backend
+        .renew(this.address, ttl)
+        .then(
+          (ok) => {
+            if (ok) this.problem('');
+            this.apply(this.election.renewDone(now, this.clock.now(), ok ? 'renewed' : 'lost'), 'the leader record is no longer ours');
+          },
+          (e: Error) => {
+            this.problem(`HA: renewal via ${this.backend.description} failed: ${e.message}`);
+            this.apply(this.election.renewDone(now, this.clock.now(), 'error'), 'renew deadline passed without a successful renewal');
+          },
+        )
+        .finally(() => this.pump());
     }
   }
 

@@ -16,7 +16,11 @@ const CLIENT = '6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b';
 const flags = parseMasterFlags([]).flags;
 
 function gate(serving: { until: number }): LeaderGate {
-  return new LeaderGate(masterMethods, (v) => new MasterCore(coreConfigFromFlags(flags, v)), (now) => now < serving.until);
+  return new LeaderGate(
+    masterMethods,
+    (v) => new MasterCore(coreConfigFromFlags(flags, v)),
+    (now) => now < serving.until,
+  );
 }
 
 type Rpc = (req: object, now: number) => { status_code: number; [k: string]: unknown };
@@ -101,10 +105,38 @@ describe('HA startup helpers', () => {
 
   it('needs the backend connection for each type and explains the expected form', () => {
     const f = { ha_backend_type: 'etcd' as const, ha_backend_connstring: '', etcd_endpoints: '', cluster_id: 'c1' };
-    expect(() => createBackend(f, {}, () => 0, () => undefined)).toThrow(/--etcd_endpoints \(host:port;host:port\) is required/);
-    expect(() => createBackend({ ...f, ha_backend_type: 'k8s' }, {}, () => 0, () => undefined)).toThrow(/<namespace>\/<lease-name>/);
-    expect(() => createBackend({ ...f, ha_backend_type: 'k8s', ha_backend_connstring: 'Bad_NS' }, {}, () => 0, () => undefined)).toThrow(/expected <namespace>\/<lease-name>/);
-    expect(() => createBackend({ ...f, ha_backend_type: 'redis', ha_backend_connstring: 'http://x:1' }, {}, () => 0, () => undefined)).toThrow(/scheme must be redis:\/\//);
+    expect(() =>
+      createBackend(
+        f,
+        {},
+        () => 0,
+        () => undefined,
+      ),
+    ).toThrow(/--etcd_endpoints \(host:port;host:port\) is required/);
+    expect(() =>
+      createBackend(
+        { ...f, ha_backend_type: 'k8s' },
+        {},
+        () => 0,
+        () => undefined,
+      ),
+    ).toThrow(/<namespace>\/<lease-name>/);
+    expect(() =>
+      createBackend(
+        { ...f, ha_backend_type: 'k8s', ha_backend_connstring: 'Bad_NS' },
+        {},
+        () => 0,
+        () => undefined,
+      ),
+    ).toThrow(/expected <namespace>\/<lease-name>/);
+    expect(() =>
+      createBackend(
+        { ...f, ha_backend_type: 'redis', ha_backend_connstring: 'http://x:1' },
+        {},
+        () => 0,
+        () => undefined,
+      ),
+    ).toThrow(/scheme must be redis:\/\//);
   });
 
   it('parses endpoints, lease references and leader values', () => {

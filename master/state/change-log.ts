@@ -90,8 +90,7 @@ export class ChangeLog implements ChangeConsumer, Durability {
           if (e) {
             this.errors++;
             this.onError(e);
-          }
-          else this.syncedSeq = Math.max(this.syncedSeq, target);
+          } else this.syncedSeq = Math.max(this.syncedSeq, target);
           this.syncing = undefined;
           resolve();
         }),

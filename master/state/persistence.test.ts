@@ -166,7 +166,9 @@ describe('snapshots and the change log', () => {
     }
     fill(core, 3, 'tail');
     await turn();
-    const names = readdirSync(dir).filter((n) => n !== 'backup').sort();
+    const names = readdirSync(dir)
+      .filter((n) => n !== 'backup')
+      .sort();
     expect(names).toEqual([logFileName(4), logFileName(5), snapshotFileName(4), snapshotFileName(5)]);
     expect(readdirSync(backupDir).sort()).toEqual([snapshotFileName(4), snapshotFileName(5)]);
     const expected = canonical(core.exportState(now));

@@ -79,7 +79,9 @@ export class Persistence {
       // a placement after a removal also waits for the removal's fdatasync (change-log.ts).
       if (f.change_log_sync === 'placement') barrier.add(p.changeLog);
       core.setChangeSink(fanout);
-      o.log.info(`snapshots: first snapshot ${index} (${first.objects} objects, ${first.bytes} bytes) in ${o.dir}; every ${f.snapshot_interval_seconds / 1000} s, keeping ${f.snapshot_retention_count}; change log synced every second${f.change_log_sync === 'placement' ? ' and before placements after removals' : ''}; catalog ${catalog.description}`);
+      o.log.info(
+        `snapshots: first snapshot ${index} (${first.objects} objects, ${first.bytes} bytes) in ${o.dir}; every ${f.snapshot_interval_seconds / 1000} s, keeping ${f.snapshot_retention_count}; change log synced every second${f.change_log_sync === 'placement' ? ' and before placements after removals' : ''}; catalog ${catalog.description}`,
+      );
       p.timer = setInterval(() => void p.snapshot(), f.snapshot_interval_seconds);
       p.timer.unref();
       p.syncTimer = setInterval(() => void p.changeLog?.sync(), LOG_SYNC_INTERVAL_MS);

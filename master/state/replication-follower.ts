@@ -103,7 +103,10 @@ export class ReplicationFollower {
     socket.once('close', () => {
       if (this.socket !== socket) return;
       this.socket = undefined;
-      if (opened && this.running) this.o.log.warn(`HA: replication from leader ${leader} ended; ${this.synced_ ? `keeping the state (${this.image.objectCount} objects)` : 'the state was not complete'}; trying again`);
+      if (opened && this.running)
+        this.o.log.warn(
+          `HA: replication from leader ${leader} ended; ${this.synced_ ? `keeping the state (${this.image.objectCount} objects)` : 'the state was not complete'}; trying again`,
+        );
       this.retryLater();
     });
   }

@@ -209,15 +209,26 @@ export class ReplicationLeader implements ChangeConsumer, Durability {
   private async catchUp(f: Follower, source: SnapshotSource): Promise<void> {
     const { o } = this;
     const encode = (change: object): Uint8Array => encodeWith(changeCodec, change);
-    f.socket.write(leaderMessage(o.seq(), source.exportSegments().map((s) => encode({ mounted: s })), { reset: true, viewVersion: o.viewVersion() }));
+    f.socket.write(
+      leaderMessage(
+        o.seq(),
+        source.exportSegments().map((s) => encode({ mounted: s })),
+        { reset: true, viewVersion: o.viewVersion() },
+      ),
+    );
     const steps = source.exportObjectSteps(o.clock());
-    for (let r = steps.next(o.clock()); !r.done; ) {
+    for (let r = steps.next(o.clock()); !r.done;) {
       if (!this.followers.has(f)) {
         steps.return(undefined);
         return;
       }
       this.flush(); // changes made before this batch go first
-      f.socket.write(leaderMessage(o.seq(), r.value.map((rec) => encode({ object: rec }))));
+      f.socket.write(
+        leaderMessage(
+          o.seq(),
+          r.value.map((rec) => encode({ object: rec })),
+        ),
+      );
       await nextTurn();
       if (o.source() !== source) {
         steps.return(undefined);

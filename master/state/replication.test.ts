@@ -98,7 +98,7 @@ async function until(cond: () => boolean): Promise<void> {
 }
 
 describe('standbys following the leader', () => {
-  it('a standby that connects while the leader works ends with exactly the leader\'s state', async () => {
+  it("a standby that connects while the leader works ends with exactly the leader's state", async () => {
     const l = await leader();
     fill(l.core, 3000, 'old-'); // walked in several steps
     const f = follow(l.address);

@@ -42,7 +42,8 @@ function loadSnapshot(dir: string, index: number, image: StateImage, now: number
   const records = frames.slice(1, -1).map((f) => f.record);
   const segments = records.filter((r) => r?.mounted).length;
   const objects = records.filter((r) => r?.object).length;
-  if (segments !== trailer.segments || objects !== trailer.objects) throw new Error(`the trailer counts ${trailer.segments} segments and ${trailer.objects} objects, the file holds ${segments} and ${objects}`);
+  if (segments !== trailer.segments || objects !== trailer.objects)
+    throw new Error(`the trailer counts ${trailer.segments} segments and ${trailer.objects} objects, the file holds ${segments} and ${objects}`);
   image.reset();
   for (const r of records) if (r) image.apply(r, now);
 }

@@ -90,7 +90,10 @@ export class RedisCatalog implements SnapshotCatalog {
   async list(): Promise<number[] | undefined> {
     try {
       const names = await this.redis.lrange(this.key, 0, -1);
-      return names.map((n) => SNAPSHOT_RE.exec(n)).filter((m): m is RegExpExecArray => m !== null).map((m) => Number(m[1]));
+      return names
+        .map((n) => SNAPSHOT_RE.exec(n))
+        .filter((m): m is RegExpExecArray => m !== null)
+        .map((m) => Number(m[1]));
     } catch {
       return undefined;
     }

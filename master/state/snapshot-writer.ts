@@ -40,7 +40,13 @@ export class SnapshotTimeout extends Error {
  * Writes snapshot `index` of `source` into `dir`. `stepped`: a turn of the event loop between
  * the core's steps (a running master); else all at once (startup). Gives up past `timeoutMs`.
  */
-export async function writeSnapshot(dir: string, index: number, source: SnapshotSource, clock: () => number, opts: { stepped: boolean; timeoutMs: number; viewVersion: number }): Promise<SnapshotResult> {
+export async function writeSnapshot(
+  dir: string,
+  index: number,
+  source: SnapshotSource,
+  clock: () => number,
+  opts: { stepped: boolean; timeoutMs: number; viewVersion: number },
+): Promise<SnapshotResult> {
   const start = clock();
   const tmp = `${snapshotFileName(index)}.tmp`;
   const fd = openSync(join(dir, tmp), 'w');
@@ -57,7 +63,7 @@ export async function writeSnapshot(dir: string, index: number, source: Snapshot
     for (const s of segments) write({ record: { mounted: s } });
     let objects = 0;
     const steps = source.exportObjectSteps(clock());
-    for (let r = steps.next(clock()); !r.done; ) {
+    for (let r = steps.next(clock()); !r.done;) {
       let batch: Buffer[] = [];
       for (const rec of r.value) batch.push(fileFrame(encodeWith(frameCodec, { record: { object: rec } })));
       objects += r.value.length;

@@ -10,8 +10,14 @@ const native = createRequire(import.meta.url)(resolve(here, '../build/Release/kv
 const [enabled, poolSize, ...sizes] = process.argv.slice(2);
 const regions = sizes.map((s) =>
   native.mapMemory({
-    kind: 'anonymous', size: Number(s), create: false, offset: 0, hugepage: false, hugepageSize: 2 << 20,
-    arenaEnabled: enabled === '1', arenaPoolSize: Number(poolSize),
+    kind: 'anonymous',
+    size: Number(s),
+    create: false,
+    offset: 0,
+    hugepage: false,
+    hugepageSize: 2 << 20,
+    arenaEnabled: enabled === '1',
+    arenaPoolSize: Number(poolSize),
   }),
 );
 const ok = regions.every((r) => {

@@ -17,21 +17,25 @@ let closed = 0;
 let reported = false;
 const socks = [];
 await Promise.all(
-  Array.from({ length: count }, () => new Promise((res) => {
-    const s = connect({ host, port, localAddress });
-    socks.push(s);
-    s.on('error', () => {});
-    s.once('connect', () => {
-      connected++;
-      res();
-    });
-    s.once('close', () => {
-      if (s.connecting) failed++;
-      closed++;
-      res();
-      if (reported) say({ closed });
-    });
-  })),
+  Array.from(
+    { length: count },
+    () =>
+      new Promise((res) => {
+        const s = connect({ host, port, localAddress });
+        socks.push(s);
+        s.on('error', () => {});
+        s.once('connect', () => {
+          connected++;
+          res();
+        });
+        s.once('close', () => {
+          if (s.connecting) failed++;
+          closed++;
+          res();
+          if (reported) say({ closed });
+        });
+      }),
+  ),
 );
 reported = true;
 say({ connected, failed, closed });

@@ -9,12 +9,21 @@ import { setImmediate as tick } from 'node:timers/promises';
 const here = dirname(fileURLToPath(import.meta.url));
 const native = createRequire(import.meta.url)(resolve(here, '../build/Release/kvstore_native.node'));
 const isMapped = (address) =>
-  readFileSync('/proc/self/maps', 'utf8').split('\n').some((l) => l.startsWith(address.toString(16) + '-'));
+  readFileSync('/proc/self/maps', 'utf8')
+    .split('\n')
+    .some((l) => l.startsWith(address.toString(16) + '-'));
 
 let address;
 (() => {
   const r = native.mapMemory({
-    kind: 'memfd', size: 8 << 20, create: false, offset: 0, hugepage: false, hugepageSize: 2 << 20, arenaEnabled: false, arenaPoolSize: 0,
+    kind: 'memfd',
+    size: 8 << 20,
+    create: false,
+    offset: 0,
+    hugepage: false,
+    hugepageSize: 2 << 20,
+    arenaEnabled: false,
+    arenaPoolSize: 0,
   });
   new Uint8Array(r.buffer).fill(1);
   address = r.address;

@@ -127,7 +127,7 @@ export async function startRegionPeer(size: number, seed: number, engineOptions:
     setFence: (below, revoked) => watched({ cmd: 'setFenceWatch', below, revoked }),
     unregisterWatched: () => watched({ cmd: 'unregisterWatch' }),
     async transfer(op) {
-      return (await ask({ cmd: 'transfer', ...op }));
+      return await ask({ cmd: 'transfer', ...op });
     },
     async stats() {
       return (await ask({ cmd: 'stats' })) as unknown as PeerStats;

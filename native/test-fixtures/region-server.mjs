@@ -23,9 +23,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const native = createRequire(import.meta.url)(
-  process.env.KVSTORE_NATIVE_ADDON ?? resolve(here, '../build/Release/kvstore_native.node'),
-);
+const native = createRequire(import.meta.url)(process.env.KVSTORE_NATIVE_ADDON ?? resolve(here, '../build/Release/kvstore_native.node'));
 
 const size = Number(process.argv[2]);
 const seed = Number(process.argv[3]) >>> 0;
@@ -36,16 +34,25 @@ export function fillPattern(bytes, seedValue) {
   const words = new Uint32Array(bytes.buffer, bytes.byteOffset, Math.floor(bytes.byteLength / 4));
   let x = seedValue || 0x9e3779b9;
   for (let i = 0; i < words.length; i++) {
-    x ^= x << 13; x >>>= 0;
+    x ^= x << 13;
+    x >>>= 0;
     x ^= x >>> 17;
-    x ^= x << 5; x >>>= 0;
+    x ^= x << 5;
+    x >>>= 0;
     words[i] = x;
   }
   for (let i = words.length * 4; i < bytes.byteLength; i++) bytes[i] = i & 0xff;
 }
 
 const mapRequest = (kind, bytes) => ({
-  kind, size: bytes, create: false, offset: 0, hugepage: false, hugepageSize: 2 << 20, arenaEnabled: false, arenaPoolSize: 0,
+  kind,
+  size: bytes,
+  create: false,
+  offset: 0,
+  hugepage: false,
+  hugepageSize: 2 << 20,
+  arenaEnabled: false,
+  arenaPoolSize: 0,
 });
 // Starts libuv's thread pool now, so a test that limits this process's threads later limits only the engine's.
 await fs.stat(here);
@@ -78,7 +85,11 @@ function watch(id, promise) {
 }
 
 const handlers = {
-  sha256: (c) => ({ sha256: createHash('sha256').update(bytes.subarray(c.offset, c.offset + c.length)).digest('hex') }),
+  sha256: (c) => ({
+    sha256: createHash('sha256')
+      .update(bytes.subarray(c.offset, c.offset + c.length))
+      .digest('hex'),
+  }),
   crc32c: (c) => ({ crc32c: native.crc32c(bytes.subarray(c.offset, c.offset + c.length), 0) }),
   fill: (c) => {
     bytes.fill(c.byte, c.offset, c.offset + c.length);

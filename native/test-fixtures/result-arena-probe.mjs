@@ -36,7 +36,9 @@ await collect();
 const usedAfterDrop = arena.stats().used;
 
 // 2. A kept subarray pins its whole range: churn the rest, the bytes stay.
-const kept = take(arena, 2 * MiB).fill(9).subarray(1000, 2000);
+const kept = take(arena, 2 * MiB)
+  .fill(9)
+  .subarray(1000, 2000);
 let churned = 0;
 for (let i = 0; i < 40; i++) {
   const b = take(arena, 2 * MiB);

@@ -6,8 +6,18 @@ import { formatQuantity, parseQuantity, QUANTITY_PATTERN } from './quantity.js';
 import { validateStoreCluster, validateStoreSegment } from './validation.js';
 import type { StoreCluster, StoreSegment } from '../gen/index.js';
 
-const sc = (spec: StoreCluster['spec'], name = 'kv'): StoreCluster => ({ apiVersion: 'store.kvcache.io/v1alpha1', kind: 'StoreCluster', metadata: { name, namespace: 'ml' }, spec });
-const ss = (spec: Partial<StoreSegment['spec']>, name = 'pool'): StoreSegment => ({ apiVersion: 'store.kvcache.io/v1alpha1', kind: 'StoreSegment', metadata: { name, namespace: 'ml' }, spec: { cluster: 'kv', size: '1Gi', ...spec } });
+const sc = (spec: StoreCluster['spec'], name = 'kv'): StoreCluster => ({
+  apiVersion: 'store.kvcache.io/v1alpha1',
+  kind: 'StoreCluster',
+  metadata: { name, namespace: 'ml' },
+  spec,
+});
+const ss = (spec: Partial<StoreSegment['spec']>, name = 'pool'): StoreSegment => ({
+  apiVersion: 'store.kvcache.io/v1alpha1',
+  kind: 'StoreSegment',
+  metadata: { name, namespace: 'ml' },
+  spec: { cluster: 'kv', size: '1Gi', ...spec },
+});
 
 describe('defaultStoreCluster', () => {
   it('fills the spec defaults of the flags and the operator image, without touching the input', () => {
@@ -53,21 +63,30 @@ describe('validateStoreCluster', () => {
   });
 
   it('reports every error at once, each naming its field', () => {
-    const errors = validateStoreCluster(defaultStoreCluster(sc({
-      master: { replicas: 3, rpcPort: 9003, defaultKvLeaseTtl: '5 seconds', evictionRatio: 2, extraFlags: { rpc_port: '1', 'Bad-Flag': 'x' } },
-      sidecar: { globalSegmentSize: 'lots' },
-    }, 'Bad_Name')));
-    expect(errors).toEqual(expect.arrayContaining([
-      expect.stringMatching(/^metadata.name: "Bad_Name" must be a DNS-1035 label/),
-      expect.stringMatching(/^spec.master: Invalid value: "object": haBackend is required when master.replicas > 1/),
-      expect.stringMatching(/^spec: Invalid value: "object": metadataServer.type 'http' is embedded in the master and has no HA/),
-      expect.stringMatching(/^spec.master.metricsPort: 9003 is already used by spec.master.rpcPort/),
-      expect.stringMatching(/^spec.master.defaultKvLeaseTtl: Invalid value: "5 seconds": .* should match/),
-      expect.stringMatching(/^spec.master.evictionRatio: Invalid value: 2: .* should be less than or equal to 1/),
-      expect.stringMatching(/^spec.master.extraFlags: "rpc_port" is set by the operator/),
-      expect.stringMatching(/^spec.master.extraFlags: "Bad-Flag" is not a flag name/),
-      expect.stringMatching(/^spec.sidecar.globalSegmentSize: Invalid value: "lots": .* should match/),
-    ]));
+    const errors = validateStoreCluster(
+      defaultStoreCluster(
+        sc(
+          {
+            master: { replicas: 3, rpcPort: 9003, defaultKvLeaseTtl: '5 seconds', evictionRatio: 2, extraFlags: { rpc_port: '1', 'Bad-Flag': 'x' } },
+            sidecar: { globalSegmentSize: 'lots' },
+          },
+          'Bad_Name',
+        ),
+      ),
+    );
+    expect(errors).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^metadata.name: "Bad_Name" must be a DNS-1035 label/),
+        expect.stringMatching(/^spec.master: Invalid value: "object": haBackend is required when master.replicas > 1/),
+        expect.stringMatching(/^spec: Invalid value: "object": metadataServer.type 'http' is embedded in the master and has no HA/),
+        expect.stringMatching(/^spec.master.metricsPort: 9003 is already used by spec.master.rpcPort/),
+        expect.stringMatching(/^spec.master.defaultKvLeaseTtl: Invalid value: "5 seconds": .* should match/),
+        expect.stringMatching(/^spec.master.evictionRatio: Invalid value: 2: .* should be less than or equal to 1/),
+        expect.stringMatching(/^spec.master.extraFlags: "rpc_port" is set by the operator/),
+        expect.stringMatching(/^spec.master.extraFlags: "Bad-Flag" is not a flag name/),
+        expect.stringMatching(/^spec.sidecar.globalSegmentSize: Invalid value: "lots": .* should match/),
+      ]),
+    );
     expect(errors).toHaveLength(9);
   });
 
@@ -101,8 +120,12 @@ describe('validateStoreSegment', () => {
   });
 
   it('requires a DAX device path for dax memory', () => {
-    expect(validateStoreSegment(defaultStoreSegment(ss({ memory: { kind: 'dax' } })))).toEqual(['spec.memory: Invalid value: "object": memory.devicePath is required when memory.kind is dax']);
-    expect(validateStoreSegment(defaultStoreSegment(ss({ memory: { kind: 'dax', devicePath: '/etc/passwd' } })))).toEqual([expect.stringMatching(/^spec.memory.devicePath: Invalid value: "\/etc\/passwd": .* should match/)]);
+    expect(validateStoreSegment(defaultStoreSegment(ss({ memory: { kind: 'dax' } })))).toEqual([
+      'spec.memory: Invalid value: "object": memory.devicePath is required when memory.kind is dax',
+    ]);
+    expect(validateStoreSegment(defaultStoreSegment(ss({ memory: { kind: 'dax', devicePath: '/etc/passwd' } })))).toEqual([
+      expect.stringMatching(/^spec.memory.devicePath: Invalid value: "\/etc\/passwd": .* should match/),
+    ]);
   });
 });
 

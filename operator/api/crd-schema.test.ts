@@ -39,7 +39,17 @@ describe('CRD schemas', () => {
 
   it('accept the defaulted specs and the status the operator writes', () => {
     const sc = defaultStoreCluster(load('crds/examples/storecluster.yaml') as StoreCluster);
-    const status = clusterStatus(undefined, { generation: 3, replicas: 3, leader: 'kvcache-master-1', masterAddress: 'kvcache-master.default.svc:50051', totals: { segments: 4, capacityBytes: 2 ** 38, usedBytes: 5, draining: 0 } }, '2026-01-01T00:00:00Z');
+    const status = clusterStatus(
+      undefined,
+      {
+        generation: 3,
+        replicas: 3,
+        leader: 'kvcache-master-1',
+        masterAddress: 'kvcache-master.default.svc:50051',
+        totals: { segments: 4, capacityBytes: 2 ** 38, usedBytes: 5, draining: 0 },
+      },
+      '2026-01-01T00:00:00Z',
+    );
     expect(checkCustomResource({ ...sc, status }, clusterCrd)).toEqual([]);
     const ss = defaultStoreSegment(load('crds/examples/storesegment.yaml') as StoreSegment);
     const sstatus = segmentStatus(undefined, { generation: 1, replicas: 4, totalsError: 'connection refused' }, '2026-01-01T00:00:00Z');
@@ -48,7 +58,9 @@ describe('CRD schemas', () => {
 
   it('reject bad values with every violation and its path', () => {
     const bad = {
-      apiVersion: 'store.kvcache.io/v1alpha1', kind: 'StoreCluster', metadata: { name: 'x' },
+      apiVersion: 'store.kvcache.io/v1alpha1',
+      kind: 'StoreCluster',
+      metadata: { name: 'x' },
       spec: { master: { replicas: 0, rpcPort: 'fast', allocationStrategy: 'best' }, sidecar: { globalSegmentSize: '4 gigs' }, colour: 'blue' },
     };
     expect(checkCustomResource(bad, clusterCrd)).toEqual([
@@ -57,7 +69,7 @@ describe('CRD schemas', () => {
       'spec.master.rpcPort: Invalid value: "fast": spec.master.rpcPort in body must be of type integer: "string"',
       'spec.master.allocationStrategy: Unsupported value: "best": supported values: "random", "free_ratio_first", "cxl"',
       `spec.sidecar.globalSegmentSize: Invalid value: "4 gigs": spec.sidecar.globalSegmentSize in body should match '^[0-9]+(\\.[0-9]+)?([KMGTPE]i|[kKMGTPE]|[KMGT]B)?$'`,
-      "spec: Invalid value: \"object\": metadataServer.type 'http' is embedded in the master and has no HA: use p2p, etcd or redis when master.replicas > 1",
+      'spec: Invalid value: "object": metadataServer.type \'http\' is embedded in the master and has no HA: use p2p, etcd or redis when master.replicas > 1',
     ]);
     expect(checkCustomResource({ ...bad, spec: undefined }, clusterCrd)).toEqual(['spec: Required value']);
     expect(checkCustomResource({ ...bad, apiVersion: 'store.kvcache.io/v1' }, clusterCrd)[0]).toBe('apiVersion: "store.kvcache.io/v1" must be store.kvcache.io/v1alpha1');
@@ -69,12 +81,20 @@ describe('CRD schemas', () => {
 
   describe('x-kubernetes-validations rules, evaluated from the YAML', () => {
     const cluster = (spec: object) => ({ apiVersion: 'store.kvcache.io/v1alpha1', kind: 'StoreCluster', metadata: { name: 'kv', namespace: 'ml' }, spec });
-    const segment = (memory: object) => ({ apiVersion: 'store.kvcache.io/v1alpha1', kind: 'StoreSegment', metadata: { name: 'pool', namespace: 'ml' }, spec: { cluster: 'kv', size: '1Gi', memory } });
+    const segment = (memory: object) => ({
+      apiVersion: 'store.kvcache.io/v1alpha1',
+      kind: 'StoreSegment',
+      metadata: { name: 'pool', namespace: 'ml' },
+      spec: { cluster: 'kv', size: '1Gi', memory },
+    });
     /** For each rule in crds/, an object that breaks only it, and the field it is reported on. */
     const breaking: Record<string, { obj: object; field: string }> = {
       "self.metadataServer.type != 'http' || self.master.replicas == 1": { obj: cluster({ master: { replicas: 3, haBackend: { type: 'k8s' } } }), field: 'spec' },
       'self.replicas <= 1 || has(self.haBackend)': { obj: cluster({ master: { replicas: 3 }, metadataServer: { type: 'p2p' } }), field: 'spec.master' },
-      "self.type == 'k8s' || has(self.connstring)": { obj: cluster({ master: { replicas: 3, haBackend: { type: 'etcd' } }, metadataServer: { type: 'p2p' } }), field: 'spec.master.haBackend' },
+      "self.type == 'k8s' || has(self.connstring)": {
+        obj: cluster({ master: { replicas: 3, haBackend: { type: 'etcd' } }, metadataServer: { type: 'p2p' } }),
+        field: 'spec.master.haBackend',
+      },
       "!(self.type == 'etcd' || self.type == 'redis') || has(self.address)": { obj: cluster({ metadataServer: { type: 'redis' } }), field: 'spec.metadataServer' },
       "self.kind != 'dax' || has(self.devicePath)": { obj: segment({ kind: 'dax' }), field: 'spec.memory' },
       "self.kind == 'dax' || !has(self.devicePath)": { obj: segment({ kind: 'shm', devicePath: '/dev/dax0.0' }), field: 'spec.memory' },

@@ -10,8 +10,7 @@ type Sidecar = NonNullable<StoreClusterSpec['sidecar']>;
 type Memory = NonNullable<StoreSegmentSpec['memory']>;
 
 export type DefaultedMaster = Master & Required<Pick<Master, 'replicas' | 'rpcPort' | 'metricsPort' | 'allocationStrategy'>>;
-export type DefaultedSidecar = Sidecar &
-  Required<Pick<Sidecar, 'image' | 'globalSegmentSize' | 'localBufferSize' | 'protocol' | 'httpPort' | 'rpcPort'>>;
+export type DefaultedSidecar = Sidecar & Required<Pick<Sidecar, 'image' | 'globalSegmentSize' | 'localBufferSize' | 'protocol' | 'httpPort' | 'rpcPort'>>;
 export interface DefaultedStoreCluster extends StoreCluster {
   metadata: StoreCluster['metadata'] & { name: string; namespace: string };
   spec: StoreClusterSpec & {

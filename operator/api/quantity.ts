@@ -3,9 +3,23 @@
 
 const factors: Record<string, number> = {
   '': 1,
-  Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60,
-  k: 1e3, K: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18,
-  KB: 2 ** 10, MB: 2 ** 20, GB: 2 ** 30, TB: 2 ** 40,
+  Ki: 2 ** 10,
+  Mi: 2 ** 20,
+  Gi: 2 ** 30,
+  Ti: 2 ** 40,
+  Pi: 2 ** 50,
+  Ei: 2 ** 60,
+  k: 1e3,
+  K: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  P: 1e15,
+  E: 1e18,
+  KB: 2 ** 10,
+  MB: 2 ** 20,
+  GB: 2 ** 30,
+  TB: 2 ** 40,
 };
 
 /** The CRD schema's pattern for a byte quantity (keep in sync with crds/*.yaml; a test checks). */
@@ -27,7 +41,14 @@ export function parseQuantity(q: number | string): number {
 
 /** The most readable exact binary form: 17179869184 -> "16Gi", 1000 -> "1000". */
 export function formatQuantity(bytes: number): string {
-  for (const [u, f] of [['Ei', 2 ** 60], ['Pi', 2 ** 50], ['Ti', 2 ** 40], ['Gi', 2 ** 30], ['Mi', 2 ** 20], ['Ki', 2 ** 10]] as const) {
+  for (const [u, f] of [
+    ['Ei', 2 ** 60],
+    ['Pi', 2 ** 50],
+    ['Ti', 2 ** 40],
+    ['Gi', 2 ** 30],
+    ['Mi', 2 ** 20],
+    ['Ki', 2 ** 10],
+  ] as const) {
     if (bytes >= f && bytes % f === 0) return `${bytes / f}${u}`;
   }
   return String(bytes);
@@ -38,6 +59,9 @@ export function humanBytes(bytes: number): string {
   const units = ['B', 'Ki', 'Mi', 'Gi', 'Ti', 'Pi'];
   let v = bytes;
   let i = 0;
-  while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
   return i === 0 ? `${bytes}B` : `${v.toFixed(1)}${units[i]}`;
 }

@@ -15,7 +15,10 @@ const LONGEST_CLUSTER_SUFFIX = '-master-metadata'.length;
 const MANAGED_FLAGS = new Set(['rpc_port', 'metrics_port', 'enable_ha', 'ha_backend_type', 'ha_backend_connstring', 'etcd_endpoints', 'cluster_id', 'config_path']);
 
 export class ValidationError extends Error {
-  constructor(readonly object: string, readonly errors: string[]) {
+  constructor(
+    readonly object: string,
+    readonly errors: string[],
+  ) {
     super(`${object} is invalid:\n${errors.map((e) => `  - ${e}`).join('\n')}`);
     this.name = 'ValidationError';
   }
@@ -23,7 +26,8 @@ export class ValidationError extends Error {
 
 function checkName(name: string, kind: string, maxLen: number, errors: string[]): void {
   if (!name) errors.push('metadata.name: required');
-  else if (!DNS1035.test(name)) errors.push(`metadata.name: "${name}" must be a DNS-1035 label (lower-case letters, digits and '-', starting with a letter) because ${kind} names become Service names`);
+  else if (!DNS1035.test(name))
+    errors.push(`metadata.name: "${name}" must be a DNS-1035 label (lower-case letters, digits and '-', starting with a letter) because ${kind} names become Service names`);
   else if (name.length > maxLen) errors.push(`metadata.name: "${name}" is ${name.length} characters; at most ${maxLen} so the derived object names fit in 63`);
 }
 
@@ -49,11 +53,13 @@ export function validateStoreCluster(sc: DefaultedStoreCluster): string[] {
   const errors: string[] = [];
   const { master, metadataServer: md, sidecar } = sc.spec;
   checkName(sc.metadata.name, 'StoreCluster', 63 - LONGEST_CLUSTER_SUFFIX, errors);
-  const ports: [string, number][] = [['spec.master.rpcPort', master.rpcPort], ['spec.master.metricsPort', master.metricsPort]];
+  const ports: [string, number][] = [
+    ['spec.master.rpcPort', master.rpcPort],
+    ['spec.master.metricsPort', master.metricsPort],
+  ];
   if (md.type === 'http') ports.push(['spec.metadataServer.port', md.port]);
   for (let i = 0; i < ports.length; i++)
-    for (let j = i + 1; j < ports.length; j++)
-      if (ports[i][1] === ports[j][1]) errors.push(`${ports[j][0]}: ${ports[j][1]} is already used by ${ports[i][0]}`);
+    for (let j = i + 1; j < ports.length; j++) if (ports[i][1] === ports[j][1]) errors.push(`${ports[j][0]}: ${ports[j][1]} is already used by ${ports[i][0]}`);
   if (sidecar.httpPort === sidecar.rpcPort) errors.push(`spec.sidecar.rpcPort: ${sidecar.rpcPort} is already used by spec.sidecar.httpPort`);
   for (const key of Object.keys(master.extraFlags ?? {})) {
     if (!/^[a-z][a-z0-9_]*$/.test(key)) errors.push(`spec.master.extraFlags: "${key}" is not a flag name (lower_snake_case, without dashes)`);

@@ -62,7 +62,13 @@ const docsOf = (sources: Source[]): Doc[] => sources.flatMap((s) => parseDocs(s.
 const inputsNamed = (sources: Source[]) => sources.map((s) => s.file).join(', ');
 
 /** The valid StoreClusters among `docs`, by namespace/name; problems of invalid ones go to `problems`. */
-function clustersOf(docs: Doc[], defaults: OperatorDefaults, crds: Map<string, CrdInfo>, problems: string[], fileNote: (file: string) => string): Map<string, DefaultedStoreCluster> {
+function clustersOf(
+  docs: Doc[],
+  defaults: OperatorDefaults,
+  crds: Map<string, CrdInfo>,
+  problems: string[],
+  fileNote: (file: string) => string,
+): Map<string, DefaultedStoreCluster> {
   const clusters = new Map<string, DefaultedStoreCluster>();
   for (const { o, file } of docs) {
     if (o.kind !== 'StoreCluster') continue;
@@ -88,7 +94,8 @@ export function renderCommand(sources: Source[], context: Source[], defaults: Op
   }
   const clusters = clustersOf(docs, defaults, crds, problems, fileNote);
   const known = new Map([...clustersOf(docsOf(context), defaults, crds, problems, fileNote), ...clusters]);
-  const named = (ns: string, name: string) => [...docs, ...docsOf(context)].some(({ o }) => o.kind === 'StoreCluster' && o.metadata?.name === name && (o.metadata?.namespace ?? defaults.namespace) === ns);
+  const named = (ns: string, name: string) =>
+    [...docs, ...docsOf(context)].some(({ o }) => o.kind === 'StoreCluster' && o.metadata?.name === name && (o.metadata?.namespace ?? defaults.namespace) === ns);
   const output: unknown[] = [];
   for (const { o, file } of docs) {
     if (o.kind === 'StoreCluster') {
@@ -101,7 +108,9 @@ export function renderCommand(sources: Source[], context: Source[], defaults: Op
       const errs = both(schema, validateStoreSegment(s));
       const c = known.get(`${s.metadata.namespace}/${s.spec.cluster}`);
       if (!c && !named(s.metadata.namespace, s.spec.cluster)) {
-        errs.push(`spec.cluster: StoreCluster "${s.spec.cluster}" (namespace ${s.metadata.namespace}) is not among ${inputsNamed([...sources, ...context])}: render needs it for the master address (add it with -f or --cluster-file)`);
+        errs.push(
+          `spec.cluster: StoreCluster "${s.spec.cluster}" (namespace ${s.metadata.namespace}) is not among ${inputsNamed([...sources, ...context])}: render needs it for the master address (add it with -f or --cluster-file)`,
+        );
       }
       if (errs.length) problems.push(`${label(o)}${fileNote(file)}:\n${errs.map((e) => `    - ${e}`).join('\n')}`);
       else if (c) output.push(...renderSegment(s, c).desired);

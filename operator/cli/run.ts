@@ -52,7 +52,9 @@ export async function run(o: RunOptions): Promise<void> {
   const kc = loadKubeConfig();
   const ownNamespace = process.env.POD_NAMESPACE;
   if (o.webhookPort !== undefined && ownNamespace === 'default') {
-    log('WARNING: the webhook never injects pods in its own namespace, and that is "default": annotated pods there start without the store sidecar; install the operator in a namespace of its own');
+    log(
+      'WARNING: the webhook never injects pods in its own namespace, and that is "default": annotated pods there start without the store sidecar; install the operator in a namespace of its own',
+    );
   }
   const api = new KubeClient(kc);
   const events = new ApiEventRecorder(api, MANAGER, () => new Date().toISOString(), log);
@@ -111,10 +113,19 @@ export async function run(o: RunOptions): Promise<void> {
   };
   let lock: LeaderElector | undefined;
   if (o.leaderElect) {
-    const lease = new K8sLease({ namespace: o.leaseNamespace, name: o.leaseName, identity: o.identity, kubeConfig: kc, monoNow: () => performance.now(), wallNow: () => Date.now() });
+    const lease = new K8sLease({
+      namespace: o.leaseNamespace,
+      name: o.leaseName,
+      identity: o.identity,
+      kubeConfig: kc,
+      monoNow: () => performance.now(),
+      wallNow: () => Date.now(),
+    });
     lock = new LeaderElector({
       lease,
-      leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000,
+      leaseDurationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2_000,
       onStartedLeading: startReconciling,
       onStoppedLeading: () => {
         if (stopping) return;
@@ -135,11 +146,20 @@ export async function run(o: RunOptions): Promise<void> {
       const pick = name ? all.find((c) => c.metadata?.name === name) : all.length === 1 ? all[0] : undefined;
       if (!pick) {
         if (name) return `StoreCluster ${namespace}/${name} not found`;
-        return all.length ? `several StoreClusters in namespace ${namespace} (${all.map((c) => c.metadata?.name).join(', ')}); name one with the annotation` : `no StoreCluster in namespace ${namespace}`;
+        return all.length
+          ? `several StoreClusters in namespace ${namespace} (${all.map((c) => c.metadata?.name).join(', ')}); name one with the annotation`
+          : `no StoreCluster in namespace ${namespace}`;
       }
       return defaultStoreCluster(pick, o.defaults);
     };
-    const tls = new WebhookTls(api, { namespace: o.leaseNamespace, secretName: o.webhookSecret, serviceName: o.webhookService, webhookConfigName: o.webhookConfig, validityDays: 365, log });
+    const tls = new WebhookTls(api, {
+      namespace: o.leaseNamespace,
+      secretName: o.webhookSecret,
+      serviceName: o.webhookService,
+      webhookConfigName: o.webhookConfig,
+      validityDays: 365,
+      log,
+    });
     const loadCert = async () => {
       if (o.certDir) return { cert: readFileSync(join(o.certDir, 'tls.crt'), 'utf8'), key: readFileSync(join(o.certDir, 'tls.key'), 'utf8') };
       const c = await tls.ensure(true);
@@ -150,18 +170,28 @@ export async function run(o: RunOptions): Promise<void> {
     log(`webhook serving https on :${port}/mutate-pods`);
     // Reload (cert-manager renews the mounted files) or rotate (self-managed; leader only).
     const t = setInterval(() => {
-      const next = o.certDir && existsSync(join(o.certDir, 'tls.crt'))
-        ? Promise.resolve({ cert: readFileSync(join(o.certDir, 'tls.crt'), 'utf8'), key: readFileSync(join(o.certDir, 'tls.key'), 'utf8') })
-        : tls.ensure(leading).then((c) => ({ cert: c.tlsCert, key: c.tlsKey }));
+      const next =
+        o.certDir && existsSync(join(o.certDir, 'tls.crt'))
+          ? Promise.resolve({ cert: readFileSync(join(o.certDir, 'tls.crt'), 'utf8'), key: readFileSync(join(o.certDir, 'tls.key'), 'utf8') })
+          : tls.ensure(leading).then((c) => ({ cert: c.tlsCert, key: c.tlsKey }));
       next.then((c) => server.setCertificate(c)).catch((e: Error) => log(`webhook certificate check failed: ${e.message}`));
     }, 10 * 60_000);
     t.unref();
   }
 
   const health = http.createServer((req, res) => {
-    if (req.url === '/healthz') { res.writeHead(200); res.end('ok'); return; }
-    if (req.url === '/readyz') { res.writeHead(200); res.end(leading ? 'leader' : 'standby'); return; }
-    res.writeHead(404); res.end();
+    if (req.url === '/healthz') {
+      res.writeHead(200);
+      res.end('ok');
+      return;
+    }
+    if (req.url === '/readyz') {
+      res.writeHead(200);
+      res.end(leading ? 'leader' : 'standby');
+      return;
+    }
+    res.writeHead(404);
+    res.end();
   });
   await new Promise<void>((r) => health.listen(o.healthPort, r));
   log(`health on :${(health.address() as any).port}; watching ${o.watchNamespace ?? 'all namespaces'}`);

@@ -19,12 +19,23 @@ beforeAll(async () => {
 afterAll(() => fx.server.stop());
 
 /** An elector whose leadership changes resolve promises a test can await. */
-function replica(identity: string, lease: LeaseLock = new K8sLease({ namespace: NS, name: 'operator', identity, kubeConfig: kc, monoNow: () => performance.now(), wallNow: () => Date.now() })) {
+function replica(
+  identity: string,
+  lease: LeaseLock = new K8sLease({ namespace: NS, name: 'operator', identity, kubeConfig: kc, monoNow: () => performance.now(), wallNow: () => Date.now() }),
+) {
   let started!: () => void;
   let stopped!: () => void;
   const startedP = new Promise<void>((r) => (started = r));
   const stoppedP = new Promise<void>((r) => (stopped = r));
-  const elector = new LeaderElector({ lease, leaseDurationMs: 60_000, renewDeadlineMs: 300, retryPeriodMs: 20, onStartedLeading: started, onStoppedLeading: stopped, log: () => undefined });
+  const elector = new LeaderElector({
+    lease,
+    leaseDurationMs: 60_000,
+    renewDeadlineMs: 300,
+    retryPeriodMs: 20,
+    onStartedLeading: started,
+    onStoppedLeading: stopped,
+    log: () => undefined,
+  });
   return { elector, started: startedP, stopped: stoppedP };
 }
 

@@ -11,7 +11,10 @@ export const defaultBackoff: BackoffConfig = { baseMs: 1000, maxMs: 300_000, jit
 
 export class Backoff {
   private failures = new Map<string, number>();
-  constructor(private readonly config: BackoffConfig = defaultBackoff, private readonly random: () => number = Math.random) {}
+  constructor(
+    private readonly config: BackoffConfig = defaultBackoff,
+    private readonly random: () => number = Math.random,
+  ) {}
 
   /** Records a failure of `key` and returns how long to wait before retrying it (ms). */
   fail(key: string): number {

@@ -18,7 +18,10 @@ import { clusterStatus } from './status.js';
 import { formatHitRate, HitRateWindow } from './hit-rate.js';
 import { realClock } from '../../common/clock.js';
 
-const selector = (m: Record<string, string>) => Object.entries(m).map(([k, v]) => `${k}=${v}`).join(',');
+const selector = (m: Record<string, string>) =>
+  Object.entries(m)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
 
 export async function reconcileCluster(ctx: ReconcileContext, namespace: string, name: string): Promise<Result> {
   const sc = await ctx.api.get<StoreCluster>({ kind: 'StoreCluster', namespace, name });
@@ -33,11 +36,15 @@ export async function reconcileCluster(ctx: ReconcileContext, namespace: string,
       ...sc.status,
       phase: 'Failed' as const,
       observedGeneration: generation,
-      conditions: setConditions(sc.status?.conditions, [
-        { type: 'Ready', status: 'False', reason: 'InvalidSpec', message, observedGeneration: generation },
-        { type: 'Progressing', status: 'False', reason: 'InvalidSpec', message, observedGeneration: generation },
-        { type: 'Degraded', status: 'True', reason: 'InvalidSpec', message, observedGeneration: generation },
-      ], ctx.wallNow()),
+      conditions: setConditions(
+        sc.status?.conditions,
+        [
+          { type: 'Ready', status: 'False', reason: 'InvalidSpec', message, observedGeneration: generation },
+          { type: 'Progressing', status: 'False', reason: 'InvalidSpec', message, observedGeneration: generation },
+          { type: 'Degraded', status: 'True', reason: 'InvalidSpec', message, observedGeneration: generation },
+        ],
+        ctx.wallNow(),
+      ),
     };
     if (!deepEqual(status, sc.status)) {
       await ctx.api.mergePatch({ kind: 'StoreCluster', namespace, name }, { status }, 'status');
@@ -77,16 +84,20 @@ export async function reconcileCluster(ctx: ReconcileContext, namespace: string,
       totalsError ??= (e as Error).message;
     }
   }
-  const status = clusterStatus(sc.status, {
-    generation,
-    figures,
-    replicas: d.spec.master.replicas,
-    statefulSet: sts,
-    leader: leaderPod?.metadata?.name,
-    masterAddress: masterAddress(d),
-    totals,
-    totalsError,
-  }, ctx.wallNow());
+  const status = clusterStatus(
+    sc.status,
+    {
+      generation,
+      figures,
+      replicas: d.spec.master.replicas,
+      statefulSet: sts,
+      leader: leaderPod?.metadata?.name,
+      masterAddress: masterAddress(d),
+      totals,
+      totalsError,
+    },
+    ctx.wallNow(),
+  );
   if (!deepEqual(status, sc.status)) {
     if (sc.status?.leader !== status.leader && status.leader) ctx.events.normal(sc, 'LeaderElected', `master ${status.leader} serves`);
     await ctx.api.mergePatch({ kind: 'StoreCluster', namespace, name }, { status: { ...status, leader: status.leader ?? null } }, 'status');

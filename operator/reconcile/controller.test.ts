@@ -10,11 +10,19 @@ function manual() {
   const calls: { key: string; finish: (r?: Result | Error) => void }[] = [];
   let active = 0;
   let maxActive = 0;
-  const fn = (ns: string, name: string) => new Promise<Result>((resolve, reject) => {
-    active++;
-    maxActive = Math.max(maxActive, active);
-    calls.push({ key: `${ns}/${name}`, finish: (r) => { active--; if (r instanceof Error) reject(r); else resolve(r ?? {}); } });
-  });
+  const fn = (ns: string, name: string) =>
+    new Promise<Result>((resolve, reject) => {
+      active++;
+      maxActive = Math.max(maxActive, active);
+      calls.push({
+        key: `${ns}/${name}`,
+        finish: (r) => {
+          active--;
+          if (r instanceof Error) reject(r);
+          else resolve(r ?? {});
+        },
+      });
+    });
   return { fn, calls, maxActive: () => maxActive };
 }
 const flush = () => new Promise<void>((r) => setImmediate(r));

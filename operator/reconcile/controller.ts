@@ -37,7 +37,10 @@ export class Controller {
 
   enqueue(kind: string, namespace: string, name: string): void {
     const key = `${kind}/${namespace}/${name}`;
-    if (this.active.has(key)) { this.dirty.add(key); return; }
+    if (this.active.has(key)) {
+      this.dirty.add(key);
+      return;
+    }
     if (this.queued.has(key)) return;
     this.queued.add(key);
     this.queue.push(key);

@@ -11,7 +11,12 @@ export interface EventRecorder {
 }
 
 export class ApiEventRecorder implements EventRecorder {
-  constructor(private readonly api: KubeApi, private readonly component: string, private readonly wallNow: () => string, private readonly log: (m: string) => void) {}
+  constructor(
+    private readonly api: KubeApi,
+    private readonly component: string,
+    private readonly wallNow: () => string,
+    private readonly log: (m: string) => void,
+  ) {}
 
   normal(obj: KubernetesObject, reason: string, message: string): void {
     this.record(obj, 'Normal', reason, message);
@@ -27,7 +32,14 @@ export class ApiEventRecorder implements EventRecorder {
       apiVersion: 'v1',
       kind: 'Event',
       metadata: { name: `${obj.metadata?.name}.${randomBytes(8).toString('hex')}`, namespace: ns },
-      involvedObject: { apiVersion: obj.apiVersion, kind: obj.kind, name: obj.metadata?.name, namespace: ns, uid: obj.metadata?.uid, resourceVersion: obj.metadata?.resourceVersion },
+      involvedObject: {
+        apiVersion: obj.apiVersion,
+        kind: obj.kind,
+        name: obj.metadata?.name,
+        namespace: ns,
+        uid: obj.metadata?.uid,
+        resourceVersion: obj.metadata?.resourceVersion,
+      },
       reason,
       message: message.slice(0, 1024),
       type,

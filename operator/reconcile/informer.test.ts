@@ -19,7 +19,10 @@ class CountingClient extends KubeClient {
   }
 }
 
-interface Seen { type: ChangeType; name: string }
+interface Seen {
+  type: ChangeType;
+  name: string;
+}
 
 /** An informer on ConfigMaps labelled app=x, recording changes and letting tests await one. */
 function watchConfigMaps(resyncMs = 3_600_000) {
@@ -28,15 +31,24 @@ function watchConfigMaps(resyncMs = 3_600_000) {
   const logs: string[] = [];
   const waiters: { pred: (s: Seen) => boolean; resolve: () => void }[] = [];
   const informer = new Informer(fx.kc, api, {
-    kind: 'ConfigMap', namespace: NS, labelSelector: 'app=x', resyncMs, backoffMs: () => 10, log: (m) => logs.push(m),
+    kind: 'ConfigMap',
+    namespace: NS,
+    labelSelector: 'app=x',
+    resyncMs,
+    backoffMs: () => 10,
+    log: (m) => logs.push(m),
     onChange: (o, type) => {
       const s = { type, name: o.metadata?.name ?? '' };
       seen.push(s);
-      for (const w of waiters.splice(0)) if (w.pred(s)) w.resolve(); else waiters.push(w);
+      for (const w of waiters.splice(0))
+        if (w.pred(s)) w.resolve();
+        else waiters.push(w);
     },
   });
   const until = (type: ChangeType, name: string) =>
-    seen.some((s) => s.type === type && s.name === name) ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ pred: (s) => s.type === type && s.name === name, resolve }));
+    seen.some((s) => s.type === type && s.name === name)
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => waiters.push({ pred: (s) => s.type === type && s.name === name, resolve }));
   return { api, informer, seen, logs, until };
 }
 
@@ -70,7 +82,12 @@ describe('Informer', () => {
       await w.until('MODIFIED', 'live');
       await fx.call('DELETE', `/api/v1/namespaces/${NS}/configmaps/live`);
       await w.until('DELETED', 'live');
-      expect(w.seen).toEqual([{ type: 'ADDED', name: 'before' }, { type: 'ADDED', name: 'live' }, { type: 'MODIFIED', name: 'live' }, { type: 'DELETED', name: 'live' }]);
+      expect(w.seen).toEqual([
+        { type: 'ADDED', name: 'before' },
+        { type: 'ADDED', name: 'live' },
+        { type: 'MODIFIED', name: 'live' },
+        { type: 'DELETED', name: 'live' },
+      ]);
       expect(w.api.lists).toBe(1);
     } finally {
       w.informer.stop();
@@ -126,7 +143,12 @@ describe('Informer', () => {
       await w.until('DELETED', 'doomed');
       await w.until('MODIFIED', 'changed');
       expect(w.api.lists).toBe(2);
-      expect(w.informer.list().map((o) => o.metadata?.name).sort()).toEqual(['born', 'changed']);
+      expect(
+        w.informer
+          .list()
+          .map((o) => o.metadata?.name)
+          .sort(),
+      ).toEqual(['born', 'changed']);
     } finally {
       w.informer.stop();
       for (const n of ['born', 'changed']) await fx.call('DELETE', `/api/v1/namespaces/${NS}/configmaps/${n}`);

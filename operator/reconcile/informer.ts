@@ -28,10 +28,18 @@ const defaultBackoff = (failures: number) => Math.min(30_000, 500 * 2 ** Math.mi
 
 /** Asks for bookmarks and a server-side timeout on every watch ListWatch starts. */
 class BookmarkWatch extends Watch {
-  constructor(kc: KubeConfig, private readonly timeoutSeconds: number) {
+  constructor(
+    kc: KubeConfig,
+    private readonly timeoutSeconds: number,
+  ) {
     super(kc);
   }
-  override watch(path: string, query: Record<string, string | number | boolean | undefined>, callback: (phase: string, obj: any, watchObj?: any) => void, done: (err: any) => void): Promise<AbortController> {
+  override watch(
+    path: string,
+    query: Record<string, string | number | boolean | undefined>,
+    callback: (phase: string, obj: any, watchObj?: any) => void,
+    done: (err: any) => void,
+  ): Promise<AbortController> {
     return super.watch(path, { ...query, allowWatchBookmarks: true, timeoutSeconds: this.timeoutSeconds }, callback, done);
   }
 }
@@ -47,7 +55,11 @@ export class Informer {
   private restartTimer: Cancel | undefined;
   private readonly clock: Clock;
 
-  constructor(private readonly kc: KubeConfig, private readonly api: KubeClient, private readonly opts: InformerOptions) {
+  constructor(
+    private readonly kc: KubeConfig,
+    private readonly api: KubeClient,
+    private readonly opts: InformerOptions,
+  ) {
     this.clock = opts.clock ?? realClock;
   }
 

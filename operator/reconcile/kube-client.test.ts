@@ -17,7 +17,10 @@ beforeAll(async () => {
 afterAll(() => fx.server.stop());
 
 const configMap = (name: string, labels: Record<string, string> = {}, data: Record<string, string> = { a: '1' }) => ({
-  apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: NS, labels }, data,
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name, namespace: NS, labels },
+  data,
 });
 
 async function rejection(p: Promise<unknown>): Promise<KubeApiError> {
@@ -43,7 +46,12 @@ describe('KubeClient', () => {
 
   it("writes a NetworkPolicy's rules whole: `from` is not lost to the library's model names (a policy would admit everyone)", async () => {
     const rule = { from: [{ podSelector: { matchLabels: { member: 'yes' } } }], ports: [{ port: 50051, protocol: 'TCP' }] };
-    const policy = { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { name: 'np', namespace: NS }, spec: { podSelector: {}, policyTypes: ['Ingress'], ingress: [rule] } };
+    const policy = {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: { name: 'np', namespace: NS },
+      spec: { podSelector: {}, policyTypes: ['Ingress'], ingress: [rule] },
+    };
     await api.create(policy);
     const stored = (await fx.call('GET', `/apis/networking.k8s.io/v1/namespaces/${NS}/networkpolicies/np`)).body;
     expect(stored.spec.ingress).toEqual([rule]);
@@ -70,21 +78,40 @@ describe('KubeClient', () => {
 
   it('merge-patches an object: null deletes, other fields merge', async () => {
     await api.create(configMap('cm3', { keep: '1', drop: '1' }, { a: '1', b: '2' }));
-    const out = await api.mergePatch<KubernetesObject & { data?: Record<string, string> }>({ kind: 'ConfigMap', namespace: NS, name: 'cm3' }, { metadata: { labels: { drop: null } }, data: { b: null, c: '3' } });
+    const out = await api.mergePatch<KubernetesObject & { data?: Record<string, string> }>(
+      { kind: 'ConfigMap', namespace: NS, name: 'cm3' },
+      { metadata: { labels: { drop: null } }, data: { b: null, c: '3' } },
+    );
     expect(out.metadata?.labels).toEqual({ keep: '1' });
     expect(out.data).toEqual({ a: '1', c: '3' });
   });
 
   it("patches a custom resource's status through the subresource, leaving its spec", async () => {
-    const sc = await api.create({ apiVersion: 'store.kvcache.io/v1alpha1', kind: 'StoreCluster', metadata: { name: 'kv', namespace: NS }, spec: { master: { replicas: 1 } } } as KubernetesObject);
-    const out = await api.mergePatch<KubernetesObject & { spec?: any; status?: any }>({ kind: 'StoreCluster', namespace: NS, name: 'kv' }, { status: { phase: 'Ready' }, spec: { master: { replicas: 3 } } }, 'status');
+    const sc = await api.create({
+      apiVersion: 'store.kvcache.io/v1alpha1',
+      kind: 'StoreCluster',
+      metadata: { name: 'kv', namespace: NS },
+      spec: { master: { replicas: 1 } },
+    } as KubernetesObject);
+    const out = await api.mergePatch<KubernetesObject & { spec?: any; status?: any }>(
+      { kind: 'StoreCluster', namespace: NS, name: 'kv' },
+      { status: { phase: 'Ready' }, spec: { master: { replicas: 3 } } },
+      'status',
+    );
     expect(out.status).toEqual({ phase: 'Ready' });
     expect(out.spec.master.replicas).toBe(1);
     expect(out.metadata?.generation).toBe(sc.metadata?.generation);
   });
 
   it('reports a schema violation as 422 Invalid naming the field', async () => {
-    const e = await rejection(api.create({ apiVersion: 'store.kvcache.io/v1alpha1', kind: 'StoreSegment', metadata: { name: 'bad', namespace: NS }, spec: { cluster: 'kv', size: '1Gi', replicas: -1 } } as KubernetesObject));
+    const e = await rejection(
+      api.create({
+        apiVersion: 'store.kvcache.io/v1alpha1',
+        kind: 'StoreSegment',
+        metadata: { name: 'bad', namespace: NS },
+        spec: { cluster: 'kv', size: '1Gi', replicas: -1 },
+      } as KubernetesObject),
+    );
     expect([e.status, e.reason]).toEqual([422, 'Invalid']);
     expect(e.message).toContain('spec.replicas');
   });
@@ -97,7 +124,12 @@ describe('KubeClient', () => {
   });
 
   it('reads cluster-scoped kinds and finds collection paths by discovery', async () => {
-    await fx.call('POST', '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations', { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration', metadata: { name: 'hook' }, webhooks: [] });
+    await fx.call('POST', '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations', {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'MutatingWebhookConfiguration',
+      metadata: { name: 'hook' },
+      webhooks: [],
+    });
     expect((await api.get({ kind: 'MutatingWebhookConfiguration', name: 'hook' }))?.metadata?.name).toBe('hook');
     expect(await api.collectionPath('StoreSegment', NS)).toBe(`/apis/store.kvcache.io/v1alpha1/namespaces/${NS}/storesegments`);
     expect(await api.collectionPath('Pod')).toBe('/api/v1/pods');

@@ -41,13 +41,24 @@ export const API_VERSIONS: Record<string, string> = {
 
 /** A failed API call: the HTTP status and the Status reason (NotFound, Conflict, Expired, ...). */
 export class KubeApiError extends Error {
-  constructor(readonly status: number, readonly reason: string, message: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly status: number,
+    readonly reason: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
     this.name = 'KubeApiError';
   }
-  get notFound() { return this.status === 404; }
-  get conflict() { return this.status === 409; }
-  get gone() { return this.status === 410; }
+  get notFound() {
+    return this.status === 404;
+  }
+  get conflict() {
+    return this.status === 409;
+  }
+  get gone() {
+    return this.status === 410;
+  }
 }
 
 export interface Ref {
@@ -170,9 +181,7 @@ export class KubeClient implements KubeApi {
 
   async list<T extends KubernetesObject>(ref: Ref, labelSelector?: string): Promise<ListResult<T>> {
     const apiVersion = apiVersionOf(ref.kind);
-    const list = await this.call(`list ${ref.kind}`, () =>
-      this.objects.list<T>(apiVersion, ref.kind, ref.namespace, undefined, undefined, undefined, undefined, labelSelector),
-    );
+    const list = await this.call(`list ${ref.kind}`, () => this.objects.list<T>(apiVersion, ref.kind, ref.namespace, undefined, undefined, undefined, undefined, labelSelector));
     // List items carry no kind/apiVersion; restore them so callers can treat them as objects.
     const items = (list.items ?? []).map((i) => ({ apiVersion, kind: ref.kind, ...i }));
     return { items, resourceVersion: list.metadata?.resourceVersion ?? '' };
@@ -193,11 +202,13 @@ export class KubeClient implements KubeApi {
       const [group, version] = head.apiVersion.split('/');
       if (!version || !ref.namespace || !ref.name) throw new Error(`kube client: ${what}: the status subresource is patched for namespaced custom resources only`);
       const plural = await this.call(what, () => this.objects.plural(head.apiVersion, ref.kind));
-      return this.call(what, () =>
-        this.custom.patchNamespacedCustomObjectStatus(
-          { group, version, namespace: ref.namespace!, plural, name: ref.name!, body: patch },
-          setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-        ) as Promise<T>,
+      return this.call(
+        what,
+        () =>
+          this.custom.patchNamespacedCustomObjectStatus(
+            { group, version, namespace: ref.namespace!, plural, name: ref.name!, body: patch },
+            setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+          ) as Promise<T>,
       );
     }
     // The object API takes the target from the body: apiVersion, kind and metadata name/namespace

@@ -17,9 +17,16 @@ function setup(detail?: SegmentsDetail | Error) {
   const api = new MemoryApi();
   const events = new MemoryEventRecorder();
   const ctx: ReconcileContext = {
-    api, events,
+    api,
+    events,
     defaults: { image: 'store:2', namespace: 'default' },
-    fetchSegments: detail === undefined ? undefined : async () => { if (detail instanceof Error) throw detail; return detail; },
+    fetchSegments:
+      detail === undefined
+        ? undefined
+        : async () => {
+            if (detail instanceof Error) throw detail;
+            return detail;
+          },
     masterHttpUrl: () => 'http://master',
     wallNow: () => '2026-01-01T00:00:00Z',
     log: () => {},
@@ -36,12 +43,24 @@ describe('reconcileCluster', () => {
     api.writes = [];
     const res = await reconcileCluster(ctx, 'ml', 'kv');
     expect(api.writes).toEqual([
-      'create ServiceAccount/ml/kv-master', 'create Role/ml/kv-master', 'create RoleBinding/ml/kv-master', 'create ConfigMap/ml/kv-master-config',
-      'create Service/ml/kv-master', 'create Service/ml/kv-master-headless', 'create Service/ml/kv-master-metrics', 'create PodDisruptionBudget/ml/kv-master',
-      'create StatefulSet/ml/kv-master', 'create NetworkPolicy/ml/kv-master', 'patch/status StoreCluster/ml/kv',
+      'create ServiceAccount/ml/kv-master',
+      'create Role/ml/kv-master',
+      'create RoleBinding/ml/kv-master',
+      'create ConfigMap/ml/kv-master-config',
+      'create Service/ml/kv-master',
+      'create Service/ml/kv-master-headless',
+      'create Service/ml/kv-master-metrics',
+      'create PodDisruptionBudget/ml/kv-master',
+      'create StatefulSet/ml/kv-master',
+      'create NetworkPolicy/ml/kv-master',
+      'patch/status StoreCluster/ml/kv',
     ]);
     const uid = (await api.get({ kind: 'StoreCluster', namespace: 'ml', name: 'kv' }))!.metadata!.uid;
-    expect((await api.get({ kind: 'StatefulSet', namespace: 'ml', name: 'kv-master' }))!.metadata!.ownerReferences![0]).toMatchObject({ kind: 'StoreCluster', uid, controller: true });
+    expect((await api.get({ kind: 'StatefulSet', namespace: 'ml', name: 'kv-master' }))!.metadata!.ownerReferences![0]).toMatchObject({
+      kind: 'StoreCluster',
+      uid,
+      controller: true,
+    });
     expect(res.requeueAfterMs).toBe(5000); // masters not ready yet: an expected wait
     expect(events.events.filter((e) => e.reason === 'Created')).toHaveLength(10);
     const st = (await api.get<any>({ kind: 'StoreCluster', namespace: 'ml', name: 'kv' }))!.status;
@@ -61,7 +80,12 @@ describe('reconcileCluster', () => {
     await api.create(clusterObj({}));
     await reconcileCluster(ctx, 'ml', 'kv');
     api.objects.get('StatefulSet/ml/kv-master').status = { observedGeneration: 1, replicas: 1, readyReplicas: 1, updatedReplicas: 1 };
-    await api.create({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'kv-master-0', namespace: 'ml', labels: { 'store.kvcache.io/cluster': 'kv', 'store.kvcache.io/role': 'master' } }, status: { conditions: [{ type: 'Ready', status: 'True' }] } });
+    await api.create({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'kv-master-0', namespace: 'ml', labels: { 'store.kvcache.io/cluster': 'kv', 'store.kvcache.io/role': 'master' } },
+      status: { conditions: [{ type: 'Ready', status: 'True' }] },
+    });
     await reconcileCluster(ctx, 'ml', 'kv');
     const status = async () => (await api.get<any>({ kind: 'StoreCluster', namespace: 'ml', name: 'kv' }))!.status;
     expect(await status()).toMatchObject({ objects: 10, hitRate: '-' }); // one scrape: no rate yet
@@ -72,10 +96,13 @@ describe('reconcileCluster', () => {
   });
 
   it('reports Ready with the leader and segment figures once masters are up, patching status only on change', async () => {
-    const detail = { total_segments: 2, segments: [
-      { segment_name: '10.0.0.5:12300', size_bytes: 2 ** 30, status: 'MOUNTED', allocator_capacity_bytes: 2 ** 30, allocator_used_bytes: 100 },
-      { segment_name: '10.0.0.6:12300', size_bytes: 2 ** 31, status: 'MOUNTED', allocator_capacity_bytes: 2 ** 31, allocator_used_bytes: 50 },
-    ] };
+    const detail = {
+      total_segments: 2,
+      segments: [
+        { segment_name: '10.0.0.5:12300', size_bytes: 2 ** 30, status: 'MOUNTED', allocator_capacity_bytes: 2 ** 30, allocator_used_bytes: 100 },
+        { segment_name: '10.0.0.6:12300', size_bytes: 2 ** 31, status: 'MOUNTED', allocator_capacity_bytes: 2 ** 31, allocator_used_bytes: 50 },
+      ],
+    };
     const { api, ctx, events } = setup(detail);
     await api.create(clusterObj({ master: { replicas: 2, haBackend: { type: 'k8s' } }, metadataServer: { type: 'p2p' } }));
     await reconcileCluster(ctx, 'ml', 'kv');
@@ -99,11 +126,20 @@ describe('reconcileCluster', () => {
     await api.create(clusterObj({}));
     await reconcileCluster(ctx, 'ml', 'kv');
     api.objects.get('StatefulSet/ml/kv-master').status = { observedGeneration: 1, replicas: 1, readyReplicas: 1, updatedReplicas: 1 };
-    await api.create({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'kv-master-0', namespace: 'ml', labels: { 'store.kvcache.io/cluster': 'kv', 'store.kvcache.io/role': 'master' } }, status: { conditions: [{ type: 'Ready', status: 'True' }] } });
+    await api.create({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'kv-master-0', namespace: 'ml', labels: { 'store.kvcache.io/cluster': 'kv', 'store.kvcache.io/role': 'master' } },
+      status: { conditions: [{ type: 'Ready', status: 'True' }] },
+    });
     await reconcileCluster(ctx, 'ml', 'kv');
     const st = (await api.get<any>({ kind: 'StoreCluster', namespace: 'ml', name: 'kv' }))!.status;
     expect(st.phase).toBe('Degraded');
-    expect(st.conditions.find((c: any) => c.type === 'Degraded')).toMatchObject({ status: 'True', reason: 'SegmentsUnavailable', message: 'cannot read segments from the master: connect ECONNREFUSED' });
+    expect(st.conditions.find((c: any) => c.type === 'Degraded')).toMatchObject({
+      status: 'True',
+      reason: 'SegmentsUnavailable',
+      message: 'cannot read segments from the master: connect ECONNREFUSED',
+    });
   });
 
   it('patches drifted objects and deletes the ones a smaller spec no longer wants', async () => {
@@ -113,10 +149,17 @@ describe('reconcileCluster', () => {
     await api.mergePatch({ kind: 'StoreCluster', namespace: 'ml', name: 'kv' }, { spec: { master: { replicas: 1, haBackend: null } } });
     api.writes = [];
     await reconcileCluster(ctx, 'ml', 'kv');
-    expect(api.writes).toEqual(expect.arrayContaining([
-      'patch ServiceAccount/ml/kv-master', 'patch ConfigMap/ml/kv-master-config', 'patch Service/ml/kv-master', 'patch StatefulSet/ml/kv-master',
-      'delete RoleBinding/ml/kv-master', 'delete Role/ml/kv-master', 'delete PodDisruptionBudget/ml/kv-master',
-    ]));
+    expect(api.writes).toEqual(
+      expect.arrayContaining([
+        'patch ServiceAccount/ml/kv-master',
+        'patch ConfigMap/ml/kv-master-config',
+        'patch Service/ml/kv-master',
+        'patch StatefulSet/ml/kv-master',
+        'delete RoleBinding/ml/kv-master',
+        'delete Role/ml/kv-master',
+        'delete PodDisruptionBudget/ml/kv-master',
+      ]),
+    );
     expect(api.objects.get('StatefulSet/ml/kv-master').spec.replicas).toBe(1);
     expect(JSON.parse(api.objects.get('ConfigMap/ml/kv-master-config').data['master.json']).enable_ha).toBeUndefined();
     // A single master sets no leader label: the RPC Service must stop requiring it.
@@ -170,11 +213,14 @@ describe('reconcileSegment', () => {
   });
 
   it('counts only the segments its own pods mounted', async () => {
-    const detail = { total_segments: 3, segments: [
-      { segment_name: 'a', te_endpoint: '10.1.0.1:12300', size_bytes: 4 * 2 ** 30, status: 'MOUNTED' },
-      { segment_name: 'b', te_endpoint: '10.1.0.2:12301', size_bytes: 4 * 2 ** 30, status: 'MOUNTED' },
-      { segment_name: 'c', te_endpoint: '10.9.9.9:12300', size_bytes: 2 ** 30, status: 'MOUNTED' },
-    ] };
+    const detail = {
+      total_segments: 3,
+      segments: [
+        { segment_name: 'a', te_endpoint: '10.1.0.1:12300', size_bytes: 4 * 2 ** 30, status: 'MOUNTED' },
+        { segment_name: 'b', te_endpoint: '10.1.0.2:12301', size_bytes: 4 * 2 ** 30, status: 'MOUNTED' },
+        { segment_name: 'c', te_endpoint: '10.9.9.9:12300', size_bytes: 2 ** 30, status: 'MOUNTED' },
+      ],
+    };
     const { api, ctx } = setup(detail);
     await api.create(clusterObj({}));
     await api.create(segObj);
@@ -207,8 +253,12 @@ describe('helpers', () => {
   });
 
   it('mergePatchFor removes extra keys of owned maps and dropped pod fields with null', () => {
-    expect(mergePatchFor({ spec: { selector: { a: '1' } } }, { spec: { selector: { a: '1', leader: 'true' }, clusterIP: '10.0.0.1' } })).toEqual({ spec: { selector: { a: '1', leader: null } } });
-    expect(mergePatchFor({ spec: { template: { spec: { containers: [] } } } }, { spec: { template: { spec: { containers: [], affinity: {} } } } })).toEqual({ spec: { template: { spec: { containers: [], affinity: null } } } });
+    expect(mergePatchFor({ spec: { selector: { a: '1' } } }, { spec: { selector: { a: '1', leader: 'true' }, clusterIP: '10.0.0.1' } })).toEqual({
+      spec: { selector: { a: '1', leader: null } },
+    });
+    expect(mergePatchFor({ spec: { template: { spec: { containers: [] } } } }, { spec: { template: { spec: { containers: [], affinity: {} } } } })).toEqual({
+      spec: { template: { spec: { containers: [], affinity: null } } },
+    });
   });
 
   it('setConditions keeps lastTransitionTime unless the status flips', () => {

@@ -32,11 +32,15 @@ export async function reconcileSegment(ctx: ReconcileContext, namespace: string,
       ...ss.status,
       phase: 'Failed',
       observedGeneration: generation,
-      conditions: setConditions(ss.status?.conditions, [
-        { type: 'Ready', status: 'False', reason: 'InvalidSpec', message, observedGeneration: generation },
-        { type: 'Progressing', status: 'False', reason: 'InvalidSpec', message, observedGeneration: generation },
-        { type: 'Degraded', status: 'True', reason: 'InvalidSpec', message, observedGeneration: generation },
-      ], ctx.wallNow()),
+      conditions: setConditions(
+        ss.status?.conditions,
+        [
+          { type: 'Ready', status: 'False', reason: 'InvalidSpec', message, observedGeneration: generation },
+          { type: 'Progressing', status: 'False', reason: 'InvalidSpec', message, observedGeneration: generation },
+          { type: 'Degraded', status: 'True', reason: 'InvalidSpec', message, observedGeneration: generation },
+        ],
+        ctx.wallNow(),
+      ),
     });
     ctx.events.warning(ss, 'InvalidSpec', message);
     throw new TerminalError(`StoreSegment ${namespace}/${name}: ${message}`);
@@ -57,7 +61,9 @@ export async function reconcileSegment(ctx: ReconcileContext, namespace: string,
   let totals: SegmentTotals | undefined;
   let totalsError: string | undefined;
   if (ctx.fetchSegments && (sts?.status?.readyReplicas ?? 0) > 0) {
-    const sel = Object.entries(segmentSelector(name)).map(([k, v]) => `${k}=${v}`).join(',');
+    const sel = Object.entries(segmentSelector(name))
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',');
     const pods = (await ctx.api.list<V1Pod>({ kind: 'Pod', namespace }, sel)).items;
     const hosts = new Set(pods.flatMap((p) => [p.status?.podIP, p.metadata?.name].filter((x): x is string => !!x)));
     try {

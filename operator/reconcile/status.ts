@@ -32,19 +32,34 @@ export function clusterStatus(prev: StoreClusterStatus | undefined, o: ClusterOb
   const g = o.generation;
   const conds: ConditionInput[] = [
     serving
-      ? { type: 'Ready', status: 'True', reason: 'LeaderServing', message: o.replicas === 1 ? 'the master is serving' : `master ${o.leader} leads and serves`, observedGeneration: g }
-      : { type: 'Ready', status: 'False', reason: ready ? 'NoLeader' : 'MastersNotReady', message: ready ? 'no master holds the leader label yet' : 'no master pod is ready yet', observedGeneration: g },
+      ? {
+          type: 'Ready',
+          status: 'True',
+          reason: 'LeaderServing',
+          message: o.replicas === 1 ? 'the master is serving' : `master ${o.leader} leads and serves`,
+          observedGeneration: g,
+        }
+      : {
+          type: 'Ready',
+          status: 'False',
+          reason: ready ? 'NoLeader' : 'MastersNotReady',
+          message: ready ? 'no master holds the leader label yet' : 'no master pod is ready yet',
+          observedGeneration: g,
+        },
     done
       ? { type: 'Progressing', status: 'False', reason: 'RolloutComplete', message: `${ready}/${o.replicas} masters ready`, observedGeneration: g }
       : { type: 'Progressing', status: 'True', reason: 'RollingOut', message: `${ready}/${o.replicas} masters ready`, observedGeneration: g },
   ];
-  if (o.totalsError) conds.push({ type: 'Degraded', status: 'True', reason: 'SegmentsUnavailable', message: `cannot read segments from the master: ${o.totalsError}`, observedGeneration: g });
+  if (o.totalsError)
+    conds.push({ type: 'Degraded', status: 'True', reason: 'SegmentsUnavailable', message: `cannot read segments from the master: ${o.totalsError}`, observedGeneration: g });
   else if (done && !serving) conds.push({ type: 'Degraded', status: 'True', reason: 'NoLeader', message: 'all masters are ready but none leads', observedGeneration: g });
-  else if (!done && serving && ready < o.replicas && prev?.phase === 'Ready') conds.push({ type: 'Degraded', status: 'True', reason: 'MastersMissing', message: `${ready}/${o.replicas} masters ready`, observedGeneration: g });
+  else if (!done && serving && ready < o.replicas && prev?.phase === 'Ready')
+    conds.push({ type: 'Degraded', status: 'True', reason: 'MastersMissing', message: `${ready}/${o.replicas} masters ready`, observedGeneration: g });
   else conds.push({ type: 'Degraded', status: 'False', reason: 'AsExpected', message: 'no fault observed', observedGeneration: g });
   const conditions = setConditions(prev?.conditions, conds, nowIso);
   const degraded = conds.some((c) => c.type === 'Degraded' && c.status === 'True');
-  const totals = o.totals ?? (prev ? { segments: prev.segments ?? 0, capacityBytes: prev.capacityBytes ?? 0, usedBytes: prev.usedBytes ?? 0 } : { segments: 0, capacityBytes: 0, usedBytes: 0 });
+  const totals =
+    o.totals ?? (prev ? { segments: prev.segments ?? 0, capacityBytes: prev.capacityBytes ?? 0, usedBytes: prev.usedBytes ?? 0 } : { segments: 0, capacityBytes: 0, usedBytes: 0 });
   return {
     phase: degraded ? 'Degraded' : serving && done ? 'Ready' : ready ? 'Progressing' : 'Pending',
     ...(o.leader ? { leader: o.leader } : {}),
@@ -84,8 +99,20 @@ export function segmentStatus(prev: StoreSegmentStatus | undefined, o: SegmentOb
     const allMounted = mounted === undefined || mounted >= o.replicas;
     conds.push(
       done && allMounted
-        ? { type: 'Ready', status: 'True', reason: 'SegmentsMounted', message: `${ready}/${o.replicas} store pods ready${mounted !== undefined ? `, ${mounted} segments mounted` : ''}`, observedGeneration: g }
-        : { type: 'Ready', status: 'False', reason: done ? 'SegmentsNotMounted' : 'PodsNotReady', message: `${ready}/${o.replicas} store pods ready${mounted !== undefined ? `, ${mounted} segments mounted` : ''}`, observedGeneration: g },
+        ? {
+            type: 'Ready',
+            status: 'True',
+            reason: 'SegmentsMounted',
+            message: `${ready}/${o.replicas} store pods ready${mounted !== undefined ? `, ${mounted} segments mounted` : ''}`,
+            observedGeneration: g,
+          }
+        : {
+            type: 'Ready',
+            status: 'False',
+            reason: done ? 'SegmentsNotMounted' : 'PodsNotReady',
+            message: `${ready}/${o.replicas} store pods ready${mounted !== undefined ? `, ${mounted} segments mounted` : ''}`,
+            observedGeneration: g,
+          },
       done
         ? { type: 'Progressing', status: 'False', reason: 'RolloutComplete', message: `${ready}/${o.replicas} store pods ready`, observedGeneration: g }
         : { type: 'Progressing', status: 'True', reason: 'RollingOut', message: `${ready}/${o.replicas} store pods ready`, observedGeneration: g },

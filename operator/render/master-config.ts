@@ -47,5 +47,8 @@ export function renderMasterConfigMap(sc: DefaultedStoreCluster): V1ConfigMap {
 
 /** Short content hash of the config, put on the pod template so a config change rolls the masters. */
 export function configHash(cm: V1ConfigMap): string {
-  return createHash('sha256').update(JSON.stringify(cm.data ?? {})).digest('hex').slice(0, 16);
+  return createHash('sha256')
+    .update(JSON.stringify(cm.data ?? {}))
+    .digest('hex')
+    .slice(0, 16);
 }

@@ -31,7 +31,10 @@ export function renderMasterServices(sc: DefaultedStoreCluster): V1Service[] {
       clusterIP: 'None',
       publishNotReadyAddresses: true,
       selector: masterSelector(name),
-      ports: [{ name: 'rpc', port: m.rpcPort, targetPort: 'rpc', protocol: 'TCP' }, { name: 'metrics', port: m.metricsPort, targetPort: 'metrics', protocol: 'TCP' }],
+      ports: [
+        { name: 'rpc', port: m.rpcPort, targetPort: 'rpc', protocol: 'TCP' },
+        { name: 'metrics', port: m.metricsPort, targetPort: 'metrics', protocol: 'TCP' },
+      ],
     }),
     svc(
       masterMetricsService(name),
@@ -40,7 +43,9 @@ export function renderMasterServices(sc: DefaultedStoreCluster): V1Service[] {
     ),
   ];
   if (md.type === 'http') {
-    out.push(svc(masterMetadataService(name), { type: 'ClusterIP', selector: servingSelector(sc), ports: [{ name: 'metadata', port: md.port, targetPort: 'metadata', protocol: 'TCP' }] }));
+    out.push(
+      svc(masterMetadataService(name), { type: 'ClusterIP', selector: servingSelector(sc), ports: [{ name: 'metadata', port: md.port, targetPort: 'metadata', protocol: 'TCP' }] }),
+    );
   }
   return out;
 }

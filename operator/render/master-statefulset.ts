@@ -38,9 +38,7 @@ export function renderMasterStatefulSet(sc: DefaultedStoreCluster): V1StatefulSe
     // A follower is alive but does not serve: only liveness checks the process; readiness on
     // /health matters for the single master, which always serves.
     livenessProbe: { tcpSocket: { port: 'metrics' }, initialDelaySeconds: 5, periodSeconds: 10, failureThreshold: 6 },
-    readinessProbe: ha
-      ? { tcpSocket: { port: 'rpc' }, periodSeconds: 5 }
-      : { httpGet: { path: '/health', port: 'metrics' }, periodSeconds: 5 },
+    readinessProbe: ha ? { tcpSocket: { port: 'rpc' }, periodSeconds: 5 } : { httpGet: { path: '/health', port: 'metrics' }, periodSeconds: 5 },
     volumeMounts: [{ name: 'config', mountPath: MASTER_CONFIG_PATH.replace(/\/[^/]+$/, ''), readOnly: true }],
     ...(m.resources ? { resources: containerResources(m.resources) } : {}),
     securityContext: restrictedContainer(),
@@ -64,7 +62,15 @@ export function renderMasterStatefulSet(sc: DefaultedStoreCluster): V1StatefulSe
           ...(m.nodeSelector ? { nodeSelector: m.nodeSelector } : {}),
           ...(m.tolerations ? { tolerations: m.tolerations } : {}),
           ...(ha
-            ? { affinity: { podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: masterSelector(name) } } }] } } }
+            ? {
+                affinity: {
+                  podAntiAffinity: {
+                    preferredDuringSchedulingIgnoredDuringExecution: [
+                      { weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: masterSelector(name) } } },
+                    ],
+                  },
+                },
+              }
             : {}),
           securityContext: restrictedPod(),
         },

@@ -9,7 +9,12 @@ import { renderCluster, renderSegment } from './render.js';
 
 const cluster = (spec = {}) => defaultStoreCluster({ apiVersion: 'store.kvcache.io/v1alpha1', kind: 'StoreCluster', metadata: { name: 'kv', namespace: 'ml', uid: 'u' }, spec });
 const segment = (memory: object) =>
-  defaultStoreSegment({ apiVersion: 'store.kvcache.io/v1alpha1', kind: 'StoreSegment', metadata: { name: 'pool', namespace: 'ml', uid: 's' }, spec: { cluster: 'kv', size: '4Gi', memory } });
+  defaultStoreSegment({
+    apiVersion: 'store.kvcache.io/v1alpha1',
+    kind: 'StoreSegment',
+    metadata: { name: 'pool', namespace: 'ml', uid: 's' },
+    spec: { cluster: 'kv', size: '4Gi', memory },
+  });
 const podSpecs = (objs: { kind?: string }[]) => objs.filter((o) => o.kind === 'StatefulSet').map((o) => (o as V1StatefulSet).spec!.template.spec!);
 
 describe('pod security', () => {

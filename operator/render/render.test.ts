@@ -6,9 +6,17 @@ import { renderCluster, renderSegment } from './render.js';
 import { masterFlags } from './master-config.js';
 
 const cluster = (spec: StoreCluster['spec'], uid?: string) =>
-  defaultStoreCluster({ apiVersion: 'store.kvcache.io/v1alpha1', kind: 'StoreCluster', metadata: { name: 'kv', namespace: 'ml', ...(uid ? { uid } : {}) }, spec }, { image: 'store:2', namespace: 'default' });
+  defaultStoreCluster(
+    { apiVersion: 'store.kvcache.io/v1alpha1', kind: 'StoreCluster', metadata: { name: 'kv', namespace: 'ml', ...(uid ? { uid } : {}) }, spec },
+    { image: 'store:2', namespace: 'default' },
+  );
 const segment = (spec: Partial<StoreSegment['spec']>) =>
-  defaultStoreSegment({ apiVersion: 'store.kvcache.io/v1alpha1', kind: 'StoreSegment', metadata: { name: 'pool', namespace: 'ml', uid: 'seg-uid' }, spec: { cluster: 'kv', size: '8Gi', ...spec } });
+  defaultStoreSegment({
+    apiVersion: 'store.kvcache.io/v1alpha1',
+    kind: 'StoreSegment',
+    metadata: { name: 'pool', namespace: 'ml', uid: 'seg-uid' },
+    spec: { cluster: 'kv', size: '8Gi', ...spec },
+  });
 const ha = cluster({ master: { replicas: 3, haBackend: { type: 'k8s' } }, metadataServer: { type: 'p2p' } }, 'uid-1');
 const single = cluster({});
 
@@ -22,8 +30,15 @@ describe('renderCluster', () => {
   it('renders the HA set: SA, Role, RoleBinding, ConfigMap, 3 Services, PDB, StatefulSet, NetworkPolicy; nothing absent but the metadata Service', () => {
     const r = renderCluster(ha);
     expect(r.desired.map((o) => `${o.kind}/${o.metadata?.name}`)).toEqual([
-      'ServiceAccount/kv-master', 'Role/kv-master', 'RoleBinding/kv-master', 'ConfigMap/kv-master-config',
-      'Service/kv-master', 'Service/kv-master-headless', 'Service/kv-master-metrics', 'PodDisruptionBudget/kv-master', 'StatefulSet/kv-master',
+      'ServiceAccount/kv-master',
+      'Role/kv-master',
+      'RoleBinding/kv-master',
+      'ConfigMap/kv-master-config',
+      'Service/kv-master',
+      'Service/kv-master-headless',
+      'Service/kv-master-metrics',
+      'PodDisruptionBudget/kv-master',
+      'StatefulSet/kv-master',
       'NetworkPolicy/kv-master',
     ]);
     expect(r.absent).toEqual([{ apiVersion: 'v1', kind: 'Service', namespace: 'ml', name: 'kv-master-metadata' }]);
@@ -32,13 +47,23 @@ describe('renderCluster', () => {
   it('owns every object through a controller reference when the CR exists', () => {
     for (const o of renderCluster(ha).desired) {
       expect(o.metadata?.namespace).toBe('ml');
-      expect(o.metadata?.ownerReferences).toEqual([{ apiVersion: 'store.kvcache.io/v1alpha1', kind: 'StoreCluster', name: 'kv', uid: 'uid-1', controller: true, blockOwnerDeletion: true }]);
+      expect(o.metadata?.ownerReferences).toEqual([
+        { apiVersion: 'store.kvcache.io/v1alpha1', kind: 'StoreCluster', name: 'kv', uid: 'uid-1', controller: true, blockOwnerDeletion: true },
+      ]);
     }
     expect(renderCluster(single).desired[0].metadata?.ownerReferences).toBeUndefined();
   });
 
   it('turns on k8s HA when replicas > 1, with the Lease named in the config', () => {
-    expect(masterFlags(ha)).toMatchObject({ enable_ha: true, ha_backend_type: 'k8s', ha_backend_connstring: 'ml/kv-master-leader', enable_http_metadata_server: false, rpc_port: 50051, metrics_port: 9003, cluster_id: 'kv' });
+    expect(masterFlags(ha)).toMatchObject({
+      enable_ha: true,
+      ha_backend_type: 'k8s',
+      ha_backend_connstring: 'ml/kv-master-leader',
+      enable_http_metadata_server: false,
+      rpc_port: 50051,
+      metrics_port: 9003,
+      cluster_id: 'kv',
+    });
     const cm = find<V1ConfigMap>(renderCluster(ha).desired, 'ConfigMap', 'kv-master-config');
     expect(JSON.parse(cm.data!['master.json'])).toEqual(masterFlags(ha));
     expect(masterFlags(single).enable_ha).toBeUndefined();
@@ -46,8 +71,15 @@ describe('renderCluster', () => {
   });
 
   it('passes etcd and redis HA backends their connection strings and extra flags verbatim', () => {
-    expect(masterFlags(cluster({ master: { replicas: 2, haBackend: { type: 'etcd', connstring: 'e1:2379;e2:2379' } }, metadataServer: { type: 'p2p' } }))).toMatchObject({ ha_backend_type: 'etcd', etcd_endpoints: 'e1:2379;e2:2379' });
-    expect(masterFlags(cluster({ master: { replicas: 2, haBackend: { type: 'redis', connstring: 'redis://r:6379' }, extraFlags: { enable_snapshot: 'true' } }, metadataServer: { type: 'p2p' } }))).toMatchObject({ ha_backend_type: 'redis', ha_backend_connstring: 'redis://r:6379', enable_snapshot: 'true' });
+    expect(masterFlags(cluster({ master: { replicas: 2, haBackend: { type: 'etcd', connstring: 'e1:2379;e2:2379' } }, metadataServer: { type: 'p2p' } }))).toMatchObject({
+      ha_backend_type: 'etcd',
+      etcd_endpoints: 'e1:2379;e2:2379',
+    });
+    expect(
+      masterFlags(
+        cluster({ master: { replicas: 2, haBackend: { type: 'redis', connstring: 'redis://r:6379' }, extraFlags: { enable_snapshot: 'true' } }, metadataServer: { type: 'p2p' } }),
+      ),
+    ).toMatchObject({ ha_backend_type: 'redis', ha_backend_connstring: 'redis://r:6379', enable_snapshot: 'true' });
   });
 
   it('routes RPC and metrics to the leader label only when masters elect one', () => {
@@ -101,7 +133,8 @@ describe('renderCluster', () => {
   });
 
   it('rolls the masters when the config changes, not otherwise', () => {
-    const hash = (sc: typeof ha) => find<V1StatefulSet>(renderCluster(sc).desired, 'StatefulSet', 'kv-master').spec!.template.metadata!.annotations!['store.kvcache.io/config-hash'];
+    const hash = (sc: typeof ha) =>
+      find<V1StatefulSet>(renderCluster(sc).desired, 'StatefulSet', 'kv-master').spec!.template.metadata!.annotations!['store.kvcache.io/config-hash'];
     expect(hash(ha)).toBe(hash(cluster({ master: { replicas: 3, haBackend: { type: 'k8s' } }, metadataServer: { type: 'p2p' } }, 'uid-1')));
     expect(hash(ha)).not.toBe(hash(cluster({ master: { replicas: 3, haBackend: { type: 'k8s' }, clientTtl: '20s' }, metadataServer: { type: 'p2p' } }, 'uid-1')));
   });
@@ -121,11 +154,28 @@ describe('NetworkPolicies', () => {
     expect(master.spec).toEqual({
       podSelector: { matchLabels: { 'store.kvcache.io/cluster': 'kv', 'store.kvcache.io/role': 'master' } },
       policyTypes: ['Ingress'],
-      ingress: [{ from: members, ports: [{ port: 50051, protocol: 'TCP' }, { port: 9003, protocol: 'TCP' }, { port: 8080, protocol: 'TCP' }] }],
+      ingress: [
+        {
+          from: members,
+          ports: [
+            { port: 50051, protocol: 'TCP' },
+            { port: 9003, protocol: 'TCP' },
+            { port: 8080, protocol: 'TCP' },
+          ],
+        },
+      ],
     });
     const store = find<any>(renderSegment(segment({}), single).desired, 'NetworkPolicy', 'pool-store');
     expect(store.spec.podSelector).toEqual({ matchLabels: { 'store.kvcache.io/segment': 'pool', 'store.kvcache.io/role': 'store' } });
-    expect(store.spec.ingress).toEqual([{ from: members, ports: [{ port: 8080, protocol: 'TCP' }, { port: 12300, protocol: 'TCP' }] }]);
+    expect(store.spec.ingress).toEqual([
+      {
+        from: members,
+        ports: [
+          { port: 8080, protocol: 'TCP' },
+          { port: 12300, protocol: 'TCP' },
+        ],
+      },
+    ]);
   });
 });
 
@@ -168,11 +218,17 @@ describe('renderSegment', () => {
   });
 
   it('hugepage: hugepages-* resources (requests = limits), a HugePages emptyDir and the env that enables them', () => {
-    const spec = sts(segment({ size: '4Gi', memory: { kind: 'hugepage', hugePageSize: '1Gi' }, nodeSelector: { big: 'yes' }, tolerations: [{ key: 'big', operator: 'Exists' }] })).spec!.template.spec!;
+    const spec = sts(segment({ size: '4Gi', memory: { kind: 'hugepage', hugePageSize: '1Gi' }, nodeSelector: { big: 'yes' }, tolerations: [{ key: 'big', operator: 'Exists' }] }))
+      .spec!.template.spec!;
     const c = spec.containers[0];
     expect(c.resources).toEqual({ requests: { 'hugepages-1Gi': '4Gi', memory: '512Mi' }, limits: { 'hugepages-1Gi': '4Gi', memory: '512Mi' } });
     expect(spec.volumes).toContainEqual({ name: 'segment', emptyDir: { medium: 'HugePages-1Gi' } });
-    expect(c.env).toEqual(expect.arrayContaining([{ name: 'MC_STORE_USE_HUGEPAGE', value: '1' }, { name: 'MC_STORE_HUGEPAGE_SIZE', value: '1GB' }]));
+    expect(c.env).toEqual(
+      expect.arrayContaining([
+        { name: 'MC_STORE_USE_HUGEPAGE', value: '1' },
+        { name: 'MC_STORE_HUGEPAGE_SIZE', value: '1GB' },
+      ]),
+    );
     expect(spec.nodeSelector).toEqual({ big: 'yes' });
     expect(spec.tolerations).toEqual([{ key: 'big', operator: 'Exists' }]);
   });
@@ -181,7 +237,12 @@ describe('renderSegment', () => {
     const spec = sts(segment({ memory: { kind: 'dax', devicePath: '/dev/dax1.0' } })).spec!.template.spec!;
     expect(spec.volumes).toContainEqual({ name: 'segment', hostPath: { path: '/dev/dax1.0', type: 'CharDevice' } });
     expect(spec.containers[0].securityContext).toEqual({ privileged: true });
-    expect(spec.containers[0].env).toEqual(expect.arrayContaining([{ name: 'MC_CXL_DEV_PATH', value: '/dev/dax1.0' }, { name: 'MC_CXL_DEV_SIZE', value: String(8 * 2 ** 30) }]));
+    expect(spec.containers[0].env).toEqual(
+      expect.arrayContaining([
+        { name: 'MC_CXL_DEV_PATH', value: '/dev/dax1.0' },
+        { name: 'MC_CXL_DEV_SIZE', value: String(8 * 2 ** 30) },
+      ]),
+    );
   });
 
   it('adds user resources (cpu) without overriding the memory the segment needs', () => {

@@ -32,10 +32,11 @@ export function renderCluster(sc: DefaultedStoreCluster): Rendered {
   const absent: ObjectRef[] = [];
   const rbac = renderMasterRbac(sc);
   if (rbac) desired.push(...rbac);
-  else absent.push(
-    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', namespace: ns, name: masterName(name) },
-    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', namespace: ns, name: masterName(name) },
-  );
+  else
+    absent.push(
+      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', namespace: ns, name: masterName(name) },
+      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', namespace: ns, name: masterName(name) },
+    );
   desired.push(renderMasterConfigMap(sc), ...renderMasterServices(sc));
   if (sc.spec.metadataServer.type !== 'http') absent.push({ apiVersion: 'v1', kind: 'Service', namespace: ns, name: masterMetadataService(name) });
   const pdb = renderMasterPdb(sc);

@@ -72,7 +72,10 @@ function memoryLayout(ss: DefaultedStoreSegment): MemoryLayout {
       return {
         volumes: [{ name: 'segment', emptyDir: { medium: `HugePages-${page}` } }],
         mounts: [{ name: 'segment', mountPath: '/dev/hugepages' }],
-        env: [{ name: 'MC_STORE_USE_HUGEPAGE', value: '1' }, { name: 'MC_STORE_HUGEPAGE_SIZE', value: page === '1Gi' ? '1GB' : '2MB' }],
+        env: [
+          { name: 'MC_STORE_USE_HUGEPAGE', value: '1' },
+          { name: 'MC_STORE_HUGEPAGE_SIZE', value: page === '1Gi' ? '1GB' : '2MB' },
+        ],
         // Huge pages must have requests == limits, and need a memory or cpu request beside them.
         resources: { requests: { [`hugepages-${page}`]: formatQuantity(bytes), memory: mem }, limits: { [`hugepages-${page}`]: formatQuantity(bytes), memory: mem } },
         privileged: false,
@@ -84,7 +87,10 @@ function memoryLayout(ss: DefaultedStoreSegment): MemoryLayout {
       return {
         volumes: [{ name: 'segment', hostPath: { path, type: 'CharDevice' } }],
         mounts: [{ name: 'segment', mountPath: path }],
-        env: [{ name: 'MC_CXL_DEV_PATH', value: path }, { name: 'MC_CXL_DEV_SIZE', value: String(bytes) }],
+        env: [
+          { name: 'MC_CXL_DEV_PATH', value: path },
+          { name: 'MC_CXL_DEV_SIZE', value: String(bytes) },
+        ],
         resources: { requests: { memory: mem }, limits: { memory: mem } },
         // A character device from the host is only usable with device cgroup access.
         privileged: true,
@@ -105,7 +111,12 @@ export function renderSegmentService(ss: DefaultedStoreSegment): V1Service {
     apiVersion: 'v1',
     kind: 'Service',
     metadata: objectMeta({ kind: 'StoreSegment', metadata: ss.metadata }, segmentName(ss.metadata.name), labels(ss)),
-    spec: { clusterIP: 'None', publishNotReadyAddresses: true, selector: segmentSelector(ss.metadata.name), ports: [{ name: 'http', port: ss.spec.httpPort, targetPort: 'http', protocol: 'TCP' }] },
+    spec: {
+      clusterIP: 'None',
+      publishNotReadyAddresses: true,
+      selector: segmentSelector(ss.metadata.name),
+      ports: [{ name: 'http', port: ss.spec.httpPort, targetPort: 'http', protocol: 'TCP' }],
+    },
   };
 }
 

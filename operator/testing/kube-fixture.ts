@@ -19,7 +19,11 @@ export async function startKubeFixture(namespace: string, opts: KubeApiServerOpt
   const kc = new KubeConfig();
   kc.loadFromString(kubeconfigYaml(server.url, namespace));
   const call = async (method: string, path: string, body?: unknown, contentType = 'application/json') => {
-    const res = await fetch(server.url + path, { method, headers: body === undefined ? {} : { 'Content-Type': contentType }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await fetch(server.url + path, {
+      method,
+      headers: body === undefined ? {} : { 'Content-Type': contentType },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     return { status: res.status, body: await res.json() };
   };
   const dir = new URL('../../crds/', import.meta.url);

@@ -14,14 +14,21 @@ export class MemoryApi implements KubeApi {
   writes: string[] = [];
   private rv = 0;
   private uid = 0;
-  private key(r: Ref) { return `${r.kind}/${r.namespace ?? ''}/${r.name}`; }
+  private key(r: Ref) {
+    return `${r.kind}/${r.namespace ?? ''}/${r.name}`;
+  }
   async get<T extends KubernetesObject>(r: Ref): Promise<T | undefined> {
     const o = this.objects.get(this.key(r));
     return o && structuredClone(o);
   }
   async list<T extends KubernetesObject>(r: Ref, sel?: string): Promise<ListResult<T>> {
-    const want = (sel ?? '').split(',').filter(Boolean).map((s) => s.split('='));
-    const items = [...this.objects.values()].filter((o) => o.kind === r.kind && (!r.namespace || o.metadata.namespace === r.namespace) && want.every(([k, v]) => o.metadata.labels?.[k] === v));
+    const want = (sel ?? '')
+      .split(',')
+      .filter(Boolean)
+      .map((s) => s.split('='));
+    const items = [...this.objects.values()].filter(
+      (o) => o.kind === r.kind && (!r.namespace || o.metadata.namespace === r.namespace) && want.every(([k, v]) => o.metadata.labels?.[k] === v),
+    );
     return { items: structuredClone(items), resourceVersion: String(this.rv) };
   }
   async create<T extends KubernetesObject>(obj: T): Promise<T> {

@@ -18,7 +18,12 @@ describe('webhook certificates', () => {
     expect(leaf.verify(ca.publicKey)).toBe(true);
     expect(leaf.checkIssued(ca)).toBe(true);
     for (const n of names) expect(leaf.subjectAltName).toContain(`DNS:${n}`);
-    expect(names).toEqual(['store-operator-webhook', 'store-operator-webhook.store-system', 'store-operator-webhook.store-system.svc', 'store-operator-webhook.store-system.svc.cluster.local']);
+    expect(names).toEqual([
+      'store-operator-webhook',
+      'store-operator-webhook.store-system',
+      'store-operator-webhook.store-system.svc',
+      'store-operator-webhook.store-system.svc.cluster.local',
+    ]);
   });
 
   it('rotates in the last third of the lifetime, when names change, or when unreadable', () => {
@@ -40,18 +45,25 @@ describe('WebhookServer', () => {
   let server: WebhookServer;
   let port: number;
   beforeAll(async () => {
-    server = new WebhookServer({ cert: certs.tlsCert, key: certs.tlsKey }, () => cluster, () => {});
+    server = new WebhookServer(
+      { cert: certs.tlsCert, key: certs.tlsKey },
+      () => cluster,
+      () => {},
+    );
     port = await server.listen(0, '127.0.0.1');
   });
   afterAll(() => server.close());
 
   function post(path: string, body: string): Promise<{ status: number; json: any }> {
     return new Promise((resolve, reject) => {
-      const req = https.request({ host: '127.0.0.1', port, path, method: 'POST', ca: certs.caCert, servername: names[2], headers: { 'Content-Type': 'application/json' } }, (res) => {
-        let text = '';
-        res.on('data', (c) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode!, json: JSON.parse(text) }));
-      });
+      const req = https.request(
+        { host: '127.0.0.1', port, path, method: 'POST', ca: certs.caCert, servername: names[2], headers: { 'Content-Type': 'application/json' } },
+        (res) => {
+          let text = '';
+          res.on('data', (c) => (text += c));
+          res.on('end', () => resolve({ status: res.statusCode!, json: JSON.parse(text) }));
+        },
+      );
       req.on('error', reject);
       req.end(body);
     });
@@ -59,7 +71,10 @@ describe('WebhookServer', () => {
 
   it('answers an AdmissionReview v1 with a base64 JSON patch over TLS the CA verifies', async () => {
     const pod = { metadata: { name: 'p', annotations: { 'store.kvcache.io/inject': 'true' } }, spec: { containers: [{ name: 'c', image: 'i' }] } };
-    const { status, json } = await post('/mutate-pods', JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { uid: 'abc', namespace: 'ml', operation: 'CREATE', object: pod } }));
+    const { status, json } = await post(
+      '/mutate-pods',
+      JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { uid: 'abc', namespace: 'ml', operation: 'CREATE', object: pod } }),
+    );
     expect(status).toBe(200);
     expect(json.apiVersion).toBe('admission.k8s.io/v1');
     expect(json.kind).toBe('AdmissionReview');

@@ -6,10 +6,15 @@ import { review, mutatePod, type ClusterLookup } from './admission.js';
 import { applyPatch, type PatchOp } from './json-patch.js';
 import { injectSidecar, injectionSettings, InjectionError, parseInjectAnnotations } from './inject.js';
 
-const cluster = defaultStoreCluster({
-  apiVersion: 'store.kvcache.io/v1alpha1', kind: 'StoreCluster', metadata: { name: 'kvcache', namespace: 'ml' },
-  spec: { master: { replicas: 3, haBackend: { type: 'k8s' } }, metadataServer: { type: 'p2p' }, sidecar: { globalSegmentSize: '8Gi', localBufferSize: '1Gi' } },
-}, { image: 'store:2', namespace: 'default' });
+const cluster = defaultStoreCluster(
+  {
+    apiVersion: 'store.kvcache.io/v1alpha1',
+    kind: 'StoreCluster',
+    metadata: { name: 'kvcache', namespace: 'ml' },
+    spec: { master: { replicas: 3, haBackend: { type: 'k8s' } }, metadataServer: { type: 'p2p' }, sidecar: { globalSegmentSize: '8Gi', localBufferSize: '1Gi' } },
+  },
+  { image: 'store:2', namespace: 'default' },
+);
 const lookup: ClusterLookup = (ns, name) => (ns === 'ml' && (name === undefined || name === 'kvcache') ? cluster : `StoreCluster ${ns}/${name ?? '?'} not found`);
 
 function vllmPod(annotations: Record<string, string> = { 'store.kvcache.io/inject': 'true' }): V1Pod {
@@ -20,7 +25,13 @@ function vllmPod(annotations: Record<string, string> = { 'store.kvcache.io/injec
     spec: {
       initContainers: [{ name: 'fetch-model', image: 'busybox', command: ['sh', '-c', 'true'] }],
       containers: [
-        { name: 'engine', image: 'vllm/vllm-openai:v0.8', ports: [{ containerPort: 8000 }], env: [{ name: 'STORE_SHM_DIR', value: '/custom' }], volumeMounts: [{ name: 'models', mountPath: '/models' }] },
+        {
+          name: 'engine',
+          image: 'vllm/vllm-openai:v0.8',
+          ports: [{ containerPort: 8000 }],
+          env: [{ name: 'STORE_SHM_DIR', value: '/custom' }],
+          volumeMounts: [{ name: 'models', mountPath: '/models' }],
+        },
         { name: 'metrics', image: 'exporter:1' },
       ],
       volumes: [{ name: 'models', persistentVolumeClaim: { claimName: 'models' } }],
@@ -30,7 +41,14 @@ function vllmPod(annotations: Record<string, string> = { 'store.kvcache.io/injec
 }
 
 function admit(pod: V1Pod) {
-  const out = review({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { uid: 'u-1', kind: { group: '', version: 'v1', kind: 'Pod' }, namespace: 'ml', operation: 'CREATE', object: pod } }, lookup);
+  const out = review(
+    {
+      apiVersion: 'admission.k8s.io/v1',
+      kind: 'AdmissionReview',
+      request: { uid: 'u-1', kind: { group: '', version: 'v1', kind: 'Pod' }, namespace: 'ml', operation: 'CREATE', object: pod },
+    },
+    lookup,
+  );
   return out.response!;
 }
 
@@ -46,8 +64,14 @@ describe('webhook injection', () => {
     expect(got.spec!.initContainers![0].name).toBe('fetch-model');
     expect(sidecar).toMatchObject({ name: 'store-sidecar', image: 'store:2', restartPolicy: 'Always', command: ['store_service'] });
     expect(sidecar.args).toEqual([
-      '--host=0.0.0.0', '--port=8080', '--rpc_port=50052', '--local_hostname=$(POD_IP):12300', '--metadata_server=P2PHANDSHAKE',
-      '--master_server=kvcache-master.ml.svc:50051', `--global_segment_size=${8 * 2 ** 30}`, '--protocol=tcp',
+      '--host=0.0.0.0',
+      '--port=8080',
+      '--rpc_port=50052',
+      '--local_hostname=$(POD_IP):12300',
+      '--metadata_server=P2PHANDSHAKE',
+      '--master_server=kvcache-master.ml.svc:50051',
+      `--global_segment_size=${8 * 2 ** 30}`,
+      '--protocol=tcp',
     ]);
     expect(sidecar.startupProbe?.httpGet).toEqual({ path: '/health', port: 'store-http' });
     // an 8 GiB segment is pre-faulted before /health answers: 30 s + 2 s per GiB
@@ -55,7 +79,10 @@ describe('webhook injection', () => {
     expect(sidecar.resources).toEqual({ requests: { cpu: '500m', memory: '8448Mi' }, limits: { memory: '8448Mi' } });
     expect(sidecar.volumeMounts).toEqual([{ name: 'store-shm', mountPath: '/store-shm' }]);
 
-    expect(got.spec!.volumes).toEqual([{ name: 'models', persistentVolumeClaim: { claimName: 'models' } }, { name: 'store-shm', emptyDir: { medium: 'Memory', sizeLimit: '1Gi' } }]);
+    expect(got.spec!.volumes).toEqual([
+      { name: 'models', persistentVolumeClaim: { claimName: 'models' } },
+      { name: 'store-shm', emptyDir: { medium: 'Memory', sizeLimit: '1Gi' } },
+    ]);
     for (const c of got.spec!.containers) expect(c.volumeMounts).toContainEqual({ name: 'store-shm', mountPath: '/store-shm' });
     const engine = got.spec!.containers[0];
     expect(engine.volumeMounts![0]).toEqual({ name: 'models', mountPath: '/models' });
@@ -73,8 +100,15 @@ describe('webhook injection', () => {
     // the member label admits the pod through the cluster's NetworkPolicies; the pod's own labels stay
     expect(got.metadata!.labels).toEqual({ app: 'llm', 'store.kvcache.io/cluster': 'kvcache' });
     // Nothing else changed.
-    expect({ ...got, spec: { ...got.spec, initContainers: undefined, containers: undefined, volumes: undefined }, metadata: { ...got.metadata, annotations: undefined, labels: undefined } })
-      .toEqual({ ...pod, spec: { ...pod.spec, initContainers: undefined, containers: undefined, volumes: undefined }, metadata: { ...pod.metadata, annotations: undefined, labels: undefined } });
+    expect({
+      ...got,
+      spec: { ...got.spec, initContainers: undefined, containers: undefined, volumes: undefined },
+      metadata: { ...got.metadata, annotations: undefined, labels: undefined },
+    }).toEqual({
+      ...pod,
+      spec: { ...pod.spec, initContainers: undefined, containers: undefined, volumes: undefined },
+      metadata: { ...pod.metadata, annotations: undefined, labels: undefined },
+    });
     // The patch is exactly the before/after difference of the pure injection.
     expect(got).toEqual(injectSidecar(pod, injectionSettings(cluster)));
   });
@@ -99,7 +133,13 @@ describe('webhook injection', () => {
   });
 
   it('applies annotation overrides of sizes, protocol and cluster', () => {
-    const pod = vllmPod({ 'store.kvcache.io/inject': 'true', 'store.kvcache.io/cluster': 'ml/kvcache', 'store.kvcache.io/global-segment-size': '16Gi', 'store.kvcache.io/local-buffer-size': '2Gi', 'store.kvcache.io/protocol': 'rdma' });
+    const pod = vllmPod({
+      'store.kvcache.io/inject': 'true',
+      'store.kvcache.io/cluster': 'ml/kvcache',
+      'store.kvcache.io/global-segment-size': '16Gi',
+      'store.kvcache.io/local-buffer-size': '2Gi',
+      'store.kvcache.io/protocol': 'rdma',
+    });
     const got = applyPatch(pod, mutatePod(pod, 'other', lookup).patch);
     const sidecar = got.spec!.initContainers![1];
     expect(sidecar.args).toContain(`--global_segment_size=${16 * 2 ** 30}`);
@@ -108,15 +148,26 @@ describe('webhook injection', () => {
   });
 
   it('denies nonsense annotations with every reason in one readable message', () => {
-    const res = admit(vllmPod({ 'store.kvcache.io/inject': 'true', 'store.kvcache.io/global-segment-size': 'huge', 'store.kvcache.io/local-buffer-size': '10', 'store.kvcache.io/protocol': 'udp', 'store.kvcache.io/cluster': 'a/b/c' }));
+    const res = admit(
+      vllmPod({
+        'store.kvcache.io/inject': 'true',
+        'store.kvcache.io/global-segment-size': 'huge',
+        'store.kvcache.io/local-buffer-size': '10',
+        'store.kvcache.io/protocol': 'udp',
+        'store.kvcache.io/cluster': 'a/b/c',
+      }),
+    );
     expect(res.allowed).toBe(false);
     expect(res.status?.code).toBe(400);
-    expect(res.status?.message).toBe('store sidecar injection into ml/llm- refused: ' + [
-      'store.kvcache.io/cluster: "a/b/c" must be a StoreCluster name or namespace/name',
-      'store.kvcache.io/global-segment-size: invalid byte quantity "huge": expected e.g. 4Gi, 512Mi, 64G or 4GB',
-      'store.kvcache.io/local-buffer-size: "10" must be at least 1Mi',
-      'store.kvcache.io/protocol: "udp" must be tcp or rdma',
-    ].join('; '));
+    expect(res.status?.message).toBe(
+      'store sidecar injection into ml/llm- refused: ' +
+        [
+          'store.kvcache.io/cluster: "a/b/c" must be a StoreCluster name or namespace/name',
+          'store.kvcache.io/global-segment-size: invalid byte quantity "huge": expected e.g. 4Gi, 512Mi, 64G or 4GB',
+          'store.kvcache.io/local-buffer-size: "10" must be at least 1Mi',
+          'store.kvcache.io/protocol: "udp" must be tcp or rdma',
+        ].join('; '),
+    );
   });
 
   it('denies an inject value that is neither true nor false, and an unknown cluster', () => {
@@ -136,14 +187,18 @@ describe('webhook injection', () => {
 
   it('ignores other kinds and operations, and rejects a review without a uid', () => {
     const base = { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' };
-    expect(review({ ...base, request: { uid: 'x', kind: { group: 'apps', version: 'v1', kind: 'Deployment' }, object: {} } }, lookup).response).toEqual({ uid: 'x', allowed: true });
+    expect(review({ ...base, request: { uid: 'x', kind: { group: 'apps', version: 'v1', kind: 'Deployment' }, object: {} } }, lookup).response).toEqual({
+      uid: 'x',
+      allowed: true,
+    });
     expect(review({ ...base, request: { uid: 'x', operation: 'UPDATE', object: vllmPod() } }, lookup).response).toEqual({ uid: 'x', allowed: true });
     expect(review({ ...base, request: { uid: '' } }, lookup).response?.allowed).toBe(false);
   });
 
   it('parses annotations into a request', () => {
     expect(parseInjectAnnotations({ 'store.kvcache.io/inject': 'true', 'store.kvcache.io/cluster': 'kv' })).toEqual({
-      request: { inject: true, cluster: { name: 'kv' }, globalSegmentSize: undefined, localBufferSize: undefined }, errors: [],
+      request: { inject: true, cluster: { name: 'kv' }, globalSegmentSize: undefined, localBufferSize: undefined },
+      errors: [],
     });
   });
 });

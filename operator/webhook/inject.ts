@@ -187,8 +187,12 @@ export function injectSidecar(pod: V1Pod, s: InjectionSettings): V1Pod {
     for (const p of c.ports ?? []) usedPorts.add(p.containerPort);
     if ((c.volumeMounts ?? []).some((m) => m.mountPath === SHM_MOUNT_PATH)) errors.push(`container "${c.name}": already mounts something at ${SHM_MOUNT_PATH}`);
   }
-  for (const [what, port] of [['HTTP', s.httpPort], ['RPC', s.rpcPort]] as const) {
-    if (usedPorts.has(port)) errors.push(`the sidecar's ${what} port ${port} is already a containerPort of the pod; set spec.sidecar.${what === 'HTTP' ? 'httpPort' : 'rpcPort'} of the StoreCluster`);
+  for (const [what, port] of [
+    ['HTTP', s.httpPort],
+    ['RPC', s.rpcPort],
+  ] as const) {
+    if (usedPorts.has(port))
+      errors.push(`the sidecar's ${what} port ${port} is already a containerPort of the pod; set spec.sidecar.${what === 'HTTP' ? 'httpPort' : 'rpcPort'} of the StoreCluster`);
   }
   if (usedPorts.has(TRANSFER_PORT)) errors.push(`the sidecar's transfer engine port ${TRANSFER_PORT} is already a containerPort of the pod`);
   if (s.localBufferSize <= 0) errors.push(`${Annotations.localBufferSize}: the dummy client needs a shared region larger than 0`);

@@ -38,9 +38,12 @@ describe('diff', () => {
   })).value as fc.Arbitrary<Json>;
 
   it('applyPatch(a, diff(a, b)) equals b for any two JSON objects', () => {
-    fc.assert(fc.property(fc.dictionary(fc.string({ maxLength: 4 }), json, { maxKeys: 5 }), fc.dictionary(fc.string({ maxLength: 4 }), json, { maxKeys: 5 }), (a, b) => {
-      expect(applyPatch(a, diff(a, b))).toEqual(b);
-    }), { numRuns: 300 });
+    fc.assert(
+      fc.property(fc.dictionary(fc.string({ maxLength: 4 }), json, { maxKeys: 5 }), fc.dictionary(fc.string({ maxLength: 4 }), json, { maxKeys: 5 }), (a, b) => {
+        expect(applyPatch(a, diff(a, b))).toEqual(b);
+      }),
+      { numRuns: 300 },
+    );
   });
 });
 
@@ -60,7 +63,12 @@ describe('applyPatch', () => {
 
   it('applies all or nothing, and can replace the root', () => {
     const doc = { a: 1 };
-    expect(() => applyPatch(doc, [{ op: 'replace', path: '/a', value: 2 }, { op: 'remove', path: '/b' }])).toThrow(PatchError);
+    expect(() =>
+      applyPatch(doc, [
+        { op: 'replace', path: '/a', value: 2 },
+        { op: 'remove', path: '/b' },
+      ]),
+    ).toThrow(PatchError);
     expect(doc).toEqual({ a: 1 });
     expect(applyPatch(doc, [{ op: 'replace', path: '', value: [1] }])).toEqual([1]);
     expect(applyPatch({ a: { b: 1 } }, [{ op: 'move', from: '/a/b', path: '/c' }])).toEqual({ a: {}, c: 1 });

@@ -11,7 +11,11 @@ const MAX_BODY = 8 * 2 ** 20;
 export class WebhookServer {
   private server: https.Server;
 
-  constructor(tls: { cert: string; key: string }, private readonly lookup: ClusterLookup, private readonly log: (m: string) => void) {
+  constructor(
+    tls: { cert: string; key: string },
+    private readonly lookup: ClusterLookup,
+    private readonly log: (m: string) => void,
+  ) {
     this.server = https.createServer({ cert: tls.cert, key: tls.key }, (req, res) => this.handle(req, res));
   }
 
@@ -44,7 +48,10 @@ export class WebhookServer {
     let size = 0;
     req.on('data', (c: Buffer) => {
       size += c.length;
-      if (size > MAX_BODY) { reply(413, { message: 'AdmissionReview too large' }); req.destroy(); } else chunks.push(c);
+      if (size > MAX_BODY) {
+        reply(413, { message: 'AdmissionReview too large' });
+        req.destroy();
+      } else chunks.push(c);
     });
     req.on('end', () => {
       if (res.headersSent) return;
@@ -57,7 +64,8 @@ export class WebhookServer {
       if (input?.kind !== 'AdmissionReview' || !input.request) return reply(400, { message: 'expected an AdmissionReview with a request' });
       try {
         const out = review(input, this.lookup);
-        if (out.response && !out.response.allowed) this.log(`denied ${input.request.namespace}/${(input.request.object as any)?.metadata?.name ?? ''}: ${out.response.status?.message}`);
+        if (out.response && !out.response.allowed)
+          this.log(`denied ${input.request.namespace}/${(input.request.object as any)?.metadata?.name ?? ''}: ${out.response.status?.message}`);
         reply(200, out);
       } catch (e) {
         this.log(`webhook: ${(e as Error).stack}`);

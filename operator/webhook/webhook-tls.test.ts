@@ -9,10 +9,16 @@ const DAY = 86_400_000;
 
 async function setup() {
   const api = new MemoryApi();
-  await api.create({ apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration', metadata: { name: 'op' }, webhooks: [{ name: 'inject.store.kvcache.io', clientConfig: { service: { name: 'op-webhook', namespace: 'store-system' } } }] } as any);
+  await api.create({
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'MutatingWebhookConfiguration',
+    metadata: { name: 'op' },
+    webhooks: [{ name: 'inject.store.kvcache.io', clientConfig: { service: { name: 'op-webhook', namespace: 'store-system' } } }],
+  } as any);
   return api;
 }
-const bundleOf = async (api: MemoryApi) => Buffer.from((await api.get<any>({ kind: 'MutatingWebhookConfiguration', name: 'op' }))!.webhooks[0].clientConfig.caBundle, 'base64').toString();
+const bundleOf = async (api: MemoryApi) =>
+  Buffer.from((await api.get<any>({ kind: 'MutatingWebhookConfiguration', name: 'op' }))!.webhooks[0].clientConfig.caBundle, 'base64').toString();
 
 describe('WebhookTls', () => {
   it('creates the Secret and the caBundle, then reuses them while valid', async () => {

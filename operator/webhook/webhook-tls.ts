@@ -35,7 +35,10 @@ function fromSecret(s: Secret | undefined): (WebhookCerts & { bundle: string }) 
 }
 
 export class WebhookTls {
-  constructor(private readonly api: KubeApi, private readonly o: WebhookTlsOptions) {}
+  constructor(
+    private readonly api: KubeApi,
+    private readonly o: WebhookTlsOptions,
+  ) {}
 
   private get dnsNames(): string[] {
     return serviceDnsNames(this.o.serviceName, this.o.namespace);
