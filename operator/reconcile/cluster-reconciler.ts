@@ -10,11 +10,10 @@ import { masterSelector } from '../render/master-statefulset.js';
 import { masterAddress, masterName } from '../render/names.js';
 import { renderCluster } from '../render/render.js';
 import { applyObject, removeObject } from './apply.js';
-import { setConditions } from './conditions.js';
 import { REQUEUE_PROGRESSING_MS, REQUEUE_STEADY_MS, TerminalError, type ReconcileContext, type Result } from './context.js';
 import { deepEqual } from '../webhook/json-patch.js';
 import { sumSegments, type SegmentTotals } from './segments-detail.js';
-import { clusterStatus } from './status.js';
+import { clusterStatus, invalidSpecStatus } from './status.js';
 import { formatHitRate, HitRateWindow } from './hit-rate.js';
 import { realClock } from '../../common/clock.js';
 
@@ -32,20 +31,7 @@ export async function reconcileCluster(ctx: ReconcileContext, namespace: string,
   const errors = validateStoreCluster(d);
   if (errors.length) {
     const message = errors.join('; ');
-    const status = {
-      ...sc.status,
-      phase: 'Failed' as const,
-      observedGeneration: generation,
-      conditions: setConditions(
-        sc.status?.conditions,
-        [
-          { type: 'Ready', status: 'False', reason: 'InvalidSpec', message, observedGeneration: generation },
-          { type: 'Progressing', status: 'False', reason: 'InvalidSpec', message, observedGeneration: generation },
-          { type: 'Degraded', status: 'True', reason: 'InvalidSpec', message, observedGeneration: generation },
-        ],
-        ctx.wallNow(),
-      ),
-    };
+    const status = invalidSpecStatus(sc.status, message, generation, ctx.wallNow());
     if (!deepEqual(status, sc.status)) {
       await ctx.api.mergePatch({ kind: 'StoreCluster', namespace, name }, { status }, 'status');
       ctx.events.warning(sc, 'InvalidSpec', message);

@@ -9,11 +9,10 @@ import { renderSegment } from '../render/render.js';
 import { segmentName } from '../render/names.js';
 import { segmentSelector } from '../render/segment-statefulset.js';
 import { applyObject } from './apply.js';
-import { setConditions } from './conditions.js';
 import { REQUEUE_PROGRESSING_MS, REQUEUE_STEADY_MS, TerminalError, type ReconcileContext, type Result } from './context.js';
 import { deepEqual } from '../webhook/json-patch.js';
 import { sumSegments, type SegmentTotals } from './segments-detail.js';
-import { segmentStatus } from './status.js';
+import { invalidSpecStatus, segmentStatus } from './status.js';
 
 export async function reconcileSegment(ctx: ReconcileContext, namespace: string, name: string): Promise<Result> {
   const ref = { kind: 'StoreSegment', namespace, name };
@@ -28,20 +27,7 @@ export async function reconcileSegment(ctx: ReconcileContext, namespace: string,
   const errors = validateStoreSegment(d);
   if (errors.length) {
     const message = errors.join('; ');
-    await patchStatus({
-      ...ss.status,
-      phase: 'Failed',
-      observedGeneration: generation,
-      conditions: setConditions(
-        ss.status?.conditions,
-        [
-          { type: 'Ready', status: 'False', reason: 'InvalidSpec', message, observedGeneration: generation },
-          { type: 'Progressing', status: 'False', reason: 'InvalidSpec', message, observedGeneration: generation },
-          { type: 'Degraded', status: 'True', reason: 'InvalidSpec', message, observedGeneration: generation },
-        ],
-        ctx.wallNow(),
-      ),
-    });
+    await patchStatus(invalidSpecStatus(ss.status, message, generation, ctx.wallNow()));
     ctx.events.warning(ss, 'InvalidSpec', message);
     throw new TerminalError(`StoreSegment ${namespace}/${name}: ${message}`);
   }

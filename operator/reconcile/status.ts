@@ -137,3 +137,17 @@ export function segmentStatus(prev: StoreSegmentStatus | undefined, o: SegmentOb
     conditions,
   };
 }
+
+/** The status of an object whose spec is invalid: phase Failed, and the three conditions saying why. */
+export function invalidSpecStatus<S extends { conditions?: StoreClusterStatus['conditions'] }>(prev: S | undefined, message: string, generation: number, nowIso: string) {
+  const conditions = setConditions(
+    prev?.conditions,
+    [
+      { type: 'Ready', status: 'False', reason: 'InvalidSpec', message, observedGeneration: generation },
+      { type: 'Progressing', status: 'False', reason: 'InvalidSpec', message, observedGeneration: generation },
+      { type: 'Degraded', status: 'True', reason: 'InvalidSpec', message, observedGeneration: generation },
+    ],
+    nowIso,
+  );
+  return { ...prev, phase: 'Failed' as const, observedGeneration: generation, conditions };
+}

@@ -22,15 +22,13 @@ engine's allocator removes when it frees the memory.
 """
 import ctypes
 import ctypes.util
-import fcntl
 import mmap
 import os
 import threading
-import uuid
 from typing import Optional
 
 from .errors import InvalidParamsError, UnavailableError
-from .shm_region import PAGE, REGION_PREFIX, _live_lock, _live_paths, _unlink, round_up
+from .shm_region import PAGE, discard_region_file, new_region_path, open_region_file, round_up
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 _libc.mmap.restype = ctypes.c_void_p
@@ -56,16 +54,11 @@ class AdoptedRegion:
     def __init__(self, shm_dir: str, address: int, size: int):
         self.address = address
         self.size = size
-        self.name = f"{REGION_PREFIX}{os.getpid()}-{uuid.uuid4().hex}"
-        self.path = os.path.join(shm_dir, self.name)
+        self.name, self.path = new_region_path(shm_dir)
         self.closed = False
         self._fd: Optional[int] = None
         try:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-            with _live_lock:
-                _live_paths.add(self.path)
-            fcntl.flock(self._fd, fcntl.LOCK_SH)  # as SharedRegion: the real client reaps unlocked files
-            os.ftruncate(self._fd, size)
+            self._fd = open_region_file(self.path, size)
             # A chunk at a time: its bytes are written to the file, then the file is placed over
             # the chunk's own addresses (the chunk's old pages go back to the system), so the
             # memory held twice is one chunk, not the whole range.
@@ -95,12 +88,8 @@ class AdoptedRegion:
         self._discard()
 
     def _discard(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-        with _live_lock:
-            _live_paths.discard(self.path)
-        _unlink(self.path)
+        discard_region_file(self._fd, self.path)
+        self._fd = None
 
 
 class AdoptedMemory:

@@ -14,7 +14,7 @@ import mmap
 import os
 import threading
 import uuid
-from typing import Optional, Set
+from typing import Optional, Set, Tuple
 
 from .errors import InvalidParamsError, UnavailableError
 
@@ -54,6 +54,38 @@ def address_of(buf) -> int:
     return ctypes.addressof(ctypes.c_char.from_buffer(buf))
 
 
+def new_region_path(shm_dir: str) -> Tuple[str, str]:
+    """The name `kvstore-region-<pid>-<uuid>` of a new region file, and its path in `shm_dir`."""
+    name = f"{REGION_PREFIX}{os.getpid()}-{uuid.uuid4().hex}"
+    return name, os.path.join(shm_dir, name)
+
+
+def open_region_file(path: str, size: int) -> int:
+    """Creates the region file at `path` (exclusively, 0600) of `size` bytes and returns its fd.
+    The file is deleted at exit if still there, and share-locked while this process lives (the
+    kernel drops the lock at death): the real client deletes region files nobody holds a lock on,
+    so a crashed process leaves none behind. On failure (OSError) nothing is left."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        with _live_lock:
+            _live_paths.add(path)
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        os.ftruncate(fd, size)
+    except OSError:
+        discard_region_file(fd, path)
+        raise
+    return fd
+
+
+def discard_region_file(fd: Optional[int], path: str) -> None:
+    """Closes the region file's fd (if open) and deletes the file."""
+    if fd is not None:
+        os.close(fd)
+    with _live_lock:
+        _live_paths.discard(path)
+    _unlink(path)
+
+
 class SharedRegion:
     """A file `kvstore-region-<pid>-<uuid>` of `size` bytes in `shm_dir`, mapped read-write."""
 
@@ -61,17 +93,10 @@ class SharedRegion:
         if not isinstance(size, int) or size <= 0:
             raise InvalidParamsError(f"shared region size must be a positive integer, got {size!r}")
         self.size = round_up(size)
-        self.name = f"{REGION_PREFIX}{os.getpid()}-{uuid.uuid4().hex}"
-        self.path = os.path.join(shm_dir, self.name)
+        self.name, self.path = new_region_path(shm_dir)
         self._fd: Optional[int] = None
         try:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-            with _live_lock:
-                _live_paths.add(self.path)
-            # Held while this process lives (the kernel drops it at death): the real client deletes
-            # region files nobody holds a lock on, so a crashed process leaves none behind.
-            fcntl.flock(self._fd, fcntl.LOCK_SH)
-            os.ftruncate(self._fd, self.size)
+            self._fd = open_region_file(self.path, self.size)
             self.mm = mmap.mmap(self._fd, self.size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
         except OSError as e:
             self._discard()
@@ -103,9 +128,5 @@ class SharedRegion:
         self._discard()
 
     def _discard(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-        with _live_lock:
-            _live_paths.discard(self.path)
-        _unlink(self.path)
+        discard_region_file(self._fd, self.path)
+        self._fd = None

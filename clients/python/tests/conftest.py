@@ -1,38 +1,12 @@
 """Fixtures: one store_master and one store_service (real processes from dist/) for the session,
 a shared directory per session, and clients that are closed after each test."""
 import os
-import tempfile
 
 import pytest
 
-from cluster import DIST, Master, StoreService
+from cluster_fixtures import master, pytest_configure, service, shm_dir  # noqa: F401 (fixtures and hook, found by name)
 
 from kvcache_store import DummyClient
-
-
-def pytest_configure(config):
-    if not os.path.exists(os.path.join(DIST, "sidecar", "main.js")):
-        raise pytest.UsageError(f"{DIST} has no built store service: run `npm run build` in the repository first")
-
-
-@pytest.fixture(scope="session")
-def shm_dir():
-    with tempfile.TemporaryDirectory(prefix="kvstore-shm-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as d:
-        yield d
-
-
-@pytest.fixture(scope="session")
-def master():
-    m = Master()
-    yield m
-    m.stop()
-
-
-@pytest.fixture(scope="session")
-def service(master, shm_dir):
-    s = StoreService(master, shm_dir)
-    yield s
-    s.stop()
 
 
 @pytest.fixture

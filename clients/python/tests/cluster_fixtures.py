@@ -1,0 +1,34 @@
+"""The session fixtures both test suites share (tests/ and tests_sglang/): one store_master and one
+store_service (real processes from dist/) and a shared directory per session. A conftest imports
+them by name, which is how pytest finds fixtures and hooks."""
+import os
+import tempfile
+
+import pytest
+
+from cluster import DIST, Master, StoreService
+
+
+def pytest_configure(config):
+    if not os.path.exists(os.path.join(DIST, "sidecar", "main.js")):
+        raise pytest.UsageError(f"{DIST} has no built store service: run `npm run build` in the repository first")
+
+
+@pytest.fixture(scope="session")
+def shm_dir():
+    with tempfile.TemporaryDirectory(prefix="kvstore-shm-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as d:
+        yield d
+
+
+@pytest.fixture(scope="session")
+def master():
+    m = Master()
+    yield m
+    m.stop()
+
+
+@pytest.fixture(scope="session")
+def service(master, shm_dir):
+    s = StoreService(master, shm_dir)
+    yield s
+    s.stop()
