@@ -94,6 +94,11 @@ export interface ClientOptions {
    * seconds (0: never), labelled with MC_STORE_CLUSTER_ID.
    */
   metrics?: ClientMetrics | false;
+  /**
+   * Segments are mounted after setup with addSegment (a store service's CXL memory): a client
+   * with neither a global segment nor a local buffer is then valid (default false: refused).
+   */
+  segmentsLater?: boolean;
 }
 
 /** A segment of this client: mounted, draining (unmounted with a grace period) or unmounted (memory still held). */
@@ -103,6 +108,8 @@ export interface SegmentInfo {
   address: number;
   size: number;
   state: 'mounted' | 'draining' | 'unmounted';
+  /** 'cxl' for CXL memory (a DAX device or file), else 'dram'. */
+  memory: 'dram' | 'cxl';
 }
 
 /** Waits `ms`, or less when `signal` aborts first (the caller checks the signal afterwards). */
@@ -230,7 +237,7 @@ export class Client implements StoreClient {
    */
   static async setup(config: ClientSetupConfig, options: ClientOptions = {}): Promise<Client> {
     const env = options.env ?? process.env;
-    const settings = resolveSettings(config, env);
+    const settings = resolveSettings(config, env, options.segmentsLater);
     const signal = options.signal;
     if (signal?.aborted) throw setupAborted(signal, 'before it started');
     try {
@@ -296,6 +303,7 @@ export class Client implements StoreClient {
       address: s.region.address,
       size: s.region.size,
       state: this.unmounting.get(s) ?? 'mounted',
+      memory: s.kind === 'cxl' ? 'cxl' : 'dram',
     }));
   }
 
@@ -608,7 +616,9 @@ export class Client implements StoreClient {
       client_id: this.clientId,
       segment_id: seg.id,
       te_endpoint,
-      protocol: this.settings.protocol,
+      // Peers reach every segment through the engine (the metadata above names its transport); to
+      // the master, protocol cxl marks CXL memory, where the cxl allocation strategy places.
+      protocol: seg.kind ?? this.settings.protocol,
       incarnation: seg.incarnation,
     };
     let res = await this.m().mountSegment(request);
@@ -892,12 +902,17 @@ export class Client implements StoreClient {
    * publishes it to the metadata service and mounts it with the master; from then on it is
    * remounted with the others after a master restart or a leader change. On success the client
    * owns the region (unmapped by releaseSegment() or close()); on failure nothing is left
-   * registered, published or mounted, and the region is still the caller's.
+   * registered, published or mounted, and the region is still the caller's. `memory: 'cxl'`
+   * mounts it as CXL memory (a DAX device or a file standing in for one): the master's cxl
+   * allocation strategy places there.
    */
-  async addSegment(region: MappedRegion): Promise<{ name: string; id: string }> {
+  async addSegment(region: MappedRegion, opts: { memory?: 'dram' | 'cxl' } = {}): Promise<{ name: string; id: string }> {
     if (this.closing) throw new UnavailableError('addSegment: the client is closed');
+    if (opts.memory !== undefined && opts.memory !== 'dram' && opts.memory !== 'cxl')
+      throw new InvalidParamsError(`addSegment: memory must be 'dram' or 'cxl', got ${String(opts.memory)}`);
     const name = `${this.engine.endpoint}/${++this.extraSegments}`;
     const seg: OwnSegment = { name, id: randomUUID(), region, incarnation: this.engine.registerRegion(region.address, region.size, { serve: true }) };
+    if (opts.memory === 'cxl') seg.kind = 'cxl';
     try {
       await this.mount(seg, false);
     } catch (e) {

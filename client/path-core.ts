@@ -52,6 +52,8 @@ export interface OwnSegment {
   region: MappedRegion;
   /** Its current registration with the engine (docs/integrity.md): handles of another are stale. */
   incarnation: number;
+  /** What the master records as its protocol when it is not the client's transport: 'cxl' marks CXL memory (the cxl strategy places there). */
+  kind?: 'cxl';
 }
 
 export type MasterApi = Pick<

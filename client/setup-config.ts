@@ -94,7 +94,8 @@ function envBool(v: string | undefined): boolean | undefined {
   return /^(1|true|yes|on)$/i.test(v.trim());
 }
 
-export function resolveSettings(cfg: ClientSetupConfig, env: Env = process.env): ClientSettings {
+/** `segmentsLater`: the caller mounts segments after setup (addSegment), so both sizes may be 0. */
+export function resolveSettings(cfg: ClientSetupConfig, env: Env = process.env, segmentsLater = false): ClientSettings {
   if (!cfg || typeof cfg !== 'object') throw new InvalidParamsError('setup: a configuration object is required');
   const hostname = String(cfg.local_hostname ?? '').trim();
   if (!hostname) throw new InvalidParamsError('setup: local_hostname is required (host name or address of this node)');
@@ -114,7 +115,7 @@ export function resolveSettings(cfg: ClientSetupConfig, env: Env = process.env):
   if (!masterAddress) throw new InvalidParamsError('setup: master_server_address is required (host:port of the master)');
   const globalSegmentSize = bytes('global_segment_size', cfg.global_segment_size);
   const localBufferSize = bytes('local_buffer_size', cfg.local_buffer_size);
-  if (globalSegmentSize === 0 && localBufferSize === 0) {
+  if (globalSegmentSize === 0 && localBufferSize === 0 && !segmentsLater) {
     throw new InvalidParamsError('setup: global_segment_size and local_buffer_size are both 0: the client could neither store nor read');
   }
   const protocol = String(cfg.protocol || env.MC_RPC_PROTOCOL || 'tcp')

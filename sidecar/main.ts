@@ -145,6 +145,7 @@ async function main(): Promise<void> {
         shmPeerUids: allowedPeerUids(process.geteuid?.() ?? 0, cfg.shmPeerUids),
       },
       prefaultSegment: cfg.values.prefault_segment as boolean,
+      segmentsLater: cfg.cxl !== undefined,
       log: (level, msg) => (level === 'error' ? log.error(msg) : level === 'warn' ? log.warn(msg) : log.info(msg)),
       signal: setupAbort.signal,
     });
@@ -176,6 +177,19 @@ async function main(): Promise<void> {
     hugepage: huge ? { size: real.settings.hugepageSize } : undefined,
     log: (level, msg) => (level === 'error' ? log.error(msg) : level === 'warn' ? log.warn(msg) : log.info(msg)),
   });
+  if (cfg.cxl) {
+    try {
+      const ids = await mounts.mountCxl(cfg.cxl.path, cfg.cxl.size);
+      log.info(`CXL memory ${cfg.cxl.path}: ${cfg.cxl.size} bytes mounted as ${ids.length} segment(s)`);
+    } catch (e) {
+      // a device or file that cannot be used is a setting to fix: exit 2, as for a bad flag
+      log.error(`--cxl_path: ${(e as Error).message}`);
+      await dummies.close().catch(() => {});
+      await real.close().catch(() => {});
+      log.close();
+      process.exit(2);
+    }
+  }
   if (real.metrics) {
     promClient.collectDefaultMetrics({ register: real.metrics.registry });
     real.metrics.addGauge('store_dummy_clients_connected', 'dummy clients connected to this real client (KVD1 channel connections)', () => dummies.stats().connections);

@@ -40,7 +40,7 @@ function manualClock() {
 
 /** Records what SegmentMounts asks of the client, with the manual clock's time. */
 function recordingOwner(clock: { now: () => number }, opts: { failAdd?: number } = {}) {
-  const segs = new Map<string, SegmentInfo>([['global', { name: 'ep:1', id: 'global', address: 0, size: MiB, state: 'mounted' }]]);
+  const segs = new Map<string, SegmentInfo>([['global', { name: 'ep:1', id: 'global', address: 0, size: MiB, state: 'mounted', memory: 'dram' }]]);
   const calls: string[] = [];
   let n = 0;
   const owner: SegmentOwner = {
@@ -48,7 +48,7 @@ function recordingOwner(clock: { now: () => number }, opts: { failAdd?: number }
       n++;
       if (n === opts.failAdd) throw new InvalidParamsError('the master refused the mount');
       const id = `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
-      segs.set(id, { name: `ep:1/${n}`, id, address: region.address, size: region.size, state: 'mounted' });
+      segs.set(id, { name: `ep:1/${n}`, id, address: region.address, size: region.size, state: 'mounted', memory: 'dram' });
       calls.push(`${clock.now()} add ${id.slice(-1)}`);
       return { name: `ep:1/${n}`, id };
     },

@@ -20,13 +20,13 @@ import { alignUp, RestError, splitRegion, type MemoryMountRequest, type ShmMount
 
 /** What segment mounting needs from the client. */
 export interface SegmentOwner {
-  addSegment(region: MappedRegion): Promise<{ name: string; id: string }>;
+  addSegment(region: MappedRegion, opts?: { memory?: 'dram' | 'cxl' }): Promise<{ name: string; id: string }>;
   unmountSegment(id: string, graceSeconds: number): Promise<void>;
   releaseSegment(id: string): Promise<void>;
   readonly mountedSegments: SegmentInfo[];
 }
 
-export type SegmentOrigin = 'shm' | 'memory';
+export type SegmentOrigin = 'shm' | 'memory' | 'cxl';
 
 export interface SegmentMountsOptions {
   owner: SegmentOwner;
@@ -107,8 +107,24 @@ export class SegmentMounts {
     return { segmentIds, allocatedSize };
   }
 
+  /**
+   * --enable_cxl: the DAX device or file at `path`, its first `size` bytes, mounted as CXL memory
+   * (where the master's cxl strategy places), in segments of at most maxSegmentSize. Not
+   * pre-faulted: device memory has no page to fault in, and a file's pages are its own.
+   */
+  mountCxl(path: string, size: number): Promise<string[]> {
+    const pieces = splitRegion(size, this.o.maxSegmentSize, 'cxl');
+    let at = 0;
+    const maps = pieces.map((piece) => {
+      const offset = at;
+      at += piece;
+      return (): MappedRegion => this.o.mapMemory({ kind: 'file', path, size: piece, offset, create: false });
+    });
+    return this.mountAll('cxl', path, maps, `CXL memory ${path}`, 'cxl');
+  }
+
   /** Maps and mounts each piece in turn; on any failure gives back every piece done so far. */
-  private async mountAll(origin: SegmentOrigin, location: string, maps: (() => MappedRegion)[], what: string): Promise<string[]> {
+  private async mountAll(origin: SegmentOrigin, location: string, maps: (() => MappedRegion)[], what: string, memory: 'dram' | 'cxl' = 'dram'): Promise<string[]> {
     if (this.closed) throw new RestError(503, `${what}: the store service is shutting down`);
     const ids: string[] = [];
     try {
@@ -120,7 +136,7 @@ export class SegmentMounts {
           throw restFailure(e, what);
         }
         try {
-          ids.push((await this.o.owner.addSegment(region)).id);
+          ids.push((await this.o.owner.addSegment(region, { memory })).id);
         } catch (e) {
           region.release(); // not the client's: addSegment left it to us
           throw restFailure(e, what);

@@ -97,3 +97,24 @@ describe('loopbackHostNotice', () => {
     expect(loopbackHostNotice('node-3.example', 'localhost:50051')).toBeUndefined();
   });
 });
+
+describe('CXL memory (--enable_cxl, MC_CXL_DEV_PATH, MC_CXL_DEV_SIZE)', () => {
+  it('is off by default, and the flags give the device and its size', () => {
+    expect(parseStoreServiceArgs([], read, {}).cxl).toBeUndefined();
+    expect(parseStoreServiceArgs(['--enable_cxl'], read, {}).cxl).toEqual({ path: '/dev/dax0.0', size: 8 * 1024 ** 3 });
+    expect(parseStoreServiceArgs(['--enable_cxl', '--cxl_path=/dev/dax1.0', '--cxl_size=64MB'], read, {}).cxl).toEqual({ path: '/dev/dax1.0', size: 64 * 1024 ** 2 });
+  });
+
+  it('the environment the operator sets for a dax segment enables it and overrides the flags', () => {
+    const env = { MC_CXL_DEV_PATH: '/dev/dax2.0', MC_CXL_DEV_SIZE: '1073741824' };
+    // a dax pod holds no segment in process memory and no staging buffer: the device is its memory
+    const c = parseStoreServiceArgs(['--global_segment_size=0', '--local_buffer_size=0', '--cxl_path=/dev/other'], read, env);
+    expect(c.cxl).toEqual({ path: '/dev/dax2.0', size: 1024 ** 3 });
+  });
+
+  it('refuses a size that is not whole pages, and a store service that would hold nothing', () => {
+    expect(() => parseStoreServiceArgs(['--enable_cxl', '--cxl_size=1000'], read, {})).toThrow(/multiple of 4096/);
+    expect(() => parseStoreServiceArgs(['--enable_cxl'], read, { MC_CXL_DEV_SIZE: 'lots' })).toThrow(/MC_CXL_DEV_SIZE/);
+    expect(() => parseStoreServiceArgs(['--global_segment_size=0', '--local_buffer_size=0'], read, {})).toThrow(FlagError);
+  });
+});

@@ -83,6 +83,14 @@ const specs: FlagSpec[] = [
     unit: 'ms',
     help: "the master's read lease (its --default_kv_lease_ttl): how long memory outlives a segment's final unmount, so reads granted before it can finish",
   },
+  {
+    name: 'enable_cxl',
+    kind: 'bool',
+    default: false,
+    help: 'mount CXL memory (a DAX device, or a file standing in for one) as a segment of its own ($MC_CXL_DEV_PATH enables it too)',
+  },
+  { name: 'cxl_path', kind: 'string', default: '/dev/dax0.0', help: 'the DAX device or file mapped with --enable_cxl ($MC_CXL_DEV_PATH overrides it)' },
+  { name: 'cxl_size', kind: 'size', default: 8 * 1024 ** 3, defaultText: '8GB', help: 'bytes of it mounted ($MC_CXL_DEV_SIZE overrides it); a file must hold at least that many' },
   ...loggingFlags,
 ];
 
@@ -120,6 +128,8 @@ export interface StoreServiceConfig {
   shutdownGraceSeconds: number;
   /** The master's read lease TTL (ms). */
   leaseTtlMs: number;
+  /** CXL memory mounted as a segment of its own (--enable_cxl or MC_CXL_DEV_PATH), else undefined. */
+  cxl: { path: string; size: number } | undefined;
   values: Record<string, FlagValue>;
 }
 
@@ -158,8 +168,9 @@ export function parseStoreServiceArgs(
   }
   const shmFlag = v.shm_dir as string;
   const shmDir = shmFlag === 'none' ? '' : shmFlag || env.STORE_SHM_DIR || '/dev/shm';
-  if ((v.global_segment_size as number) === 0 && (v.local_buffer_size as number) === 0) {
-    throw new FlagError('--global_segment_size', 'a store service needs --global_segment_size > 0 (or a --local_buffer_size): it would hold nothing');
+  const cxl = cxlMemory(v, env);
+  if ((v.global_segment_size as number) === 0 && (v.local_buffer_size as number) === 0 && cxl === undefined) {
+    throw new FlagError('--global_segment_size', 'a store service needs --global_segment_size > 0 (or a --local_buffer_size, or CXL memory): it would hold nothing');
   }
   // Checked here too, so a typo exits 2 naming the flag instead of failing setup later.
   const maxSeg = v.max_segment_size as number;
@@ -198,8 +209,21 @@ export function parseStoreServiceArgs(
     maxSegmentSize: maxSeg,
     shutdownGraceSeconds: v.shutdown_grace_seconds as number,
     leaseTtlMs: v.default_kv_lease_ttl as number,
+    cxl,
     values: v,
   };
+}
+
+/** The spec's client-side CXL settings: MC_CXL_DEV_PATH (which also enables it) and MC_CXL_DEV_SIZE override the flags. */
+function cxlMemory(v: Record<string, FlagValue>, env: Record<string, string | undefined>): { path: string; size: number } | undefined {
+  const envPath = env.MC_CXL_DEV_PATH ?? '';
+  if (!(v.enable_cxl as boolean) && envPath === '') return undefined;
+  const path = envPath || (v.cxl_path as string);
+  if (path === '') throw new FlagError('--cxl_path', '--enable_cxl needs a --cxl_path (a DAX device such as /dev/dax0.0, or a file)');
+  let size = v.cxl_size as number;
+  if (env.MC_CXL_DEV_SIZE) size = storeServiceFlags.convert(storeServiceFlags.spec('cxl_size')!, env.MC_CXL_DEV_SIZE, 'MC_CXL_DEV_SIZE') as number;
+  if (size <= 0 || size % 4096 !== 0) throw new FlagError('--cxl_size', `the CXL size must be a positive multiple of 4096 bytes, got ${size}`);
+  return { path, size };
 }
 
 const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[?::1\]?)$/i;

@@ -233,8 +233,12 @@ describe('renderSegment', () => {
     expect(spec.tolerations).toEqual([{ key: 'big', operator: 'Exists' }]);
   });
 
-  it('dax: the host device by hostPath, privileged, and its size in the env', () => {
-    const spec = sts(segment({ memory: { kind: 'dax', devicePath: '/dev/dax1.0' } })).spec!.template.spec!;
+  it('dax: the host device by hostPath, privileged, its size in the env, and no process memory as a segment', () => {
+    const dax = segment({ memory: { kind: 'dax', devicePath: '/dev/dax1.0' } });
+    const cm = find<V1ConfigMap>(renderSegment(dax, single).desired, 'ConfigMap', 'pool-store-config');
+    // the store service mounts the device (MC_CXL_DEV_PATH); a DRAM segment of the same size would not fit the pod's memory
+    expect(JSON.parse(cm.data!['store.json'])).toMatchObject({ global_segment_size: 0, local_buffer_size: 0 });
+    const spec = sts(dax).spec!.template.spec!;
     expect(spec.volumes).toContainEqual({ name: 'segment', hostPath: { path: '/dev/dax1.0', type: 'CharDevice' } });
     expect(spec.containers[0].securityContext).toEqual({ privileged: true });
     expect(spec.containers[0].env).toEqual(

@@ -30,7 +30,8 @@ export function renderSegmentConfigMap(ss: DefaultedStoreSegment, sc: DefaultedS
   const config = {
     metadata_server: metadataServer(sc),
     master_server_address: masterAddress(sc),
-    global_segment_size: parseQuantity(ss.spec.size),
+    // a dax segment's memory is the device (MC_CXL_DEV_PATH/SIZE in its env), not process memory
+    global_segment_size: ss.spec.memory.kind === 'dax' ? 0 : parseQuantity(ss.spec.size),
     local_buffer_size: 0, // server role: provides memory, issues no Get/Put
     protocol: ss.spec.protocol,
     device_name: '',
