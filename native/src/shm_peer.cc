@@ -58,6 +58,21 @@ GrantMapping::~GrantMapping() {
   if (addr) ::munmap(addr, len);
 }
 
+void GrantMapping::PopulateWindows(const char* p, size_t n) const {
+  if (!populated || n == 0) return;
+  const char* base = static_cast<const char*>(addr);
+  if (p < base || p + n > base + len) return;
+  const size_t first = static_cast<size_t>(p - base) / kPopulateWindow;
+  const size_t last = (static_cast<size_t>(p - base) + n - 1) / kPopulateWindow;
+  for (size_t w = first; w <= last && w < windows; ++w) {
+    if (populated[w].load(std::memory_order_relaxed)) continue;
+    // Two threads may both fill one window in: harmless (the second finds the entries there).
+    populated[w].store(true, std::memory_order_relaxed);
+    const size_t at = w * kPopulateWindow;
+    ShmPeer::PopulateResident(static_cast<char*>(addr) + at, std::min(kPopulateWindow, len - at));
+  }
+}
+
 ShmPeer::~ShmPeer() {
   ::shutdown(ctrl_.get(), SHUT_RDWR);  // wakes the watcher (POLLHUP) before ctrl_ closes
   if (watcher_.joinable()) watcher_.join();
@@ -68,13 +83,15 @@ ShmPeer::~ShmPeer() {
 // Maps page-table entries, in one pass, for the pages the peer already holds (its segment is
 // prefaulted by default): a first write through a fresh shared mapping otherwise takes one fault
 // per 4 KiB page (~1.5 ms per 4 MiB here, three times a bulk populate). Pages the peer never
-// touched are left alone so that no memory is allocated on its behalf; mappings above
-// kPopulateMaxBytes stay lazy (their page tables would cost 2 MiB per GiB in this process).
+// touched are left alone so that no memory is allocated on its behalf. It costs ~0.15 ms per MiB
+// held, so it is done per 2 MiB window, the first time a chunk of the I/O threads lands in it
+// (GrantMapping::PopulateWindows): done for the whole mapping when the grant came, it made the
+// first transfer to every peer wait for all of it (over 200 ms for a 1.5 GiB segment, seconds
+// for tens of GiB), and filled page tables for ranges this process never uses.
 void ShmPeer::PopulateResident(void* map, size_t length) {
-  constexpr size_t kPopulateMaxBytes = size_t{32} << 30;
   constexpr int kMadvPopulateRead = 22;  // MADV_POPULATE_READ, Linux 5.14+; older kernels: EINVAL, ignored
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  if (length == 0 || length > kPopulateMaxBytes || page == 0) return;
+  if (length == 0 || page == 0) return;
   const size_t pages = (length + page - 1) / page;
   std::vector<unsigned char> resident(pages);
   if (::mincore(map, length, resident.data()) != 0) return;
@@ -173,6 +190,9 @@ ShmTarget ShmPeer::Resolve(uint64_t address, uint64_t length) {
       auto mapping = std::make_shared<GrantMapping>();
       mapping->addr = p;
       mapping->len = resp.map_length;
+      mapping->windows = (resp.map_length + GrantMapping::kPopulateWindow - 1) / GrantMapping::kPopulateWindow;
+      // Mappings above 32 GiB stay lazy (their page tables would cost 2 MiB per GiB in this process).
+      if (resp.map_length <= (size_t{32} << 30)) mapping->populated.reset(new std::atomic<bool>[mapping->windows]());
       mapping->fence = std::make_unique<FencePageView>(fds[2].get());
       if (mapping->fence->valid()) {
         g.mapping = std::move(mapping);
@@ -199,8 +219,6 @@ ShmTarget ShmPeer::Resolve(uint64_t address, uint64_t length) {
     out.keep = g.mapping;
   }
   ctrl_lk.unlock();
-  // Outside the locks: inline transfers (the JS thread, under the grants lock) must not wait for it.
-  if (out.keep) PopulateResident(out.keep->addr, out.keep->len);
   return out;
 }
 

@@ -25,6 +25,14 @@ struct GrantMapping {
   void* addr = nullptr;
   size_t len = 0;
   std::unique_ptr<FencePageView> fence;
+  // One flag per kPopulateWindow of the mapping: set once its page tables were filled in.
+  std::unique_ptr<std::atomic<bool>[]> populated;
+  size_t windows = 0;
+  static constexpr size_t kPopulateWindow = size_t{2} << 20;
+  // Fills in the page-table entries of the windows [p, +n) lies in that the peer already holds,
+  // once per window (PopulateResident). For the I/O threads' chunks: a chunk's first touch of
+  // fresh shared pages otherwise takes one fault per 4 KiB page.
+  void PopulateWindows(const char* p, size_t n) const;
   ~GrantMapping();
 };
 
@@ -81,6 +89,7 @@ class ShmPeer {
   // Under grants_mu_: drops stale grants, then finds the one covering the range (with a
   // reference to its mapping when `keep`).
   bool FindGrantLocked(uint64_t address, uint64_t length, ShmTarget* out, bool keep);
+  friend struct GrantMapping;
   static void PopulateResident(void* map, size_t length);
   ShmPeer(std::string endpoint, UniqueFd ctrl) : endpoint_(std::move(endpoint)), ctrl_(std::move(ctrl)) {}
   // Blocks in poll() for a hang-up (never for data: replies stay for Resolve) and sets hung_.
