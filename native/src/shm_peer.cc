@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <system_error>
 
@@ -65,17 +66,61 @@ void GrantMapping::PopulateWindows(const char* p, size_t n) const {
   const size_t first = static_cast<size_t>(p - base) / kPopulateWindow;
   const size_t last = (static_cast<size_t>(p - base) + n - 1) / kPopulateWindow;
   for (size_t w = first; w <= last && w < windows; ++w) {
-    if (populated[w].load(std::memory_order_relaxed)) continue;
-    // Two threads may both fill one window in: harmless (the second finds the entries there).
-    populated[w].store(true, std::memory_order_relaxed);
+    if (populated[w].load(std::memory_order_relaxed) || populated[w].exchange(true, std::memory_order_relaxed)) continue;
     const size_t at = w * kPopulateWindow;
     ShmPeer::PopulateResident(static_cast<char*>(addr) + at, std::min(kPopulateWindow, len - at));
+  }
+}
+
+void GrantMapping::PopulateAll(const std::atomic<bool>& stop) const {
+  if (!populated) return;
+  if (const char* hold = std::getenv("KVSTORE_TEST_POPULATE_HOLD")) {
+    // Test seam (native/engine-shm-populate.test.ts): start once a byte is written to this FIFO.
+    UniqueFd f(::open(hold, O_RDONLY | O_CLOEXEC));
+    char b;
+    if (f.valid()) while (::read(f.get(), &b, 1) < 0 && errno == EINTR) {}
+  }
+  for (size_t w = 0; w < windows && !stop.load(std::memory_order_acquire); ++w) {
+    if (populated[w].load(std::memory_order_relaxed) || populated[w].exchange(true, std::memory_order_relaxed)) continue;
+    const size_t at = w * kPopulateWindow;
+    ShmPeer::PopulateResident(static_cast<char*>(addr) + at, std::min(kPopulateWindow, len - at));
+  }
+}
+
+void ShmPeer::PopulateInBackground(std::shared_ptr<const GrantMapping> mapping) {
+  std::lock_guard<std::mutex> lk(populators_mu_);
+  if (closing_.load(std::memory_order_acquire)) return;
+  for (auto it = populators_.begin(); it != populators_.end();) {
+    if (it->done->load(std::memory_order_acquire)) {
+      it->thread.join();
+      it = populators_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  try {
+    populators_.reserve(populators_.size() + 1);  // push_back below cannot throw with the thread running
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    // The thread holds the mapping: a revocation meanwhile leaves it mapped until the thread ends.
+    std::thread t([this, mapping, done] {
+      mapping->PopulateAll(closing_);
+      done->store(true, std::memory_order_release);
+    });
+    populators_.push_back(Populator{std::move(t), std::move(done)});
+  } catch (const std::exception&) {
+    // no thread: windows are filled in as chunks reach them, nothing else changes
   }
 }
 
 ShmPeer::~ShmPeer() {
   ::shutdown(ctrl_.get(), SHUT_RDWR);  // wakes the watcher (POLLHUP) before ctrl_ closes
   if (watcher_.joinable()) watcher_.join();
+  closing_.store(true, std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> lk(populators_mu_);
+    for (auto& p : populators_) p.thread.join();
+    populators_.clear();
+  }
   grants_.clear();
   if (peer_generation_) ::munmap(const_cast<std::atomic<uint64_t>*>(peer_generation_), 4096);
 }
@@ -84,10 +129,11 @@ ShmPeer::~ShmPeer() {
 // prefaulted by default): a first write through a fresh shared mapping otherwise takes one fault
 // per 4 KiB page (~1.5 ms per 4 MiB here, three times a bulk populate). Pages the peer never
 // touched are left alone so that no memory is allocated on its behalf. It costs ~0.15 ms per MiB
-// held, so it is done per 2 MiB window, the first time a chunk of the I/O threads lands in it
-// (GrantMapping::PopulateWindows): done for the whole mapping when the grant came, it made the
-// first transfer to every peer wait for all of it (over 200 ms for a 1.5 GiB segment, seconds
-// for tens of GiB), and filled page tables for ranges this process never uses.
+// held: done for the whole mapping before the grant was used, it made the first transfer to every
+// peer wait for all of it (over 200 ms for a 1.5 GiB segment, seconds for tens of GiB). So it is
+// done per 2 MiB window, by a thread started with the grant (ShmPeer::PopulateInBackground) and,
+// for a window that thread has not reached yet, by the first I/O-thread chunk landing in it
+// (GrantMapping::PopulateWindows); each window once.
 void ShmPeer::PopulateResident(void* map, size_t length) {
   constexpr int kMadvPopulateRead = 22;  // MADV_POPULATE_READ, Linux 5.14+; older kernels: EINVAL, ignored
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
@@ -219,6 +265,9 @@ ShmTarget ShmPeer::Resolve(uint64_t address, uint64_t length) {
     out.keep = g.mapping;
   }
   ctrl_lk.unlock();
+  // Off this transfer's path and outside the locks (inline transfers on the JS thread take the
+  // grants lock): see PopulateResident.
+  if (out.keep && out.keep->populated) PopulateInBackground(out.keep);
   return out;
 }
 
