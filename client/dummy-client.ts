@@ -69,13 +69,17 @@ interface Connection {
   readonly maxInline: number;
   /** Region id on this connection, per region (registered lazily). */
   readonly ids: Map<SharedRegion, Promise<number>>;
+  /** The ids registered already, for calls that need no await to name a span (span()). */
+  known?: Map<SharedRegion, number>;
   /** False when the real client cannot map our files: values go inside the messages. */
   shared: boolean;
 }
 
 type Reply = { status_code: number; error: string; [k: string]: unknown };
+type Span = { region_id: number; offset: number; length: number };
 
 const m = (name: string): MethodInfo => clientMethod(name);
+const GET_INTO = m('GetInto');
 
 function defaultLog(level: 'info' | 'warn' | 'error', message: string): void {
   if (level !== 'info') process.stderr.write(`[dummy-client] ${level.toUpperCase()} ${message}\n`);
@@ -204,6 +208,7 @@ export class DummyClient implements StoreClient {
     const id = c?.ids.get(r);
     if (c && id) {
       c.ids.delete(r);
+      c.known?.delete(r);
       try {
         await this.call(c, m('UnregisterRegion'), { region_id: await id });
       } catch {
@@ -226,17 +231,32 @@ export class DummyClient implements StoreClient {
   }
 
   /** The span of `view` on connection `c` (registering its region there first), or undefined. */
-  private async span(c: Connection, view: Uint8Array): Promise<{ region_id: number; offset: number; length: number } | undefined> {
+  private span(c: Connection, view: Uint8Array): Span | Promise<Span | undefined> | undefined {
     if (!c.shared) return undefined;
     const at = this.locate(view);
-    if (!at) return undefined;
+    return at && this.spanAt(c, at, view.byteLength);
+  }
+
+  /**
+   * The span at `at` on connection `c`: at once when its region is registered there (the usual
+   * case: no promise, so a small call costs no extra turn of the microtask queue), else after
+   * registering it.
+   */
+  private spanAt(c: Connection, at: { region: SharedRegion; offset: number }, length: number): Span | Promise<Span> {
+    const known = c.known?.get(at.region);
+    if (known !== undefined) return { region_id: known, offset: at.offset, length };
     let id = c.ids.get(at.region);
     if (!id) {
-      id = this.call(c, m('RegisterRegion'), { name: at.region.name, size: at.region.mapped.size, offset: 0 }).then((r) => r.region_id as number);
-      c.ids.set(at.region, id);
-      id.catch(() => c.ids.delete(at.region));
+      const region = at.region;
+      id = this.call(c, m('RegisterRegion'), { name: region.name, size: region.mapped.size, offset: 0 }).then((r) => {
+        const n = r.region_id as number;
+        if (c.ids.get(region) === id) (c.known ??= new Map()).set(region, n);
+        return n;
+      });
+      c.ids.set(region, id);
+      id.catch(() => c.ids.delete(region));
     }
-    return { region_id: await id, offset: at.offset, length: view.byteLength };
+    return id.then((region_id) => ({ region_id, offset: at.offset, length }));
   }
 
   // ------------------------------------------------------------------ connection
@@ -299,8 +319,10 @@ export class DummyClient implements StoreClient {
     return callRaw(c.channel, method, req, c.channel.address);
   }
 
-  /** Runs `fn` on a live connection within the call deadline. */
+  /** Runs `fn` on a live connection within the call deadline (at once when there is one). */
   private async run<T>(fn: (c: Connection) => Promise<T>): Promise<T> {
+    const c = this.conn;
+    if (c && !this.closed && !c.channel.closed) return fn(c);
     return fn(await this.connection(performance.now() + this.timeoutMs));
   }
 
@@ -329,19 +351,24 @@ export class DummyClient implements StoreClient {
   private async spans(c: Connection, slices: Uint8Array[]): Promise<{ spans: object[]; release: () => void } | undefined> {
     if (!c.shared) return undefined;
     const spans: object[] = [];
-    const outside = slices.filter((s) => !this.locate(s));
-    const staged = outside.reduce((n, s) => n + s.byteLength, 0);
+    // each slice located once (a native call): in a region, or staged
+    const where = slices.map((s) => this.locate(s));
+    let staged = 0;
+    for (let i = 0; i < slices.length; i++) if (!where[i]) staged += slices[i].byteLength;
     const lease = staged > 0 ? (this.pool.tryAcquire(staged) ?? (await this.pool.acquire(staged))) : undefined;
     try {
       let at = 0;
-      for (const s of slices) {
-        let view = s;
-        if (!this.locate(s)) {
-          view = lease!.buffer.subarray(at, at + s.byteLength);
+      for (let i = 0; i < slices.length; i++) {
+        const s = slices[i];
+        let loc = where[i];
+        if (!loc) {
+          const view = lease!.buffer.subarray(at, at + s.byteLength);
           view.set(s);
           at += s.byteLength;
+          loc = this.locate(view)!;
         }
-        spans.push((await this.span(c, view))!);
+        const span = this.spanAt(c, loc, s.byteLength);
+        spans.push('then' in span ? await span : span);
       }
     } catch (e) {
       lease?.release();
@@ -420,7 +447,11 @@ export class DummyClient implements StoreClient {
         target.set(value);
         return value.length;
       }
-      if (this.locate(target)) return this.getIntoSpan(c, key, target);
+      const at = this.locate(target);
+      if (at) {
+        const span = this.spanAt(c, at, target.byteLength);
+        return this.getIntoAt(c, key, 'then' in span ? await span : span);
+      }
       const lease = this.pool.tryAcquire(target.byteLength) ?? (await this.pool.acquire(target.byteLength));
       try {
         const got = await this.getIntoSpan(c, key, lease.buffer);
@@ -433,7 +464,11 @@ export class DummyClient implements StoreClient {
   }
 
   private async getIntoSpan(c: Connection, key: string, view: Uint8Array): Promise<number> {
-    const r = await this.call(c, m('GetInto'), { key, target: await this.span(c, view) });
+    return this.getIntoAt(c, key, await this.span(c, view));
+  }
+
+  private async getIntoAt(c: Connection, key: string, target: Span | undefined): Promise<number> {
+    const r = await callRaw(c.channel, GET_INTO, { key, target }, c.channel.address);
     return Number(r.size);
   }
 

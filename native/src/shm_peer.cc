@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <system_error>
 
@@ -58,9 +59,68 @@ GrantMapping::~GrantMapping() {
   if (addr) ::munmap(addr, len);
 }
 
+void GrantMapping::PopulateWindows(const char* p, size_t n) const {
+  if (!populated || n == 0) return;
+  const char* base = static_cast<const char*>(addr);
+  if (p < base || p + n > base + len) return;
+  const size_t first = static_cast<size_t>(p - base) / kPopulateWindow;
+  const size_t last = (static_cast<size_t>(p - base) + n - 1) / kPopulateWindow;
+  for (size_t w = first; w <= last && w < windows; ++w) {
+    if (populated[w].load(std::memory_order_relaxed) || populated[w].exchange(true, std::memory_order_relaxed)) continue;
+    const size_t at = w * kPopulateWindow;
+    ShmPeer::PopulateResident(static_cast<char*>(addr) + at, std::min(kPopulateWindow, len - at));
+  }
+}
+
+void GrantMapping::PopulateAll(const std::atomic<bool>& stop) const {
+  if (!populated) return;
+  if (const char* hold = std::getenv("KVSTORE_TEST_POPULATE_HOLD")) {
+    // Test seam (native/engine-shm-populate.test.ts): start once a byte is written to this FIFO.
+    UniqueFd f(::open(hold, O_RDONLY | O_CLOEXEC));
+    char b;
+    if (f.valid()) while (::read(f.get(), &b, 1) < 0 && errno == EINTR) {}
+  }
+  for (size_t w = 0; w < windows && !stop.load(std::memory_order_acquire); ++w) {
+    if (populated[w].load(std::memory_order_relaxed) || populated[w].exchange(true, std::memory_order_relaxed)) continue;
+    const size_t at = w * kPopulateWindow;
+    ShmPeer::PopulateResident(static_cast<char*>(addr) + at, std::min(kPopulateWindow, len - at));
+  }
+}
+
+void ShmPeer::PopulateInBackground(std::shared_ptr<const GrantMapping> mapping) {
+  std::lock_guard<std::mutex> lk(populators_mu_);
+  if (closing_.load(std::memory_order_acquire)) return;
+  for (auto it = populators_.begin(); it != populators_.end();) {
+    if (it->done->load(std::memory_order_acquire)) {
+      it->thread.join();
+      it = populators_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  try {
+    populators_.reserve(populators_.size() + 1);  // push_back below cannot throw with the thread running
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    // The thread holds the mapping: a revocation meanwhile leaves it mapped until the thread ends.
+    std::thread t([this, mapping, done] {
+      mapping->PopulateAll(closing_);
+      done->store(true, std::memory_order_release);
+    });
+    populators_.push_back(Populator{std::move(t), std::move(done)});
+  } catch (const std::exception&) {
+    // no thread: windows are filled in as chunks reach them, nothing else changes
+  }
+}
+
 ShmPeer::~ShmPeer() {
   ::shutdown(ctrl_.get(), SHUT_RDWR);  // wakes the watcher (POLLHUP) before ctrl_ closes
   if (watcher_.joinable()) watcher_.join();
+  closing_.store(true, std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> lk(populators_mu_);
+    for (auto& p : populators_) p.thread.join();
+    populators_.clear();
+  }
   grants_.clear();
   if (peer_generation_) ::munmap(const_cast<std::atomic<uint64_t>*>(peer_generation_), 4096);
 }
@@ -68,13 +128,16 @@ ShmPeer::~ShmPeer() {
 // Maps page-table entries, in one pass, for the pages the peer already holds (its segment is
 // prefaulted by default): a first write through a fresh shared mapping otherwise takes one fault
 // per 4 KiB page (~1.5 ms per 4 MiB here, three times a bulk populate). Pages the peer never
-// touched are left alone so that no memory is allocated on its behalf; mappings above
-// kPopulateMaxBytes stay lazy (their page tables would cost 2 MiB per GiB in this process).
+// touched are left alone so that no memory is allocated on its behalf. It costs ~0.15 ms per MiB
+// held: done for the whole mapping before the grant was used, it made the first transfer to every
+// peer wait for all of it (over 200 ms for a 1.5 GiB segment, seconds for tens of GiB). So it is
+// done per 2 MiB window, by a thread started with the grant (ShmPeer::PopulateInBackground) and,
+// for a window that thread has not reached yet, by the first I/O-thread chunk landing in it
+// (GrantMapping::PopulateWindows); each window once.
 void ShmPeer::PopulateResident(void* map, size_t length) {
-  constexpr size_t kPopulateMaxBytes = size_t{32} << 30;
   constexpr int kMadvPopulateRead = 22;  // MADV_POPULATE_READ, Linux 5.14+; older kernels: EINVAL, ignored
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  if (length == 0 || length > kPopulateMaxBytes || page == 0) return;
+  if (length == 0 || page == 0) return;
   const size_t pages = (length + page - 1) / page;
   std::vector<unsigned char> resident(pages);
   if (::mincore(map, length, resident.data()) != 0) return;
@@ -173,6 +236,9 @@ ShmTarget ShmPeer::Resolve(uint64_t address, uint64_t length) {
       auto mapping = std::make_shared<GrantMapping>();
       mapping->addr = p;
       mapping->len = resp.map_length;
+      mapping->windows = (resp.map_length + GrantMapping::kPopulateWindow - 1) / GrantMapping::kPopulateWindow;
+      // Mappings above 32 GiB stay lazy (their page tables would cost 2 MiB per GiB in this process).
+      if (resp.map_length <= (size_t{32} << 30)) mapping->populated.reset(new std::atomic<bool>[mapping->windows]());
       mapping->fence = std::make_unique<FencePageView>(fds[2].get());
       if (mapping->fence->valid()) {
         g.mapping = std::move(mapping);
@@ -199,8 +265,9 @@ ShmTarget ShmPeer::Resolve(uint64_t address, uint64_t length) {
     out.keep = g.mapping;
   }
   ctrl_lk.unlock();
-  // Outside the locks: inline transfers (the JS thread, under the grants lock) must not wait for it.
-  if (out.keep) PopulateResident(out.keep->addr, out.keep->len);
+  // Off this transfer's path and outside the locks (inline transfers on the JS thread take the
+  // grants lock): see PopulateResident.
+  if (out.keep && out.keep->populated) PopulateInBackground(out.keep);
   return out;
 }
 

@@ -25,6 +25,16 @@ struct GrantMapping {
   void* addr = nullptr;
   size_t len = 0;
   std::unique_ptr<FencePageView> fence;
+  // One flag per kPopulateWindow of the mapping: set once its page tables were filled in.
+  std::unique_ptr<std::atomic<bool>[]> populated;
+  size_t windows = 0;
+  static constexpr size_t kPopulateWindow = size_t{2} << 20;
+  // Fills in the page-table entries of the windows [p, +n) lies in that the peer already holds,
+  // once per window (PopulateResident). For the I/O threads' chunks: a chunk's first touch of
+  // fresh shared pages otherwise takes one fault per 4 KiB page.
+  void PopulateWindows(const char* p, size_t n) const;
+  // Every window not filled in yet, in order, until `stop` is set (ShmPeer's populator thread).
+  void PopulateAll(const std::atomic<bool>& stop) const;
   ~GrantMapping();
 };
 
@@ -81,7 +91,11 @@ class ShmPeer {
   // Under grants_mu_: drops stale grants, then finds the one covering the range (with a
   // reference to its mapping when `keep`).
   bool FindGrantLocked(uint64_t address, uint64_t length, ShmTarget* out, bool keep);
+  friend struct GrantMapping;
   static void PopulateResident(void* map, size_t length);
+  // Starts GrantMapping::PopulateAll for a new grant on a thread of its own: the transfer that
+  // asked for the grant does not wait for it (joined by the destructor).
+  void PopulateInBackground(std::shared_ptr<const GrantMapping> mapping);
   ShmPeer(std::string endpoint, UniqueFd ctrl) : endpoint_(std::move(endpoint)), ctrl_(std::move(ctrl)) {}
   // Blocks in poll() for a hang-up (never for data: replies stay for Resolve) and sets hung_.
   void Watch();
@@ -94,6 +108,13 @@ class ShmPeer {
   const std::atomic<uint64_t>* peer_generation_ = nullptr;  // the peer's page, mapped read-only
   std::atomic<bool> hung_{false};
   std::thread watcher_;  // ends on the peer's hang-up or our shutdown of ctrl_ (destructor)
+  struct Populator {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::mutex populators_mu_;
+  std::vector<Populator> populators_;  // finished ones are joined when the next starts, the rest by the destructor
+  std::atomic<bool> closing_{false};   // tells the populators to stop
 };
 
 }  // namespace kvstore

@@ -193,6 +193,7 @@ bool PeerChannel::ExecuteShm(Chunk& c) {
   CheckShmTarget(t, c);
   // The window: a fence the peer installs after the check above cannot stop this memcpy.
   char* remote = t.at + (c.remote - c.range_start);
+  if (t.keep) t.keep->PopulateWindows(remote, c.length);
   if (c.op == static_cast<uint16_t>(WireOp::kRead)) CopyChunk(c.local, remote, c.length, c.crc);
   else CopyChunk(remote, c.local, c.length, c.crc);
   return true;

@@ -44,12 +44,14 @@ export interface StartOptions {
   wrap?: string[];
   /** Keep the peer's stderr for waitForStderr() instead of passing it through. */
   captureStderr?: boolean;
+  /** Variables added to the peer's environment. */
+  env?: Record<string, string>;
 }
 
 export async function startRegionPeer(size: number, seed: number, engineOptions: object = {}, start: StartOptions = {}): Promise<RegionPeer> {
   const args = [resolve(nativeDir, 'test-fixtures/region-server.mjs'), String(size), String(seed), JSON.stringify(engineOptions)];
   const [cmd, ...pre] = start.wrap ? [...start.wrap, process.execPath] : [process.execPath];
-  const proc = spawn(cmd, [...pre, ...args], { stdio: ['pipe', 'pipe', start.captureStderr ? 'pipe' : 'inherit'] });
+  const proc = spawn(cmd, [...pre, ...args], { stdio: ['pipe', 'pipe', start.captureStderr ? 'pipe' : 'inherit'], env: start.env && { ...process.env, ...start.env } });
   let stderr = '';
   const stderrWaiters: Array<{ pattern: RegExp; res: (s: string) => void }> = [];
   proc.stderr?.on('data', (d: Buffer) => {
