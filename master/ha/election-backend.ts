@@ -22,11 +22,24 @@ export interface ElectionBackend {
   release(address: string): Promise<void>;
   /** The current leader's advertised address, or undefined when there is none. */
   readLeader(): Promise<string | undefined>;
+  /**
+   * Writes a small record beside the leader record (docs/ha.md "Which image may be elected"): with
+   * `ttlMs` it disappears unless written again within that time; without, it stays. `name` is
+   * [A-Za-z0-9._-], at most 63 characters.
+   */
+  putRecord(name: string, value: string, ttlMs?: number): Promise<void>;
+  /** Every record that has not expired, by name. */
+  readRecords(): Promise<Map<string, string>>;
   /** Side effects of gaining / losing leadership (k8s: the pod's leader label). Best effort. */
   onElected?(): Promise<void>;
   onDeposed?(): Promise<void>;
   /** Closes connections. */
   close(): Promise<void>;
+}
+
+/** The prefix of the records (putRecord) in the etcd and Redis backends. */
+export function recordsPrefix(clusterId: string): string {
+  return `/${clusterId}/master/records/`;
 }
 
 /** The leader key used by the etcd and Redis backends and by client-side discovery. */

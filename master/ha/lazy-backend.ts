@@ -33,6 +33,12 @@ export class LazyBackend implements ElectionBackend {
   async readLeader(): Promise<string | undefined> {
     return (await this.backend()).readLeader();
   }
+  async putRecord(name: string, value: string, ttlMs?: number): Promise<void> {
+    return (await this.backend()).putRecord(name, value, ttlMs);
+  }
+  async readRecords(): Promise<Map<string, string>> {
+    return (await this.backend()).readRecords();
+  }
   async onElected(): Promise<void> {
     await (await this.backend()).onElected?.();
   }

@@ -2,9 +2,10 @@
 // SET NX PX; its value carries a fencing token from INCR on /<cluster_id>/master/fencing_token
 // and the leader's address, as JSON {"address":"host:port","token":N}. Renewal and release run
 // Lua scripts that act only while the value is still exactly ours, so a deposed leader can
-// neither extend nor delete its successor's key.
+// neither extend nor delete its successor's key. Records (putRecord) are keys under
+// /<cluster_id>/master/records/ (SET with PX for a TTL), read with SCAN and MGET.
 import { Redis, type RedisOptions } from 'ioredis';
-import { leaderKey, type AcquireResult, type ElectionBackend } from './election-backend.js';
+import { leaderKey, recordsPrefix, type AcquireResult, type ElectionBackend } from './election-backend.js';
 
 const CALL_TIMEOUT_MS = 2000;
 
@@ -52,6 +53,7 @@ export class RedisBackend implements ElectionBackend {
   private readonly redis: Redis;
   private readonly key: string;
   private readonly tokenKey: string;
+  private readonly prefix: string;
   /** The exact value we wrote; renew/release compare against it. */
   private mine: string | undefined;
 
@@ -59,6 +61,7 @@ export class RedisBackend implements ElectionBackend {
     const opts = redisOptionsFromUrl(connstring);
     this.key = leaderKey(clusterId);
     this.tokenKey = `/${clusterId}/master/fencing_token`;
+    this.prefix = recordsPrefix(clusterId);
     this.redis = new Redis({
       ...opts,
       lazyConnect: false,
@@ -109,6 +112,31 @@ export class RedisBackend implements ElectionBackend {
   async readLeader(): Promise<string | undefined> {
     const v = await this.redis.get(this.key);
     return v === null ? undefined : parseRedisLeaderValue(v)?.address;
+  }
+
+  async putRecord(name: string, value: string, ttlMs?: number): Promise<void> {
+    if (ttlMs === undefined) await this.redis.set(this.prefix + name, value);
+    else await this.redis.set(this.prefix + name, value, 'PX', Math.max(1, Math.ceil(ttlMs)));
+  }
+
+  async readRecords(): Promise<Map<string, string>> {
+    const pattern = this.prefix.replace(/[*?[\]\\]/g, (c) => `\\${c}`) + '*';
+    const keys = new Set<string>();
+    let cursor = '0';
+    do {
+      const [next, batch] = await this.redis.scan(cursor, 'MATCH', pattern, 'COUNT', 100);
+      for (const k of batch) keys.add(k);
+      cursor = next;
+    } while (cursor !== '0');
+    const out = new Map<string, string>();
+    if (keys.size === 0) return out;
+    const list = [...keys];
+    const values = await this.redis.mget(...list);
+    list.forEach((k, i) => {
+      const v = values[i];
+      if (v !== null && v !== undefined) out.set(k.slice(this.prefix.length), v);
+    });
+    return out;
   }
 
   async close(): Promise<void> {
