@@ -1,6 +1,7 @@
 // Real election backends for the HA e2e tests: an etcd or a redis-server on free loopback ports
-// (data in a temporary directory), with the flags a master needs to use it and the address a
-// client discovers the leader with. Each test file stops what it started with stopAll().
+// (data in a temporary directory), or the test Kubernetes API server (e2e/kube-apiserver), with
+// the flags and environment a master needs to use it and the address a client discovers the
+// leader with. Each test file stops what it started with stopAll().
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -8,10 +9,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { track, type ProcessHandle } from '../sidecar/local-cluster.js';
 import { freePort } from './free-port.js';
+import { startKubeApiServer, type KubeApiServer } from './kube-apiserver/http-server.js';
+import { writeKubeconfig } from './kube-apiserver/kubeconfig.js';
 
 export interface HaBackend {
   masterArgs: string[];
-  discovery: string;
+  /** Environment the masters need (k8s: KUBECONFIG). */
+  env?: Record<string, string>;
+  /** How clients find the leader (undefined: they cannot, k8s). */
+  discovery?: string;
 }
 
 export const have = (bin: string): boolean => spawnSync('sh', ['-c', `command -v ${bin}`]).status === 0;
@@ -19,9 +25,10 @@ export const have = (bin: string): boolean => spawnSync('sh', ['-c', `command -v
 export class Processes {
   private readonly procs: ChildProcess[] = [];
   private readonly dirs: string[] = [];
+  private readonly servers: KubeApiServer[] = [];
 
-  start(name: string, cmd: string, args: string[]): ProcessHandle {
-    const p = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  start(name: string, cmd: string, args: string[], env?: Record<string, string>): ProcessHandle {
+    const p = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: env ? { ...process.env, ...env } : undefined });
     this.procs.push(p);
     return track(name, p);
   }
@@ -40,7 +47,22 @@ export class Processes {
       p.kill('SIGCONT');
     }
     await Promise.all(running.map(async (p) => (p.exitCode === null && p.signalCode === null ? await once(p, 'exit') : undefined)));
+    for (const s of this.servers.splice(0)) await s.stop();
     for (const d of this.dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  }
+
+  /** The test Kubernetes API server with a namespace `kv`; masters use the Lease kv/<cluster>-leader (no POD_NAME: no pod label). */
+  async k8s(cluster: string): Promise<HaBackend> {
+    const server = await startKubeApiServer();
+    this.servers.push(server);
+    const r = await fetch(`${server.url}/api/v1/namespaces`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'kv' } }),
+    });
+    if (r.status >= 300) throw new Error(`creating namespace kv: ${r.status} ${await r.text()}`);
+    const kubeconfig = writeKubeconfig(join(this.tempDir('ha-k8s-'), 'kubeconfig'), server.url, 'kv');
+    return { masterArgs: ['--ha_backend_type=k8s', `--ha_backend_connstring=kv/${cluster.replace(/_/g, '-')}-leader`, `--cluster_id=${cluster}`], env: { KUBECONFIG: kubeconfig } };
   }
 
   async etcd(cluster: string): Promise<HaBackend> {

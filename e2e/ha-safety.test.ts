@@ -1,5 +1,6 @@
 // End to end, the failover safety gaps of issue 12 (docs/ha.md "Which image may be elected"), on a
-// real etcd and a real redis-server with real store_master processes:
+// real etcd, a real redis-server and the test Kubernetes API server (a Lease), with real
+// store_master processes:
 //  - a standby the leader dropped (SIGSTOPped past the ack timeout while its stream filled every
 //    buffer, so the last reset never reached it) must not bring its stale image to an election:
 //    once elected, an object removed after the drop must not come back (its space was reused);
@@ -26,20 +27,28 @@ afterEach(() => ps.stopAll());
 
 type Master = ProcessHandle & { rpc: string };
 
+let started: Master[] = [];
+
 async function masters(n: number, backend: HaBackend, extra: string[]): Promise<{ leader: Master; standbys: Master[] }> {
   const all: Master[] = [];
+  started = all;
   for (let i = 0; i < n; i++) {
-    const h = ps.start(`master-${i}`, process.execPath, [
-      MAIN,
-      '--enable_ha=true',
-      '--rpc_address=127.0.0.1',
-      '--rpc_port=0',
-      '--metrics_port=0',
-      '--enable_metric_reporting=false',
-      '--ha_lease_ms=3000',
-      ...extra,
-      ...backend.masterArgs,
-    ]);
+    const h = ps.start(
+      `master-${i}`,
+      process.execPath,
+      [
+        MAIN,
+        '--enable_ha=true',
+        '--rpc_address=127.0.0.1',
+        '--rpc_port=0',
+        '--metrics_port=0',
+        '--enable_metric_reporting=false',
+        '--ha_lease_ms=3000',
+        ...extra,
+        ...backend.masterArgs,
+      ],
+      backend.env,
+    );
     const m = await h.waitFor(/store_master listening: rpc=(\S+)/);
     all.push({ ...h, rpc: m[1] });
   }
@@ -53,6 +62,27 @@ async function masters(n: number, backend: HaBackend, extra: string[]): Promise<
     ),
   );
   return { leader, standbys: all.filter((_, i) => i !== li) };
+}
+
+/** A failure carries the masters' last log lines. */
+async function explained(run: Promise<void>): Promise<void> {
+  try {
+    await run;
+  } catch (e) {
+    const logs = started
+      .map(
+        (m) =>
+          `--- ${m.name}\n${m
+            .output()
+            .split('\n')
+            .filter((l) => /HA: (?!standby position published)/.test(l))
+            .slice(-40)
+            .join('\n')}`,
+      )
+      .join('\n');
+    (e as Error).message += `\n${logs}`;
+    throw e;
+  }
 }
 
 const put = async (c: MasterClient, key: string, size = 64): Promise<{ code: number; offset?: number }> => {
@@ -164,14 +194,16 @@ const ready = existsSync(MAIN);
 const backends: [string, string, (p: Processes) => Promise<HaBackend>][] = [
   ['etcd', 'etcd', (p) => p.etcd('safety_etcd')],
   ['redis', 'redis-server', (p) => p.redis('safety_redis')],
+  ['k8s', '', (p) => p.k8s('safety_k8s')],
 ];
 for (const [name, bin, backend] of backends) {
-  const why = `skipped without ${bin} (apt-get install ${bin === 'etcd' ? 'etcd-server' : 'redis-server'}) or dist/ (npm run build)`;
-  const run = have(bin) && ready ? it : it.skip;
-  run(`${name}: a standby dropped before the leader died does not serve a removed object when elected (${why})`, async () => droppedStandby(await backend(ps)), 90_000);
+  const why =
+    bin === '' ? 'skipped without dist/ (npm run build)' : `skipped without ${bin} (apt-get install ${bin === 'etcd' ? 'etcd-server' : 'redis-server'}) or dist/ (npm run build)`;
+  const run = (bin === '' || have(bin)) && ready ? it : it.skip;
+  run(`${name}: a standby dropped before the leader died does not serve a removed object when elected (${why})`, async () => explained(droppedStandby(await backend(ps))), 90_000);
   run(
     `${name}: --ha_commit_acks=1, the lagging standby does not win while the synced one lives; no acknowledged commit lost (${why})`,
-    async () => laggingStandby(await backend(ps)),
+    async () => explained(laggingStandby(await backend(ps))),
     90_000,
   );
 }

@@ -41,7 +41,9 @@ export class CampaignGuard {
   async check(): Promise<PrecheckResult> {
     await this.publish();
     const leader = await this.backend.readLeader();
-    if (leader !== undefined) {
+    // Our own address: a hold this process did not learn of (an acquire answered too late), or a
+    // previous life's: the acquire decides, after the ranking.
+    if (leader !== undefined && leader !== this.self()) {
       this.lastAhead = '';
       return { skip: true, leader };
     }

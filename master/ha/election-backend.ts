@@ -20,7 +20,7 @@ export interface ElectionBackend {
   renew(address: string, ttlMs: number): Promise<boolean>;
   /** Gives the record up if it is still ours (best effort, on shutdown or after deposition). */
   release(address: string): Promise<void>;
-  /** The current leader's advertised address, or undefined when there is none. */
+  /** The current leader's advertised address, or undefined when there is none (or its claim has run out). */
   readLeader(): Promise<string | undefined>;
   /**
    * Writes a small record beside the leader record (docs/ha.md "Which image may be elected"): with

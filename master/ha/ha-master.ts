@@ -138,8 +138,9 @@ export class HaMaster {
         elected: (term) => {
           const before = this.o.beforeServing;
           const v = this.gate.lead(Date.now(), before !== undefined);
-          this.o.log.info(`HA: elected leader (term ${term} of this process) at ${this.address}; serving with view_version=${v}`);
-          if (before) this.open(before, v);
+          const serving = (): void => this.o.log.info(`HA: elected leader (term ${term} of this process) at ${this.address}; serving with view_version=${v}`);
+          if (before) this.open(before, v, serving);
+          else serving();
           this.o.roleChanged?.(true);
         },
         deposed: (reason) => {
@@ -154,13 +155,17 @@ export class HaMaster {
   }
 
   /** Serves term `v` once `before` succeeded (tried again while the term lasts). */
-  private open(before: (v: number) => Promise<void>, v: number): void {
+  private open(before: (v: number) => Promise<void>, v: number, serving: () => void): void {
     before(v).then(
-      () => this.gate.open(v),
+      () => {
+        if (!this.gate.isHeld || this.gate.viewVersion !== v) return;
+        this.gate.open(v);
+        serving();
+      },
       (e: Error) => {
         if (!this.gate.leading || this.gate.viewVersion !== v) return;
         this.o.log.warn(`HA: recording term ${v} in ${this.backend.description} failed (${e.message}): not serving yet; trying again`);
-        setTimeout(() => this.gate.isHeld && this.gate.viewVersion === v && this.open(before, v), BEFORE_SERVING_RETRY_MS).unref();
+        setTimeout(() => this.gate.isHeld && this.gate.viewVersion === v && this.open(before, v, serving), BEFORE_SERVING_RETRY_MS).unref();
       },
     );
   }

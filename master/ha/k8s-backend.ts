@@ -59,10 +59,11 @@ export class K8sBackend implements ElectionBackend {
     return this.lease.release([LEADER_ADDRESS_ANNOTATION]);
   }
 
+  /** The leader's address while its claim stands by this process's observation (an expired holder: undefined). */
   async readLeader(): Promise<string | undefined> {
-    const lease = await this.lease.read();
-    if (!lease?.spec?.holderIdentity) return undefined;
-    return lease.metadata?.annotations?.[LEADER_ADDRESS_ANNOTATION];
+    const { lease, claim } = await this.lease.readClaim();
+    if (claim.do !== 'wait' && claim.do !== 'renew') return undefined;
+    return lease?.metadata?.annotations?.[LEADER_ADDRESS_ANNOTATION];
   }
 
   async putRecord(name: string, value: string, ttlMs?: number): Promise<void> {

@@ -136,6 +136,9 @@ export class ReplicationLeader implements ChangeConsumer, Durability {
 
   /** Drops every standby (this master stops leading); replies still waiting for them are not acknowledged. */
   closeAll(): void {
+    const waiting = this.waiters;
+    this.waiters = []; // first: dropping the standbys would settle them as acknowledged
+    for (const w of waiting) w.reject(new NotDurableError('leadership ended before the standbys acknowledged this change'));
     for (const f of [...this.followers]) {
       f.member = false; // no record is written any more: the next term writes its own
       f.socket.destroy();
@@ -143,9 +146,6 @@ export class ReplicationLeader implements ChangeConsumer, Durability {
     }
     this.members.clear();
     this.leaving.clear();
-    const waiting = this.waiters;
-    this.waiters = [];
-    for (const w of waiting) w.reject(new NotDurableError('leadership ended before the standbys acknowledged this change'));
   }
 
   /** Writes the in-sync record as it is when the write starts (writes run one at a time, in order). */
