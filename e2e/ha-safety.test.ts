@@ -66,8 +66,10 @@ async function masters(n: number, backend: HaBackend, extra: string[]): Promise<
 
 /** A failure carries the masters' last log lines. */
 async function explained(run: Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
   try {
-    await run;
+    // Before jest's own limit, so that a wait that never ends still shows the logs.
+    await Promise.race([run, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('still waiting after 80 s')), 80_000)))]);
   } catch (e) {
     const logs = started
       .map(
@@ -82,6 +84,8 @@ async function explained(run: Promise<void>): Promise<void> {
       .join('\n');
     (e as Error).message += `\n${logs}`;
     throw e;
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -28,6 +28,13 @@ export interface ElectionBackend {
    * [A-Za-z0-9._-], at most 63 characters.
    */
   putRecord(name: string, value: string, ttlMs?: number): Promise<void>;
+  /**
+   * Writes a record (no TTL) only while this process holds the leader record, checked by the
+   * backend as it applies the write (etcd: a transaction on the key's lease; Redis: a script on
+   * the key's value; k8s: the leader Lease read just before), so a deposed leader's late write
+   * cannot replace its successor's. Rejects when not the holder.
+   */
+  putLeaderRecord(name: string, value: string): Promise<void>;
   /** Every record that has not expired, by name. */
   readRecords(): Promise<Map<string, string>>;
   /** Side effects of gaining / losing leadership (k8s: the pod's leader label). Best effort. */

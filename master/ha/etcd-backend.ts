@@ -124,6 +124,17 @@ export class EtcdBackend implements ElectionBackend {
     await held.lease.put(key).value(value);
   }
 
+  async putLeaderRecord(name: string, value: string): Promise<void> {
+    const lease = this.lease;
+    if (!lease || lease.revoked()) throw new Error('not the leader: record not written');
+    const id = await lease.grant();
+    const res = await this.client
+      .if(this.key, 'Lease', '==', id)
+      .then(this.client.put(this.prefix + name).value(value))
+      .commit();
+    if (!res.succeeded) throw new Error('the leader key is no longer ours: record not written');
+  }
+
   async readRecords(): Promise<Map<string, string>> {
     const all = await this.client.getAll().prefix(this.prefix).strings();
     return new Map(Object.entries(all).map(([k, v]) => [k.slice(this.prefix.length), v]));

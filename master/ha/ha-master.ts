@@ -172,7 +172,7 @@ export class HaMaster {
 
   /** Writes the leader's in-sync record (replication-leader.ts). */
   recordInSync(r: InSyncRecord): Promise<void> {
-    return this.backend.putRecord(INSYNC_RECORD, encodeInSync(r));
+    return this.backend.putLeaderRecord(INSYNC_RECORD, encodeInSync(r));
   }
 
   /** Publishes this standby's position now (its stream ended); best effort. */

@@ -94,6 +94,13 @@ export class K8sBackend implements ElectionBackend {
     throw new Error(`Lease ${namespace}/${leaseName}: record ${name} not written (${RECORD_WRITE_ATTEMPTS} concurrent writes in a row)`);
   }
 
+  /** Not atomic with the hold (two objects): checked by a read of the leader Lease just before (docs/ha.md). */
+  async putLeaderRecord(name: string, value: string): Promise<void> {
+    const lease = await this.lease.read();
+    if (lease?.spec?.holderIdentity !== this.o.identity) throw new Error('not the holder of the leader Lease: record not written');
+    await this.putRecord(name, value);
+  }
+
   async readRecords(): Promise<Map<string, string>> {
     const lease = await this.readRecordsLease();
     const now = this.o.wallNow();

@@ -36,6 +36,9 @@ export class LazyBackend implements ElectionBackend {
   async putRecord(name: string, value: string, ttlMs?: number): Promise<void> {
     return (await this.backend()).putRecord(name, value, ttlMs);
   }
+  async putLeaderRecord(name: string, value: string): Promise<void> {
+    return (await this.backend()).putLeaderRecord(name, value);
+  }
   async readRecords(): Promise<Map<string, string>> {
     return (await this.backend()).readRecords();
   }

@@ -36,6 +36,9 @@ class MemoryBackend implements ElectionBackend {
   async putRecord(name: string, value: string): Promise<void> {
     this.records.set(name, value);
   }
+  async putLeaderRecord(name: string, value: string): Promise<void> {
+    this.records.set(name, value);
+  }
   async readRecords(): Promise<Map<string, string>> {
     return new Map(this.records);
   }

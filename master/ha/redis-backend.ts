@@ -10,6 +10,7 @@ import { leaderKey, recordsPrefix, type AcquireResult, type ElectionBackend } fr
 const CALL_TIMEOUT_MS = 2000;
 
 const RENEW_SCRIPT = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end`;
+const LEADER_SET_SCRIPT = `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[2], ARGV[2]) return 1 else return 0 end`;
 const RELEASE_SCRIPT = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end`;
 
 export interface RedisLeaderRecord {
@@ -117,6 +118,13 @@ export class RedisBackend implements ElectionBackend {
   async putRecord(name: string, value: string, ttlMs?: number): Promise<void> {
     if (ttlMs === undefined) await this.redis.set(this.prefix + name, value);
     else await this.redis.set(this.prefix + name, value, 'PX', Math.max(1, Math.ceil(ttlMs)));
+  }
+
+  async putLeaderRecord(name: string, value: string): Promise<void> {
+    const mine = this.mine;
+    if (!mine) throw new Error('not the leader: record not written');
+    const r = (await this.redis.eval(LEADER_SET_SCRIPT, 2, this.key, this.prefix + name, mine, value)) as number;
+    if (r !== 1) throw new Error('the leader key is no longer ours: record not written');
   }
 
   async readRecords(): Promise<Map<string, string>> {

@@ -152,7 +152,12 @@ export class ReplicationLeader implements ChangeConsumer, Durability {
   private record(): Promise<void> {
     const publish = this.o.publishInSync;
     if (publish === undefined) return Promise.resolve();
-    const p = this.writes.then(() => publish({ epoch: this.epoch, members: [...this.members] }));
+    const epoch = this.epoch;
+    // A write queued in an earlier term (or after leadership ended) is not made at all.
+    const p = this.writes.then(() => {
+      if (this.epoch !== epoch || this.o.source() === undefined) throw new NotDurableError('leadership ended: in-sync record not written');
+      return publish({ epoch, members: [...this.members] });
+    });
     this.writes = p.catch(() => undefined);
     return p;
   }
