@@ -6,7 +6,7 @@
 // operator's leader election and the master's k8s HA backend; the timing (when to renew, when a
 // leader must stop) stays with each caller.
 import { ApiException, CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
-import { claimedSpec, LeaseClaim, releasedSpec } from './lease-claim.js';
+import { claimedSpec, LeaseClaim, releasedSpec, type Claim } from './lease-claim.js';
 
 export interface K8sLeaseOptions {
   namespace: string;
@@ -62,6 +62,16 @@ export class K8sLease {
       if (statusOf(e) === 404) return undefined;
       throw e;
     }
+  }
+
+  /** The Lease as read, and what this process may do with it now (`wait`: another holder's claim still stands). */
+  async readClaim(): Promise<{ lease: V1Lease | undefined; claim: Claim }> {
+    const lease = await this.read();
+    const claim = this.claim.decide(
+      lease && { holder: lease.spec?.holderIdentity, durationSeconds: lease.spec?.leaseDurationSeconds, version: lease.metadata?.resourceVersion },
+      this.o.monoNow(),
+    );
+    return { lease, claim };
   }
 
   /**

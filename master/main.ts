@@ -132,9 +132,12 @@ async function main(): Promise<void> {
           replication?.closeAll();
           follower?.start();
         },
+        // Which image may be elected, and when a term may serve (docs/ha.md "Which image may be elected").
+        standby: { position: () => follower?.position(), discard: () => follower?.discard() },
+        beforeServing: (v) => replication!.beginTerm(v),
       });
       const h = ha;
-      follower = new ReplicationFollower({ leader: () => h.knownLeader, self: () => h.advertisedAddress, clock, log });
+      follower = new ReplicationFollower({ leader: () => h.knownLeader, self: () => h.advertisedAddress, clock, log, ended: () => h.publishPosition() });
       replication = new ReplicationLeader({
         source: () => (h.gate.leading ? leading : undefined),
         seq: () => fanout.seq,
@@ -142,6 +145,7 @@ async function main(): Promise<void> {
         commitAcks: flags.ha_commit_acks,
         clock,
         log,
+        publishInSync: (r) => h.recordInSync(r),
       });
       fanout.add(replication);
     }

@@ -2,9 +2,10 @@
 // /<cluster_id>/master/leader, created only when absent (transaction on create revision 0) and
 // attached to that lease, holding the leader's `host:port`. Renewal = one lease keepalive; an
 // expired lease (keepalive TTL 0) means leadership is lost; release = revoking the lease, which
-// deletes the key at once.
+// deletes the key at once. Records (putRecord) live under /<cluster_id>/master/records/; those with
+// a TTL share one etcd lease of this process, kept alive by each write (granted again once expired).
 import { Etcd3, EtcdLeaseInvalidError, type Lease } from 'etcd3';
-import { leaderKey, type AcquireResult, type ElectionBackend } from './election-backend.js';
+import { leaderKey, recordsPrefix, type AcquireResult, type ElectionBackend } from './election-backend.js';
 
 /** Per-call deadline so a stuck endpoint cannot hold the election past its renew deadline. */
 const CALL_DEADLINE_MS = 2000;
@@ -25,9 +26,13 @@ export class EtcdBackend implements ElectionBackend {
   private readonly client: Etcd3;
   private readonly key: string;
   private lease: Lease | undefined;
+  private readonly prefix: string;
+  /** The lease of the records written with a TTL, and that TTL in seconds. */
+  private recordLease: { lease: Lease; ttl: number } | undefined;
 
   constructor(endpoints: string[], clusterId: string) {
     this.key = leaderKey(clusterId);
+    this.prefix = recordsPrefix(clusterId);
     this.client = new Etcd3({
       hosts: endpoints,
       dialTimeout: CALL_DEADLINE_MS,
@@ -91,7 +96,52 @@ export class EtcdBackend implements ElectionBackend {
     return v ?? undefined;
   }
 
+  async putRecord(name: string, value: string, ttlMs?: number): Promise<void> {
+    const key = this.prefix + name;
+    if (ttlMs === undefined) {
+      await this.client.put(key).value(value);
+      return;
+    }
+    const ttl = Math.max(1, Math.ceil(ttlMs / 1000));
+    let held = this.recordLease;
+    if (held !== undefined && held.ttl === ttl) {
+      try {
+        const r = await held.lease.keepaliveOnce();
+        if (!(Number(r.TTL) > 0)) held = undefined;
+      } catch {
+        held = undefined;
+      }
+    } else held = undefined;
+    if (held === undefined) {
+      this.recordLease?.lease.release();
+      const lease = this.client.lease(ttl, { autoKeepAlive: false });
+      lease.on('lost', () => undefined);
+      this.recordLease = undefined;
+      await lease.grant();
+      held = { lease, ttl };
+      this.recordLease = held;
+    }
+    await held.lease.put(key).value(value);
+  }
+
+  async putLeaderRecord(name: string, value: string): Promise<void> {
+    const lease = this.lease;
+    if (!lease || lease.revoked()) throw new Error('not the leader: record not written');
+    const id = await lease.grant();
+    const res = await this.client
+      .if(this.key, 'Lease', '==', id)
+      .then(this.client.put(this.prefix + name).value(value))
+      .commit();
+    if (!res.succeeded) throw new Error('the leader key is no longer ours: record not written');
+  }
+
+  async readRecords(): Promise<Map<string, string>> {
+    const all = await this.client.getAll().prefix(this.prefix).strings();
+    return new Map(Object.entries(all).map(([k, v]) => [k.slice(this.prefix.length), v]));
+  }
+
   async close(): Promise<void> {
+    this.recordLease?.lease.release();
     this.client.close();
   }
 

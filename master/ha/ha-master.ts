@@ -1,7 +1,9 @@
 // HA mode of store_master (--enable_ha): picks the backend from the flags, works out the address
 // clients must reach (--rpc_address / --rpc_interface, or POD_IP when bound to a wildcard),
 // and ties the election to the LeaderGate: elected -> fresh core with a new view_version,
-// deposed -> stop serving at once. Also the `store_master_is_leader` gauge and summary lines.
+// deposed -> stop serving at once. With a followed image (a standby), each acquire attempt is
+// checked first (campaign-guard.ts), and a term serves only once `beforeServing` recorded it.
+// Also the `store_master_is_leader` gauge and summary lines.
 import { joinHostPort } from '../../common/host-port.js';
 import { clockWith } from '../../common/clock.js';
 import { hostname } from 'node:os';
@@ -14,9 +16,11 @@ import type { ElectionBackend } from './election-backend.js';
 import { EtcdBackend, parseEtcdEndpoints } from './etcd-backend.js';
 import { LazyBackend } from './lazy-backend.js';
 import { parseLeaseRef } from './lease-ref.js';
+import { CampaignGuard, type FollowedImage } from './campaign-guard.js';
 import { LeaderElector, type ElectorLog } from './leader-elector.js';
 import { LeaderGate, type ServingCore } from './leader-gate.js';
 import { RedisBackend } from './redis-backend.js';
+import { encodeInSync, INSYNC_RECORD, type InSyncRecord } from './standby-ranking.js';
 
 type HaFlags = Pick<MasterFlags, 'ha_backend_type' | 'ha_backend_connstring' | 'etcd_endpoints' | 'cluster_id'> & Partial<Pick<MasterFlags, 'ha_lease_ms'>>;
 type Env = Record<string, string | undefined>;
@@ -87,13 +91,21 @@ export interface HaMasterOptions {
   backend?: ElectionBackend;
   /** Called after each change of role (a term began: true; it ended: false). */
   roleChanged?: (leading: boolean) => void;
+  /** The image this master follows as a standby: it publishes where it stands and is ranked before campaigning. */
+  standby?: FollowedImage;
+  /** Runs when a term begins, before any RPC is served (failure: tried again while the term lasts). */
+  beforeServing?: (viewVersion: number) => Promise<void>;
 }
+
+/** A term not recorded yet is tried again this often. */
+const BEFORE_SERVING_RETRY_MS = 200;
 
 export class HaMaster {
   readonly gate: LeaderGate;
   private readonly backend: ElectionBackend;
   private readonly host: string;
   private elector: LeaderElector | undefined;
+  private guard: CampaignGuard | undefined;
   private address = '';
 
   constructor(private readonly o: HaMasterOptions) {
@@ -111,16 +123,24 @@ export class HaMaster {
     this.address = joinHostPort(this.host, rpcPort);
     // A restarted container may still carry the label from a previous life.
     this.backend.onDeposed?.().catch((e: Error) => this.o.log.warn(`HA: clearing a stale leader label failed: ${e.message}`));
+    const timings = this.o.timings ?? (this.o.flags.ha_lease_ms ? timingsForLease(this.o.flags.ha_lease_ms) : DEFAULT_TIMINGS);
+    // A standby's record outlives two leases: a live standby's position is still there when the
+    // leader's lease runs out, even after a pause of its own.
+    const guard = this.o.standby ? new CampaignGuard(this.backend, () => this.address, this.o.standby, 2 * timings.leaseDurationMs, this.o.log) : undefined;
+    this.guard = guard;
     this.elector = new LeaderElector(
       this.backend,
       this.address,
-      this.o.timings ?? (this.o.flags.ha_lease_ms ? timingsForLease(this.o.flags.ha_lease_ms) : DEFAULT_TIMINGS),
+      timings,
       clockWith(this.o.clock),
       this.o.log,
       {
         elected: (term) => {
-          const v = this.gate.lead(Date.now());
-          this.o.log.info(`HA: elected leader (term ${term} of this process) at ${this.address}; serving with view_version=${v}`);
+          const before = this.o.beforeServing;
+          const v = this.gate.lead(Date.now(), before !== undefined);
+          const serving = (): void => this.o.log.info(`HA: elected leader (term ${term} of this process) at ${this.address}; serving with view_version=${v}`);
+          if (before) this.open(before, v, serving);
+          else serving();
           this.o.roleChanged?.(true);
         },
         deposed: (reason) => {
@@ -129,8 +149,38 @@ export class HaMaster {
           this.o.roleChanged?.(false);
         },
       },
+      guard ? () => guard.check() : undefined,
     );
     this.elector.start();
+  }
+
+  /** Serves term `v` once `before` succeeded (tried again while the term lasts). */
+  private open(before: (v: number) => Promise<void>, v: number, serving: () => void): void {
+    before(v).then(
+      () => {
+        if (!this.gate.isHeld || this.gate.viewVersion !== v) return;
+        this.gate.open(v);
+        serving();
+      },
+      (e: Error) => {
+        if (!this.gate.leading || this.gate.viewVersion !== v) return;
+        this.o.log.warn(`HA: recording term ${v} in ${this.backend.description} failed (${e.message}): not serving yet; trying again`);
+        setTimeout(() => this.gate.isHeld && this.gate.viewVersion === v && this.open(before, v, serving), BEFORE_SERVING_RETRY_MS).unref();
+      },
+    );
+  }
+
+  /** Writes the leader's in-sync record (replication-leader.ts). */
+  recordInSync(r: InSyncRecord): Promise<void> {
+    return this.backend.putLeaderRecord(INSYNC_RECORD, encodeInSync(r));
+  }
+
+  /** Publishes this standby's position now (its stream ended); best effort. */
+  publishPosition(): void {
+    this.guard?.publish().then(
+      () => this.o.log.info('HA: standby position published after the stream ended'),
+      (e: Error) => this.o.log.warn(`HA: publishing the standby position failed: ${e.message}`),
+    );
   }
 
   /** This master's advertised host:port ('' before start). */

@@ -33,6 +33,15 @@ export class LazyBackend implements ElectionBackend {
   async readLeader(): Promise<string | undefined> {
     return (await this.backend()).readLeader();
   }
+  async putRecord(name: string, value: string, ttlMs?: number): Promise<void> {
+    return (await this.backend()).putRecord(name, value, ttlMs);
+  }
+  async putLeaderRecord(name: string, value: string): Promise<void> {
+    return (await this.backend()).putLeaderRecord(name, value);
+  }
+  async readRecords(): Promise<Map<string, string>> {
+    return (await this.backend()).readRecords();
+  }
   async onElected(): Promise<void> {
     await (await this.backend()).onElected?.();
   }

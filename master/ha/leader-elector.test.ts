@@ -32,6 +32,16 @@ class MemoryBackend implements ElectionBackend {
   async readLeader(): Promise<string | undefined> {
     return this.holder;
   }
+  readonly records = new Map<string, string>();
+  async putRecord(name: string, value: string): Promise<void> {
+    this.records.set(name, value);
+  }
+  async putLeaderRecord(name: string, value: string): Promise<void> {
+    this.records.set(name, value);
+  }
+  async readRecords(): Promise<Map<string, string>> {
+    return new Map(this.records);
+  }
   async close(): Promise<void> {}
 }
 

@@ -5,6 +5,9 @@ import type { Cancel, Clock } from '../../common/clock.js';
 import { Election, type ElectionTimings, type Transition } from './election.js';
 import type { ElectionBackend } from './election-backend.js';
 
+/** Runs before each acquire attempt: `skip` leaves the attempt out (campaign-guard.ts). */
+export type Precheck = () => Promise<{ skip: boolean; leader?: string }>;
+
 export interface ElectorLog {
   info(line: string): void;
   warn(line: string): void;
@@ -31,6 +34,7 @@ export class LeaderElector {
     private readonly clock: Clock,
     private readonly log: ElectorLog,
     private readonly events: ElectorEvents,
+    private readonly precheck?: Precheck,
   ) {
     this.election = new Election(timings);
   }
@@ -77,8 +81,11 @@ export class LeaderElector {
     const ttl = this.election.timings.leaseDurationMs;
     if (step.do === 'acquire') {
       this.election.acquireStarted(now);
-      this.backend
-        .tryAcquire(this.address, ttl)
+      // The precheck's time counts as part of the attempt: `now` stays its send time (earlier is safe).
+      const attempt = this.precheck
+        ? this.precheck().then((p) => (p.skip ? { acquired: false, leader: p.leader } : this.backend.tryAcquire(this.address, ttl)))
+        : this.backend.tryAcquire(this.address, ttl);
+      attempt
         .then(
           (r) => {
             if (this.stopped && r.acquired) {

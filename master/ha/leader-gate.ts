@@ -2,7 +2,9 @@
 // renew deadline has not passed, checked on every call) RPCs reach the current core; otherwise
 // every RPC answers UNAVAILABLE_IN_CURRENT_STATUS so clients retry against the leader, and the
 // management view (stats, keys, segments) is empty. Each term gets a fresh core with a new
-// view_version: it knows no client, so every client's next Ping says need_remount=true.
+// view_version: it knows no client, so every client's next Ping says need_remount=true. A term
+// may begin held (lead(now, true)): it answers UNAVAILABLE_IN_CURRENT_STATUS until open(), once
+// the term is recorded in the election backend (docs/ha.md "Which image may be elected").
 import { ErrorCode } from '../../common/error-code.js';
 import type { MethodInfo } from '../../common/master-proto.js';
 import { STEPPED_RPCS } from '../core/table-walk.js';
@@ -22,6 +24,7 @@ const EMPTY_SWEEP: SweepResult = { droppedClients: [], unmountedSegments: [], ev
 export class LeaderGate {
   private core: ServingCore | undefined;
   private viewVersion_ = 0;
+  private held = false;
   /** Object with one method per RPC (named like MasterCore's), for RpcDispatcher. */
   readonly rpcTarget: Record<string, CoreMethod>;
   /** The MasterCorePort of whichever core serves now (empty while following). */
@@ -38,7 +41,7 @@ export class LeaderGate {
     for (const m of methods) {
       this.rpcTarget[m.call] = (req, now) => {
         const core = this.core;
-        if (!core || !this.canServe(now)) return { status_code: ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS };
+        if (!core || this.held || !this.canServe(now)) return { status_code: ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS };
         const fn = (core as unknown as Record<string, unknown>)[m.call];
         if (typeof fn !== 'function') return { status_code: ErrorCode.NOT_IMPLEMENTED };
         return (fn as CoreMethod).call(core, req, now);
@@ -47,7 +50,7 @@ export class LeaderGate {
       if (!STEPPED_RPCS.includes(m.name)) continue;
       this.rpcTarget[`${m.call}Steps`] = function* (req: object, now: number): Generator<void, unknown, number> {
         const core = gate.core;
-        if (!core || !gate.canServe(now)) return { status_code: ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS };
+        if (!core || gate.held || !gate.canServe(now)) return { status_code: ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS };
         const fn = (core as unknown as Record<string, unknown>)[`${m.call}Steps`] ?? (core as unknown as Record<string, unknown>)[m.call];
         if (typeof fn !== 'function') return { status_code: ErrorCode.NOT_IMPLEMENTED };
         const out: unknown = fn.call(core, req, now);
@@ -63,7 +66,7 @@ export class LeaderGate {
       };
     }
     this.port = {
-      sweep: (now) => (gate.core && gate.canServe(now) ? gate.core.sweep(now) : EMPTY_SWEEP),
+      sweep: (now) => (gate.core && !gate.held && gate.canServe(now) ? gate.core.sweep(now) : EMPTY_SWEEP),
       stats: (now) => (gate.core ? gate.core.stats(now) : { ...EMPTY_STATS }),
       segmentsDetail: (): SegmentDetail[] => gate.core?.segmentsDetail() ?? [],
       allKeys: () => gate.core?.allKeys() ?? [],
@@ -82,15 +85,27 @@ export class LeaderGate {
     return this.viewVersion_;
   }
 
-  /** Starts a term: a fresh core whose view_version is strictly above any earlier one here. */
-  lead(wallNowMs: number): number {
+  /** Starts a term: a fresh core whose view_version is strictly above any earlier one here; `held`: serving waits for open(). */
+  lead(wallNowMs: number, held = false): number {
     this.viewVersion_ = Math.max(wallNowMs, this.viewVersion_ + 1);
+    this.held = held;
     this.core = this.makeCore(this.viewVersion_);
     return this.viewVersion_;
+  }
+
+  /** Serving begins for the term `viewVersion` (if it is still the current one). */
+  open(viewVersion: number): void {
+    if (this.core !== undefined && this.viewVersion_ === viewVersion) this.held = false;
+  }
+
+  /** Whether a term is held (elected, not serving yet). */
+  get isHeld(): boolean {
+    return this.core !== undefined && this.held;
   }
 
   /** Ends the term at once: the core (and all it knew) is dropped. */
   follow(): void {
     this.core = undefined;
+    this.held = false;
   }
 }

@@ -2,13 +2,15 @@
 // SET NX PX; its value carries a fencing token from INCR on /<cluster_id>/master/fencing_token
 // and the leader's address, as JSON {"address":"host:port","token":N}. Renewal and release run
 // Lua scripts that act only while the value is still exactly ours, so a deposed leader can
-// neither extend nor delete its successor's key.
+// neither extend nor delete its successor's key. Records (putRecord) are keys under
+// /<cluster_id>/master/records/ (SET with PX for a TTL), read with SCAN and MGET.
 import { Redis, type RedisOptions } from 'ioredis';
-import { leaderKey, type AcquireResult, type ElectionBackend } from './election-backend.js';
+import { leaderKey, recordsPrefix, type AcquireResult, type ElectionBackend } from './election-backend.js';
 
 const CALL_TIMEOUT_MS = 2000;
 
 const RENEW_SCRIPT = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end`;
+const LEADER_SET_SCRIPT = `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[2], ARGV[2]) return 1 else return 0 end`;
 const RELEASE_SCRIPT = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end`;
 
 export interface RedisLeaderRecord {
@@ -52,6 +54,7 @@ export class RedisBackend implements ElectionBackend {
   private readonly redis: Redis;
   private readonly key: string;
   private readonly tokenKey: string;
+  private readonly prefix: string;
   /** The exact value we wrote; renew/release compare against it. */
   private mine: string | undefined;
 
@@ -59,6 +62,7 @@ export class RedisBackend implements ElectionBackend {
     const opts = redisOptionsFromUrl(connstring);
     this.key = leaderKey(clusterId);
     this.tokenKey = `/${clusterId}/master/fencing_token`;
+    this.prefix = recordsPrefix(clusterId);
     this.redis = new Redis({
       ...opts,
       lazyConnect: false,
@@ -109,6 +113,38 @@ export class RedisBackend implements ElectionBackend {
   async readLeader(): Promise<string | undefined> {
     const v = await this.redis.get(this.key);
     return v === null ? undefined : parseRedisLeaderValue(v)?.address;
+  }
+
+  async putRecord(name: string, value: string, ttlMs?: number): Promise<void> {
+    if (ttlMs === undefined) await this.redis.set(this.prefix + name, value);
+    else await this.redis.set(this.prefix + name, value, 'PX', Math.max(1, Math.ceil(ttlMs)));
+  }
+
+  async putLeaderRecord(name: string, value: string): Promise<void> {
+    const mine = this.mine;
+    if (!mine) throw new Error('not the leader: record not written');
+    const r = (await this.redis.eval(LEADER_SET_SCRIPT, 2, this.key, this.prefix + name, mine, value)) as number;
+    if (r !== 1) throw new Error('the leader key is no longer ours: record not written');
+  }
+
+  async readRecords(): Promise<Map<string, string>> {
+    const pattern = this.prefix.replace(/[*?[\]\\]/g, (c) => `\\${c}`) + '*';
+    const keys = new Set<string>();
+    let cursor = '0';
+    do {
+      const [next, batch] = await this.redis.scan(cursor, 'MATCH', pattern, 'COUNT', 100);
+      for (const k of batch) keys.add(k);
+      cursor = next;
+    } while (cursor !== '0');
+    const out = new Map<string, string>();
+    if (keys.size === 0) return out;
+    const list = [...keys];
+    const values = await this.redis.mget(...list);
+    list.forEach((k, i) => {
+      const v = values[i];
+      if (v !== null && v !== undefined) out.set(k.slice(this.prefix.length), v);
+    });
+    return out;
   }
 
   async close(): Promise<void> {

@@ -7,13 +7,21 @@
 //    copies) answers once every change that freed space is durable everywhere: a new master must
 //    never believe an object still holds space another writer has been given. This rule holds
 //    whatever --ha_commit_acks says.
+// A place that cannot make the changes durable (the change log's disk is full) rejects with a
+// NotDurableError: the reply becomes UNAVAILABLE_IN_CURRENT_STATUS, never a success.
 // Replies of other calls (reads) never wait. The waits are promises; the dispatcher's replies
 // may already be promises (rpc-dispatcher.ts), so nothing blocks the event loop.
+import { ErrorCode } from '../../common/error-code.js';
 import type { ChangeFanout } from './change-fanout.js';
+
+/** A change could not be made durable: its reply must not say it succeeded. */
+export class NotDurableError extends Error {
+  readonly code = ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS;
+}
 
 /** A place changes become durable in (the change log, the standbys). */
 export interface Durability {
-  /** Resolves once change `seq` is durable for a commit; undefined when it already is. */
+  /** Resolves once change `seq` is durable for a commit; undefined when it already is; rejects (NotDurableError) when it cannot be. */
   committed(seq: number): Promise<void> | undefined;
   /** Resolves once change `seq` is durable for reusing the space it freed; undefined when it already is. */
   spaceSafe(seq: number): Promise<void> | undefined;
@@ -60,6 +68,12 @@ export class CommitBarrier {
       if (s !== undefined) (waits ??= []).push(s);
     }
     if (waits === undefined) return res;
-    return Promise.all(waits).then(() => res);
+    return Promise.all(waits).then(
+      () => res,
+      (e: unknown) => {
+        if (e instanceof NotDurableError) return { status_code: e.code } as T;
+        throw e;
+      },
+    );
   }
 }

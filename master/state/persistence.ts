@@ -10,7 +10,7 @@ import type { Logger } from '../../common/logger.js';
 import type { MasterCore } from '../core/master-core.js';
 import type { MasterFlags } from '../master-flags.js';
 import type { ChangeFanout } from './change-fanout.js';
-import { ChangeLog } from './change-log.js';
+import { ChangeLog, logFileName } from './change-log.js';
 import type { CommitBarrier } from './commit-barrier.js';
 import { restoreState } from './restore.js';
 import { backup, EmbeddedCatalog, listDir, prune, RedisCatalog, type SnapshotCatalog } from './snapshot-store.js';
@@ -73,11 +73,23 @@ export class Persistence {
       const index = Math.max(0, ...files.snapshots, ...files.logs) + 1;
       const first = await writeSnapshot(o.dir, index, core, o.clock, { stepped: false, timeoutMs: f.snapshot_child_timeout_seconds, viewVersion: o.viewVersion });
       await p.finished(first.index);
-      p.changeLog = new ChangeLog(o.dir, index, (e) => o.log.error(`change log: ${e.message}`));
+      p.changeLog = new ChangeLog(
+        o.dir,
+        index,
+        {
+          failed: (e) =>
+            o.log.error(
+              `change log ${logFileName(index)}: ${e.message}: changes are not durable; every reply that changed the state answers UNAVAILABLE_IN_CURRENT_STATUS until the log can be written again`,
+            ),
+          recovered: (frames) => o.log.warn(`change log: writable again (${frames} changes written late); replies succeed again`),
+        },
+        f.change_log_sync === 'placement',
+      );
       fanout.add(p.changeLog);
-      // Written before each reply either way (the barrier flushes the fanout); with `placement`
-      // a placement after a removal also waits for the removal's fdatasync (change-log.ts).
-      if (f.change_log_sync === 'placement') barrier.add(p.changeLog);
+      // Written before each reply (the barrier flushes the fanout; a reply whose changes are not
+      // written is an error); with `placement` a placement after a removal also waits for the
+      // removal's fdatasync (change-log.ts).
+      barrier.add(p.changeLog);
       core.setChangeSink(fanout);
       o.log.info(
         `snapshots: first snapshot ${index} (${first.objects} objects, ${first.bytes} bytes) in ${o.dir}; every ${f.snapshot_interval_seconds / 1000} s, keeping ${f.snapshot_retention_count}; change log synced every second${f.change_log_sync === 'placement' ? ' and before placements after removals' : ''}; catalog ${catalog.description}`,
@@ -171,6 +183,9 @@ export class Persistence {
     gauge('store_master_change_log_bytes', 'bytes in the current change log', () => self.changeLog?.bytes ?? 0);
     gauge('store_master_change_log_syncs', 'fdatasync calls of the change log since start', () => self.changeLog?.syncs ?? 0);
     gauge('store_master_change_log_errors', 'failed writes and syncs of the change log since start', () => self.changeLog?.errors ?? 0);
+    gauge('store_master_change_log_writable', '1 while the change log can be written; 0: replies that change the state answer UNAVAILABLE_IN_CURRENT_STATUS', () =>
+      self.changeLog === undefined || self.changeLog.writable ? 1 : 0,
+    );
   }
 
   async close(): Promise<void> {

@@ -3,11 +3,14 @@
 // "KVR1", applies every LeaderMessage to a StateImage and acknowledges it with the leader's change
 // count. When elected, the master takes the image (only once it was synced with the leader: a
 // partial image is worse than none) and imports it into its new core. A lost connection is tried
-// again every RETRY_MS, to whichever master is the leader by then, from a reset.
+// again every RETRY_MS, to whichever master is the leader by then, from a reset. The image's
+// position (the leader's term, this stream's session, the changes applied) is what the election
+// ranks and checks against the leader's in-sync record (master/ha/standby-ranking.ts).
 import { connect, type Socket } from 'node:net';
 import type { Logger } from '../../common/logger.js';
 import type { LeaderMessage__Output } from '../../proto/gen/store/LeaderMessage.js';
 import { decodeWith, encodeWith, fileFrame, stateCodec } from '../../common/state-proto.js';
+import type { ImagePosition } from '../ha/standby-ranking.js';
 import { FrameReader } from './frame-reader.js';
 import { REPLICATION_MAGIC } from './replication-leader.js';
 import { StateImage } from './state-image.js';
@@ -23,6 +26,8 @@ export interface ReplicationFollowerOptions {
   self: () => string;
   clock: () => number;
   log: Logger;
+  /** The stream from a leader ended (the image's position is final until the next stream). */
+  ended?: () => void;
 }
 
 export class ReplicationFollower {
@@ -34,6 +39,9 @@ export class ReplicationFollower {
   private timer: NodeJS.Timeout | undefined;
   /** The leader's change count applied so far. */
   private applied = 0;
+  /** The leader's term (view_version) and this stream's session, from the stream's reset. */
+  private epoch = 0;
+  private session = '';
 
   constructor(private readonly o: ReplicationFollowerOptions) {}
 
@@ -48,6 +56,17 @@ export class ReplicationFollower {
 
   get objectCount(): number {
     return this.image.objectCount;
+  }
+
+  /** Where the image stands when it holds the whole state of a leader, else undefined. */
+  position(): ImagePosition | undefined {
+    return this.synced_ ? { epoch: this.epoch, session: this.session, seq: this.applied } : undefined;
+  }
+
+  /** Drops the image (it may not be imported); the next stream starts from a reset anyway. */
+  discard(): void {
+    this.image.reset();
+    this.synced_ = false;
   }
 
   /** Starts following whoever leads (again, from a reset). */
@@ -108,6 +127,7 @@ export class ReplicationFollower {
           `HA: replication from leader ${leader} ended; ${this.synced_ ? `keeping the state (${this.image.objectCount} objects)` : 'the state was not complete'}; trying again`,
         );
       this.retryLater();
+      if (opened) this.o.ended?.();
     });
   }
 
@@ -117,6 +137,8 @@ export class ReplicationFollower {
     if (m.reset) {
       this.image.reset();
       this.synced_ = false;
+      this.epoch = Number(m.view_version);
+      this.session = m.session;
     }
     for (const c of m.changes) this.image.apply(c, now);
     this.applied = Number(m.seq);

@@ -8,6 +8,11 @@
 // change count (FollowerMessage); as a Durability (commit-barrier.ts) this class holds a commit
 // until --ha_commit_acks synced standbys (or all connected, when fewer) acknowledged it, and a
 // placement until every synced standby has every removal before it.
+// With `publishInSync` (HA), the streams placements wait for are recorded in the election backend
+// (master/ha/standby-ranking.ts): a term records none before it serves (beginTerm); a standby
+// counts as synced only once its session is recorded, and a dropped one keeps holding placements
+// back (it is "leaving") until the record without it is written. So a standby that stopped
+// following can never be elected with an image that misses a removal whose space was reused.
 import type { Socket } from 'node:net';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import protobuf from 'protobufjs';
@@ -15,7 +20,8 @@ import type { Logger } from '../../common/logger.js';
 import type { FollowerMessage__Output } from '../../proto/gen/store/FollowerMessage.js';
 import { decodeWith, encodeWith, fileFrame, stateCodec } from '../../common/state-proto.js';
 import type { ChangeConsumer } from './change-fanout.js';
-import type { Durability } from './commit-barrier.js';
+import { NotDurableError, type Durability } from './commit-barrier.js';
+import type { InSyncRecord } from '../ha/standby-ranking.js';
 import { FrameReader } from './frame-reader.js';
 import type { SnapshotSource } from './snapshot-writer.js';
 
@@ -27,13 +33,14 @@ const changeCodec = stateCodec('ChangeRecord');
 const followerCodec = stateCodec('FollowerMessage');
 
 /** LeaderMessage field numbers (proto/master_state.proto): built by hand around encoded changes. */
-function leaderMessage(seq: number, changes: readonly Uint8Array[], extra: { reset?: boolean; synced?: boolean; viewVersion?: number } = {}): Buffer {
+function leaderMessage(seq: number, changes: readonly Uint8Array[], extra: { reset?: boolean; synced?: boolean; viewVersion?: number; session?: string } = {}): Buffer {
   const w = protobuf.Writer.create();
   w.uint32((1 << 3) | 0).uint64(seq);
   if (extra.reset) w.uint32((2 << 3) | 0).bool(true);
   if (extra.synced) w.uint32((3 << 3) | 0).bool(true);
   for (const c of changes) w.uint32((4 << 3) | 2).bytes(c);
   if (extra.viewVersion !== undefined) w.uint32((5 << 3) | 0).uint64(extra.viewVersion);
+  if (extra.session !== undefined) w.uint32((6 << 3) | 2).string(extra.session);
   return fileFrame(w.finish());
 }
 
@@ -44,6 +51,10 @@ interface Follower {
   /** Changes handed over since the last flush. */
   pending: Uint8Array[];
   pendingSeq: number;
+  /** This stream's name in the in-sync record. */
+  session: string;
+  /** Its session is (being) recorded as in sync. */
+  member: boolean;
 }
 
 interface Waiter {
@@ -51,6 +62,7 @@ interface Waiter {
   /** Acks needed from synced followers (all of them: Infinity). */
   acks: number;
   resolve: () => void;
+  reject: (e: Error) => void;
 }
 
 export interface ReplicationLeaderOptions {
@@ -63,12 +75,23 @@ export interface ReplicationLeaderOptions {
   commitAcks: number;
   clock: () => number;
   log: Logger;
+  /** Writes the in-sync record to the election backend (HA); absent: nothing is recorded. */
+  publishInSync?: (r: InSyncRecord) => Promise<void>;
 }
+
+/** A failed in-sync record write is tried again this often while this master leads. */
+const RECORD_RETRY_MS = 200;
 
 export class ReplicationLeader implements ChangeConsumer, Durability {
   private readonly followers = new Set<Follower>();
   private waiters: Waiter[] = [];
   private timer: NodeJS.Timeout | undefined;
+  /** Dropped standbys still recorded as in sync: placements wait for them until the record without them is written. */
+  private readonly leaving = new Set<Follower>();
+  private readonly members = new Set<string>();
+  private epoch = 0;
+  private sessions = 0;
+  private writes: Promise<void> = Promise.resolve();
 
   constructor(private readonly o: ReplicationLeaderOptions) {}
 
@@ -90,7 +113,7 @@ export class ReplicationLeader implements ChangeConsumer, Durability {
       socket.destroy(); // not the leader (any more): the standby looks for the leader again
       return;
     }
-    const f: Follower = { socket, synced: false, acked: 0, pending: [], pendingSeq: 0 };
+    const f: Follower = { socket, synced: false, acked: 0, pending: [], pendingSeq: 0, session: `${this.o.viewVersion()}.${++this.sessions}`, member: false };
     this.followers.add(f);
     const reader = new FrameReader((body) => this.onAck(f, decodeWith<FollowerMessage__Output>(followerCodec, body)));
     socket.on('data', (d: Buffer) => {
@@ -104,12 +127,56 @@ export class ReplicationLeader implements ChangeConsumer, Durability {
     void this.catchUp(f, source);
   }
 
-  /** Drops every standby (this master stops leading). */
+  /** A term begins (before it serves): the in-sync record names it, with no stream yet. */
+  beginTerm(epoch: number): Promise<void> {
+    this.epoch = epoch;
+    this.members.clear();
+    return this.record();
+  }
+
+  /** Drops every standby (this master stops leading); replies still waiting for them are not acknowledged. */
   closeAll(): void {
+    const waiting = this.waiters;
+    this.waiters = []; // first: dropping the standbys would settle them as acknowledged
+    for (const w of waiting) w.reject(new NotDurableError('leadership ended before the standbys acknowledged this change'));
     for (const f of [...this.followers]) {
+      f.member = false; // no record is written any more: the next term writes its own
       f.socket.destroy();
       this.drop(f, 'leadership ended');
     }
+    this.members.clear();
+    this.leaving.clear();
+  }
+
+  /** Writes the in-sync record as it is when the write starts (writes run one at a time, in order). */
+  private record(): Promise<void> {
+    const publish = this.o.publishInSync;
+    if (publish === undefined) return Promise.resolve();
+    const epoch = this.epoch;
+    // A write queued in an earlier term (or after leadership ended) is not made at all.
+    const p = this.writes.then(() => {
+      if (this.epoch !== epoch || this.o.source() === undefined) throw new NotDurableError('leadership ended: in-sync record not written');
+      return publish({ epoch, members: [...this.members] });
+    });
+    this.writes = p.catch(() => undefined);
+    return p;
+  }
+
+  /** Records that a dropped standby left; placements stop waiting for it once that is written. */
+  private async recordLeaving(f: Follower): Promise<void> {
+    for (;;) {
+      try {
+        await this.record();
+        break;
+      } catch (e) {
+        if (!this.leaving.has(f)) return; // leadership ended
+        this.o.log.warn(`HA: recording that standby ${f.session} left failed (${(e as Error).message}); placements wait; trying again`);
+        await new Promise((r) => setTimeout(r, RECORD_RETRY_MS).unref());
+        if (!this.leaving.has(f)) return;
+      }
+    }
+    this.leaving.delete(f);
+    this.settleWaiters();
   }
 
   active(): boolean {
@@ -138,13 +205,13 @@ export class ReplicationLeader implements ChangeConsumer, Durability {
   }
 
   spaceSafe(seq: number): Promise<void> | undefined {
-    if (this.syncedCount === 0) return undefined;
+    if (this.syncedCount === 0 && this.leaving.size === 0) return undefined;
     return this.wait(seq, Infinity);
   }
 
   private wait(seq: number, acks: number): Promise<void> | undefined {
     if (this.enoughAcks(seq, acks)) return undefined;
-    const p = new Promise<void>((resolve) => this.waiters.push({ seq, acks, resolve }));
+    const p = new Promise<void>((resolve, reject) => this.waiters.push({ seq, acks, resolve, reject }));
     this.armTimeout();
     return p;
   }
@@ -174,6 +241,8 @@ export class ReplicationLeader implements ChangeConsumer, Durability {
   }
 
   private enoughAcks(seq: number, acks: number): boolean {
+    // A placement also waits for dropped standbys until the record no longer names them.
+    if (acks === Infinity) for (const f of this.leaving) if (f.acked < seq) return false;
     let have = 0;
     let synced = 0;
     for (const f of this.followers) {
@@ -202,6 +271,12 @@ export class ReplicationLeader implements ChangeConsumer, Durability {
   private drop(f: Follower, why: string): void {
     if (!this.followers.delete(f)) return;
     this.o.log.warn(`HA: standby ${f.socket.remoteAddress}:${f.socket.remotePort} ${why}${f.synced ? '' : ' before it was synced'}`);
+    if (f.member) {
+      f.member = false;
+      this.members.delete(f.session);
+      this.leaving.add(f);
+      void this.recordLeaving(f);
+    }
     this.settleWaiters(); // a wait for it ends: the others decide (none left: nothing to wait for)
   }
 
@@ -213,7 +288,7 @@ export class ReplicationLeader implements ChangeConsumer, Durability {
       leaderMessage(
         o.seq(),
         source.exportSegments().map((s) => encode({ mounted: s })),
-        { reset: true, viewVersion: o.viewVersion() },
+        { reset: true, viewVersion: o.viewVersion(), session: f.session },
       ),
     );
     const steps = source.exportObjectSteps(o.clock());
@@ -240,8 +315,21 @@ export class ReplicationLeader implements ChangeConsumer, Durability {
     if (!this.followers.has(f)) return;
     this.flush();
     f.socket.write(leaderMessage(o.seq(), [], { synced: true }));
-    f.synced = true;
     f.acked = 0;
+    if (o.publishInSync !== undefined) {
+      // Recorded before it counts: an acknowledgement it gives must be one an election can use.
+      f.member = true;
+      this.members.add(f.session);
+      try {
+        await this.record();
+      } catch (e) {
+        o.log.warn(`HA: recording standby ${f.session} as in sync failed (${(e as Error).message}): disconnected (it follows again)`);
+        f.socket.destroy();
+        return;
+      }
+      if (!this.followers.has(f)) return;
+    }
+    f.synced = true;
     o.log.info(`HA: standby ${f.socket.remoteAddress}:${f.socket.remotePort} synced (change ${o.seq()})`);
   }
 }

@@ -2,7 +2,9 @@
 // MasterCore as the leader's: a standby that connects while the leader is busy ends with exactly
 // the leader's state (the walk and the changes made during it), a commit waits for its
 // acknowledgement, a placement after a removal waits until every synced standby has the removal,
-// and a standby that stops acknowledging is disconnected instead of stopping the leader.
+// and a standby that stops acknowledging is disconnected instead of stopping the leader. With an
+// in-sync record (HA): a standby counts only once its stream is recorded, and a dropped one holds
+// placements back until the record without it is written.
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { once } from 'node:events';
 import { Logger } from '../../common/logger.js';
@@ -16,6 +18,7 @@ import { ReplicationFollower } from './replication-follower.js';
 import { FrameReader } from './frame-reader.js';
 import { decodeWith, stateCodec } from '../../common/state-proto.js';
 import type { LeaderMessage__Output } from '../../proto/gen/store/LeaderMessage.js';
+import type { InSyncRecord } from '../ha/standby-ranking.js';
 
 const MiB = 1 << 20;
 let now = 1000;
@@ -43,11 +46,11 @@ afterEach(() => {
   for (const c of cleanups.splice(0)) c();
 });
 
-async function leader(commitAcks = 1): Promise<Leader> {
+async function leader(commitAcks = 1, publishInSync?: (r: InSyncRecord) => Promise<void>): Promise<Leader> {
   const core = makeCore({ clientTtlMs: 60_000 });
   const fanout = new ChangeFanout(clock);
   core.setChangeSink(fanout);
-  const replication = new ReplicationLeader({ source: () => core, seq: () => fanout.seq, viewVersion: () => 7, commitAcks, clock, log });
+  const replication = new ReplicationLeader({ source: () => core, seq: () => fanout.seq, viewVersion: () => 7, commitAcks, clock, log, publishInSync });
   fanout.add(replication);
   const barrier = new CommitBarrier(fanout, ['PutStart', 'PutEnd', 'Remove']);
   barrier.add(replication);
@@ -175,5 +178,61 @@ describe('standbys following the leader', () => {
     mute.resume();
     await ended;
     expect(frames[frames.length - 1]).toMatchObject({ reset: true, synced: false, changes: [] });
+  });
+
+  it('records the streams placements wait for: a standby counts once recorded; a dropped one holds placements until the record without it is written', async () => {
+    const written: InSyncRecord[] = [];
+    const held: (() => void)[] = [];
+    let blocking = false;
+    const publish = async (r: InSyncRecord): Promise<void> => {
+      written.push({ epoch: r.epoch, members: [...r.members] });
+      if (blocking) await new Promise<void>((resolve) => held.push(resolve));
+    };
+    const l = await leader(1, publish);
+    await l.replication.beginTerm(7);
+    expect(written).toEqual([{ epoch: 7, members: [] }]);
+    fill(l.core, 5, 'k');
+    blocking = true;
+    const f = follow(l.address);
+    await until(() => written.length === 2);
+    expect(written[1].members).toHaveLength(1);
+    await until(() => f.synced);
+    expect(l.replication.syncedCount).toBe(0); // not counted before the record names it
+    blocking = false;
+    held.shift()!();
+    await until(() => l.replication.syncedCount === 1);
+    expect(f.position()).toMatchObject({ epoch: 7, session: written[1].members[0] });
+
+    // The standby goes away: a placement after a removal waits until the record without it is written.
+    blocking = true;
+    f.stop();
+    await until(() => l.replication.connected === 0 && written.length === 3);
+    expect(written[2]).toEqual({ epoch: 7, members: [] });
+    l.core.remove({ key: 'k1', force: false }, now);
+    const placed = l.barrier.settle(0, 'placed', l.barrier.seq);
+    expect(placed).toBeInstanceOf(Promise);
+    let done = false;
+    void Promise.resolve(placed).then(() => (done = true));
+    await turn();
+    expect(done).toBe(false);
+    held.shift()!();
+    await expect(placed).resolves.toBe('placed');
+  });
+
+  it('a reply still waiting when leadership ends is not acknowledged', async () => {
+    const l = await leader(1);
+    fill(l.core, 5, 'k');
+    const [host, port] = l.address.split(':');
+    const mute: Socket = connect({ host: host, port: Number(port) });
+    cleanups.push(() => mute.destroy());
+    await once(mute, 'connect');
+    mute.write(REPLICATION_MAGIC);
+    mute.pause();
+    await until(() => l.replication.syncedCount === 1);
+    const before = l.barrier.seq;
+    putObject(l.core, 'c', 10, now);
+    const reply = l.barrier.settle(1, { status_code: 0 }, before);
+    l.replication.closeAll();
+    await expect(reply).resolves.toEqual({ status_code: -2 });
   });
 });

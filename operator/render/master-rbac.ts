@@ -34,7 +34,13 @@ export function renderMasterRbac(sc: DefaultedStoreCluster): [V1Role, V1RoleBind
       metadata: objectMeta(owner, name, labels),
       rules: [
         { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
-        { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [masterLease(sc.metadata.name)], verbs: ['get', 'update'] },
+        // the leader Lease and the records beside it (docs/ha.md "Which image may be elected")
+        {
+          apiGroups: ['coordination.k8s.io'],
+          resources: ['leases'],
+          resourceNames: [masterLease(sc.metadata.name), `${masterLease(sc.metadata.name)}-records`],
+          verbs: ['get', 'update'],
+        },
         { apiGroups: [''], resources: ['pods'], resourceNames: pods, verbs: ['get', 'patch'] },
       ],
     },

@@ -97,7 +97,7 @@ describe('renderCluster', () => {
     const role = find<V1Role>(renderCluster(ha).desired, 'Role', 'kv-master');
     expect(role.rules).toEqual([
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
-      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['kv-master-leader'], verbs: ['get', 'update'] },
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['kv-master-leader', 'kv-master-leader-records'], verbs: ['get', 'update'] },
       { apiGroups: [''], resources: ['pods'], resourceNames: ['kv-master-0', 'kv-master-1', 'kv-master-2'], verbs: ['get', 'patch'] },
     ]);
   });
