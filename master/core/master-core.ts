@@ -78,7 +78,7 @@ import { BatchKeySet } from './batch-key-set.js';
 import { compileKeyRegex } from './key-regex.js';
 import { ReadPath } from './read-path.js';
 import { answered, queryByRegexSteps, removeSteps, runSteps, type Steps, type WalkHost } from './table-walk.js';
-import { PlacedReplicas, replicaList } from './replica-reply.js';
+import { PlacedReplicas, replicaList } from './replica-capture.js';
 import type { Rng } from './rng.js';
 import { isUuid, randomUuid, SeededRng } from './rng.js';
 import type { Segment } from './segment-registry.js';
