@@ -67,18 +67,15 @@ export interface SelfEncoding {
 }
 
 /**
- * Makes every instance of `cls` a SelfEncoding message of `type` whose body `body` writes: for
- * classes whose module must not know the wire format (the master core's replies, given theirs by
- * master/replica-wire.ts). Set on the prototype, so an instance carries no field for it.
+ * Makes every instance of `cls` a SelfEncoding message of `type` whose body the method `body`
+ * writes: for classes whose module must not know the wire format (the master core's replies,
+ * given theirs by master/replica-wire.ts). Set on the prototype, so an instance carries no field
+ * for it; `body` is the method itself (no wrapper), one function per class, as a class's own
+ * method would be.
  */
-export function encodeInstancesAs<T extends object>(cls: abstract new (...args: never[]) => T, type: string, body: (w: Writer, v: T) => void): void {
+export function encodeInstancesAs<T extends object>(cls: abstract new (...args: never[]) => T, type: string, body: (this: T, w: Writer) => void): void {
   Object.defineProperty(cls.prototype, WIRE_TYPE, { value: type, configurable: true });
-  Object.defineProperty(cls.prototype, WIRE_BODY, {
-    value: function (this: T, w: Writer): void {
-      body(w, this);
-    },
-    configurable: true,
-  });
+  Object.defineProperty(cls.prototype, WIRE_BODY, { value: body, configurable: true });
 }
 
 export class Writer {

@@ -127,13 +127,13 @@ function writeHandle(w: Writer, c: ReplicaCapture, seg: Segment, addr: number, s
   w.endLen(start);
 }
 
-encodeInstancesAs(GrantedReplicas, 'GetReplicaListResponse', (w, r) => {
-  writeReplicaList(w, r);
-  if (r.lease_ttl_ms !== 0) {
+encodeInstancesAs(GrantedReplicas, 'GetReplicaListResponse', function (this: GrantedReplicas, w: Writer): void {
+  writeReplicaList(w, this);
+  if (this.lease_ttl_ms !== 0) {
     w.byte(REPLY_LEASE_TTL_MS);
-    w.varint(r.lease_ttl_ms);
+    w.varint(this.lease_ttl_ms);
   }
-  const sums = r.slice_checksums;
+  const sums = this.slice_checksums;
   if (sums.length !== 0) {
     w.byte(REPLY_SLICE_CHECKSUMS);
     const start = w.beginLen();
@@ -142,4 +142,6 @@ encodeInstancesAs(GrantedReplicas, 'GetReplicaListResponse', (w, r) => {
   }
 });
 
-encodeInstancesAs(PlacedReplicas, 'PutStartResponse', writeReplicaList);
+encodeInstancesAs(PlacedReplicas, 'PutStartResponse', function (this: PlacedReplicas, w: Writer): void {
+  writeReplicaList(w, this);
+});
