@@ -2,7 +2,10 @@
 // (`node dist/bench/core-ab.js <dist-A> <dist-B> [--keys N] [--rounds R]`; not a test): each build's
 // MasterCore is loaded from its dist/ directory and the two run alternately (A B, B A, ...), so
 // the load of a shared machine falls on both alike; prints the median and best rate of each.
-// For changes on the put path that are too small to see through bench:master's RPC noise.
+// For changes on the put path that are too small to see through bench:master's RPC noise. The
+// "encoded" rates also encode each reply as the fast channel does (the build's codec, with the
+// reply writers its channel server loads). Rates are per second of the process's CPU time, not of
+// the clock: on a shared machine the clock also counts the time other processes had the CPU.
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -16,6 +19,19 @@ interface CoreModule {
   defaultMasterCoreConfig: object;
 }
 
+interface WireModule {
+  codecOf(name: string): object;
+  encodeWith(codec: object, obj: object): Buffer;
+}
+
+/** One build: its core and its codec. */
+interface Build {
+  core: CoreModule;
+  wire: WireModule;
+}
+
+const RATES = ['put pair', 'GetReplicaList', 'GetReplicaList encoded', 'put pair encoded'] as const;
+
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 && i + 1 < process.argv.length ? process.argv[i + 1] : fallback;
@@ -25,7 +41,13 @@ const [distA, distB] = process.argv.slice(2).filter((a, i, all) => !a.startsWith
 const KEYS = Number(arg('keys', '200000'));
 const ROUNDS = Number(arg('rounds', '8'));
 
-function run(m: CoreModule, keys: string[]): [number, number] {
+/** CPU time used by this process so far (user and system, all threads), in ms. */
+function cpuMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+}
+
+function run({ core: m, wire }: Build, keys: string[]): number[] {
   const core = new m.MasterCore({ ...m.defaultMasterCoreConfig });
   for (let s = 0; s < 4; s++) {
     core.mountSegment(
@@ -42,35 +64,51 @@ function run(m: CoreModule, keys: string[]): [number, number] {
     );
   }
   const config = { replica_num: 1, with_soft_pin: false, with_hard_pin: false, preferred_segment: '' };
-  const t0 = performance.now();
+  const t0 = cpuMs();
   for (const key of keys) {
     core.putStart({ key, value_length: 4096, config, slice_lengths: [4096] }, 1);
     core.putEnd({ key, replica_type: 0 }, 1);
   }
-  const t1 = performance.now();
+  const t1 = cpuMs();
   for (const key of keys) core.getReplicaList({ key }, 2);
-  const t2 = performance.now();
-  return [keys.length / ((t1 - t0) / 1000), keys.length / ((t2 - t1) / 1000)];
+  const t2 = cpuMs();
+  const grl = wire.codecOf('GetReplicaListResponse');
+  for (const key of keys) wire.encodeWith(grl, core.getReplicaList({ key }, 3) as object);
+  const t3 = cpuMs();
+  const put = wire.codecOf('PutStartResponse');
+  for (const key of keys) {
+    const k = `${key}/2`;
+    wire.encodeWith(put, core.putStart({ key: k, value_length: 4096, config, slice_lengths: [4096] }, 4) as object);
+    core.putEnd({ key: k, replica_type: 0 }, 4);
+  }
+  const t4 = cpuMs();
+  const rate = (ms: number): number => keys.length / (ms / 1000);
+  return [rate(t1 - t0), rate(t2 - t1), rate(t3 - t2), rate(t4 - t3)];
 }
 
 async function main(): Promise<void> {
   if (!distA || !distB) throw new Error('usage: node dist/bench/core-ab.js <dist-A> <dist-B> [--keys N] [--rounds R]');
-  const load = async (dist: string) => (await import(pathToFileURL(resolve(dist, 'master/core/master-core.js')).href)) as CoreModule;
-  const builds: [string, CoreModule][] = [
+  const url = (dist: string, file: string): string => pathToFileURL(resolve(dist, file)).href;
+  const load = async (dist: string): Promise<Build> => {
+    await import(url(dist, 'master/channel-server.js')); // the reply writers the channel uses
+    return { core: (await import(url(dist, 'master/core/master-core.js'))) as CoreModule, wire: (await import(url(dist, 'common/master-proto.js'))) as WireModule };
+  };
+  const builds: [string, Build][] = [
     [distA, await load(distA)],
     [distB, await load(distB)],
   ];
   // flat one-byte strings, as the decoder makes them
   const keys = Array.from({ length: KEYS }, (_, i) => Buffer.from(`bench/model-7b/layer-${i % 80}/block-${i}`).toString('latin1'));
-  const rates: [number, number][][] = [[], []];
+  const rates: number[][][] = [[], []];
   for (let r = 0; r < ROUNDS; r++) for (const b of r % 2 ? [1, 0] : [0, 1]) rates[b].push(run(builds[b][1], keys));
   const median = (a: number[]): number => [...a].sort((x, y) => x - y)[a.length >> 1];
+  const n = (x: number): string => Math.round(x).toLocaleString('en-US');
   builds.forEach(([dist], b) => {
-    const put = rates[b].map((x) => x[0]);
-    const get = rates[b].map((x) => x[1]);
-    console.log(
-      `${dist}: put pair median ${Math.round(median(put)).toLocaleString('en-US')} pairs/s (best ${Math.round(Math.max(...put)).toLocaleString('en-US')}); GetReplicaList median ${Math.round(median(get)).toLocaleString('en-US')}/s (best ${Math.round(Math.max(...get)).toLocaleString('en-US')})`,
-    );
+    const parts = RATES.map((name, i) => {
+      const r = rates[b].map((x) => x[i]);
+      return `${name} median ${n(median(r))}/s (best ${n(Math.max(...r))})`;
+    });
+    console.log(`${dist}: ${parts.join('; ')}`);
   });
 }
 

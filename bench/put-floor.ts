@@ -9,7 +9,7 @@
 // validation, allocator bins, eviction or in-flight list, lease or pin. The difference between
 // this floor and bench:master's put pair (where client and master share two cores) is what
 // framing, I/O and the master's real bookkeeping cost.
-import { asciiString } from '../common/proto-codec.js';
+import { asciiString, Reader, Writer } from '../common/proto-codec.js';
 
 const BATCH = 128;
 const KEYS = Number(process.argv.find((a) => a.startsWith('--keys='))?.slice(7) ?? 1_000_000);
@@ -26,30 +26,21 @@ function key(i: number): string {
   return `model/layer/block-${String(i).padStart(9, '0')}`;
 }
 
+/** The codec's Writer over other buffers: writeVarint is Writer.varint, the one varint encoder the master writes with. */
+const writer = new Writer(0);
+
+/** Writes the varint of `v` at buf[pos..]; returns the position after it. */
 function writeVarint(buf: Buffer, pos: number, v: number): number {
-  while (v >= 0x80) {
-    buf[pos++] = (v % 0x80) | 0x80;
-    v = Math.floor(v / 0x80);
-  }
-  buf[pos++] = v;
-  return pos;
+  writer.buf = buf;
+  writer.pos = pos;
+  writer.varint(v);
+  return writer.pos;
 }
 
-/** Where the last readVarint stopped (a module variable: no tuple per call). */
-let pos = 0;
-
-function readVarint(buf: Buffer, at: number): number {
-  let v = 0;
-  let scale = 1;
-  for (;;) {
-    const b = buf[at++];
-    v += (b & 0x7f) * scale;
-    if (b < 0x80) {
-      pos = at;
-      return v;
-    }
-    scale *= 0x80;
-  }
+/** A varint of up to 53 bits read by the codec's Reader (low 32 bits returned, the rest in `hi`). */
+function readUint(r: Reader): number {
+  const lo = r.varint();
+  return r.hi * 4294967296 + lo;
 }
 
 function writeAscii(buf: Buffer, at: number, s: string): number {
@@ -114,6 +105,7 @@ class FloorMaster {
 
   /** PutStart of every key in `req` ([len][key][value_length][slice length] each); reply bytes into `out`. */
   putStart(req: Buffer, out: Buffer, now: number): number {
+    const r = new Reader(req, 0, req.length);
     let p = 0;
     let o = 0;
     while (p < req.length) {
@@ -121,18 +113,19 @@ class FloorMaster {
       const h = bytesHash(req, p, len);
       const at = this.find(req, p, len, h);
       if (at >= 0) throw new Error(`key at byte ${p} exists`);
-      const r = this.next++;
+      const rec = this.next++;
       this.hashes[-at - 1] = h;
-      this.records[-at - 1] = r;
-      req.copy(this.keyBytes, r * KEY_BYTES_MAX, p, p + len);
-      this.keyLen[r] = len;
-      const size = readVarint(req, p + len);
-      readVarint(req, pos);
-      p = pos;
-      this.status[r] = 1;
-      this.address[r] = BASE + this.bump;
-      this.size[r] = size;
-      this.since[r] = now;
+      this.records[-at - 1] = rec;
+      req.copy(this.keyBytes, rec * KEY_BYTES_MAX, p, p + len);
+      this.keyLen[rec] = len;
+      r.pos = p + len;
+      const size = readUint(r); // value_length, then the slice length
+      readUint(r);
+      p = r.pos;
+      this.status[rec] = 1;
+      this.address[rec] = BASE + this.bump;
+      this.size[rec] = size;
+      this.since[rec] = now;
       this.bump += size;
       // result { replica_list { handles { segment_name, size, buffer, status, te_endpoint } status } }
       out[o++] = 0x12;
@@ -144,7 +137,7 @@ class FloorMaster {
       out[o++] = 0x10;
       o = writeVarint(out, o, size);
       out[o++] = 0x18;
-      o = writeVarint(out, o, this.address[r]);
+      o = writeVarint(out, o, this.address[rec]);
       out[o++] = 0x20;
       out[o++] = 1;
       out[handleLenAt] = o - handleStart;
@@ -200,6 +193,7 @@ class FloorClient {
   }
 
   readReply(reply: Buffer, end: number, into: Placement[]): void {
+    const r = new Reader(reply, 0, end);
     let p = 0;
     while (p < end) {
       const resultEnd = p + 2 + reply[p + 1];
@@ -209,8 +203,10 @@ class FloorClient {
       if (!sameAscii(reply, p + 2, nameLen, this.segmentName)) this.segmentName = asciiString(reply, p + 2, nameLen);
       p += 2 + nameLen;
       p += 2 + reply[p + 1]; // te_endpoint
-      const size = readVarint(reply, p + 1);
-      const address = readVarint(reply, pos + 1);
+      r.pos = p + 1;
+      const size = readUint(r);
+      r.pos++; // the buffer tag
+      const address = readUint(r);
       into.push({ segment: this.segmentName, address, size });
       p = resultEnd;
     }

@@ -36,15 +36,18 @@ function wireType(kind: string): number {
   return WIRE_VARINT;
 }
 
-/** The varint encoding of a non-negative safe integer, byte by byte (for pre-encoded fields). */
+/** The varint encoding of a non-negative safe integer, byte by byte (for pre-encoded tags): Writer.varint's bytes. */
 export function varintBytes(v: number): number[] {
-  const out: number[] = [];
-  while (v >= 0x80) {
-    out.push((v & 0x7f) | 0x80);
-    v = Math.floor(v / 128);
-  }
-  out.push(v);
-  return out;
+  const w = new Writer(10);
+  w.varint(v);
+  return Array.from(w.buf.subarray(0, w.pos));
+}
+
+/** Bytes of the varint of a non-negative safe integer. */
+function varintLength(v: number): number {
+  let n = 1;
+  for (; v >= 0x80; n++) v = Math.floor(v / 128);
+  return n;
 }
 
 // --- writer: one growable scratch buffer, reused across encodes ---
@@ -61,6 +64,18 @@ export interface SelfEncoding {
   /** Name of the message type, e.g. "GetReplicaListResponse". */
   readonly [WIRE_TYPE]: string;
   [WIRE_BODY](w: Writer): void;
+}
+
+/**
+ * Makes every instance of `cls` a SelfEncoding message of `type` whose body the method `body`
+ * writes: for classes whose module must not know the wire format (the master core's replies,
+ * given theirs by master/replica-wire.ts). Set on the prototype, so an instance carries no field
+ * for it; `body` is the method itself (no wrapper), one function per class, as a class's own
+ * method would be.
+ */
+export function encodeInstancesAs<T extends object>(cls: abstract new (...args: never[]) => T, type: string, body: (this: T, w: Writer) => void): void {
+  Object.defineProperty(cls.prototype, WIRE_TYPE, { value: type, configurable: true });
+  Object.defineProperty(cls.prototype, WIRE_BODY, { value: body, configurable: true });
 }
 
 export class Writer {
@@ -187,12 +202,13 @@ export class Writer {
       this.buf[start - 1] = len;
       return;
     }
-    const prefix = varintBytes(len);
-    const extra = prefix.length - 1;
+    const extra = varintLength(len) - 1;
     this.ensure(extra);
     this.buf.copyWithin(start + extra, start, this.pos);
-    for (let i = 0; i < prefix.length; i++) this.buf[start - 1 + i] = prefix[i];
-    this.pos += extra;
+    const end = this.pos + extra;
+    this.pos = start - 1; // the prefix fits where it was reserved plus the room just made
+    this.varint(len);
+    this.pos = end;
   }
 }
 
@@ -623,7 +639,7 @@ export class MessageCodec {
 
 function writeScalarField(w: Writer, id: number, kind: ScalarKind, v: unknown, name: string): void {
   if (v === undefined || v === null || v === 0 || v === '' || v === false) return;
-  w.tag(varintBytes(id * 8 + wireType(kind)));
+  w.varint(id * 8 + wireType(kind));
   writeScalar(w, kind, v, name);
 }
 

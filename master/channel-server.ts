@@ -9,6 +9,8 @@ import type { Logger } from '../common/logger.js';
 import { decodeWith, type MethodInfo } from '../common/master-proto.js';
 import { MAX_REQUEST_ELEMENTS, packedFieldsOf, requestShapeProblem, type PackedFields } from '../common/request-shape.js';
 import type { RpcDispatcher, StatusResponse } from './rpc-dispatcher.js';
+// The core's replica replies write their own bytes once this is loaded (master/replica-wire.ts).
+import './replica-wire.js';
 
 /** Replies queued in the kernel-bound buffer beyond which a connection's reading pauses. */
 const MAX_UNSENT_BYTES = 16 * 1024 * 1024;

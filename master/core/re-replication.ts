@@ -16,7 +16,7 @@ import { HANDLE_FIELDS, ObjectMeta } from './object-meta.js';
 import type { ObjectTable } from './object-table.js';
 import { freeHandles, quarantineHandles } from './replica-placement.js';
 import type { ReplicaPlacer } from './replica-placer.js';
-import { replicaList } from './replica-reply.js';
+import { replicaList } from './replica-capture.js';
 import type { SegmentRegistry } from './segment-registry.js';
 
 /** A copy not reported within this long is given up (its space quarantined, the object queued again). */

@@ -5,8 +5,8 @@
 // moves once per batch, the TTL is read once, and keys with the same answer share one reply
 // object (replies are read-only data on their way to the encoder), and the keys are looked up
 // together (ObjectTable.getMany, whose cache misses overlap), so a key costs its share of that
-// lookup, its lease and LRU bookkeeping, and, for GetReplicaList, its reply (replica-reply.ts:
-// encoded straight from a capture of the handles, no ReplicaInfo objects).
+// lookup, its lease and LRU bookkeeping, and, for GetReplicaList, its reply (replica-capture.ts:
+// a capture of the handles, encoded straight from it by the fast channel, no ReplicaInfo objects).
 import { ErrorCode } from '../../common/error-code.js';
 import type { BatchExistKeyRequest__Output } from '../../proto/gen/store/BatchExistKeyRequest.js';
 import type { BatchExistKeyResponse__Output } from '../../proto/gen/store/BatchExistKeyResponse.js';
@@ -19,7 +19,7 @@ import type { EvictionOrder } from './eviction.js';
 import type { LeaseTracker } from './lease-tracker.js';
 import type { ObjectMeta } from './object-meta.js';
 import type { ObjectTable } from './object-table.js';
-import { GrantedReplicas } from './replica-reply.js';
+import { GrantedReplicas } from './replica-capture.js';
 import type { SegmentRegistry } from './segment-registry.js';
 import { lookedUpKeyCode } from './write-validation.js';
 import { servedView } from './served-view.js';

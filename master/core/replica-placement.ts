@@ -1,5 +1,5 @@
 // Handle arrays (the flat form of object-meta.ts, made by replica-placer.ts): freeing them, and
-// dropping the replicas on one segment. Their wire form is replica-reply.ts's.
+// dropping the replicas on one segment. Their replies capture them in replica-capture.ts.
 import { HANDLE_FIELDS } from './object-meta.js';
 import type { SegmentRegistry } from './segment-registry.js';
 

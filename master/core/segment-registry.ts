@@ -102,7 +102,7 @@ export class SegmentRegistry implements SegmentPool {
   /**
    * The owner of a RESTORED segment mounted it again: the same segment (id, allocator, objects)
    * under the new registration, MOUNTED. A new Segment object, because replies cache a segment's
-   * wire fields per object (replica-reply.ts).
+   * wire fields per object (master/replica-wire.ts).
    */
   revive(old: Segment, teEndpoint: string, protocol: string, incarnation: number): Segment {
     const seg = new Segment(old.id, old.name, old.segmentId, old.clientId, old.baseAddress, old.size, teEndpoint, protocol, incarnation, old.allocator);

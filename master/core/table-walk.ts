@@ -17,7 +17,7 @@ import type { RemoveAllResponse__Output } from '../../proto/gen/store/RemoveAllR
 import type { RemoveByRegexResponse__Output } from '../../proto/gen/store/RemoveByRegexResponse.js';
 import type { ObjectMeta } from './object-meta.js';
 import type { ObjectTable } from './object-table.js';
-import { replicaList } from './replica-reply.js';
+import { replicaList } from './replica-capture.js';
 import type { SegmentRegistry } from './segment-registry.js';
 import { servedView } from './served-view.js';
 

@@ -1,12 +1,13 @@
 import fc from 'fast-check';
-import { ErrorCode } from '../../common/error-code.js';
-import { codecOf, decodeMessage, decodeWith, encodeWith, lookupType } from '../../common/master-proto.js';
-import type { GetReplicaListResponse__Output } from '../../proto/gen/store/GetReplicaListResponse.js';
-import { MemoryType } from '../../proto/gen/store/MemoryType.js';
-import type { PutStartResponse__Output } from '../../proto/gen/store/PutStartResponse.js';
-import { ReplicaStatus } from '../../proto/gen/store/ReplicaStatus.js';
-import { makeCore, MEMORY, mountReq, putObject, putReq } from './master-core-fixture.js';
-import { GrantedReplicas, PlacedReplicas } from './replica-reply.js';
+import { ErrorCode } from '../common/error-code.js';
+import { codecOf, decodeMessage, decodeWith, encodeWith, lookupType } from '../common/master-proto.js';
+import type { GetReplicaListResponse__Output } from '../proto/gen/store/GetReplicaListResponse.js';
+import { MemoryType } from '../proto/gen/store/MemoryType.js';
+import type { PutStartResponse__Output } from '../proto/gen/store/PutStartResponse.js';
+import { ReplicaStatus } from '../proto/gen/store/ReplicaStatus.js';
+import { makeCore, MEMORY, mountReq, putObject, putReq } from './core/master-core-fixture.js';
+import { GrantedReplicas, PlacedReplicas } from './core/replica-capture.js';
+import './replica-wire.js';
 
 const LEASE = 5000;
 const GRL = 'GetReplicaListResponse';
@@ -122,6 +123,27 @@ describe('replica replies', () => {
     const [own, generic, reference] = encodings('BatchGetReplicaListResponse', batch);
     expect(own.equals(generic)).toBe(true);
     expect(reference).toEqual(plain(batch));
+  });
+
+  it('are written from their capture, without building the plain replica list', () => {
+    const core = makeCore({ defaultKvLeaseTtlMs: LEASE });
+    core.mountSegment(mountReq('s0', 1 << 20, 'client-a', 0x1000_0000, 'host0:1'), 0);
+    core.mountSegment(mountReq('s1', 1 << 20, 'client-a', 0x2000_0000, 'host1:1'), 0);
+    const start = core.putStart(putReq('k', [100, 200], { replica_num: 2 }), 1);
+    core.putEnd({ key: 'k', replica_type: MEMORY, slice_checksums: [7, 8] }, 2);
+    const got = core.getReplicaList({ key: 'k' }, 3);
+    for (const [type, reply] of [
+      [PUT, start],
+      [GRL, got],
+    ] as const) {
+      const expected = encodeWith(codecOf(type), plain(reply));
+      Object.defineProperty(reply, 'replica_list', {
+        get() {
+          throw new Error('the encoder built the plain replica list');
+        },
+      });
+      expect(encodeWith(codecOf(type), reply).equals(expected)).toBe(true);
+    }
   });
 
   it('refuse to stand for a message of another type', () => {

@@ -1,0 +1,125 @@
+// The state every part of the master core works on (writes, upserts, membership, removals,
+// diagnostics, state import: the files MasterCore's facade delegates to), in one object they all
+// receive: the object table and the structures derived from it, the segments and clients, and
+// the counters kept with them. It holds data and the bookkeeping that keeps its own fields in
+// step (pin counts, change reports); what changes several of them at once is object-lifecycle.ts.
+import type { AllocationStrategy } from './allocation-strategy.js';
+import type { ChangeSink } from './change-sink.js';
+import { ClientRegistry } from './client-registry.js';
+import { CxlStrategy } from './cxl-strategy.js';
+import { EvictionOrder } from './eviction.js';
+import { EvictionRound } from './eviction-round.js';
+import { FreeRatioFirstStrategy } from './free-ratio-first-strategy.js';
+import { InFlightList } from './in-flight-list.js';
+import { LeaseTracker } from './lease-tracker.js';
+import type { MasterCoreConfig } from './master-core-config.js';
+import { FLAG_HARD_PIN, FLAG_LISTED, FLAG_SOFT_PIN, type ObjectMeta } from './object-meta.js';
+import { ObjectTable } from './object-table.js';
+import { RandomStrategy } from './random-strategy.js';
+import { ReReplicator } from './re-replication.js';
+import { ReplicaPlacer } from './replica-placer.js';
+import type { Rng } from './rng.js';
+import { SegmentRegistry } from './segment-registry.js';
+import { objectRecordOf } from './state-records.js';
+
+/** The previous placement of an object whose upsert moved it to new space (freed at UpsertEnd). */
+export class PreviousPlacement {
+  constructor(
+    readonly h: number[],
+    readonly slices: number,
+    readonly flags: number,
+  ) {}
+}
+
+/** How objects leave when eviction needs room (object-lifecycle.ts does it). */
+export interface EvictionEnds {
+  /** Cancels a zombie write, freeing its space. */
+  release(meta: ObjectMeta): void;
+  /** Deletes a complete object, freeing its space. */
+  evict(meta: ObjectMeta): void;
+}
+
+function makeStrategy(name: MasterCoreConfig['allocationStrategy']): AllocationStrategy {
+  if (name === 'free_ratio_first') return new FreeRatioFirstStrategy();
+  if (name === 'cxl') return new CxlStrategy();
+  return new RandomStrategy();
+}
+
+export class CoreShared {
+  /** Every object, by key. */
+  readonly objects: ObjectTable;
+  /** Complete, not hard-pinned objects in eviction (LRU) order. */
+  readonly order = new EvictionOrder();
+  /** The eviction round in progress and its debt. */
+  readonly eviction: EvictionRound;
+  /** Objects whose write (PutStart/UpsertStart) has not ended, in start order (intrusive list). */
+  readonly inFlight = new InFlightList();
+  /** Placements that upserts in flight moved their objects away from, by key. */
+  readonly previous = new Map<string, PreviousPlacement>();
+  readonly segments = new SegmentRegistry();
+  readonly clients = new ClientRegistry();
+  readonly leases = new LeaseTracker();
+  readonly placer: ReplicaPlacer;
+  /** Objects that lost replicas with a segment, and the copies that give them back (re-replication.ts). */
+  readonly rereplicator: ReReplicator;
+  /**
+   * Metadata of deleted objects, for the next inserts to reuse: an object that lives as long as
+   * the data it describes is copied twice by V8's young-generation collector on its way to the old
+   * generation, and that copying was the largest single cost of a put in steady state (puts as
+   * fast as evictions). Only objects never leased come here: the lease tracker keeps expiry
+   * entries that point at their object (lease-tracker.ts), and nothing else keeps a deleted
+   * object's metadata (replies capture values; the walks of table-walk.ts, which span calls,
+   * look an object up again once others have deleted any).
+   */
+  readonly spareMetas: ObjectMeta[] = [];
+  softPinnedCount = 0;
+  hardPinnedCount = 0;
+  /** Objects deleted so far: a batch's looked-up objects are stale once this moves. */
+  removals = 0;
+  /** Where committed changes are reported (change-sink.ts); undefined: nobody listens, nothing is built. */
+  sink: ChangeSink | undefined;
+
+  /**
+   * `keyHashSeed` varies the key hashes (object table, batch key set). `heap.full`: the process's
+   * heap is near its limit (master/heap-guard.ts), so no new placement is made.
+   */
+  constructor(
+    readonly config: Readonly<MasterCoreConfig>,
+    readonly rng: Rng,
+    readonly keyHashSeed: number | undefined,
+    readonly heap: { readonly full: boolean },
+    ends: EvictionEnds,
+  ) {
+    this.objects = new ObjectTable(keyHashSeed);
+    this.eviction = new EvictionRound(
+      {
+        inFlight: this.inFlight,
+        order: this.order,
+        objectCount: () => this.objects.size,
+        release: (meta) => ends.release(meta),
+        evict: (meta) => ends.evict(meta),
+      },
+      config,
+    );
+    this.placer = new ReplicaPlacer(makeStrategy(config.allocationStrategy), this.segments, rng);
+    // Copy ids scoped by the view version (ms since the epoch of this master's start, or 0 in tests).
+    this.rereplicator = new ReReplicator(this.objects, this.segments, this.placer, config.viewVersion * 1024 + 1, (meta) => this.emitObject(meta));
+  }
+
+  /** Reports an object's whole record to the sink. */
+  emitObject(meta: ObjectMeta): void {
+    this.sink?.object(objectRecordOf(this.segments, meta), meta.lastAccess);
+  }
+
+  countPins(flags: number, sign: 1 | -1): void {
+    if (flags & FLAG_SOFT_PIN) this.softPinnedCount += sign;
+    if (flags & FLAG_HARD_PIN) this.hardPinnedCount += sign;
+  }
+
+  /** Replaces an object's flags, keeping its eviction-list membership bit (lists own that bit). */
+  setFlags(meta: ObjectMeta, flags: number): void {
+    this.countPins(meta.flags, -1);
+    meta.flags = (flags & ~FLAG_LISTED) | (meta.flags & FLAG_LISTED);
+    this.countPins(flags, 1);
+  }
+}

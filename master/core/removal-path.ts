@@ -1,0 +1,88 @@
+// The removal RPCs of the core: Remove, RemoveByRegex and RemoveAll (those two walk the whole table
+// in bounded steps, table-walk.ts), and BatchReplicaClear (a client's objects, or their replicas
+// on one of its segments). Only complete objects without an active lease are removed.
+import { ErrorCode } from '../../common/error-code.js';
+import type { BatchReplicaClearRequest__Output } from '../../proto/gen/store/BatchReplicaClearRequest.js';
+import type { BatchReplicaClearResponse__Output } from '../../proto/gen/store/BatchReplicaClearResponse.js';
+import type { RemoveAllRequest__Output } from '../../proto/gen/store/RemoveAllRequest.js';
+import type { RemoveAllResponse__Output } from '../../proto/gen/store/RemoveAllResponse.js';
+import type { RemoveByRegexRequest__Output } from '../../proto/gen/store/RemoveByRegexRequest.js';
+import type { RemoveByRegexResponse__Output } from '../../proto/gen/store/RemoveByRegexResponse.js';
+import type { RemoveRequest__Output } from '../../proto/gen/store/RemoveRequest.js';
+import type { RemoveResponse__Output } from '../../proto/gen/store/RemoveResponse.js';
+import type { CoreShared } from './core-shared.js';
+import { compileKeyRegex } from './key-regex.js';
+import type { ObjectMeta } from './object-meta.js';
+import type { ObjectLifecycle } from './object-lifecycle.js';
+import type { Segment } from './segment-registry.js';
+import { answered, removeSteps, type Steps, type WalkHost } from './table-walk.js';
+import { lookedUpKeyCode } from './write-validation.js';
+
+export class RemovalPath {
+  constructor(
+    private readonly s: CoreShared,
+    private readonly life: ObjectLifecycle,
+    private readonly walkHost: WalkHost,
+  ) {}
+
+  remove(req: RemoveRequest__Output, now: number): RemoveResponse__Output {
+    const meta = typeof req.key === 'string' ? this.s.objects.get(req.key) : undefined;
+    const code = lookedUpKeyCode(req.key, meta);
+    if (code !== ErrorCode.OK) return { status_code: code };
+    if (meta === undefined) return { status_code: ErrorCode.OBJECT_NOT_FOUND };
+    if (!meta.complete) return { status_code: ErrorCode.REPLICA_IS_NOT_READY };
+    if (meta.hardPinned && req.force !== true) return { status_code: ErrorCode.OBJECT_HARD_PINNED };
+    if (meta.leased(now)) return { status_code: ErrorCode.OBJECT_HAS_LEASE };
+    this.life.deleteObject(req.key, meta);
+    return { status_code: ErrorCode.OK };
+  }
+
+  /** RemoveByRegex in bounded steps: complete, unleased, not hard-pinned objects whose key matches. */
+  removeByRegexSteps(req: RemoveByRegexRequest__Output, now: number): Steps<RemoveByRegexResponse__Output> {
+    const re = compileKeyRegex(req.key_regex);
+    if (re === null) return answered({ status_code: ErrorCode.INVALID_PARAMS, removed_count: 0 });
+    return removeSteps(this.walkHost, (key, meta) => !meta.hardPinned && re.test(key), now);
+  }
+
+  /** RemoveAll in bounded steps: every complete object without an active lease, hard-pinned ones included. */
+  removeAllSteps(_req: RemoveAllRequest__Output, now: number): Steps<RemoveAllResponse__Output> {
+    return removeSteps(this.walkHost, () => true, now);
+  }
+
+  /**
+   * Clears replicas of the listed objects owned by client_id (an object is owned by a client when
+   * it has a replica on one of that client's segments). Empty segment_name: whole objects are
+   * deleted. Given: only replicas on that segment (which must be the client's). Objects leased,
+   * still being written, hard-pinned, or not the client's are skipped silently.
+   */
+  batchReplicaClear(req: BatchReplicaClearRequest__Output, now: number): BatchReplicaClearResponse__Output {
+    if (typeof req.client_id !== 'string' || req.client_id.length === 0 || !Array.isArray(req.object_keys)) {
+      return { status_code: ErrorCode.INVALID_PARAMS, cleared_keys: [] };
+    }
+    const s = this.s;
+    const cleared: string[] = [];
+    let target: Segment | undefined;
+    if (req.segment_name) {
+      target = s.segments.byName(req.segment_name);
+      if (target === undefined || target.clientId !== req.client_id) return { status_code: ErrorCode.OK, cleared_keys: [] };
+    }
+    for (const key of req.object_keys) {
+      const meta = s.objects.get(key);
+      if (meta === undefined || !meta.complete || meta.leased(now) || meta.hardPinned) continue;
+      if (target === undefined) {
+        if (!this.ownedBy(meta, req.client_id)) continue;
+        this.life.deleteObject(key, meta);
+      } else {
+        if (!meta.hasHandleOn(target.id)) continue;
+        this.life.dropReplicas(key, meta, target.id);
+      }
+      cleared.push(key);
+    }
+    return { status_code: ErrorCode.OK, cleared_keys: cleared };
+  }
+
+  private ownedBy(meta: ObjectMeta, clientId: string): boolean {
+    for (let k = 0; k < meta.handleCount; k++) if (this.s.segments.byId(meta.segAt(k))?.clientId === clientId) return true;
+    return false;
+  }
+}
