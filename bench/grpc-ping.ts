@@ -5,6 +5,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
+import { grpcAuthOptions } from '../common/grpc-auth.js';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -26,7 +27,7 @@ async function main(): Promise<void> {
     });
     proc.once('exit', (code) => reject(new Error(`master exited with ${code}: ${err}`)));
   });
-  const client = new grpc.Client(rpc, grpc.credentials.createInsecure());
+  const client = new grpc.Client(rpc, grpc.credentials.createInsecure(), grpcAuthOptions());
   const ping = Buffer.from([0x0a, 0x03, 0x61, 0x62, 0x63]); // PingRequest{client_id: "abc"}
   const call = (): Promise<Buffer> =>
     new Promise((resolve, reject) =>

@@ -30,7 +30,7 @@ const MAC_BYTES = 32;
 const PREFIX = 'kvstore-auth-v1';
 
 /** The framed-protocol interface names that enter the MACs. */
-export type FramedInterface = 'master-channel' | 'dummy-client';
+export type FramedInterface = 'master-channel' | 'dummy-client' | 'master-replication';
 
 /** An authentication failure: a wrong or missing secret on either side. */
 export class AuthError extends Error {
@@ -370,4 +370,29 @@ export function verifyCall(
   // the nonce is recorded only for a valid MAC: a stranger cannot fill the cache
   if (!cache.admit(m[2], ms, now)) return `${AUTH_HEADER} replayed (nonce seen before)`;
   return undefined;
+}
+
+/**
+ * Logs a refusal once per peer ("ip:port": once per connection); bounded, so a flood of new
+ * connections cannot grow it (after `max` peers it starts over).
+ */
+export class RefusalLog {
+  private readonly seen = new Set<string>();
+
+  constructor(
+    private readonly write: (line: string) => void,
+    private readonly max = 1024,
+  ) {}
+
+  note(peer: string, line: string): void {
+    if (this.seen.has(peer)) return;
+    if (this.seen.size >= this.max) this.seen.clear();
+    this.seen.add(peer);
+    this.write(line);
+  }
+}
+
+/** An HTTP request's peer as "ip:port". */
+export function peerOf(socket: { remoteAddress?: string; remotePort?: number }): string {
+  return `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
 }
