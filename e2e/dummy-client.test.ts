@@ -195,7 +195,7 @@ describe('bad calls on the channel', () => {
   it('are refused with INVALID_PARAMS or an ERROR frame, and the connection goes on', async () => {
     const socket = netConnect(svc.socket);
     await new Promise((r) => socket.once('connect', r));
-    const ch = new MasterChannel(socket, svc.socket, { magic: Buffer.from('KVD1'), peer: 'store service' });
+    const ch = new MasterChannel(socket, svc.socket, await MasterChannel.authenticate(socket, svc.socket, 'dummy-client', { magic: Buffer.from('KVD1'), peer: 'store service' }));
     try {
       const reg = (name: string, size = 4096, offset = 0) => ch.call<{ status_code: number; error: string }>(clientMethod('RegisterRegion'), { name, size, offset });
       for (const name of ['../../etc/passwd', 'kvstore-region-a/b', 'segment-of-someone', '']) {
