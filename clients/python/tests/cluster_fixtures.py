@@ -1,7 +1,10 @@
 """The session fixtures both test suites share (tests/ and tests_sglang/): one store_master and one
 store_service (real processes from dist/) and a shared directory per session. A conftest imports
-them by name, which is how pytest finds fixtures and hooks."""
+them by name, which is how pytest finds fixtures and hooks. One cluster secret per run, named by
+STORE_CLUSTER_SECRET_FILE before anything starts: every process the tests spawn (masters, store
+services, vLLM and SGLang servers) and every DummyClient inherit it."""
 import os
+import secrets
 import tempfile
 
 import pytest
@@ -12,6 +15,12 @@ from cluster import DIST, Master, StoreService
 def pytest_configure(config):
     if not os.path.exists(os.path.join(DIST, "sidecar", "main.js")):
         raise pytest.UsageError(f"{DIST} has no built store service: run `npm run build` in the repository first")
+    if not os.environ.get("STORE_CLUSTER_SECRET_FILE"):
+        d = tempfile.mkdtemp(prefix="kvstore-test-secret-")
+        path = os.path.join(d, "cluster-secret")
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+            f.write(secrets.token_hex(32) + "\n")
+        os.environ["STORE_CLUSTER_SECRET_FILE"] = path
 
 
 @pytest.fixture(scope="session")
