@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { grpcAuthOptions } from '../common/grpc-auth.js';
+import { clusterEnv } from '../sidecar/local-cluster.js';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -17,6 +18,7 @@ const PHASE_MS = 3000;
 async function main(): Promise<void> {
   const proc = spawn(process.execPath, [MAIN, '--rpc_address=127.0.0.1', '--rpc_port=0', '--metrics_port=0', '--enable_metric_reporting=false'], {
     stdio: ['ignore', 'ignore', 'pipe'],
+    env: clusterEnv(), // authenticated: each call carries x-kvstore-auth
   });
   let err = '';
   const rpc = await new Promise<string>((resolve, reject) => {
