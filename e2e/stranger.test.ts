@@ -4,6 +4,12 @@
 // the owner's remount), reach memory a client never meant to serve (its staging
 // buffer, its result arena and the Buffers get() returned in it), and use a store service's
 // dummy-client Unix socket as another user. Run `npm run build` first.
+//
+// Since the cluster secret (e2e/auth.test.ts), a process without it is refused at every control
+// interface before it can try any of this: the "strangers" below hold the run's secret
+// (STORE_CLUSTER_SECRET_FILE, e2e/global-secret.ts), so these tests now show what the owner checks
+// stop an insider from doing. What stays open to a process without the secret: the transfer
+// engines' ports until the native handshake lands (h-native-auth), and the GET endpoints.
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
