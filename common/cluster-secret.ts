@@ -264,7 +264,11 @@ export async function clientHandshake(stream: Duplex, secret: Buffer, iface: Fra
   try {
     stream.write(Buffer.concat([magic, AUTH_HELLO]));
     const challenge = await reader.next(4096);
-    if (challenge.kind === ERROR_FRAME_KIND) throw new AuthError(`${iface} server does not authenticate (it runs with --allow_unauthenticated?): ${challenge.payload.toString('utf8')}`);
+    if (challenge.kind === ERROR_FRAME_KIND) {
+      const text = challenge.payload.toString('utf8');
+      // an open server answers the hello with NOT_AUTHENTICATING; any other ERROR refuses the peer itself (its uid, say)
+      throw new AuthError(text === NOT_AUTHENTICATING ? `${iface} server does not authenticate (it runs with --allow_unauthenticated?)` : `${iface} server refused the connection: ${text}`);
+    }
     if (challenge.kind !== AUTH_FRAME_KIND || challenge.payload.length !== NONCE_BYTES) throw new AuthError(`${iface} server sent no authentication challenge`);
     const ns = Buffer.from(challenge.payload);
     const nc = randomBytes(NONCE_BYTES);

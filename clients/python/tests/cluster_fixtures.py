@@ -4,23 +4,17 @@ them by name, which is how pytest finds fixtures and hooks. One cluster secret p
 STORE_CLUSTER_SECRET_FILE before anything starts: every process the tests spawn (masters, store
 services, vLLM and SGLang servers) and every DummyClient inherit it."""
 import os
-import secrets
 import tempfile
 
 import pytest
 
-from cluster import DIST, Master, StoreService
+from cluster import DIST, Master, StoreService, ensure_cluster_secret
 
 
 def pytest_configure(config):
     if not os.path.exists(os.path.join(DIST, "sidecar", "main.js")):
         raise pytest.UsageError(f"{DIST} has no built store service: run `npm run build` in the repository first")
-    if not os.environ.get("STORE_CLUSTER_SECRET_FILE"):
-        d = tempfile.mkdtemp(prefix="kvstore-test-secret-")
-        path = os.path.join(d, "cluster-secret")
-        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
-            f.write(secrets.token_hex(32) + "\n")
-        os.environ["STORE_CLUSTER_SECRET_FILE"] = path
+    ensure_cluster_secret()
 
 
 @pytest.fixture(scope="session")
