@@ -496,8 +496,11 @@ export class Client implements StoreClient {
           // Resolving and connecting change nothing on the master: an abort need not wait for them.
           const aborted = () => setupAborted(signal!, `during registration attempt ${attempt}`);
           this.masterEndpoint = await unlessAborted(resolveMasterAddress(s.masterAddress, this.options.env ?? process.env), signal, aborted, () => {});
-          this.master = await unlessAborted(MasterClient.connect(this.masterEndpoint, { requestTimeoutMs: this.options.requestTimeoutMs, secret: this.secret }), signal, aborted, (late) =>
-            late.close(),
+          this.master = await unlessAborted(
+            MasterClient.connect(this.masterEndpoint, { requestTimeoutMs: this.options.requestTimeoutMs, secret: this.secret }),
+            signal,
+            aborted,
+            (late) => late.close(),
           );
         }
         // A mount in flight is awaited (at most requestTimeoutMs): its outcome decides what to unmount.

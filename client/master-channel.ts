@@ -8,14 +8,7 @@ import type { Duplex } from 'node:stream';
 import { CHANNEL_MAGIC, FrameDecoder, FrameKind, FrameWriter } from '../common/channel-frame.js';
 import { AuthError, clientHandshake, clientSecret, isAuthRefusal, type FramedInterface } from '../common/cluster-secret.js';
 import { decodeWith, type MethodInfo } from '../common/master-proto.js';
-import {
-  MasterAuthError,
-  MasterClientClosedError,
-  MasterConnectionError,
-  MasterProtocolError,
-  MasterTimeoutError,
-  type MasterChannelError,
-} from './master-channel-errors.js';
+import { MasterAuthError, MasterClientClosedError, MasterConnectionError, MasterProtocolError, MasterTimeoutError, type MasterChannelError } from './master-channel-errors.js';
 
 /**
  * One call in flight. resolve/reject drop both callbacks before handing the outcome on: a call

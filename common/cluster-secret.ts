@@ -74,7 +74,8 @@ export const NO_SECRET_MESSAGE =
   `no cluster secret: pass --cluster_secret_file=PATH (or set ${SECRET_ENV}); make one with "store secret new FILE"; ` +
   `or run without authentication with --allow_unauthenticated (${ALLOW_UNAUTHENTICATED_ENV}=1)`;
 
-export const UNAUTHENTICATED_WARNING = 'running WITHOUT authentication (--allow_unauthenticated): anyone who can reach a port can read, write and unmount; use --cluster_secret_file';
+export const UNAUTHENTICATED_WARNING =
+  'running WITHOUT authentication (--allow_unauthenticated): anyone who can reach a port can read, write and unmount; use --cluster_secret_file';
 
 /**
  * The server's setting from its flags and the environment (the flag wins). Throws
@@ -267,7 +268,9 @@ export async function clientHandshake(stream: Duplex, secret: Buffer, iface: Fra
     if (challenge.kind === ERROR_FRAME_KIND) {
       const text = challenge.payload.toString('utf8');
       // an open server answers the hello with NOT_AUTHENTICATING; any other ERROR refuses the peer itself (its uid, say)
-      throw new AuthError(text === NOT_AUTHENTICATING ? `${iface} server does not authenticate (it runs with --allow_unauthenticated?)` : `${iface} server refused the connection: ${text}`);
+      throw new AuthError(
+        text === NOT_AUTHENTICATING ? `${iface} server does not authenticate (it runs with --allow_unauthenticated?)` : `${iface} server refused the connection: ${text}`,
+      );
     }
     if (challenge.kind !== AUTH_FRAME_KIND || challenge.payload.length !== NONCE_BYTES) throw new AuthError(`${iface} server sent no authentication challenge`);
     const ns = Buffer.from(challenge.payload);

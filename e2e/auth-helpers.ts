@@ -9,7 +9,12 @@ import { AUTH_HEADER, clientHandshake, clientSecret, signCall, type FramedInterf
  * A socket to a KVC1 (or KVD1: `magic`, `iface`) listener, past the handshake when the run has a
  * secret (else the magic alone was sent); `rest`: bytes received after the handshake.
  */
-export function channelSocket(address: string, magic = CHANNEL_MAGIC, iface: FramedInterface = 'master-channel', secret = clientSecret()): Promise<{ socket: Socket; rest: Buffer }> {
+export function channelSocket(
+  address: string,
+  magic = CHANNEL_MAGIC,
+  iface: FramedInterface = 'master-channel',
+  secret = clientSecret(),
+): Promise<{ socket: Socket; rest: Buffer }> {
   const i = address.lastIndexOf(':');
   return new Promise((resolve, reject) => {
     const socket = connect(Number(address.slice(i + 1)), address.slice(0, i));

@@ -10,7 +10,7 @@ import { grpcAuthOptions } from '../common/grpc-auth.js';
 import { authHeaders, channelSocket } from './auth-helpers.js';
 import * as protoLoader from '@grpc/proto-loader';
 import { MasterClient, MasterConnectionError } from '../client/master-client.js';
-import { CHANNEL_MAGIC, FrameDecoder, FrameKind, encodeFrame } from '../common/channel-frame.js';
+import { FrameDecoder, FrameKind, encodeFrame } from '../common/channel-frame.js';
 import { ErrorCode } from '../common/error-code.js';
 import { decodeMessage, masterMethodByName, masterProtoPath } from '../common/master-proto.js';
 import { MALFORMED_TARGET_REQUEST, rawHttpStatus } from './raw-http.js';

@@ -312,7 +312,6 @@ export class ClientServiceServer {
     socket.resume();
   }
 
-
   private createGrpc(): { server: grpc.Server; injector: grpc.ConnectionInjector } {
     const def = protoLoader.loadSync(protoPath('store_client.proto'), { keepCase: true, longs: Number, enums: Number, defaults: true, oneofs: true });
     const serviceDef = def['store.ClientService'] as grpc.ServiceDefinition;
