@@ -14,4 +14,6 @@ export default {
   testMatch: ['<rootDir>/**/*.test.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
   testTimeout: 60000,
+  // one cluster secret for every process the tests start (e2e/global-secret.ts)
+  globalSetup: '<rootDir>/e2e/global-secret.ts',
 };

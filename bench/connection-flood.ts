@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CHANNEL_MAGIC, FrameKind, MAX_REQUEST_PAYLOAD_BYTES, encodeFrame } from '../common/channel-frame.js';
 import { masterMethodByName } from '../common/master-proto.js';
+import { clusterEnv } from '../sidecar/local-cluster.js';
 
 const dash = process.argv.indexOf('--');
 const own = dash < 0 ? process.argv.slice(2) : process.argv.slice(2, dash);
@@ -26,8 +27,11 @@ const MAIN = arg('main', fileURLToPath(new URL('../master/main.js', import.meta.
 const mb = (pid: number, field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
 async function main(): Promise<void> {
+  // An authenticated master: the flood's connections are strangers without the secret, refused
+  // by the handshake (a frame header announcing more than the handshake's 64 bytes ends it at once).
   const proc = spawn(process.execPath, [MAIN, '--rpc_address=127.0.0.1', '--rpc_port=0', '--metrics_port=0', '--enable_metric_reporting=false', ...masterFlags], {
     stdio: ['ignore', 'ignore', 'pipe'],
+    env: clusterEnv(),
   });
   let err = '';
   const rpc = await new Promise<string>((resolve, reject) => {

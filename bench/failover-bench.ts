@@ -15,7 +15,7 @@ import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '../client/client.js';
-import { distRoot, track, type ProcessHandle } from '../sidecar/local-cluster.js';
+import { clusterEnv, distRoot, track, type ProcessHandle } from '../sidecar/local-cluster.js';
 
 const OBJECTS = Number(process.env.BENCH_OBJECTS ?? 1000);
 const LEASE_MS = Number(process.env.BENCH_HA_LEASE_MS ?? 5000);
@@ -44,7 +44,7 @@ class Run {
   readonly dirs: string[] = [];
 
   start(name: string, cmd: string, args: string[]): ProcessHandle {
-    const p = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: clusterEnv() });
     this.procs.push(p);
     return track(name, p);
   }

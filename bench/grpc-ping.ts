@@ -5,6 +5,8 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
+import { grpcAuthOptions } from '../common/grpc-auth.js';
+import { clusterEnv } from '../sidecar/local-cluster.js';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -16,6 +18,7 @@ const PHASE_MS = 3000;
 async function main(): Promise<void> {
   const proc = spawn(process.execPath, [MAIN, '--rpc_address=127.0.0.1', '--rpc_port=0', '--metrics_port=0', '--enable_metric_reporting=false'], {
     stdio: ['ignore', 'ignore', 'pipe'],
+    env: clusterEnv(), // authenticated: each call carries x-kvstore-auth
   });
   let err = '';
   const rpc = await new Promise<string>((resolve, reject) => {
@@ -26,7 +29,7 @@ async function main(): Promise<void> {
     });
     proc.once('exit', (code) => reject(new Error(`master exited with ${code}: ${err}`)));
   });
-  const client = new grpc.Client(rpc, grpc.credentials.createInsecure());
+  const client = new grpc.Client(rpc, grpc.credentials.createInsecure(), grpcAuthOptions());
   const ping = Buffer.from([0x0a, 0x03, 0x61, 0x62, 0x63]); // PingRequest{client_id: "abc"}
   const call = (): Promise<Buffer> =>
     new Promise((resolve, reject) =>

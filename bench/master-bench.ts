@@ -19,6 +19,8 @@ import { MasterClient } from '../client/master-client.js';
 import { CHANNEL_MAGIC, FrameDecoder, FrameKind, FrameWriter } from '../common/channel-frame.js';
 import { encodeMessage, masterMethodByName } from '../common/master-proto.js';
 import { MasterCore, defaultMasterCoreConfig } from '../master/core/master-core.js';
+import { clusterEnv } from '../sidecar/local-cluster.js';
+import { clientSecret, serverHandshake } from '../common/cluster-secret.js';
 
 const TB = 1024 ** 4;
 const CLIENT = '00000000-0000-4000-8000-00000000b1c0';
@@ -41,7 +43,8 @@ const LOG_SYNC = arg('change-log-sync', 'placement');
 function startMaster(): Promise<{ proc: ChildProcess; address: string }> {
   const main = fileURLToPath(new URL('../master/main.js', import.meta.url));
   const args = [main, '--rpc_address=127.0.0.1', '--rpc_port=0', '--metrics_port=0', '--enable_metric_reporting=false'];
-  const env = { ...process.env };
+  // an authenticated master (a secret in a temp dir unless the environment names one)
+  const env = clusterEnv({ ...process.env });
   if (SNAPSHOTS) {
     const dir = mkdtempSync(join(tmpdir(), 'bench-snapshots-'));
     args.push('--enable_snapshot', '--snapshot_object_store_type=local', `--change_log_sync=${LOG_SYNC}`);
@@ -60,8 +63,12 @@ function startMaster(): Promise<{ proc: ChildProcess; address: string }> {
   });
 }
 
-/** Echo mode: the same framing, answering every request with one canned reply and no work. */
+/**
+ * Echo mode: the same framing, answering every request with one canned reply and no work; with the
+ * parent's cluster secret it passes the same handshake as the master first.
+ */
 function runEchoServer(): void {
+  const secret = clientSecret();
   const grl = masterMethodByName.get('GetReplicaList')!;
   const canned = encodeMessage(grl.responseType, {
     status_code: 0,
@@ -71,16 +78,18 @@ function runEchoServer(): void {
   const server = createServer({ noDelay: true }, (socket) => {
     const writer = new FrameWriter((d) => socket.write(d));
     const decoder = new FrameDecoder((_kind, id, method) => writer.pushPayload(FrameKind.RESPONSE, id, method, canned));
-    let magic = true;
-    socket.on('data', (chunk: Buffer) => {
-      if (magic) {
-        magic = false;
-        if (!chunk.subarray(0, 4).equals(CHANNEL_MAGIC)) return socket.destroy();
-        chunk = chunk.subarray(4);
-      }
-      decoder.push(chunk);
-    });
     socket.on('error', () => undefined);
+    socket.once('readable', () => {
+      const head = socket.read() as Buffer;
+      if (!head.subarray(0, 4).equals(CHANNEL_MAGIC)) return socket.destroy();
+      const serve = (rest: Buffer): void => {
+        socket.on('data', (chunk: Buffer) => decoder.push(chunk));
+        if (rest.length > 0) decoder.push(rest);
+        socket.resume();
+      };
+      if (secret === undefined) return serve(head.subarray(4));
+      serverHandshake(socket, secret, 'master-channel', head.subarray(4)).then(serve, () => socket.destroy());
+    });
   });
   server.listen(0, '127.0.0.1', () => {
     const a = server.address();

@@ -36,6 +36,7 @@ export const GLOBAL_OPTIONS: Record<string, OptionSpec> = {
   'master-http': { type: 'string', value: 'URL', help: "master's HTTP admin address, http://host:port (default $STORE_MASTER_HTTP_ADDRESS, else the master's host on port 9003)" },
   metadata: { type: 'string', value: 'ADDR', help: 'transfer-engine metadata service for put/get (default $STORE_METADATA_SERVER, else P2PHANDSHAKE)' },
   timeout: { type: 'string', value: 'DURATION', help: 'per-request timeout, e.g. 5s, 500ms (default 10s)' },
+  cluster_secret_file: { type: 'string', value: 'FILE', help: 'the cluster secret proven to the master and store services (default $STORE_CLUSTER_SECRET_FILE)' },
   json: { type: 'boolean', help: 'print one JSON document on stdout' },
   quiet: { type: 'boolean', short: 'q', help: 'no progress bar' },
   help: { type: 'boolean', short: 'h', help: 'show help' },
@@ -141,6 +142,15 @@ export const COMMANDS: readonly CommandSpec[] = [
     },
   },
   {
+    name: 'secret',
+    args: 'new FILE',
+    minArgs: 2,
+    maxArgs: 2,
+    summary: 'write a new cluster secret to FILE (64 hex characters, mode 0600; never overwrites)',
+    details: ['Give every process of the cluster --cluster_secret_file=FILE or STORE_CLUSTER_SECRET_FILE=FILE (docs/threat-model.md).'],
+    options: {},
+  },
+  {
     name: 'top',
     args: '',
     minArgs: 0,
@@ -156,6 +166,8 @@ export const COMMANDS: readonly CommandSpec[] = [
 
 export interface GlobalOptions {
   master?: string;
+  /** --cluster_secret_file (else STORE_CLUSTER_SECRET_FILE). */
+  clusterSecretFile?: string;
   masterHttp?: string;
   metadata?: string;
   timeoutMs: number;
@@ -228,6 +240,7 @@ export function parseCommandLine(argv: readonly string[]): Invocation {
   if (args.length > spec.maxArgs) throw new UsageError(`too many arguments (${args.length}): store ${name} ${spec.args}`);
   const global: GlobalOptions = {
     master: str(v.master),
+    clusterSecretFile: str(v.cluster_secret_file),
     masterHttp: str(v['master-http']),
     metadata: str(v.metadata),
     timeoutMs: typeof v.timeout === 'string' ? durationMs('--timeout', v.timeout, 1) : DEFAULT_TIMEOUT_MS,

@@ -4,7 +4,7 @@
 // failure) to its code and its one-line message.
 import { ErrorCode } from '../common/error-code.js';
 import { StoreError } from '../client/errors.js';
-import { MasterChannelError } from '../client/master-channel-errors.js';
+import { MasterAuthError, MasterChannelError } from '../client/master-channel-errors.js';
 
 export const ExitCode = {
   OK: 0,
@@ -14,7 +14,7 @@ export const ExitCode = {
   USAGE: 2,
   /** The master, its HTTP port, the store service or the HA backend cannot be reached (or no leader). */
   UNREACHABLE: 3,
-  /** Any other error the store reported (no space, object exists or leased, transfer failure ...). */
+  /** Any other error the store reported (no space, object exists or leased, transfer failure, a refused cluster secret ...). */
   STORE_ERROR: 4,
   /** A local file or stream could not be read or written. */
   LOCAL_IO: 5,
@@ -74,6 +74,8 @@ const UNREACHABLE_CODES: ReadonlySet<number> = new Set([ErrorCode.UNAVAILABLE_IN
 /** The exit code of a failure. */
 export function exitCodeOf(e: unknown): ExitCodeValue {
   if (e instanceof CliError) return e.exitCode;
+  // the master answered, and refused our cluster secret: not an unreachable master
+  if (e instanceof MasterAuthError || (e instanceof StoreError && e.code === ErrorCode.UNAUTHENTICATED)) return ExitCode.STORE_ERROR;
   if (e instanceof MasterChannelError) return ExitCode.UNREACHABLE;
   if (e instanceof StoreError) {
     if (e.code === ErrorCode.OBJECT_NOT_FOUND) return ExitCode.NOT_FOUND;

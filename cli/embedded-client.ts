@@ -33,6 +33,7 @@ export async function openClient(ctx: CliContext, valueBytes: number): Promise<C
       resultArenaBytes: 0,
       metrics: false,
       replicaCacheEntries: 0,
+      ...(ctx.inv.global.clusterSecretFile ? { clusterSecretFile: ctx.inv.global.clusterSecretFile } : {}),
       log: (level, message) => {
         if (verbose) ctx.stderr.write(`[client] ${level} ${message}\n`);
       },

@@ -1,6 +1,7 @@
 // HTTP calls of the `store` CLI (the master's admin endpoints, a store service's REST API) with a
 // timeout, and their failures as CLI errors: no answer -> UnreachableError (exit 3), 404 ->
 // NotFoundError (exit 1), another refusal -> CliError exit 4 with the server's one-line reason.
+import { AUTH_HEADER, signCall } from '../common/cluster-secret.js';
 import { CliError, ExitCode, NotFoundError, UnreachableError } from './cli-errors.js';
 
 export interface HttpOptions {
@@ -10,17 +11,22 @@ export interface HttpOptions {
   json?: unknown;
   /** What the address is, in error messages ("master", "store service"). */
   peer: string;
+  /** The cluster secret: a POST carries x-kvstore-auth signed with it. */
+  secret?: Buffer;
 }
 
 /** A response that arrived (any status). */
 export async function request(url: string, o: HttpOptions): Promise<Response> {
   const signal = AbortSignal.timeout(o.timeoutMs);
+  const method = o.method ?? 'GET';
+  const body = o.json === undefined ? undefined : JSON.stringify(o.json);
+  const headers: Record<string, string> = body === undefined ? {} : { 'content-type': 'application/json' };
+  if (o.secret !== undefined && method !== 'GET') {
+    const u = new URL(url);
+    headers[AUTH_HEADER] = signCall(o.secret, method, u.pathname + u.search, body);
+  }
   try {
-    return await fetch(url, {
-      method: o.method ?? 'GET',
-      signal,
-      ...(o.json === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(o.json) }),
-    });
+    return await fetch(url, { method, signal, headers, body });
   } catch (e) {
     const err = e as Error & { cause?: { code?: string; message?: string } };
     const why = err.name === 'TimeoutError' ? `no answer within ${o.timeoutMs} ms` : (err.cause?.code ?? err.cause?.message ?? err.message);

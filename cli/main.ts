@@ -19,6 +19,7 @@ const RUN: Record<string, () => Promise<Command>> = {
   mount: async () => (await import('./commands/mount.js')).mount,
   unmount: async () => (await import('./commands/mount.js')).unmount,
   top: async () => (await import('./commands/top.js')).top,
+  secret: async () => (await import('./commands/secret.js')).secret,
 };
 
 function exit(code: number): never {

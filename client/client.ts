@@ -9,14 +9,16 @@ import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
 import { BufferPool, type BufferLease, type PoolRegion } from './buffer-pool.js';
 import { OffsetAllocator } from '../common/offset-allocator.js';
 import { checkKey, DataPath, type BatchGetIntoResult, type BatchGetResult, type BatchWriteResult, type OwnSegment, type PutConfig, type Value } from './data-path.js';
-import { InvalidParamsError, ObjectNotFoundError, StoreError, UnavailableError } from './errors.js';
+import { InvalidParamsError, ObjectNotFoundError, StoreError, UnauthenticatedError, UnavailableError } from './errors.js';
+import { clientSecret } from '../common/cluster-secret.js';
+import { MasterAuthError } from './master-channel-errors.js';
 import { FenceKeeper } from './fence-keeper.js';
 import { Heartbeat } from './heartbeat.js';
 import { MasterClient } from './master-client.js';
 import { parseMasterAddress, resolveMasterAddress, watchLeader } from './leader-discovery.js';
 import { openMetadataStore } from './metadata/open-metadata-store.js';
 import type { MetadataStore } from './metadata/metadata-store.js';
-import { loadNative, type MappedRegion, type NativePort, type ResultArenaPort, type TransferEnginePort } from './native-port.js';
+import { loadNative, type MappedRegion, type NativePort, type ResultArenaPort, type TransferEngineOptions, type TransferEnginePort } from './native-port.js';
 import type { DummyClientOptions } from './dummy-client.js';
 import type { StoreClient } from './store-client.js';
 import { ReplicaCopier } from './replica-copy.js';
@@ -99,6 +101,13 @@ export interface ClientOptions {
    * with neither a global segment nor a local buffer is then valid (default false: refused).
    */
   segmentsLater?: boolean;
+  /**
+   * The cluster secret's file (docs/threat-model.md); default STORE_CLUSTER_SECRET_FILE (from
+   * `env`, else the process environment). Without
+   * one the client speaks unauthenticated, which only a master run with --allow_unauthenticated
+   * accepts (others refuse it with UnauthenticatedError).
+   */
+  clusterSecretFile?: string;
 }
 
 /** A segment of this client: mounted, draining (unmounted with a grace period) or unmounted (memory still held). */
@@ -166,6 +175,7 @@ function defaultLog(level: 'info' | 'warn' | 'error', message: string): void {
 
 /** Errors worth another registration attempt: anything but bad parameters. */
 function retryable(e: unknown): boolean {
+  if (e instanceof MasterAuthError) return false;
   if (!(e instanceof StoreError)) return true;
   return e.code !== ErrorCode.INVALID_PARAMS && e.code !== ErrorCode.INVALID_KEY && e.code !== ErrorCode.NOT_IMPLEMENTED;
 }
@@ -181,6 +191,8 @@ export class Client implements StoreClient {
   private stopLeaderWatch: (() => void) | undefined;
   /** host:port of the master in use (the elected leader in HA mode). */
   private masterEndpoint = '';
+  /** The cluster secret (null: none, the master must allow unauthenticated clients). */
+  private secret: Buffer | null = null;
   private data!: DataPath;
   private closing = false;
   /** Memory registered for other processes' data (dummy clients' shared regions). */
@@ -245,24 +257,34 @@ export class Client implements StoreClient {
     } catch (e) {
       throw new InvalidParamsError(`setup: ${(e as Error).message}`, { cause: e });
     }
+    let secret: Buffer | undefined;
+    try {
+      secret = clientSecret(options.clusterSecretFile, { ...process.env, ...options.env });
+    } catch (e) {
+      throw new InvalidParamsError(`setup: ${(e as Error).message}`, { cause: e });
+    }
     const native = await loadNative();
     const range = settings.enginePort !== undefined ? { min: settings.enginePort, max: settings.enginePort } : native.clientPortRange(env);
-    const engine = new native.TransferEngine({
+    // authSecret: the engine's own handshake with its peers (transfer-tcp, transfer-shm)
+    const engineOptions: TransferEngineOptions & { authSecret?: Buffer } = {
       host: settings.host,
       minPort: range.min,
       maxPort: range.max,
       memcpyLocal: settings.localMemcpy,
       ...options.engine,
-    });
+      authSecret: secret,
+    };
+    const engine = new native.TransferEngine(engineOptions);
     let metadata: MetadataStore;
     try {
       engine.start();
-      metadata = openMetadataStore(settings.metadataServer);
+      metadata = openMetadataStore(settings.metadataServer, secret);
     } catch (e) {
       engine.close();
       throw e instanceof StoreError ? e : new UnavailableError(`setup: ${(e as Error).message}`, { cause: e });
     }
     const client = new Client(settings, native, engine, metadata, options);
+    client.secret = secret ?? null;
     try {
       await client.init();
       if (signal?.aborted) throw setupAborted(signal, 'as registration completed');
@@ -482,8 +504,11 @@ export class Client implements StoreClient {
           // Resolving and connecting change nothing on the master: an abort need not wait for them.
           const aborted = () => setupAborted(signal!, `during registration attempt ${attempt}`);
           this.masterEndpoint = await unlessAborted(resolveMasterAddress(s.masterAddress, this.options.env ?? process.env), signal, aborted, () => {});
-          this.master = await unlessAborted(MasterClient.connect(this.masterEndpoint, { requestTimeoutMs: this.options.requestTimeoutMs }), signal, aborted, (late) =>
-            late.close(),
+          this.master = await unlessAborted(
+            MasterClient.connect(this.masterEndpoint, { requestTimeoutMs: this.options.requestTimeoutMs, secret: this.secret }),
+            signal,
+            aborted,
+            (late) => late.close(),
           );
         }
         // A mount in flight is awaited (at most requestTimeoutMs): its outcome decides what to unmount.
@@ -497,6 +522,7 @@ export class Client implements StoreClient {
         if (signal?.aborted) throw setupAborted(signal, `during registration attempt ${attempt}`);
         if (!retryable(e) || attempt > s.setupRetries) {
           const msg = `setup: registration with master ${s.masterAddress} failed after ${attempt} attempt(s): ${(e as Error).message}`;
+          if (e instanceof MasterAuthError) throw new UnauthenticatedError(msg, { cause: e });
           throw e instanceof StoreError ? StoreError.fromCode(e.code, msg, { cause: e }) : new UnavailableError(msg, { cause: e });
         }
         const wait = setupBackoffMs(attempt);
@@ -558,7 +584,7 @@ export class Client implements StoreClient {
         switching = switching.then(() =>
           this.serialized(async () => {
             try {
-              const next = await MasterClient.connect(leader, { requestTimeoutMs: this.options.requestTimeoutMs });
+              const next = await MasterClient.connect(leader, { requestTimeoutMs: this.options.requestTimeoutMs, secret: this.secret });
               const old = this.master;
               this.master = next;
               this.masterEndpoint = leader;

@@ -20,8 +20,10 @@ import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
 import { OffsetAllocator } from '../common/offset-allocator.js';
 import { BufferPool, type BufferLease, type PoolRegion } from './buffer-pool.js';
 import type { BatchGetIntoResult, BatchGetResult, BatchWriteResult, PutConfig, Value } from './data-path.js';
-import { InvalidParamsError, remoteStoreError, StoreError, UnavailableError } from './errors.js';
-import { MasterChannel } from './master-channel.js';
+import { InvalidParamsError, remoteStoreError, StoreError, UnauthenticatedError, UnavailableError } from './errors.js';
+import { MasterChannel, type MasterChannelOptions } from './master-channel.js';
+import { MasterAuthError } from './master-channel-errors.js';
+import { clientSecret } from '../common/cluster-secret.js';
 import { loadNative, type MappedRegion, type NativePort } from './native-port.js';
 import type { StoreClient } from './store-client.js';
 
@@ -47,6 +49,11 @@ export interface DummyClientOptions {
   requestTimeoutMs?: number;
   /** Name shown in the real client's logs. */
   clientName?: string;
+  /**
+   * The cluster secret's file, proven to the store service on every connection (default
+   * STORE_CLUSTER_SECRET_FILE; none: the service must run with --allow_unauthenticated).
+   */
+  clusterSecretFile?: string;
   env?: Record<string, string | undefined>;
   log?: (level: 'info' | 'warn' | 'error', message: string) => void;
 }
@@ -112,6 +119,7 @@ export class DummyClient implements StoreClient {
   private closed = false;
   private readonly timeoutMs: number;
   private readonly log: NonNullable<DummyClientOptions['log']>;
+  private secret: Buffer | null = null;
 
   private constructor(
     private readonly native: NativePort,
@@ -134,7 +142,14 @@ export class DummyClient implements StoreClient {
     if (!address && !socketPath) throw new InvalidParamsError('DummyClient: no real client address (set STORE_SIDECAR_ADDRESS or pass address/socketPath)');
     const size = opts.bufferSize ?? parseSizeEnv(env.STORE_DUMMY_BUFFER_SIZE, 256 * MiB);
     if (!Number.isSafeInteger(size) || size <= 0) throw new InvalidParamsError(`DummyClient: bufferSize must be a positive integer, got ${size}`);
+    let secret: Buffer | undefined;
+    try {
+      secret = clientSecret(opts.clusterSecretFile, { ...process.env, ...opts.env });
+    } catch (e) {
+      throw new InvalidParamsError(`DummyClient: ${(e as Error).message}`, { cause: e });
+    }
     const client = new DummyClient(await loadNative(), address, socketPath, shmDir, opts);
+    client.secret = secret ?? null;
     const primary = client.newRegion(size);
     const po = opts.bufferPool ?? {};
     client.pool = new BufferPool({
@@ -281,6 +296,8 @@ export class DummyClient implements StoreClient {
         return c;
       } catch (e) {
         if (this.closed) throw new UnavailableError('DummyClient: closed');
+        // a refused secret stays refused: no retry
+        if (e instanceof UnauthenticatedError) throw e;
         if (performance.now() + wait > deadline) {
           throw new UnavailableError(`DummyClient: real client ${this.socketPath || this.address} unreachable after ${attempt} attempt(s): ${(e as Error).message}`, { cause: e });
         }
@@ -296,7 +313,13 @@ export class DummyClient implements StoreClient {
     const useUnix = this.socketPath !== '' && existsSync(this.socketPath);
     const where = useUnix ? this.socketPath : this.address;
     const socket = await openSocket(useUnix ? { path: this.socketPath } : hostPort(this.address));
-    const channel = new MasterChannel(socket, where, { requestTimeoutMs: this.timeoutMs, magic: MAGIC, peer: 'store service' });
+    let options: MasterChannelOptions = { requestTimeoutMs: this.timeoutMs, magic: MAGIC, peer: 'store service', secret: this.secret };
+    try {
+      options = await MasterChannel.authenticate(socket, where, 'dummy-client', options);
+    } catch (e) {
+      throw new UnauthenticatedError(`DummyClient: ${(e as Error).message}`, { cause: e });
+    }
+    const channel = new MasterChannel(socket, where, options);
     try {
       const hello = await callRaw(channel, m('Hello'), { client_name: this.opts.clientName ?? `pid ${process.pid}`, protocol_version: 1 }, where);
       const c: Connection = { channel, instanceId: hello.instance_id as string, maxInline: Number(hello.max_inline_bytes), ids: new Map(), shared: true };
@@ -601,6 +624,7 @@ async function callRaw(channel: MasterChannel, method: MethodInfo, req: object, 
     r = await channel.call<Reply>(method, req);
   } catch (e) {
     if (e instanceof TypeError) throw new InvalidParamsError(`${method.name}: ${e.message}`, { cause: e });
+    if (e instanceof MasterAuthError) throw new UnauthenticatedError(`${method.name}: store service ${where}: ${e.message}`, { cause: e });
     throw new UnavailableError(`${method.name}: store service ${where}: ${(e as Error).message}`, { cause: e });
   }
   if (r.status_code !== ErrorCode.OK) throw remoteStoreError(r.status_code, r.error, method.name);

@@ -44,6 +44,8 @@ export class StoreError extends Error {
         return new BufferExhaustedError(text, options);
       case ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS:
         return new UnavailableError(text, options);
+      case ErrorCode.UNAUTHENTICATED:
+        return new UnauthenticatedError(text, options);
       default:
         return new StoreError(code, text, options);
     }
@@ -129,6 +131,17 @@ export class BufferExhaustedError extends StoreError {
   constructor(message: string, options?: { cause?: unknown }) {
     super(ErrorCode.BUFFER_EXHAUSTED, message, options);
     this.name = 'BufferExhaustedError';
+  }
+}
+
+/**
+ * The cluster secret was refused: this process has none, or a different one, than the server it
+ * called (docs/threat-model.md). Retrying does not help.
+ */
+export class UnauthenticatedError extends StoreError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.UNAUTHENTICATED, message, options);
+    this.name = 'UnauthenticatedError';
   }
 }
 

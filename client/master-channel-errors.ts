@@ -1,5 +1,6 @@
 // Typed errors of the fast master channel. Each sets `name`, keeps `cause`, and carries the
 // master address and, where one call failed, the RPC method.
+import { ErrorCode } from '../common/error-code.js';
 
 export class MasterChannelError extends Error {
   override name = 'MasterChannelError';
@@ -38,4 +39,13 @@ export class MasterProtocolError extends MasterChannelError {
 /** close() was called; the call was not sent or its reply will never be read. */
 export class MasterClientClosedError extends MasterChannelError {
   override name = 'MasterClientClosedError';
+}
+
+/**
+ * The cluster-secret handshake failed: no secret on one side, or different secrets
+ * (docs/threat-model.md). Retrying does not help; `code` is ErrorCode.UNAUTHENTICATED.
+ */
+export class MasterAuthError extends MasterChannelError {
+  override name = 'MasterAuthError';
+  readonly code = ErrorCode.UNAUTHENTICATED;
 }

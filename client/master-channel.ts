@@ -6,8 +6,9 @@ import { parseHostPort } from '../common/host-port.js';
 import { connect as netConnect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { CHANNEL_MAGIC, FrameDecoder, FrameKind, FrameWriter } from '../common/channel-frame.js';
+import { AuthError, clientHandshake, clientSecret, isAuthRefusal, type FramedInterface } from '../common/cluster-secret.js';
 import { decodeWith, type MethodInfo } from '../common/master-proto.js';
-import { MasterClientClosedError, MasterConnectionError, MasterProtocolError, MasterTimeoutError, type MasterChannelError } from './master-channel-errors.js';
+import { MasterAuthError, MasterClientClosedError, MasterConnectionError, MasterProtocolError, MasterTimeoutError, type MasterChannelError } from './master-channel-errors.js';
 
 /**
  * One call in flight. resolve/reject drop both callbacks before handing the outcome on: a call
@@ -57,6 +58,19 @@ export interface MasterChannelOptions {
   peer?: string;
   /** Time of deadlines and timeouts (default the real clock). */
   clock?: Clock;
+  /**
+   * The cluster secret for the connection's handshake (common/cluster-secret.ts): a Buffer; null
+   * for none (the server must run with --allow_unauthenticated); undefined (the default): the
+   * file named by STORE_CLUSTER_SECRET_FILE, none when it is unset.
+   */
+  secret?: Buffer | null;
+  /** Set by connect() once the handshake (magic included) was done: the channel sends no magic. */
+  handshaken?: boolean;
+}
+
+/** The secret `opts` asks for (reading STORE_CLUSTER_SECRET_FILE when it does not say). */
+export function channelSecret(opts: MasterChannelOptions): Buffer | undefined {
+  return opts.secret === null ? undefined : (opts.secret ?? clientSecret());
 }
 
 export class MasterChannel {
@@ -85,7 +99,7 @@ export class MasterChannel {
       if (!this.failure) stream.write(data);
     });
     this.decoder = new FrameDecoder((kind, id, method, payload) => this.onFrame(kind, id, method, payload));
-    this.writer.pushRaw(opts.magic ?? CHANNEL_MAGIC); // leaves together with the first requests
+    if (!opts.handshaken) this.writer.pushRaw(opts.magic ?? CHANNEL_MAGIC); // leaves together with the first requests
     stream.on('data', (chunk: Buffer) => {
       try {
         this.decoder.push(chunk);
@@ -96,8 +110,27 @@ export class MasterChannel {
     });
     stream.on('error', (e) => this.fail(new MasterConnectionError(`connection to ${peer} ${address} failed: ${e.message}`, address, undefined, { cause: e })));
     stream.on('close', () => this.fail(new MasterConnectionError(`connection to ${peer} ${address} closed`, address)));
+    stream.resume(); // the handshake leaves the stream paused
   }
 
+  /**
+   * Runs the cluster-secret handshake on a connected stream (nothing when `secret` is undefined)
+   * and returns the options for the MasterChannel that takes the stream over. Rejects with
+   * MasterAuthError (code UNAUTHENTICATED) when either side cannot prove the secret.
+   */
+  static async authenticate(stream: Duplex, address: string, iface: FramedInterface, opts: MasterChannelOptions): Promise<MasterChannelOptions> {
+    const secret = channelSecret(opts);
+    if (secret === undefined) return opts;
+    try {
+      const rest = await clientHandshake(stream, secret, iface, opts.magic ?? CHANNEL_MAGIC, opts.connectTimeoutMs ?? 10_000);
+      if (rest.length > 0) stream.unshift(rest);
+    } catch (e) {
+      stream.destroy();
+      const why = e instanceof AuthError ? e.message : String(e);
+      throw new MasterAuthError(`${opts.peer ?? 'master'} ${address}: ${why}`, address, undefined, { cause: e });
+    }
+    return { ...opts, handshaken: true };
+  }
   /** Opens a TCP connection to `address` ("host:port") and waits until it is established. */
   static connect(address: string, opts: MasterChannelOptions = {}): Promise<MasterChannel> {
     const { host, port } = parseHostPort(address, 'master address');
@@ -118,7 +151,7 @@ export class MasterChannel {
       socket.once('connect', () => {
         cancel();
         socket.removeAllListeners('error');
-        resolve(new MasterChannel(socket, address, opts));
+        MasterChannel.authenticate(socket, address, 'master-channel', opts).then((o) => resolve(new MasterChannel(socket, address, o)), reject);
       });
     });
   }
@@ -166,6 +199,8 @@ export class MasterChannel {
           new MasterProtocolError(`${p.method.name}: undecodable reply from ${this.peer} ${this.address}: ${(e as Error).message}`, this.address, p.method.name, { cause: e }),
         );
       }
+    } else if (kind === FrameKind.ERROR && isAuthRefusal(payload.toString('utf8'))) {
+      p.reject(new MasterAuthError(`${p.method.name} refused by ${this.peer} ${this.address}: ${payload.toString('utf8')}`, this.address, p.method.name));
     } else if (kind === FrameKind.ERROR) {
       p.reject(new MasterProtocolError(`${p.method.name} refused by ${this.peer} ${this.address}: ${payload.toString('utf8')}`, this.address, p.method.name));
     } else {

@@ -10,6 +10,7 @@ import { connect as netConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
+import { grpcAuthOptions } from '../common/grpc-auth.js';
 import * as protoLoader from '@grpc/proto-loader';
 import { LocalCluster, track, type StoreServiceProcess } from '../sidecar/local-cluster.js';
 import { Client } from '../client/client.js';
@@ -171,7 +172,7 @@ describe('values inside messages', () => {
   it('gRPC serves the inline forms and refuses shared regions plainly', async () => {
     const def = protoLoader.loadSync(protoPath('store_client.proto'), { keepCase: true, longs: Number, enums: Number, defaults: true });
     const Ctor = grpc.loadPackageDefinition(def).store as unknown as { ClientService: grpc.ServiceClientConstructor };
-    const stub = new Ctor.ClientService(svc.rpc, grpc.credentials.createInsecure());
+    const stub = new Ctor.ClientService(svc.rpc, grpc.credentials.createInsecure(), grpcAuthOptions());
     const call = (name: string, req: object) =>
       new Promise<Record<string, unknown>>((resolve, reject) =>
         (stub[name] as (...args: unknown[]) => void).call(stub, req, (e: Error | null, r: Record<string, unknown>) => (e ? reject(e) : resolve(r))),
@@ -194,7 +195,7 @@ describe('bad calls on the channel', () => {
   it('are refused with INVALID_PARAMS or an ERROR frame, and the connection goes on', async () => {
     const socket = netConnect(svc.socket);
     await new Promise((r) => socket.once('connect', r));
-    const ch = new MasterChannel(socket, svc.socket, { magic: Buffer.from('KVD1'), peer: 'store service' });
+    const ch = new MasterChannel(socket, svc.socket, await MasterChannel.authenticate(socket, svc.socket, 'dummy-client', { magic: Buffer.from('KVD1'), peer: 'store service' }));
     try {
       const reg = (name: string, size = 4096, offset = 0) => ch.call<{ status_code: number; error: string }>(clientMethod('RegisterRegion'), { name, size, offset });
       for (const name of ['../../etc/passwd', 'kvstore-region-a/b', 'segment-of-someone', '']) {

@@ -146,10 +146,13 @@ async function scenario(backend: () => Promise<{ masterArgs: string[]; discovery
     } else {
       leader.proc.kill('SIGSTOP');
       await Promise.all(switches);
-      const probe = await MasterClient.connect(leader.rpc);
+      // The connection's cluster-secret handshake needs the master running: it completes just
+      // after SIGCONT, and the ping below is the first request the master sees once back.
+      const connecting = MasterClient.connect(leader.rpc, { connectTimeoutMs: 30_000 });
+      const deposed = leader.waitFor(/HA: no longer leader/);
+      leader.proc.kill('SIGCONT');
+      const probe = await connecting;
       try {
-        const deposed = leader.waitFor(/HA: no longer leader/);
-        leader.proc.kill('SIGCONT');
         // Its lease ran out while it was stopped: from its first instant back it serves nothing.
         const r = await probe.ping({ client_id: '00000000-0000-4000-8000-000000000001' });
         expect(r.status_code).toBe(ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS);

@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
+import { grpcAuthOptions } from '../common/grpc-auth.js';
 import * as protoLoader from '@grpc/proto-loader';
 import { Etcd3 } from 'etcd3';
 import { resolveMasterAddress, watchLeader } from '../client/leader-discovery.js';
@@ -73,7 +74,7 @@ const grpcClients = new Map<string, any>();
 function rpc(address: string, method: string): Unary {
   let c = grpcClients.get(address);
   if (!c) {
-    c = new pkg.store.MasterService(address, grpc.credentials.createInsecure());
+    c = new pkg.store.MasterService(address, grpc.credentials.createInsecure(), grpcAuthOptions());
     grpcClients.set(address, c);
   }
   return (req) => new Promise((res, rej) => c[method](req, { deadline: Date.now() + 5000 }, (e: Error | null, r: unknown) => (e ? rej(e) : res(r))));

@@ -7,6 +7,7 @@
 // are counted in /metrics, and a well-behaved client is served throughout. Run `npm run build` first.
 import { connect as http2Connect, type ClientHttp2Session } from 'node:http2';
 import { connect, type Socket } from 'node:net';
+import { channelSocket } from './auth-helpers.js';
 import { CHANNEL_MAGIC, FrameKind, MAX_REQUEST_PAYLOAD_BYTES, encodeFrame } from '../common/channel-frame.js';
 import { ErrorCode } from '../common/error-code.js';
 import { masterMethodByName } from '../common/master-proto.js';
@@ -20,16 +21,19 @@ const PEAK_GROWTH_BOUND = 3 * BUDGET + 64 * MiB;
 const CLIENT = '6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b';
 const putStart = masterMethodByName.get('PutStart')!;
 
-/** A channel connection that sends a request frame of 16 MiB short by 100 bytes, then waits. */
-function halfSentFrame(address: string, filler: Buffer): { socket: Socket; closed: Promise<void> } {
-  const [host, port] = address.split(':');
-  const socket = connect(Number(port), host);
+/**
+ * A channel connection (past the cluster-secret handshake: an insider) that sends a request frame
+ * of 16 MiB short by 100 bytes, then waits.
+ */
+async function halfSentFrame(address: string, filler: Buffer): Promise<{ socket: Socket; closed: Promise<void> }> {
+  const { socket } = await channelSocket(address);
   socket.on('error', () => undefined); // EPIPE / reset once the master closes it
+  const closed = new Promise<void>((r) => socket.once('close', () => r()));
   const header = encodeFrame(FrameKind.REQUEST, 1, putStart.index, Buffer.alloc(0));
   header.writeUInt32LE(MAX_REQUEST_PAYLOAD_BYTES, 0);
-  socket.write(Buffer.concat([CHANNEL_MAGIC, header]));
+  socket.write(header);
   socket.write(filler.subarray(0, MAX_REQUEST_PAYLOAD_BYTES - 100));
-  return { socket, closed: new Promise((r) => socket.once('close', () => r())) };
+  return { socket, closed };
 }
 
 /** A gRPC call whose request message promises 16 MiB and sends `sent` bytes of it, then waits. */
@@ -75,7 +79,7 @@ describe('store_master connection limits', () => {
     const m = await startMaster([`--rpc_max_buffered_request_bytes=${BUDGET}`, '--rpc_request_timeout_seconds=2']);
     try {
       const base = memoryOf(m.pid, 'VmRSS');
-      const attackers = Array.from({ length: 64 }, () => halfSentFrame(m.rpc, filler));
+      const attackers = await Promise.all(Array.from({ length: 64 }, () => halfSentFrame(m.rpc, filler)));
       const allClosed = Promise.all(attackers.map((a) => a.closed));
       const served = pingThroughout(m, allClosed);
       await allClosed;

@@ -4,6 +4,7 @@
 // back unambiguously: one line per key, commas through repeated key= parameters. Run
 // `npm run build` first.
 import * as grpc from '@grpc/grpc-js';
+import { grpcAuthOptions } from '../common/grpc-auth.js';
 import { FrameKind, encodeFrame } from '../common/channel-frame.js';
 import { ErrorCode } from '../common/error-code.js';
 import { decodeMessage, masterMethodByName } from '../common/master-proto.js';
@@ -104,7 +105,7 @@ describe('store_master key hygiene', () => {
   });
 
   it('refuses key bytes that are not UTF-8 over gRPC with INVALID_KEY', async () => {
-    const raw = new grpc.Client(m.rpc, grpc.credentials.createInsecure());
+    const raw = new grpc.Client(m.rpc, grpc.credentials.createInsecure(), grpcAuthOptions());
     try {
       const call = (payload: Buffer) =>
         new Promise<Buffer>((resolve, reject) =>

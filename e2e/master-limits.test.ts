@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
+import { grpcAuthOptions } from '../common/grpc-auth.js';
 import { CHANNEL_MAGIC, FrameKind, HEADER_BYTES, MAX_REQUEST_PAYLOAD_BYTES, encodeFrame } from '../common/channel-frame.js';
 import { RawChannel } from './raw-channel.js';
 import { ErrorCode } from '../common/error-code.js';
@@ -78,7 +79,7 @@ describe('store_master request limits', () => {
   });
 
   it('refuses 200,000 empty sub-requests over gRPC with INVALID_PARAMS', async () => {
-    const raw = new grpc.Client(m.rpc, grpc.credentials.createInsecure());
+    const raw = new grpc.Client(m.rpc, grpc.credentials.createInsecure(), grpcAuthOptions());
     try {
       const call = (method: string, payload: Buffer) =>
         new Promise<Buffer>((resolve, reject) =>
@@ -196,7 +197,7 @@ describe('ChannelConnection reply limit', () => {
 
   it('answers a reply over the limit with an ERROR frame for that call only, and serves the next calls', async () => {
     const keys = (n: number) => encodeWith(exist.requestCodec, { keys: Array.from({ length: n }, (_, i) => `key-${i}`) });
-    const ch = RawChannel.of(address);
+    const ch = RawChannel.of(address, null);
     try {
       ch.send(encodeFrame(FrameKind.REQUEST, 1, exist.index, keys(10)));
       ch.send(encodeFrame(FrameKind.REQUEST, 2, exist.index, keys(2000))); // ~18 KB of results
@@ -221,7 +222,7 @@ describe('ChannelConnection reply limit', () => {
   });
 
   it('sends no stray bytes: the frames after a dropped reply decode cleanly', async () => {
-    const ch = RawChannel.of(address);
+    const ch = RawChannel.of(address, null);
     try {
       const keys = encodeWith(exist.requestCodec, { keys: Array.from({ length: 5000 }, (_, i) => `k${i}`) });
       for (let id = 1; id <= 20; id++) ch.send(encodeFrame(FrameKind.REQUEST, id, id % 2 ? exist.index : ping.index, id % 2 ? keys : Buffer.alloc(0)));

@@ -6,9 +6,11 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
+import { grpcAuthOptions } from '../common/grpc-auth.js';
+import { authHeaders, channelSocket } from './auth-helpers.js';
 import * as protoLoader from '@grpc/proto-loader';
 import { MasterClient, MasterConnectionError } from '../client/master-client.js';
-import { CHANNEL_MAGIC, FrameDecoder, FrameKind, encodeFrame } from '../common/channel-frame.js';
+import { FrameDecoder, FrameKind, encodeFrame } from '../common/channel-frame.js';
 import { ErrorCode } from '../common/error-code.js';
 import { decodeMessage, masterMethodByName, masterProtoPath } from '../common/master-proto.js';
 import { MALFORMED_TARGET_REQUEST, rawHttpStatus } from './raw-http.js';
@@ -62,7 +64,7 @@ type Unary = (req: object) => Promise<any>;
 function grpcClient(address: string): { call: Record<string, Unary>; close: () => void } {
   const def = protoLoader.loadSync(masterProtoPath(), { keepCase: true, longs: Number, enums: Number, defaults: true, oneofs: true });
   const pkg = grpc.loadPackageDefinition(def) as any;
-  const client = new pkg.store.MasterService(address, grpc.credentials.createInsecure());
+  const client = new pkg.store.MasterService(address, grpc.credentials.createInsecure(), grpcAuthOptions());
   const call: Record<string, Unary> = {};
   for (const name of Object.keys(pkg.store.MasterService.service)) {
     call[name] = (req) => new Promise((res, rej) => client[name](req, (e: Error | null, r: unknown) => (e ? rej(e) : res(r))));
@@ -71,6 +73,9 @@ function grpcClient(address: string): { call: Record<string, Unary>; close: () =
 }
 
 async function get(url: string, init?: RequestInit): Promise<{ status: number; type: string; body: string }> {
+  // writes carry the run's cluster secret (the metadata server checks them)
+  const method = init?.method ?? 'GET';
+  if (method !== 'GET') init = { ...init, headers: { ...(init?.headers as Record<string, string>), ...authHeaders(method, url, init?.body as string | undefined) } };
   const r = await fetch(url, init);
   return { status: r.status, type: r.headers.get('content-type') ?? '', body: await r.text() };
 }
@@ -156,7 +161,7 @@ describe('store_master process', () => {
       expect([ErrorCode.INVALID_PARAMS, ErrorCode.INVALID_KEY]).toContain((await g.call.PutStart(req)).status_code);
     }
     // bytes that are not a PutStartRequest at all, over gRPC ...
-    const raw = new grpc.Client(m.rpc, grpc.credentials.createInsecure());
+    const raw = new grpc.Client(m.rpc, grpc.credentials.createInsecure(), grpcAuthOptions());
     // field 1 claims 5 bytes but 1 follows: undecodable
     const garbage = Buffer.from([0x0a, 0x05, 0x61]);
     const res = await new Promise<Buffer>((resolve, reject) =>
@@ -320,16 +325,19 @@ function rawChannel(address: string, frames: Buffer[], want = 1): Promise<Array<
   const [host, port] = address.split(':');
   return new Promise((resolve, reject) => {
     const got: Array<{ kind: number; id: number; method: number; payload: Buffer }> = [];
-    const s = connect(Number(port), host, () => s.write(Buffer.concat([CHANNEL_MAGIC, ...frames])));
-    const dec = new FrameDecoder((kind, id, method, payload) => {
-      got.push({ kind, id, method, payload: Buffer.from(payload) });
-      if (got.length === want) {
-        s.destroy();
-        resolve(got);
-      }
-    });
-    s.on('data', (d: Buffer) => dec.push(d));
-    s.on('error', reject);
+    channelSocket(`${host}:${port}`).then(({ socket: s, rest }) => {
+      const dec = new FrameDecoder((kind, id, method, payload) => {
+        got.push({ kind, id, method, payload: Buffer.from(payload) });
+        if (got.length === want) {
+          s.destroy();
+          resolve(got);
+        }
+      });
+      s.on('data', (d: Buffer) => dec.push(d));
+      s.on('error', reject);
+      if (rest.length > 0) dec.push(rest);
+      s.write(Buffer.concat(frames));
+    }, reject);
   });
 }
 

@@ -11,6 +11,7 @@ import { Client } from '../client/client.js';
 import { MasterClient } from '../client/master-client.js';
 import { ObjectNotFoundError } from '../client/errors.js';
 import { mapMemory, TransferEngine, type MemoryRegion } from '../native/index.js';
+import { authHeaders } from './auth-helpers.js';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -41,11 +42,10 @@ interface Reply {
 }
 
 async function post(path: string, body: unknown, contentType = 'application/json', target = svc): Promise<Reply> {
-  const res = await fetch(`http://${target.http}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': contentType },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  });
+  const url = `http://${target.http}${path}`;
+  const text0 = typeof body === 'string' ? body : JSON.stringify(body);
+  // signed with the run's cluster secret (e2e/global-secret.ts)
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': contentType, ...authHeaders('POST', url, text0) }, body: text0 });
   const text = await res.text();
   return { status: res.status, body: JSON.parse(text) as Record<string, unknown> };
 }

@@ -4,8 +4,14 @@
 // the owner's remount), reach memory a client never meant to serve (its staging
 // buffer, its result arena and the Buffers get() returned in it), and use a store service's
 // dummy-client Unix socket as another user. Run `npm run build` first.
+//
+// Since the cluster secret (e2e/auth.test.ts), a process without it is refused at every control
+// interface before it can try any of this: the "strangers" below hold the run's secret
+// (STORE_CLUSTER_SECRET_FILE, e2e/global-secret.ts), so these tests now show what the owner checks
+// stop an insider from doing. What stays open to a process without the secret: the transfer
+// engines' ports until the native handshake lands (h-native-auth), and the GET endpoints.
 import { execFile, execFileSync, spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { dirname, join } from 'node:path';
@@ -225,19 +231,27 @@ describe("a stranger and the store service's dummy-client socket", () => {
         cluster = await LocalCluster.start({ storeServices: 0 });
         const svc = await cluster.addService([`--shm_dir=${dir}`]);
         chmodSync(svc.socket, 0o777); // as a permissive umask or shared volume leaves it
-        const knock = (wrap: string[]) =>
+        const knock = (wrap: string[], secretFile = process.env.STORE_CLUSTER_SECRET_FILE ?? '') =>
           new Promise<string>((resolve, reject) =>
             execFile(
               wrap[0] ?? process.execPath,
               [...wrap.slice(1), ...(wrap.length ? [process.execPath] : []), join(here, 'fixtures/socket-knock.mjs'), svc.socket],
+              { env: { ...process.env, STORE_CLUSTER_SECRET_FILE: secretFile } },
               (err, out) => (err ? reject(err) : resolve(out.trim())),
             ),
           );
-        expect(await knock(['setpriv', `--reuid=${strangerUid}`, `--regid=${strangerUid}`, '--clear-groups'])).toMatch(
+        const asStranger = ['setpriv', `--reuid=${strangerUid}`, `--regid=${strangerUid}`, '--clear-groups'];
+        // without the cluster secret (the stranger cannot read the run's file, mode 0600)
+        expect(await knock(asStranger, '')).toMatch(
           new RegExp(
             `^refused .*unreachable .*Hello refused by store service .*: uid ${strangerUid} may not use the dummy-client socket .* \\(the store service allows 0; --peer_uids adds more\\)`,
           ),
         );
+        // with a copy of it: the uid check still refuses before the handshake
+        const copy = join(dir, 'secret-copy');
+        copyFileSync(process.env.STORE_CLUSTER_SECRET_FILE!, copy);
+        chmodSync(copy, 0o644);
+        expect(await knock(asStranger, copy)).toMatch(new RegExp(`^refused .*dummy-client server refused the connection: uid ${strangerUid} may not use the dummy-client socket`));
         await svc.waitFor(new RegExp(`dummy-client socket \\S+: refused pid \\d+ uid ${strangerUid}: not an allowed uid \\(allowed: 0; --peer_uids adds more\\)`));
         expect(await knock([])).toBe('connected'); // the same uid as the store service
       } finally {

@@ -4,6 +4,7 @@
 // FLUSH_FRAMES frames or FLUSH_BYTES bytes.
 import type { Socket } from 'node:net';
 import { FrameDecoder, FrameKind, FrameWriter, MAX_PAYLOAD_BYTES, MAX_REQUEST_PAYLOAD_BYTES } from '../common/channel-frame.js';
+import { AUTH_FRAME_KIND, NOT_AUTHENTICATING } from '../common/cluster-secret.js';
 import { ErrorCode } from '../common/error-code.js';
 import type { Logger } from '../common/logger.js';
 import { decodeWith, type MethodInfo } from '../common/master-proto.js';
@@ -89,7 +90,8 @@ export class ChannelConnection {
     this.frames++;
     const m = this.methods[methodIndex];
     if (kind !== FrameKind.REQUEST || !m) {
-      const why = !m ? `unknown method ${methodIndex}` : `unexpected frame kind ${kind}`;
+      // an AUTH frame: the client has a cluster secret, this master runs without one
+      const why = kind === AUTH_FRAME_KIND ? NOT_AUTHENTICATING : !m ? `unknown method ${methodIndex}` : `unexpected frame kind ${kind}`;
       this.writer.pushPayload(FrameKind.ERROR, id, methodIndex, Buffer.from(why));
       return;
     }

@@ -2,10 +2,15 @@
 // definition, each handler a call into the dispatcher. Connections arrive through the shared
 // RPC port (rpc-listener.ts) by a connection injector, not by a grpc-js bind. Requests are decoded
 // by the fast channel's codec (common/proto-codec.ts), not protobufjs: one decoder for both
-// transports, whose string fields never turn bytes that are not UTF-8 into a valid key.
+// transports, whose string fields never turn bytes that are not UTF-8 into a valid key. With a
+// cluster secret every call must carry a valid x-kvstore-auth metadata entry (method "POST", the
+// full method path, the empty body: common/cluster-secret.ts), else it is answered UNAUTHENTICATED
+// before the dispatcher sees it.
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { MAX_PAYLOAD_BYTES, MAX_REQUEST_PAYLOAD_BYTES } from '../common/channel-frame.js';
+import { NonceCache } from '../common/cluster-secret.js';
+import { grpcAuthProblem } from '../common/grpc-auth.js';
 import { decodeWith, masterMethodByName, masterProtoPath } from '../common/master-proto.js';
 import { MAX_REQUEST_ELEMENTS, packedFieldsOf, requestShapeProblem } from '../common/request-shape.js';
 import type { RpcDispatcher } from './rpc-dispatcher.js';
@@ -18,7 +23,14 @@ interface Malformed {
   [MALFORMED]: string;
 }
 
-export function createGrpcServer(dispatcher: RpcDispatcher): { server: grpc.Server; injector: grpc.ConnectionInjector } {
+/** The cluster secret calls must prove, and where refusals go (counted and logged by the caller). */
+export interface GrpcAuth {
+  secret: Buffer;
+  refused: (peer: string, why: string) => void;
+}
+
+export function createGrpcServer(dispatcher: RpcDispatcher, auth?: GrpcAuth): { server: grpc.Server; injector: grpc.ConnectionInjector } {
+  const nonces = new NonceCache();
   const def = protoLoader.loadSync(masterProtoPath(), { keepCase: true, longs: Number, enums: Number, defaults: true, oneofs: true });
   const serviceDef = def['store.MasterService'] as grpc.ServiceDefinition;
   const service: Record<string, grpc.MethodDefinition<object, object>> = {};
@@ -43,7 +55,16 @@ export function createGrpcServer(dispatcher: RpcDispatcher): { server: grpc.Serv
         }
       },
     };
+    const path = m.path;
     handlers[name] = (call: grpc.ServerUnaryCall<object, object>, callback: grpc.sendUnaryData<object>) => {
+      if (auth) {
+        const problem = grpcAuthProblem(auth.secret, nonces, call.metadata, path);
+        if (problem !== undefined) {
+          auth.refused(call.getPeer(), problem);
+          callback({ code: grpc.status.UNAUTHENTICATED, details: problem });
+          return;
+        }
+      }
       const req = call.request;
       const res = MALFORMED in req ? dispatcher.invalid(index, 'grpc', (req as Malformed)[MALFORMED]) : dispatcher.serve(index, req, 'grpc');
       if (res instanceof Promise) void res.then((r) => callback(null, r));

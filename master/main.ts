@@ -11,6 +11,7 @@ import client from 'prom-client';
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { FlagError, HelpRequested } from '../common/flags.js';
+import { peerOf, RefusalLog, serverAuthSetting, UNAUTHENTICATED_WARNING, type AuthSetting } from '../common/cluster-secret.js';
 import { loggerFromFlags, type Logger } from '../common/logger.js';
 import { masterMethods } from '../common/master-proto.js';
 import { MasterCore } from './core/master-core.js';
@@ -74,7 +75,16 @@ async function main(): Promise<void> {
     throw e;
   }
 
+  let auth: AuthSetting;
+  try {
+    auth = serverAuthSetting(flags.cluster_secret_file, flags.allow_unauthenticated);
+  } catch (e) {
+    process.stderr.write(`store_master: ${(e as Error).message}\n`);
+    process.exit(2);
+  }
   log.info(`store_master starting (pid ${process.pid})`);
+  if (auth.allowUnauthenticated) log.warn(UNAUTHENTICATED_WARNING);
+  const secret = auth.secret;
   if (explicit.has('rpc_thread_num')) {
     log.info(`--rpc_thread_num=${flags.rpc_thread_num}: accepted; this master serves every RPC on one event-loop thread, so the value has no other effect`);
   }
@@ -137,7 +147,7 @@ async function main(): Promise<void> {
         beforeServing: (v) => replication!.beginTerm(v),
       });
       const h = ha;
-      follower = new ReplicationFollower({ leader: () => h.knownLeader, self: () => h.advertisedAddress, clock, log, ended: () => h.publishPosition() });
+      follower = new ReplicationFollower({ leader: () => h.knownLeader, self: () => h.advertisedAddress, clock, log, ended: () => h.publishPosition(), secret });
       replication = new ReplicationLeader({
         source: () => (h.gate.leading ? leading : undefined),
         seq: () => fanout.seq,
@@ -205,7 +215,17 @@ async function main(): Promise<void> {
   const disabled = new Set(flags.enable_remove_all ? [] : ['RemoveAll']);
   if (!flags.enable_remove_all) log.info('RemoveAll is disabled (--enable_remove_all=false): answered NOT_IMPLEMENTED');
   const dispatcher = new RpcDispatcher(ha ? ha.gate.rpcTarget : core, masterMethods, clock, metrics, log, disabled, barrier);
-  const { injector } = createGrpcServer(dispatcher);
+  const refusals = new RefusalLog((line) => log.warn(line));
+  const { injector } = createGrpcServer(
+    dispatcher,
+    secret && {
+      secret,
+      refused: (peer, why) => {
+        metrics.authRefused('master-grpc');
+        refusals.note(peer, `gRPC call from ${peer} refused: ${why}`);
+      },
+    },
+  );
   let limits = '';
   try {
     limits = readFileSync('/proc/self/limits', 'utf8');
@@ -224,6 +244,8 @@ async function main(): Promise<void> {
       requestTimeoutMs: flags.rpc_request_timeout_seconds,
       maxBufferedRequestBytes: flags.rpc_max_buffered_request_bytes,
       replication: replication ? { magic: REPLICATION_MAGIC, accept: (socket, rest) => replication.accept(socket, rest) } : undefined,
+      secret,
+      authRefused: metrics.authRefused,
     },
     injector,
     masterMethods,
@@ -254,7 +276,17 @@ async function main(): Promise<void> {
     rpcPort = await rpc.listen();
     metricsPort = await listen(admin, flags.metrics_port, host, log);
     if (flags.enable_http_metadata_server) {
-      metadata = createMetadataServer(new MetadataStore());
+      metadata = createMetadataServer(
+        new MetadataStore(),
+        secret && {
+          secret,
+          refused: (req, why) => {
+            metrics.authRefused('metadata-http');
+            const peer = peerOf(req.socket);
+            refusals.note(peer, `metadata ${req.method} from ${peer} refused: ${why}`);
+          },
+        },
+      );
       metadataPort = await listen(metadata, flags.http_metadata_server_port, flags.http_metadata_server_host, log);
     }
   } catch (e) {

@@ -72,6 +72,22 @@ export const masterFlagSpecs: FlagSpec[] = [
     help: 'serve RemoveAll (every unleased object, hard-pinned ones too); false answers it NOT_IMPLEMENTED. No RPC is authenticated yet: set false where no client needs it (docs/threat-model.md)',
     group: 'RPC',
   },
+  // Security (docs/threat-model.md)
+  {
+    name: 'cluster_secret_file',
+    kind: 'string',
+    default: '',
+    defaultText: '$STORE_CLUSTER_SECRET_FILE',
+    help: 'file holding the cluster secret (>= 32 bytes, trailing whitespace trimmed; make one with "store secret new FILE"): every RPC connection, gRPC call and metadata write must prove it',
+    group: 'Security',
+  },
+  {
+    name: 'allow_unauthenticated',
+    kind: 'bool',
+    default: false,
+    help: 'run without a cluster secret (anyone who reaches a port may call anything; also STORE_ALLOW_UNAUTHENTICATED=1); without it or a secret the master refuses to start',
+    group: 'Security',
+  },
   // Metrics and HTTP
   { name: 'enable_metric_reporting', kind: 'bool', default: true, help: 'periodically log a one-line metrics summary', group: 'Metrics' },
   { name: 'metrics_port', ...port, default: 9003, help: 'HTTP port of /metrics and the management endpoints', group: 'Metrics' },
@@ -238,6 +254,8 @@ export const masterFlagSpecs: FlagSpec[] = [
 
 /** The parsed flags, typed. Durations are milliseconds, sizes bytes. */
 export interface MasterFlags {
+  cluster_secret_file: string;
+  allow_unauthenticated: boolean;
   rpc_port: number;
   rpc_thread_num: number;
   rpc_address: string;

@@ -101,8 +101,21 @@ export class MasterMetrics {
       labelNames: ['reason'],
       registers,
     });
+    this.authRefusedCounter = new client.Counter({
+      name: 'store_master_auth_refused_total',
+      help: 'peers refused for want of the cluster secret, by interface: master-channel, master-grpc, metadata-http, master-replication',
+      labelNames: ['interface'],
+      registers,
+    });
     client.collectDefaultMetrics({ register: this.registry });
   }
+
+  private readonly authRefusedCounter: client.Counter<'interface'>;
+
+  /** Counts a peer refused for want of the cluster secret on `iface`. */
+  readonly authRefused = (iface: string): void => {
+    this.authRefusedCounter.labels(iface).inc();
+  };
 
   private readonly refused: client.Counter<'reason'>;
   private readonly closed: client.Counter<'reason'>;

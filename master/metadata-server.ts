@@ -1,13 +1,16 @@
 // The embedded HTTP metadata server (--enable_http_metadata_server): a key -> bytes store at
 // /metadata?key=K where transfer engines publish "segment name -> endpoint" records.
 // GET returns the bytes (404 if absent), PUT stores the body, DELETE removes (404 if absent).
-// Single node, in memory: no HA. Writes are not authenticated yet (docs/threat-model.md), so each
+// Single node, in memory: no HA. With a cluster secret, PUT/POST/DELETE must carry a valid
+// x-kvstore-auth header (common/cluster-secret.ts; refused: 401 with a JSON error, the record
+// unchanged); GET stays open. Each
 // writer (the peer's IP address: the kernel names it, a writer cannot choose it as it could a key
 // prefix) holds at most a quota of records and bytes; one that would pass it is answered 429, and
 // the store as a whole 507 when full. A few PUTs from one address cannot fill the store and keep
 // other hosts' store services from publishing. Processes on one host share its address, and so
 // its quota: only the cluster secret tells them apart.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { AUTH_HEADER, NonceCache, verifyCall } from '../common/cluster-secret.js';
 import { MALFORMED_TARGET, requestUrl } from '../common/request-url.js';
 
 const TEXT = 'text/plain; charset=utf-8';
@@ -152,7 +155,26 @@ function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
   });
 }
 
-export function createMetadataServer(store: MetadataStore): Server {
+/** The cluster secret writes must prove, and where refusals go (counted and logged by the caller). */
+export interface MetadataAuth {
+  secret: Buffer;
+  refused: (req: IncomingMessage, why: string) => void;
+}
+
+function refuse(res: ServerResponse, why: string): void {
+  send(res, 401, JSON.stringify({ status: 'error', error: `UNAUTHENTICATED: ${why}` }) + '\n', 'application/json; charset=utf-8');
+}
+
+export function createMetadataServer(store: MetadataStore, auth?: MetadataAuth): Server {
+  const nonces = new NonceCache();
+  /** The refusal of a write, or undefined when it carries the secret (or none is needed). */
+  const problem = (req: IncomingMessage, body: Buffer | undefined): string | undefined => {
+    if (!auth) return undefined;
+    const h = req.headers[AUTH_HEADER];
+    const why = verifyCall(auth.secret, nonces, typeof h === 'string' ? h : undefined, req.method ?? '', req.url ?? '', body);
+    if (why !== undefined) auth.refused(req, why);
+    return why;
+  };
   return createServer((req, res) => {
     const url = requestUrl(req);
     if (url === null) return send(res, 400, MALFORMED_TARGET);
@@ -166,9 +188,17 @@ export function createMetadataServer(store: MetadataStore): Server {
       }
       case 'PUT':
       case 'POST':
+        // without the header at all, refused before the body is read
+        if (auth && req.headers[AUTH_HEADER] === undefined) {
+          refuse(res, problem(req, undefined)!);
+          req.resume();
+          return;
+        }
         readBody(req).then(
           (body) => {
             if (!body) return send(res, 413, `metadata value larger than ${MAX_METADATA_BYTES} bytes\n`);
+            const why = problem(req, body);
+            if (why !== undefined) return refuse(res, why);
             const writer = writerOf(req);
             const outcome = store.put(key, body, writer);
             if (outcome === 'writer_quota') {
@@ -186,8 +216,14 @@ export function createMetadataServer(store: MetadataStore): Server {
           (e: Error) => send(res, 400, `cannot read the request body: ${e.message}\n`),
         );
         return;
-      case 'DELETE':
+      case 'DELETE': {
+        const why = problem(req, undefined);
+        if (why !== undefined) {
+          req.resume();
+          return refuse(res, why);
+        }
         return store.delete(key) ? send(res, 200, 'metadata deleted\n') : send(res, 404, `metadata key not found: ${key}\n`);
+      }
       default:
         res.setHeader('Allow', 'GET, PUT, POST, DELETE');
         return send(res, 405, `method ${req.method} not allowed on /metadata\n`);

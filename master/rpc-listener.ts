@@ -6,10 +6,13 @@
 // TCP_NODELAY and the idle timeout to both, and bounds what connections can make the master hold:
 // at most `maxConnections` at once (more are closed on accept; an accept that fails for want of
 // file descriptors is counted, never fatal), and the request bytes of incomplete requests within
-// a time limit per request and a total across connections (request-budget.ts).
+// a time limit per request and a total across connections (request-budget.ts). With a cluster
+// secret, channel and replication connections pass the challenge-response of
+// common/cluster-secret.ts right after their magic, before any frame is served.
 import { createServer, type Server, type Socket } from 'node:net';
 import type { ConnectionInjector } from '@grpc/grpc-js';
 import { CHANNEL_MAGIC } from '../common/channel-frame.js';
+import { AuthError, serverHandshake, type FramedInterface } from '../common/cluster-secret.js';
 import type { Logger } from '../common/logger.js';
 import type { MethodInfo } from '../common/master-proto.js';
 import { ChannelConnection } from './channel-server.js';
@@ -40,6 +43,10 @@ export interface RpcListenerOptions {
   maxBufferedRequestBytes: number;
   /** Connections opened with the replication magic "KVR1" (a standby following this leader). */
   replication?: { magic: Buffer; accept: (socket: Socket, rest: Buffer) => void };
+  /** The cluster secret channel and replication peers must prove; undefined: no handshake (--allow_unauthenticated). */
+  secret?: Buffer;
+  /** Counts a peer refused by the handshake, by interface (store_master_auth_refused_total). */
+  authRefused?: (iface: string) => void;
 }
 
 /** Why a connection was refused at accept. */
@@ -170,6 +177,28 @@ export class RpcListener {
     }
   }
 
+  /**
+   * Runs `serve` with the bytes after the handshake once the peer proved the cluster secret (at
+   * once without a secret); a refused peer is counted, logged (rate-limited) and closed.
+   */
+  private authenticated(socket: Socket, iface: FramedInterface, rest: Buffer, serve: (rest: Buffer) => void): void {
+    const secret = this.opts.secret;
+    if (secret === undefined) return serve(rest);
+    serverHandshake(socket, secret, iface, rest).then(serve, (e: Error) => {
+      if (!(e instanceof AuthError)) {
+        // the peer went away half-way: nothing was refused
+        this.log.debug(`${iface} connection from ${socket.remoteAddress}:${socket.remotePort}: ${e.message}`);
+        socket.destroy();
+        return;
+      }
+      this.opts.authRefused?.(iface);
+      this.note(`${iface} connection from ${socket.remoteAddress}:${socket.remotePort} refused: ${e.message}`);
+      // the ERROR frame leaves first; a peer that keeps its end open is cut off shortly after
+      socket.end();
+      setTimeout(() => socket.destroy(), 1000).unref();
+    });
+  }
+
   private onConnection(socket: Socket): void {
     this.sockets.add(socket);
     socket.once('close', () => {
@@ -196,19 +225,24 @@ export class RpcListener {
       if (magic.equals(CHANNEL_MAGIC)) {
         this.channelSockets.add(socket);
         socket.once('close', () => this.channelSockets.delete(socket));
-        const conn = new ChannelConnection(socket, this.methods, this.dispatcher, this.log, undefined, {
-          now: this.now,
-          held: (bytes, since) => this.held(socket, bytes, since),
-          protocolError: () => this.events.closed('protocol_error'),
+        this.authenticated(socket, 'master-channel', head.subarray(SNIFF_BYTES), (rest) => {
+          const conn = new ChannelConnection(socket, this.methods, this.dispatcher, this.log, undefined, {
+            now: this.now,
+            held: (bytes, since) => this.held(socket, bytes, since),
+            protocolError: () => this.events.closed('protocol_error'),
+          });
+          if (rest.length > 0) conn.onData(rest);
+          socket.resume();
         });
-        const rest = head.subarray(SNIFF_BYTES);
-        if (rest.length > 0) conn.onData(rest);
-        socket.resume();
       } else if (this.opts.replication !== undefined && magic.equals(this.opts.replication.magic)) {
-        // A standby: long-lived and quiet between changes, so no idle timeout.
-        socket.setTimeout(0);
-        socket.removeListener('error', onError);
-        this.opts.replication.accept(socket, head.subarray(SNIFF_BYTES));
+        const replication = this.opts.replication;
+        this.authenticated(socket, 'master-replication', head.subarray(SNIFF_BYTES), (rest) => {
+          // A standby: long-lived and quiet between changes, so no idle timeout.
+          socket.setTimeout(0);
+          socket.removeListener('error', onError);
+          replication.accept(socket, rest);
+          socket.resume();
+        });
       } else if (magic.equals(HTTP2_PREFACE)) {
         socket.removeListener('error', onError);
         socket.unshift(head);

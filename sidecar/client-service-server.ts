@@ -5,7 +5,9 @@
 // other languages. One DummySession per channel connection holds its shared regions; they are
 // released when the connection ends. gRPC calls share one session that refuses regions. The Unix
 // socket admits only peers of an allowed uid (SO_PEERCRED, common/peer-uids.ts): the file's mode
-// alone depends on the shared directory's permissions.
+// alone depends on the shared directory's permissions. With a cluster secret, channel
+// connections (TCP and Unix) pass the "dummy-client" challenge-response after their magic and
+// gRPC calls carry x-kvstore-auth (common/cluster-secret.ts); refusals are counted and logged.
 import { createServer, type Server, type Socket } from 'node:net';
 import { existsSync, unlinkSync } from 'node:fs';
 import { connect as netConnect } from 'node:net';
@@ -16,7 +18,9 @@ import { clientMethods } from '../common/client-proto.js';
 import { decodeWith } from '../common/proto-codec.js';
 import type { MethodInfo } from '../common/service-proto.js';
 import { protoPath } from '../common/service-proto.js';
+import { AUTH_FRAME_KIND, AuthError, NonceCache, NOT_AUTHENTICATING, RefusalLog, serverHandshake } from '../common/cluster-secret.js';
 import { ErrorCode } from '../common/error-code.js';
+import { grpcAuthProblem } from '../common/grpc-auth.js';
 import type { Logger } from '../common/logger.js';
 import { peerRefusal, peerUidAllowed, type PeerCredentials } from '../common/peer-uids.js';
 import type { ClientService } from './client-service.js';
@@ -46,6 +50,10 @@ export interface ClientServiceServerOptions {
   peerUids: readonly number[];
   /** SO_PEERCRED of a Unix socket connection (native peerCredentials). */
   peerCredentials: (socket: Socket) => PeerCredentials | null;
+  /** The cluster secret peers must prove; undefined: none (--allow_unauthenticated). */
+  secret?: Buffer;
+  /** Counts a refused peer by interface ("dummy-client", "dummy-client-grpc"). */
+  authRefused?: (iface: string) => void;
 }
 
 /** One KVD1 connection: frames in, handler replies out (in completion order). */
@@ -83,7 +91,9 @@ class DummyChannelConnection {
   private onFrame(kind: number, id: number, methodIndex: number, payload: Buffer): void {
     const m = clientMethods[methodIndex];
     if (kind !== FrameKind.REQUEST || !m) {
-      this.writer.pushPayload(FrameKind.ERROR, id, methodIndex, Buffer.from(!m ? `unknown method ${methodIndex}` : `unexpected frame kind ${kind}`));
+      // an AUTH frame: the dummy client has a cluster secret, this service runs without one
+      const why = kind === AUTH_FRAME_KIND ? NOT_AUTHENTICATING : !m ? `unknown method ${methodIndex}` : `unexpected frame kind ${kind}`;
+      this.writer.pushPayload(FrameKind.ERROR, id, methodIndex, Buffer.from(why));
       return;
     }
     let req: object;
@@ -122,6 +132,8 @@ export class ClientServiceServer {
   private readonly grpcSession: DummySession;
   private socketPath = '';
   private boundPort = 0;
+  private readonly refusals: RefusalLog;
+  private readonly nonces = new NonceCache();
   private service: ClientService | undefined;
 
   /** Listens at once; calls are answered UNAVAILABLE_IN_CURRENT_STATUS until serve() names the service. */
@@ -131,6 +143,7 @@ export class ClientServiceServer {
   ) {
     this.tcp = createServer({ noDelay: true }, (s) => this.onConnection(s, `${s.remoteAddress}:${s.remotePort}`));
     this.grpcSession = new DummySession(host, 'grpc', false);
+    this.refusals = new RefusalLog((line) => opts.log.warn(line));
     ({ server: this.grpcServer, injector: this.injector } = this.createGrpc());
   }
 
@@ -259,19 +272,19 @@ export class ClientServiceServer {
       socket.pause();
       const magic = head.subarray(0, 4);
       if (magic.equals(DUMMY_CHANNEL_MAGIC)) {
-        const conn = new DummyChannelConnection(socket, () => this.service, new DummySession(this.host, peer), this.opts.log);
-        this.connections.add(conn);
-        this.opts.log.info(`dummy client connected: ${peer}`);
-        socket.once('close', () => {
-          this.connections.delete(conn);
-          conn.session
-            .close()
-            .then(() => this.opts.log.info(`dummy client disconnected: ${conn.session.label}; its regions are released`))
-            .catch((e: Error) => this.opts.log.error(`releasing the regions of ${conn.session.label}: ${e.message}`));
-        });
-        const rest = head.subarray(4);
-        if (rest.length > 0) conn.onData(rest);
-        socket.resume();
+        const secret = this.opts.secret;
+        if (secret === undefined) return this.serveChannel(socket, peer, head.subarray(4));
+        serverHandshake(socket, secret, 'dummy-client', head.subarray(4)).then(
+          (rest) => this.serveChannel(socket, peer, rest),
+          (e: Error) => {
+            if (e instanceof AuthError) {
+              this.opts.authRefused?.('dummy-client');
+              this.refusals.note(peer, `dummy client ${peer} refused: ${e.message}`);
+              socket.end();
+              setTimeout(() => socket.destroy(), 1000).unref();
+            } else socket.destroy();
+          },
+        );
       } else if (magic.equals(HTTP2_PREFACE)) {
         socket.unshift(head);
         this.injector.injectConnection(socket);
@@ -283,12 +296,39 @@ export class ClientServiceServer {
     socket.on('data', sniff);
   }
 
+  /** Serves a KVD1 connection (past the handshake); `rest`: the bytes after it. */
+  private serveChannel(socket: Socket, peer: string, rest: Buffer): void {
+    const conn = new DummyChannelConnection(socket, () => this.service, new DummySession(this.host, peer), this.opts.log);
+    this.connections.add(conn);
+    this.opts.log.info(`dummy client connected: ${peer}`);
+    socket.once('close', () => {
+      this.connections.delete(conn);
+      conn.session
+        .close()
+        .then(() => this.opts.log.info(`dummy client disconnected: ${conn.session.label}; its regions are released`))
+        .catch((e: Error) => this.opts.log.error(`releasing the regions of ${conn.session.label}: ${e.message}`));
+    });
+    if (rest.length > 0) conn.onData(rest);
+    socket.resume();
+  }
+
   private createGrpc(): { server: grpc.Server; injector: grpc.ConnectionInjector } {
     const def = protoLoader.loadSync(protoPath('store_client.proto'), { keepCase: true, longs: Number, enums: Number, defaults: true, oneofs: true });
     const serviceDef = def['store.ClientService'] as grpc.ServiceDefinition;
     const handlers: grpc.UntypedServiceImplementation = {};
     for (const m of clientMethods) {
+      const path = `/store.ClientService/${m.name}`;
       handlers[m.name] = (call: grpc.ServerUnaryCall<object, object>, callback: grpc.sendUnaryData<object>) => {
+        const secret = this.opts.secret;
+        if (secret !== undefined) {
+          const problem = grpcAuthProblem(secret, this.nonces, call.metadata, path);
+          if (problem !== undefined) {
+            this.opts.authRefused?.('dummy-client-grpc');
+            this.refusals.note(call.getPeer(), `dummy-client gRPC call from ${call.getPeer()} refused: ${problem}`);
+            callback({ code: grpc.status.UNAUTHENTICATED, details: problem });
+            return;
+          }
+        }
         const service = this.service;
         if (!service) callback(null, { status_code: ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS, error: 'the store service is starting (not mounted yet)' });
         else void service.invoke(m.call, call.request, this.grpcSession).then((res) => callback(null, res));

@@ -2,7 +2,14 @@
 // metadata server) and N store_service processes, all on free ports. Used by the main job
 // (scripts/run.ts), the transfer benchmark and the e2e tests. Readiness is awaited from the
 // processes' own "listening"/"ready" lines, never by sleeping; stop() ends only what it started.
+// The cluster is authenticated: with no STORE_CLUSTER_SECRET_FILE (and no
+// STORE_ALLOW_UNAUTHENTICATED=1) in its environment, a new secret is written to a temp dir (removed
+// when this process exits) and named in this process's environment too, so that the clients it
+// makes prove it.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { writeNewSecret, ALLOW_UNAUTHENTICATED_ENV, SECRET_ENV } from '../common/cluster-secret.js';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ClientSetupConfig } from '../client/setup-config.js';
@@ -93,6 +100,21 @@ export interface LocalClusterOptions {
   metadataPort?: number;
 }
 
+/**
+ * The environment of a local cluster's processes: `env` with a cluster secret (its own, else this
+ * process's, else a new one, which this process's environment then names as well).
+ */
+export function clusterEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  if (env[SECRET_ENV] || env[ALLOW_UNAUTHENTICATED_ENV] === '1') return env;
+  if (!process.env[SECRET_ENV] && process.env[ALLOW_UNAUTHENTICATED_ENV] !== '1') {
+    const dir = mkdtempSync(join(tmpdir(), 'kvstore-secret-'));
+    writeNewSecret(join(dir, 'cluster-secret'));
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    process.env[SECRET_ENV] = join(dir, 'cluster-secret');
+  }
+  return { ...env, [SECRET_ENV]: process.env[SECRET_ENV], [ALLOW_UNAUTHENTICATED_ENV]: process.env[ALLOW_UNAUTHENTICATED_ENV] };
+}
+
 function spawnMaster(opts: LocalClusterOptions, rpcPort: number, metadataPort: number): ProcessHandle {
   const proc = spawn(
     process.execPath,
@@ -123,7 +145,8 @@ export class LocalCluster {
     private readonly opts: LocalClusterOptions,
   ) {}
 
-  static async start(opts: LocalClusterOptions = {}): Promise<LocalCluster> {
+  static async start(options: LocalClusterOptions = {}): Promise<LocalCluster> {
+    const opts = { ...options, env: clusterEnv(options.env) };
     const h = spawnMaster(opts, opts.rpcPort ?? 0, opts.metadataPort ?? 0);
     const proc = h.proc;
     let cluster: LocalCluster | undefined;

@@ -7,6 +7,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import promClient from 'prom-client';
 import { FlagError, HelpRequested } from '../common/flags.js';
+import { peerOf, RefusalLog, SECRET_ENV, serverAuthSetting, UNAUTHENTICATED_WARNING, type AuthSetting } from '../common/cluster-secret.js';
 import { loggerFromFlags, type Logger } from '../common/logger.js';
 import { randomUUID } from 'node:crypto';
 import { Client } from '../client/client.js';
@@ -65,6 +66,15 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => signalled('SIGTERM'));
   process.on('SIGINT', () => signalled('SIGINT'));
 
+  let auth: AuthSetting;
+  try {
+    auth = serverAuthSetting(cfg.values.cluster_secret_file as string, cfg.values.allow_unauthenticated as boolean);
+  } catch (e) {
+    process.stderr.write(`store_service: ${(e as Error).message}\n`);
+    process.exit(2);
+  }
+  const secretFile = (cfg.values.cluster_secret_file as string) || process.env[SECRET_ENV] || '';
+
   let log: Logger;
   try {
     log = loggerFromFlags('store_service', cfg.values);
@@ -75,6 +85,16 @@ async function main(): Promise<void> {
     }
     throw e;
   }
+
+  if (auth.allowUnauthenticated) log.warn(UNAUTHENTICATED_WARNING);
+  // Registered with the client's metrics once there are some (MC_STORE_CLIENT_METRIC).
+  const authRefused = new promClient.Counter({
+    name: 'store_service_auth_refused_total',
+    help: 'peers refused for want of the cluster secret, by interface: dummy-client, dummy-client-grpc, rest-api',
+    labelNames: ['interface'],
+    registers: [],
+  });
+  const countRefusal = (iface: string): void => authRefused.labels(iface).inc();
 
   // The HTTP listener is bound before setup, so a bad --host or a taken --port fails with nothing
   // mounted. Until setup is done it answers 503 STARTING (not ready).
@@ -115,7 +135,16 @@ async function main(): Promise<void> {
       attachRegion: (r) => client!.attachRegion(r),
       detachRegion: (r) => client!.detachRegion(r),
     },
-    { host: cfg.host, port: cfg.rpcPort, shmDir: cfg.shmDir, log, peerUids, peerCredentials: (s) => native.socketPeerCredentials(s) },
+    {
+      host: cfg.host,
+      port: cfg.rpcPort,
+      shmDir: cfg.shmDir,
+      log,
+      peerUids,
+      peerCredentials: (s) => native.socketPeerCredentials(s),
+      secret: auth.secret,
+      authRefused: countRefusal,
+    },
   );
   let rpc: { port: number; socketPath: string };
   try {
@@ -148,6 +177,7 @@ async function main(): Promise<void> {
       segmentsLater: cfg.cxl !== undefined,
       log: (level, msg) => (level === 'error' ? log.error(msg) : level === 'warn' ? log.warn(msg) : log.info(msg)),
       signal: setupAbort.signal,
+      ...(auth.secret ? { clusterSecretFile: secretFile } : {}),
     });
   } catch (e) {
     await dummies.close().catch(() => {});
@@ -192,11 +222,26 @@ async function main(): Promise<void> {
   }
   if (real.metrics) {
     promClient.collectDefaultMetrics({ register: real.metrics.registry });
+    real.metrics.registry.registerMetric(authRefused);
     real.metrics.addGauge('store_dummy_clients_connected', 'dummy clients connected to this real client (KVD1 channel connections)', () => dummies.stats().connections);
     real.metrics.addGauge('store_dummy_regions_mapped', "dummy clients' shared regions mapped by this real client", () => dummies.stats().regions);
     real.metrics.addGauge('store_dummy_region_bytes_mapped', "bytes of dummy clients' shared regions mapped by this real client", () => dummies.stats().regionBytes);
   }
-  const rest = { mounts, protocol: real.settings.protocol, metrics: real.metrics, stopping: () => stopping };
+  const restRefusals = new RefusalLog((line) => log.warn(line));
+  const rest = {
+    mounts,
+    protocol: real.settings.protocol,
+    metrics: real.metrics,
+    stopping: () => stopping,
+    auth: auth.secret && {
+      secret: auth.secret,
+      refused: (req: IncomingMessage, why: string) => {
+        countRefusal('rest-api');
+        const peer = peerOf(req.socket);
+        restRefusals.note(peer, `REST ${req.method} ${req.url} from ${peer} refused: ${why}`);
+      },
+    },
+  };
   http.removeListener('request', starting);
   http.on('request', (req, res) => {
     const url = requestUrl(req);

@@ -3,8 +3,11 @@
 // GET /metrics (client metrics, Prometheus text 0.0.4). Every refusal is a JSON body
 // {"status":"error","error":"..."}: 400 for bad input (wrong Content-Type, malformed JSON,
 // unknown fields, bad values, unknown ids, a body over MAX_BODY_BYTES), 405 for another method,
-// 503 while shutting down or when the master is unreachable, 500 for anything unexpected.
+// 503 while shutting down or when the master is unreachable, 500 for anything unexpected. With a
+// cluster secret the mount API needs a valid x-kvstore-auth header (common/cluster-secret.ts):
+// 401 otherwise, before anything is mounted or unmounted. GET /metrics stays open.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { AUTH_HEADER, NonceCache, verifyCall } from '../common/cluster-secret.js';
 import { parseMountMemory, parseMountShm, parseUnmount, RestError } from './mount-request.js';
 import type { SegmentMounts } from './segment-mounts.js';
 
@@ -24,7 +27,12 @@ export interface RestApiOptions {
   metrics: MetricsSource | undefined;
   /** True once SIGTERM/SIGINT arrived: the mount API answers 503. */
   stopping: () => boolean;
+  /** The cluster secret mount calls must prove (undefined: none asked, --allow_unauthenticated). */
+  auth?: { secret: Buffer; refused: (req: IncomingMessage, why: string) => void };
 }
+
+/** Nonces of the mount API's per-call headers (one store service per process). */
+const nonces = new NonceCache();
 
 const API = new Set(['/api/mount_shm', '/api/unmount_shm', '/api/mount', '/api/unmount']);
 
@@ -110,11 +118,22 @@ export function handleRestRequest(req: IncomingMessage, res: ServerResponse, pat
   return true;
 }
 
+/** Throws the 401 of a mount call without the cluster secret (nothing when it has it). */
+function unauthenticated(req: IncomingMessage, auth: NonNullable<RestApiOptions['auth']>, body: string | undefined): void {
+  const h = req.headers[AUTH_HEADER];
+  const why = verifyCall(auth.secret, nonces, typeof h === 'string' ? h : undefined, req.method ?? '', req.url ?? '', body);
+  if (why === undefined) return;
+  auth.refused(req, why);
+  throw new RestError(401, `UNAUTHENTICATED: ${why}`);
+}
+
 async function serveApi(req: IncomingMessage, res: ServerResponse, pathname: string, o: RestApiOptions): Promise<void> {
+  if (o.auth && req.headers[AUTH_HEADER] === undefined) unauthenticated(req, o.auth, undefined);
   if (!isJsonContentType(req.headers['content-type'])) {
     throw new RestError(400, `${pathname}: Content-Type must be application/json, got ${JSON.stringify(req.headers['content-type'] ?? '')}`);
   }
   const text = await readBody(req);
+  if (o.auth) unauthenticated(req, o.auth, text);
   let body: unknown;
   try {
     body = JSON.parse(text);

@@ -15,6 +15,7 @@ import { intArg } from '../args.js';
 import { CliError, ExitCode, LocalIoError, UsageError } from '../cli-errors.js';
 import { write, type CliContext } from '../context.js';
 import { resolveMaster } from '../endpoints.js';
+import { cliSecret } from '../secret-option.js';
 import { connectMaster } from '../master-rpc.js';
 import { keyArg } from '../key-arg.js';
 import { jsonDoc, formatSize } from '../output.js';
@@ -212,7 +213,7 @@ export async function rm(ctx: CliContext): Promise<void> {
   const key = keyArg(inv.args[0]);
   const force = inv.options.force === true;
   const leader = await resolveMaster(inv.global, ctx.env);
-  const master = await connectMaster(leader, inv.global.timeoutMs);
+  const master = await connectMaster(leader, inv.global.timeoutMs, cliSecret(ctx));
   try {
     // A read lease (a Get moments ago, up to the master's --default_kv_lease_ttl) refuses removal
     // until it ends: wait for it within --timeout rather than fail a removal that will succeed.
@@ -236,7 +237,7 @@ export async function rm(ctx: CliContext): Promise<void> {
 
 /** The size of KEY's value (its first complete replica), from the master's GetReplicaList. */
 async function valueSize(ctx: CliContext, key: string): Promise<number> {
-  const master = await connectMaster(await resolveMaster(ctx.inv.global, ctx.env), ctx.inv.global.timeoutMs);
+  const master = await connectMaster(await resolveMaster(ctx.inv.global, ctx.env), ctx.inv.global.timeoutMs, cliSecret(ctx));
   try {
     const r = await master.getReplicaList({ key });
     if (r.status_code !== ErrorCode.OK) throw StoreError.fromCode(r.status_code, `get ${JSON.stringify(key)}`);

@@ -10,6 +10,7 @@ import { write, type CliContext } from '../context.js';
 import { masterAddress, masterHttp, resolveMaster } from '../endpoints.js';
 import { getText } from '../http.js';
 import { jsonDoc } from '../output.js';
+import { cliSecret } from '../secret-option.js';
 import { connectMaster } from '../master-rpc.js';
 
 interface Check {
@@ -61,7 +62,7 @@ export async function health(ctx: CliContext): Promise<void> {
   }
   if (report.leader) {
     try {
-      const m = await connectMaster(report.leader, g.timeoutMs);
+      const m = await connectMaster(report.leader, g.timeoutMs, cliSecret(ctx));
       try {
         const r = await m.ping({ client_id: `store-cli-${randomUUID()}`, fence_acks: [], can_copy: false });
         report.rpc.view_version = String(r.view_version);

@@ -7,6 +7,7 @@ import { intArg, sizeArg } from '../args.js';
 import { NotFoundError, UsageError } from '../cli-errors.js';
 import { write, type CliContext } from '../context.js';
 import { serviceUrl } from '../endpoints.js';
+import { cliSecret } from '../secret-option.js';
 import { getText, readBody, request, statusError, type HttpOptions } from '../http.js';
 import { formatSize, jsonDoc, table } from '../output.js';
 
@@ -20,7 +21,7 @@ interface ServiceSegment {
 }
 
 function opts(ctx: CliContext): HttpOptions {
-  return { timeoutMs: ctx.inv.global.timeoutMs, peer: 'store service' };
+  return { timeoutMs: ctx.inv.global.timeoutMs, peer: 'store service', secret: cliSecret(ctx) };
 }
 
 async function post(url: string, body: unknown, o: HttpOptions): Promise<Record<string, unknown>> {

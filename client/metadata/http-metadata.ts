@@ -1,5 +1,7 @@
 // HTTP metadata backend: `http://host:port/metadata`, e.g. the master's embedded metadata server.
-// GET/PUT/DELETE <url>?key=K; GET answers 404 for an unknown key.
+// GET/PUT/DELETE <url>?key=K; GET answers 404 for an unknown key. PUT and DELETE carry the
+// cluster secret's per-call header (x-kvstore-auth) when the client has a secret.
+import { AUTH_HEADER, signCall } from '../../common/cluster-secret.js';
 import { parseDescriptor, segmentKey, type MetadataStore, type SegmentDescriptor } from './metadata-store.js';
 
 export class HttpMetadataStore implements MetadataStore {
@@ -9,6 +11,7 @@ export class HttpMetadataStore implements MetadataStore {
   constructor(
     url: string,
     private readonly timeoutMs = 5000,
+    private readonly secret?: Buffer,
   ) {
     this.base = new URL(url);
     if (this.base.protocol !== 'http:' && this.base.protocol !== 'https:') {
@@ -23,11 +26,18 @@ export class HttpMetadataStore implements MetadataStore {
   }
 
   private async call(method: string, key: string, body?: string): Promise<Response> {
+    const url = this.url(key);
+    const headers: Record<string, string> = {};
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (this.secret !== undefined && method !== 'GET') {
+      const u = new URL(url);
+      headers[AUTH_HEADER] = signCall(this.secret, method, u.pathname + u.search, body);
+    }
     try {
-      return await fetch(this.url(key), {
+      return await fetch(url, {
         method,
         body,
-        headers: body === undefined ? undefined : { 'content-type': 'application/json' },
+        headers,
         signal: AbortSignal.timeout(this.timeoutMs),
       });
     } catch (e) {

@@ -6,7 +6,10 @@
 // again every RETRY_MS, to whichever master is the leader by then, from a reset. The image's
 // position (the leader's term, this stream's session, the changes applied) is what the election
 // ranks and checks against the leader's in-sync record (master/ha/standby-ranking.ts).
+// With a cluster secret the connection first passes the "master-replication" handshake
+// (common/cluster-secret.ts).
 import { connect, type Socket } from 'node:net';
+import { clientHandshake } from '../../common/cluster-secret.js';
 import type { Logger } from '../../common/logger.js';
 import type { LeaderMessage__Output } from '../../proto/gen/store/LeaderMessage.js';
 import { decodeWith, encodeWith, fileFrame, stateCodec } from '../../common/state-proto.js';
@@ -28,6 +31,8 @@ export interface ReplicationFollowerOptions {
   log: Logger;
   /** The stream from a leader ended (the image's position is final until the next stream). */
   ended?: () => void;
+  /** The cluster secret to prove to the leader (undefined: the masters run unauthenticated). */
+  secret?: Buffer;
 }
 
 export class ReplicationFollower {
@@ -111,12 +116,24 @@ export class ReplicationFollower {
     this.socket = socket;
     let opened = false;
     const reader = new FrameReader((body) => this.onMessage(socket, decodeWith<LeaderMessage__Output>(leaderCodec, body)));
+    const follow = (rest: Buffer): void => {
+      socket.on('data', (d: Buffer) => {
+        if (!reader.push(d)) socket.destroy();
+      });
+      if (rest.length > 0 && !reader.push(rest)) socket.destroy();
+      socket.resume();
+    };
     socket.once('connect', () => {
       opened = true;
-      socket.write(REPLICATION_MAGIC);
-    });
-    socket.on('data', (d: Buffer) => {
-      if (!reader.push(d)) socket.destroy();
+      const secret = this.o.secret;
+      if (secret === undefined) {
+        socket.write(REPLICATION_MAGIC);
+        return follow(Buffer.alloc(0));
+      }
+      clientHandshake(socket, secret, 'master-replication', REPLICATION_MAGIC).then(follow, (e: Error) => {
+        this.o.log.warn(`HA: replication from leader ${leader}: ${e.message}`);
+        socket.destroy();
+      });
     });
     socket.on('error', () => {});
     socket.once('close', () => {

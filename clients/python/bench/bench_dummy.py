@@ -231,17 +231,19 @@ def main() -> None:
     ap.add_argument("--bytes-per-row", type=int, default=96 * MiB, help="with --preferred-segment: bytes per case (at most 3000 calls)")
     args = ap.parse_args()
     cluster = None
+    secret_file = None  # STORE_CLUSTER_SECRET_FILE unless the cluster started here made its own
     if args.start_cluster:
         cluster = subprocess.Popen(["node", os.path.join(HERE, "local_cluster.mjs")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         info = json.loads(cluster.stdout.readline())
         args.address, args.shm_dir = info["rpc"], info["shm_dir"]
+        secret_file = info.get("secret") or None
     if not args.address and not args.socket:
         raise SystemExit("bench_dummy: give --address (or STORE_SIDECAR_ADDRESS) or --start-cluster")
     s = args.scale
     counts = {4 * KiB: int(3000 * s), 64 * KiB: int(1000 * s), MiB: int(200 * s), 4 * MiB: int(60 * s), "batch": int(40 * s)}
     c = DummyClient(raise_errors=True)
     try:
-        c.setup(address=args.address, socket_path=args.socket, shm_dir=args.shm_dir, buffer_size=768 * MiB, spin_us=args.spin_us)
+        c.setup(address=args.address, socket_path=args.socket, shm_dir=args.shm_dir, buffer_size=768 * MiB, spin_us=args.spin_us, cluster_secret_file=secret_file)
         print(json.dumps({"info": "bench_dummy", "transport": "unix" if c.endpoint.describe().endswith(".sock") else "tcp", "load": os.getloadavg()[0]}), flush=True)
         # warm-up: connection, region registration, first faults
         for i in range(200):

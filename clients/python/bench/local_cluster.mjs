@@ -1,5 +1,6 @@
 // Starts a store_master and one store_service on free ports (dist/sidecar/local-cluster.js, after
-// `npm run build`), prints {"rpc":..., "socket":..., "shm_dir":...} on one line, and stops them
+// `npm run build`), prints {"rpc":..., "socket":..., "shm_dir":..., "secret":...} on one line
+// (secret: the cluster secret's file, the environment's or one LocalCluster made), and stops them
 // when its stdin closes or on SIGTERM. Used by bench_dummy.py --start-cluster.
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
@@ -16,7 +17,7 @@ const cluster = await LocalCluster.start({
   masterArgs: ['--default_kv_lease_ttl=500ms'],
 });
 const svc = cluster.services[0];
-console.log(JSON.stringify({ rpc: svc.rpc, socket: svc.socket, shm_dir: shmDir, pid: svc.proc.pid }));
+console.log(JSON.stringify({ rpc: svc.rpc, socket: svc.socket, shm_dir: shmDir, pid: svc.proc.pid, secret: process.env.STORE_CLUSTER_SECRET_FILE ?? '' }));
 let stopping = false;
 const stop = async () => {
   if (stopping) return;

@@ -21,6 +21,7 @@ from .errors import (
     ObjectNotReadyError,
     StoreError,
     TransferError,
+    UnauthenticatedError,
     UnavailableError,
 )
 
@@ -44,5 +45,6 @@ __all__ = [
     "LeaseExpiredError",
     "BufferExhaustedError",
     "UnavailableError",
+    "UnauthenticatedError",
     "DeadlineExceededError",
 ]

@@ -20,7 +20,8 @@ import threading
 import time
 from typing import Callable, Dict, Optional, Tuple
 
-from .errors import INTERNAL_ERROR, DeadlineExceededError, StoreError, UnavailableError
+from .cluster_auth import client_handshake
+from .errors import INTERNAL_ERROR, DeadlineExceededError, StoreError, UnauthenticatedError, UnavailableError
 from .frame import KIND_ERROR, KIND_RESPONSE, MAGIC, FrameError, FrameReader, encode_request
 
 _now = time.monotonic
@@ -46,11 +47,18 @@ class _Call:
 
 
 class Channel:
-    def __init__(self, sock: socket.socket, where: str, spin_us: float = 100.0):
-        # the magic goes first, before any thread can send a frame
+    def __init__(self, sock: socket.socket, where: str, spin_us: float = 100.0, secret: Optional[bytes] = None):
+        # the magic (and with a cluster secret the handshake, cluster_auth.py) goes first, before
+        # any thread can send a frame
         sock.settimeout(5.0)
         try:
-            sock.sendall(MAGIC)
+            if secret is None:
+                sock.sendall(MAGIC)
+            else:
+                client_handshake(sock, secret, "dummy-client", MAGIC)
+        except UnauthenticatedError as e:
+            sock.close()
+            raise UnauthenticatedError(f"real client {where}: {e.message}") from None
         except OSError as e:
             sock.close()
             raise UnavailableError(f"real client {where}: cannot start the channel: {e}") from None
@@ -101,6 +109,8 @@ class Channel:
         self._wait(c, rid, deadline)
         if c.error is not None:
             raise c.error
+        if c.kind == KIND_ERROR and c.payload.startswith(b"UNAUTHENTICATED:"):
+            raise UnauthenticatedError(f"{method}: the real client at {self.where} requires the cluster secret: {c.payload.decode('utf-8', 'replace')}")
         if c.kind == KIND_ERROR:
             raise StoreError(INTERNAL_ERROR, f"{method}: the real client at {self.where} refused the request: {c.payload.decode('utf-8', 'replace')}")
         return c.payload

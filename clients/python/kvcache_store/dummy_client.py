@@ -32,7 +32,8 @@ from .config import to_wire
 from .connection import resolve_endpoint, open_socket
 from .dummy_adopt import AdoptCalls
 from .dummy_metadata import MetadataCalls
-from .errors import DeadlineExceededError, InvalidParamsError, StoreError, UnavailableError
+from .cluster_auth import client_secret
+from .errors import DeadlineExceededError, InvalidParamsError, StoreError, UnauthenticatedError, UnavailableError
 from .protocol import METHODS
 from .shm_region import SharedRegion
 from .values import Buf, as_buffer, copy_in, copy_out
@@ -97,6 +98,7 @@ class DummyClient(MetadataCalls, AdoptCalls):
         }
         self.endpoint = None
         self.instance_id = ""
+        self._secret: Optional[bytes] = None
 
     # ------------------------------------------------------------------ setup
 
@@ -122,6 +124,7 @@ class DummyClient(MetadataCalls, AdoptCalls):
         spin_us: float = 100.0,
         client_name: Optional[str] = None,
         lazy: bool = False,
+        cluster_secret_file: Optional[str] = None,
         env=None,
     ) -> int:
         """Connects to the real client. Mooncake's positional arguments are accepted: the cluster
@@ -142,6 +145,7 @@ class DummyClient(MetadataCalls, AdoptCalls):
                 raise InvalidParamsError(f"setup: the buffer size must be a positive integer, got {size!r}")
             if not (isinstance(timeout, (int, float)) and timeout > 0):
                 raise InvalidParamsError(f"setup: timeout must be a positive number of seconds, got {timeout!r}")
+            self._secret = client_secret(cluster_secret_file, {**os.environ, **env})
             self._setup(resolve_endpoint(address, socket_path, shm_dir, env), size, max_regions, max_bytes, acquire_timeout, overflow, timeout, spin_us, client_name, lazy)
             return 0
         except (StoreError, TypeError, ValueError) as e:
@@ -253,8 +257,8 @@ class DummyClient(MetadataCalls, AdoptCalls):
             except (StoreError, TypeError, ValueError) as e:
                 if self._closed:
                     raise UnavailableError("DummyClient: closed") from None
-                if isinstance(e, InvalidParamsError):
-                    raise
+                if isinstance(e, (InvalidParamsError, UnauthenticatedError)):
+                    raise  # a refused secret stays refused
                 if _now() + wait > deadline:
                     raise UnavailableError(f"DummyClient: real client {self.endpoint.describe()} unreachable after {attempt} attempt(s): {e.message}") from None
                 if attempt == 1:
@@ -264,7 +268,7 @@ class DummyClient(MetadataCalls, AdoptCalls):
 
     def _open(self, deadline: float) -> _Conn:
         sock = open_socket(self.endpoint, deadline)
-        channel = Channel(sock, self.endpoint.describe(), self._spin_us)
+        channel = Channel(sock, self.endpoint.describe(), self._spin_us, self._secret)
         try:
             hello = self._call_on(channel, "Hello", pb.HelloRequest(client_name=self._client_name, protocol_version=1), deadline)
             c = _Conn(channel, hello)

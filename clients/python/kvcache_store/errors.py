@@ -24,6 +24,7 @@ TRANSFER_FAILED = _pb.TRANSFER_FAILED
 LEASE_EXPIRED = _pb.LEASE_EXPIRED
 ADDRESS_OUT_OF_RANGE = _pb.ADDRESS_OUT_OF_RANGE
 BUFFER_EXHAUSTED = _pb.BUFFER_EXHAUSTED
+UNAUTHENTICATED = _pb.UNAUTHENTICATED
 
 
 def code_name(code: int) -> str:
@@ -135,6 +136,14 @@ class UnavailableError(StoreError):
         super().__init__(code, message)
 
 
+class UnauthenticatedError(StoreError):
+    """The cluster secret was refused: this process has none, or a different one, than the store
+    service (STORE_CLUSTER_SECRET_FILE / cluster_secret_file). Retrying does not help."""
+
+    def __init__(self, message: str):
+        super().__init__(UNAUTHENTICATED, message)
+
+
 class DeadlineExceededError(UnavailableError):
     """The real client did not answer within the call's deadline (the call may still complete
     there)."""
@@ -153,6 +162,7 @@ _BY_CODE = {
     LEASE_EXPIRED: LeaseExpiredError,
     BUFFER_EXHAUSTED: BufferExhaustedError,
     UNAVAILABLE_IN_CURRENT_STATUS: UnavailableError,
+    UNAUTHENTICATED: UnauthenticatedError,
 }
 
 

@@ -1,8 +1,13 @@
 """Real processes for the tests: a store_master and store_service processes from the repository's
-built dist/ (run `npm run build` first), on free ports, each awaited by its ready line."""
+built dist/ (run `npm run build` first), on free ports, each awaited by its ready line. They are
+authenticated: ensure_cluster_secret() names one secret in this process's environment, which the
+processes and the DummyClients made here inherit."""
+import atexit
 import os
 import re
+import secrets
 import shutil
+import tempfile
 import signal
 import socket
 import subprocess
@@ -15,6 +20,20 @@ NODE = shutil.which("node") or "node"
 
 MASTER_READY = re.compile(r"store_master listening: rpc=(\S+) metrics=(\S+) metadata=(\S+)")
 SERVICE_READY = re.compile(r"store_service ready: http=(\S+) te_endpoint=(\S+) segments=(\S+) client_id=(\S+) rpc=(\S+) socket=(\S+)")
+
+
+def ensure_cluster_secret() -> str:
+    """STORE_CLUSTER_SECRET_FILE, else a new secret in a temp dir (removed at exit) named there."""
+    path = os.environ.get("STORE_CLUSTER_SECRET_FILE", "")
+    if path or os.environ.get("STORE_ALLOW_UNAUTHENTICATED") == "1":
+        return path
+    d = tempfile.mkdtemp(prefix="kvstore-test-secret-")
+    atexit.register(shutil.rmtree, d, True)
+    path = os.path.join(d, "cluster-secret")
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+        f.write(secrets.token_hex(32) + "\n")
+    os.environ["STORE_CLUSTER_SECRET_FILE"] = path
+    return path
 
 
 def free_port() -> int:
@@ -74,6 +93,7 @@ class Proc:
 
 class Master(Proc):
     def __init__(self):
+        ensure_cluster_secret()
         super().__init__(
             "store_master",
             [

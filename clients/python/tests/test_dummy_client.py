@@ -13,6 +13,7 @@ from kvcache_store import (
     ObjectNotFoundError,
     ReplicateConfig,
     StoreError,
+    UnauthenticatedError,
     UnavailableError,
 )
 from kvcache_store import errors as E
@@ -263,3 +264,26 @@ def test_wrong_argument_types_are_invalid_params_not_crashes(client, rclient, ke
         rclient.get_size(42)
     with pytest.raises(InvalidParamsError):
         rclient.put(key, 3.5)
+
+
+def test_a_wrong_or_missing_cluster_secret_is_a_typed_error_at_once(service, shm_dir, tmp_path):
+    """The store service runs with the session's cluster secret: a DummyClient with another secret,
+    or with none, is refused with UnauthenticatedError (code UNAUTHENTICATED), never retried until
+    its deadline; a secret file too short is refused before connecting."""
+    wrong = tmp_path / "wrong-secret"
+    wrong.write_text("f" * 64 + "\n")
+    r = DummyClient(raise_errors=True)
+    with pytest.raises(UnauthenticatedError, match="wrong cluster secret") as ei:
+        r.setup(address=service.rpc, shm_dir=shm_dir, cluster_secret_file=str(wrong), timeout=20)
+    assert ei.value.code == E.UNAUTHENTICATED
+    # the return-code form: the code, not an exception
+    assert DummyClient().setup(address=service.rpc, shm_dir=shm_dir, cluster_secret_file=str(wrong)) == E.UNAUTHENTICATED
+    # no secret at all (TCP, then the Unix socket): the service answers the first request UNAUTHENTICATED
+    for kw in ({"socket_path": ""}, {}):
+        n = DummyClient(raise_errors=True)
+        with pytest.raises(UnauthenticatedError, match="requires the cluster secret"):
+            n.setup(address=service.rpc, shm_dir=shm_dir, env={"STORE_CLUSTER_SECRET_FILE": ""}, timeout=20, **kw)
+    short = tmp_path / "short-secret"
+    short.write_text("x" * 31)
+    with pytest.raises(InvalidParamsError, match="31 bytes; at least 32"):
+        DummyClient(raise_errors=True).setup(address=service.rpc, shm_dir=shm_dir, cluster_secret_file=str(short))
