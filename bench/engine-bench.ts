@@ -6,6 +6,9 @@
 // and checksums). Prints figures and ratios; asserts nothing. BENCH_SECTIONS (comma list of tcp,
 // shm, local, checksum, inline; default all) runs a part. BENCH_AUTH=1 gives every engine of both
 // processes the same authSecret (the connection handshake; its per-transfer cost should be zero).
+// The `connect` section (run only when named) measures what a new connection costs with and
+// without the secret: the first 4 KiB READ of a fresh engine (connect + handshake + the READ)
+// against the next one on the same connection, in this process over loopback TCP.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -22,6 +25,7 @@ const BUDGET_MS = Number(process.env.BENCH_MS ?? 250); // per round of a case
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const PORTS = { minPort: 20000, maxPort: 32000 };
 const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'tcp,shm,local,checksum,inline').split(',').map((x) => x.trim()));
+const CONNECT_ROUNDS = 200;
 const CHECKSUM_SIZES = [64 * KiB, 4 * MiB];
 // BENCH_SOCKBUF=0 leaves kernel autotuning (default: the engine's 4 MiB).
 const TUNING = process.env.BENCH_SOCKBUF !== undefined ? { socketBufferSize: Number(process.env.BENCH_SOCKBUF) } : {};
@@ -263,6 +267,46 @@ async function inlineCpu(peer: PeerInfo, local: MemoryRegion, memEngine: Transfe
   shm.close();
 }
 
+/** us of one call, by the high-resolution clock. */
+async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const t0 = process.hrtime.bigint();
+  await fn();
+  return Number(process.hrtime.bigint() - t0) / 1000;
+}
+
+/** The first READ of a fresh engine (a new connection) against the second, without and with authSecret, alternating. */
+async function connectCost(): Promise<void> {
+  const secret = Buffer.alloc(32, 0x5a);
+  const region = mapMemory({ size: MiB });
+  const servers = { off: new TransferEngine({ ...PORTS, shmTransport: false }), on: new TransferEngine({ ...PORTS, shmTransport: false, authSecret: secret }) };
+  for (const s of Object.values(servers)) {
+    s.start();
+    s.registerRegion(region.address, region.size);
+  }
+  const first: Record<'off' | 'on', number[]> = { off: [], on: [] };
+  const second: Record<'off' | 'on', number[]> = { off: [], on: [] };
+  for (let i = 0; i < CONNECT_ROUNDS; i++) {
+    for (const mode of ['off', 'on'] as const) {
+      const c = new TransferEngine({ ...PORTS, shmTransport: false, connectionsPerPeer: 1, ...(mode === 'on' ? { authSecret: secret } : {}) });
+      c.start();
+      c.registerRegion(region.address + 512 * KiB, 4 * KiB);
+      const op: TransferOp = { op: 'read', endpoint: servers[mode].endpoint, remoteAddress: region.address, localAddress: region.address + 512 * KiB, length: 4 * KiB };
+      first[mode].push(await timed(() => c.transfer([op])));
+      second[mode].push(await timed(() => c.transfer([op])));
+      c.close();
+    }
+  }
+  console.log(`\n== a new connection: first 4 KiB READ of a fresh engine (connect [+ handshake]) vs the next, loopback TCP, ${CONNECT_ROUNDS} rounds, medians ==`);
+  console.log(' authSecret   first us   next us   connection us');
+  for (const mode of ['off', 'on'] as const) {
+    const f = median(first[mode]);
+    const n = median(second[mode]);
+    console.log(` ${mode.padEnd(10)} ${f.toFixed(1).padStart(9)} ${n.toFixed(1).padStart(9)} ${(f - n).toFixed(1).padStart(15)}`);
+  }
+  for (const s of Object.values(servers)) s.close();
+  region.release();
+}
+
 async function main(): Promise<void> {
   const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--peer'], { stdio: ['pipe', 'pipe', 'inherit'] });
   const peer = await new Promise<PeerInfo>((resolve, reject) => {
@@ -337,6 +381,7 @@ async function main(): Promise<void> {
     );
   }
   if (SECTIONS.has('inline')) await inlineCpu(peer, local, memEngine, memEp, dst.address);
+  if (SECTIONS.has('connect')) await connectCost();
   memEngine.close();
   engine.close();
   child.stdin.end();
