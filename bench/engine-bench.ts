@@ -4,7 +4,11 @@
 // per-op CRC-32C (`checksum`) at 64 KiB and 4 MiB, on and off alternating in the same run; then
 // the CPU cost per op of the 4 KiB inline paths (with and without incarnation/generation checks
 // and checksums). Prints figures and ratios; asserts nothing. BENCH_SECTIONS (comma list of tcp,
-// shm, local, checksum, inline; default all) runs a part.
+// shm, local, checksum, inline; default all) runs a part. BENCH_AUTH=1 gives every engine of both
+// processes the same authSecret (the connection handshake; its per-transfer cost should be zero).
+// The `connect` section (run only when named) measures what a new connection costs with and
+// without the secret: the first 4 KiB READ of a fresh engine (connect + handshake + the READ)
+// against the next one on the same connection, in this process over loopback TCP.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -21,9 +25,12 @@ const BUDGET_MS = Number(process.env.BENCH_MS ?? 250); // per round of a case
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const PORTS = { minPort: 20000, maxPort: 32000 };
 const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'tcp,shm,local,checksum,inline').split(',').map((x) => x.trim()));
+const CONNECT_ROUNDS = 200;
 const CHECKSUM_SIZES = [64 * KiB, 4 * MiB];
 // BENCH_SOCKBUF=0 leaves kernel autotuning (default: the engine's 4 MiB).
 const TUNING = process.env.BENCH_SOCKBUF !== undefined ? { socketBufferSize: Number(process.env.BENCH_SOCKBUF) } : {};
+// BENCH_AUTH=1: a fixed secret for both processes (the peer inherits the environment).
+const AUTH = process.env.BENCH_AUTH === '1' ? { authSecret: Buffer.alloc(32, 0x5a) } : {};
 
 interface PeerInfo {
   endpoint: string;
@@ -35,7 +42,7 @@ interface PeerInfo {
 function runPeer(): void {
   const region = mapMemory({ size: REGION });
   new Uint8Array(region.buffer).fill(0x3c); // fault the pages in
-  const engine = new TransferEngine({ ...PORTS, ...TUNING });
+  const engine = new TransferEngine({ ...PORTS, ...AUTH, ...TUNING });
   const endpoint = engine.start();
   const incarnation = engine.registerRegion(region.address, region.size);
   const pumpPort = addon().rawPumpListen('127.0.0.1');
@@ -218,7 +225,7 @@ async function cpuPerOp(fn: () => Promise<unknown> | unknown): Promise<number> {
 // The inline paths (4 KiB, done on the calling thread) measured as CPU time per op, without and
 // with the incarnation/generation checks that fenced placements add, and with the CRC.
 async function inlineCpu(peer: PeerInfo, local: MemoryRegion, memEngine: TransferEngine, memEp: string, dst: number): Promise<void> {
-  const shm = new TransferEngine({ ...PORTS, shmTransport: true });
+  const shm = new TransferEngine({ ...PORTS, ...AUTH, shmTransport: true });
   shm.start();
   shm.registerRegion(local.address, local.size);
   const size = 4 * KiB;
@@ -260,6 +267,46 @@ async function inlineCpu(peer: PeerInfo, local: MemoryRegion, memEngine: Transfe
   shm.close();
 }
 
+/** us of one call, by the high-resolution clock. */
+async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const t0 = process.hrtime.bigint();
+  await fn();
+  return Number(process.hrtime.bigint() - t0) / 1000;
+}
+
+/** The first READ of a fresh engine (a new connection) against the second, without and with authSecret, alternating. */
+async function connectCost(): Promise<void> {
+  const secret = Buffer.alloc(32, 0x5a);
+  const region = mapMemory({ size: MiB });
+  const servers = { off: new TransferEngine({ ...PORTS, shmTransport: false }), on: new TransferEngine({ ...PORTS, shmTransport: false, authSecret: secret }) };
+  for (const s of Object.values(servers)) {
+    s.start();
+    s.registerRegion(region.address, region.size);
+  }
+  const first: Record<'off' | 'on', number[]> = { off: [], on: [] };
+  const second: Record<'off' | 'on', number[]> = { off: [], on: [] };
+  for (let i = 0; i < CONNECT_ROUNDS; i++) {
+    for (const mode of ['off', 'on'] as const) {
+      const c = new TransferEngine({ ...PORTS, shmTransport: false, connectionsPerPeer: 1, ...(mode === 'on' ? { authSecret: secret } : {}) });
+      c.start();
+      c.registerRegion(region.address + 512 * KiB, 4 * KiB);
+      const op: TransferOp = { op: 'read', endpoint: servers[mode].endpoint, remoteAddress: region.address, localAddress: region.address + 512 * KiB, length: 4 * KiB };
+      first[mode].push(await timed(() => c.transfer([op])));
+      second[mode].push(await timed(() => c.transfer([op])));
+      c.close();
+    }
+  }
+  console.log(`\n== a new connection: first 4 KiB READ of a fresh engine (connect [+ handshake]) vs the next, loopback TCP, ${CONNECT_ROUNDS} rounds, medians ==`);
+  console.log(' authSecret   first us   next us   connection us');
+  for (const mode of ['off', 'on'] as const) {
+    const f = median(first[mode]);
+    const n = median(second[mode]);
+    console.log(` ${mode.padEnd(10)} ${f.toFixed(1).padStart(9)} ${n.toFixed(1).padStart(9)} ${(f - n).toFixed(1).padStart(15)}`);
+  }
+  for (const s of Object.values(servers)) s.close();
+  region.release();
+}
+
 async function main(): Promise<void> {
   const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--peer'], { stdio: ['pipe', 'pipe', 'inherit'] });
   const peer = await new Promise<PeerInfo>((resolve, reject) => {
@@ -268,12 +315,14 @@ async function main(): Promise<void> {
   });
   const local = mapMemory({ size: REGION });
   new Uint8Array(local.buffer).fill(0x11);
-  const engine = new TransferEngine({ ...PORTS, ...TUNING, shmTransport: false });
+  const engine = new TransferEngine({ ...PORTS, ...AUTH, ...TUNING, shmTransport: false });
   engine.start();
   engine.registerRegion(local.address, local.size);
   const pumpEp = `127.0.0.1:${peer.pumpPort}`;
 
-  console.log(`engine bench: peer ${peer.endpoint} (separate process), ${ROUNDS} rounds x ${BUDGET_MS} ms per case`);
+  console.log(
+    `engine bench: peer ${peer.endpoint} (separate process), ${ROUNDS} rounds x ${BUDGET_MS} ms per case, authSecret ${'authSecret' in AUTH ? 'on (BENCH_AUTH=1)' : 'off'}`,
+  );
   if (SECTIONS.has('tcp')) {
     console.log('\n== TCP transport (shmTransport off) vs raw TCP pump ==');
     console.log('raw TCP pump: C++ send/recv, one connection between the same two processes, recv into a buffer;');
@@ -289,7 +338,7 @@ async function main(): Promise<void> {
   }
 
   // Same-host shm transport to the same peer process, against memcpy of the same size.
-  const shmEngine = new TransferEngine({ ...PORTS, shmTransport: true });
+  const shmEngine = new TransferEngine({ ...PORTS, ...AUTH, shmTransport: true });
   shmEngine.start();
   shmEngine.registerRegion(local.address, local.size);
   if (SECTIONS.has('shm')) {
@@ -308,7 +357,7 @@ async function main(): Promise<void> {
   shmEngine.close();
 
   // Local path: MC_STORE_MEMCPY=1 transfers to this engine's own endpoint, against memcpy.
-  const memEngine = new TransferEngine({ ...PORTS, memcpyLocal: true, shmTransport: false });
+  const memEngine = new TransferEngine({ ...PORTS, ...AUTH, memcpyLocal: true, shmTransport: false });
   const memEp = memEngine.start();
   memEngine.registerRegion(local.address, local.size);
   const dst = mapMemory({ size: REGION });
@@ -332,6 +381,7 @@ async function main(): Promise<void> {
     );
   }
   if (SECTIONS.has('inline')) await inlineCpu(peer, local, memEngine, memEp, dst.address);
+  if (SECTIONS.has('connect')) await connectCost();
   memEngine.close();
   engine.close();
   child.stdin.end();

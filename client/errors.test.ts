@@ -5,7 +5,7 @@ import { InvalidParamsError, ObjectNotFoundError, StoreError, TransferError, tra
 describe('client errors', () => {
   it('maps every native transfer failure to an ErrorCode', () => {
     for (const code of Object.values(TransferErrorCode)) {
-      const expected = code === 'ADDRESS_OUT_OF_RANGE' ? ErrorCode.ADDRESS_OUT_OF_RANGE : ErrorCode.TRANSFER_FAILED;
+      const expected = code === 'ADDRESS_OUT_OF_RANGE' ? ErrorCode.ADDRESS_OUT_OF_RANGE : code === 'UNAUTHENTICATED' ? ErrorCode.UNAUTHENTICATED : ErrorCode.TRANSFER_FAILED;
       expect(transferErrorCode(Object.assign(new Error('x'), { code }))).toBe(expected);
     }
     expect(transferErrorCode(new Error('no code'))).toBe(ErrorCode.TRANSFER_FAILED);

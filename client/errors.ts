@@ -166,6 +166,7 @@ const TRANSFER_ERROR_CODES: Readonly<Record<TransferErrorCode, number>> = {
   INVALID_ARGUMENT: ErrorCode.TRANSFER_FAILED,
   STALE_REGION: ErrorCode.TRANSFER_FAILED,
   FENCED: ErrorCode.TRANSFER_FAILED,
+  UNAUTHENTICATED: ErrorCode.UNAUTHENTICATED,
 };
 
 /** The ErrorCode of an engine rejection (by its `code`; anything unknown is TRANSFER_FAILED). */

@@ -10,6 +10,7 @@ import { ReplicaStatus } from '../proto/gen/store/ReplicaStatus.js';
 import { ErrorCode } from '../common/error-code.js';
 import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
 import { mapMemory, TransferEngine } from '../native/index.js';
+import { runSecret } from '../native/test-fixtures/run-secret.js';
 
 const MiB = 1024 * 1024;
 let cluster: LocalCluster;
@@ -31,7 +32,7 @@ const digest = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 async function readReplicaRaw(r: ReplicaInfo__Output): Promise<Buffer> {
   const size = r.handles.reduce((n, h) => n + Number(h.size), 0);
   const region = mapMemory({ size, kind: 'memfd' });
-  const engine = new TransferEngine({ host: '127.0.0.1' });
+  const engine = new TransferEngine({ host: '127.0.0.1', authSecret: runSecret() });
   try {
     engine.start();
     engine.registerRegion(region.address, region.size);

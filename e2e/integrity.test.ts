@@ -9,6 +9,7 @@ import { MasterClient } from '../client/master-client.js';
 import { ObjectNotFoundError } from '../client/errors.js';
 import { mapMemory, TransferEngine } from '../native/index.js';
 import { rawConnect, requestHeader, type RawConn } from '../native/test-fixtures/raw-wire.js';
+import { runSecret } from '../native/test-fixtures/run-secret.js';
 
 const MiB = 1024 * 1024;
 const TCP_ONLY = { ...process.env, MC_STORE_SHM_TRANSPORT: '0' };
@@ -37,7 +38,7 @@ describe('a write that outlives its put', () => {
       // healed partition delivers them): PutStart, the WRITE header sent, the payload held back.
       const start = await master.putStart({ key: 'K1', value_length: MiB, slice_lengths: [MiB], config: { replica_num: 1 } });
       const h = start.replica_list[0].handles[0];
-      late = await rawConnect(h.te_endpoint);
+      late = await rawConnect(h.te_endpoint, undefined, runSecret());
       late.sock.write(requestHeader({ op: 'write', address: Number(h.buffer), length: MiB, incarnation: Number(h.incarnation), generation: Number(h.generation) }));
       // W1 gives up (its timeout) and revokes; W2 puts K2.
       expect((await master.putRevoke({ key: 'K1' })).status_code).toBe(0);
@@ -71,7 +72,7 @@ describe('a replica list from before a remount', () => {
     const svc = cluster.services[0];
     const writer = await Client.setup(cluster.clientConfig({ local_buffer_size: 8 * MiB }), { env: TCP_ONLY, engine: { shmTransport: false } });
     const master = await MasterClient.connect(cluster.master.rpc);
-    const engine = new TransferEngine({ host: '127.0.0.1', shmTransport: false, env: {} });
+    const engine = new TransferEngine({ host: '127.0.0.1', shmTransport: false, env: {}, authSecret: runSecret() });
     const local = mapMemory({ size: MiB });
     try {
       engine.start();
@@ -112,7 +113,7 @@ describe('checksums', () => {
     cluster = await LocalCluster.start({ storeServices: 2, segmentSize: '64MB' });
     const client = await Client.setup(cluster.clientConfig({ local_buffer_size: 8 * MiB }), { checksums: true });
     const master = await MasterClient.connect(cluster.master.rpc);
-    const engine = new TransferEngine({ host: '127.0.0.1', env: {} });
+    const engine = new TransferEngine({ host: '127.0.0.1', env: {}, authSecret: runSecret() });
     const junk = mapMemory({ size: MiB });
     try {
       engine.start();

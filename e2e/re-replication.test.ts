@@ -7,6 +7,7 @@ import { LocalCluster } from '../sidecar/local-cluster.js';
 import { Client } from '../client/client.js';
 import { MasterClient } from '../client/master-client.js';
 import { mapMemory, TransferEngine } from '../native/index.js';
+import { runSecret } from '../native/test-fixtures/run-secret.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -20,7 +21,7 @@ describe('re-replication', () => {
     const [dead, ...alive] = cluster.services;
     const client = await Client.setup(cluster.clientConfig({ local_buffer_size: 16 * MiB }), { checksums: true });
     const master = await MasterClient.connect(cluster.master.rpc);
-    const engine = new TransferEngine({ host: '127.0.0.1', env: {} });
+    const engine = new TransferEngine({ host: '127.0.0.1', env: {}, authSecret: runSecret() });
     const local = mapMemory({ size: MiB });
     try {
       engine.start();

@@ -328,7 +328,8 @@ describe('SIGTERM', () => {
     const value = randomBytes(4 * MiB);
     await client.put('term-obj', value, { preferred_segment: s.segment });
     const master = await MasterClient.connect(cluster.master.rpc);
-    const engine = new TransferEngine({ host: '127.0.0.1' });
+    const { runSecret } = await import('../native/test-fixtures/run-secret.js'); // the run's secret, when it has one
+    const engine = new TransferEngine({ host: '127.0.0.1', authSecret: runSecret() });
     engine.start();
     const local = mapMemory({ size: 4 * MiB });
     engine.registerRegion(local.address, local.size);

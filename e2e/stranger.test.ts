@@ -22,6 +22,7 @@ import { MasterClient } from '../client/master-client.js';
 import { ErrorCode } from '../common/error-code.js';
 import { mapMemory, TransferEngine } from '../native/index.js';
 import { rawConnect, requestHeader, WireStatus } from '../native/test-fixtures/raw-wire.js';
+import { runSecret } from '../native/test-fixtures/run-secret.js';
 
 const MiB = 1024 * 1024;
 const TCP_ONLY = { ...process.env, MC_STORE_SHM_TRANSPORT: '0' };
@@ -35,7 +36,7 @@ describe("a stranger and a segment's name", () => {
     cluster = await LocalCluster.start({ storeServices: 1, segmentSize: '64MB', env: TCP_ONLY });
     const owner = cluster.services[0];
     const stranger = await MasterClient.connect(cluster.master.rpc);
-    const engine = new TransferEngine({ host: '127.0.0.1', shmTransport: false, env: {} });
+    const engine = new TransferEngine({ host: '127.0.0.1', shmTransport: false, env: {}, authSecret: runSecret() });
     const trap = mapMemory({ size: 64 * MiB });
     const writer = await Client.setup(cluster.clientConfig({ local_buffer_size: 8 * MiB }), { env: TCP_ONLY, engine: { shmTransport: false } });
     try {
@@ -78,7 +79,7 @@ describe("a stranger who takes a segment's name while the master has forgotten i
   it("does not make the owner's remount a false success; the owner gets its name back once the squatter's client id expires", async () => {
     cluster = await LocalCluster.start({ storeServices: 1, segmentSize: '64MB', masterArgs: ['--client_ttl=5s'], env: TCP_ONLY });
     const owner = cluster.services[0];
-    const engine = new TransferEngine({ host: '127.0.0.1', shmTransport: false, env: {} });
+    const engine = new TransferEngine({ host: '127.0.0.1', shmTransport: false, env: {}, authSecret: runSecret() });
     const trap = mapMemory({ size: 64 * MiB });
     let stranger: MasterClient | undefined;
     const detail = async () =>
@@ -163,7 +164,7 @@ describe("a stranger and a client's engine", () => {
 
     // TCP, by hand: the probe a port scan makes. Every private range answers exactly what an
     // address no region ever covered answers (nothing to learn), and the connection stays usable.
-    const conn = await rawConnect(t.endpoint);
+    const conn = await rawConnect(t.endpoint, undefined, runSecret());
     const nowhere = 4096; // the first page is never mapped
     const probes = [t.staging, t.staging + t.stagingSize - 1, t.arena, t.held, t.held + t.heldLength - 1, nowhere];
     const statuses: number[] = [];
@@ -181,7 +182,7 @@ describe("a stranger and a client's engine", () => {
 
     // Through the engine, over the same-host shm transport and over TCP.
     for (const shmTransport of [true, false]) {
-      const engine = new TransferEngine({ host: '127.0.0.1', shmTransport, env: {} });
+      const engine = new TransferEngine({ host: '127.0.0.1', shmTransport, env: {}, authSecret: runSecret() });
       const local = mapMemory({ size: MiB });
       try {
         engine.start();

@@ -20,6 +20,8 @@
         "src/region_table.cc",
         "src/fence_page.cc",
         "src/incarnation.cc",
+        "src/auth_proof.cc",
+        "src/auth_handshake.cc",
         "src/connection_gate.cc",
         "src/connection_listener.cc",
         "src/tcp_server.cc",

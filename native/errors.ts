@@ -11,6 +11,11 @@ export const TransferErrorCode = {
   STALE_REGION: 'STALE_REGION',
   /** The remote region's write fence refused the op's `generation`: nothing written. */
   FENCED: 'FENCED',
+  /**
+   * The cluster secret's handshake failed with the peer (authSecret): it has a different secret,
+   * none while this engine has one, or one while this engine has none. Nothing moved.
+   */
+  UNAUTHENTICATED: 'UNAUTHENTICATED',
 } as const;
 export type TransferErrorCode = (typeof TransferErrorCode)[keyof typeof TransferErrorCode];
 

@@ -62,6 +62,12 @@ export interface TransferEngineStats {
   fencedRefused: number;
   /** shm control connections from a uid not in shmPeerUids (answered "not shareable"). */
   shmPeersRefused: number;
+  /**
+   * Connections refused by the cluster secret's handshake (authSecret): served ones with a wrong,
+   * missing or late proof, ones asking for a handshake this engine (without authSecret) cannot
+   * give, and dialed peers that failed to prove the secret. Each is logged on stderr.
+   */
+  authRefused: number;
 }
 
 export interface TransferEngineOptions {
@@ -96,6 +102,16 @@ export interface TransferEngineOptions {
   maxConnections?: number;
   /** Serving side: connections from one IP address (one process for shm control). Default 64. */
   maxConnectionsPerPeer?: number;
+  /**
+   * The cluster secret (at least 32 bytes; copied, so the caller may wipe its Buffer). With it,
+   * every connection this engine accepts or opens (TCP and the shm control socket) first runs the
+   * mutual HMAC-SHA256 challenge-response of docs/native.md ("Authentication"); a peer without
+   * the same secret is refused and counted in authRefused, and a transfer to it rejects with
+   * UNAUTHENTICATED. Without it (default) no handshake runs, and a peer that asks for one is refused.
+   */
+  authSecret?: Buffer;
+  /** The handshake of one connection must finish within this many ms, or it is closed. Default 10 s. */
+  authTimeoutMs?: number;
   /** Environment for defaults (port range, MC_STORE_MEMCPY); default process.env. */
   env?: NodeJS.ProcessEnv;
   /** Random source for the first port tried (spreads processes over the range). */
@@ -122,7 +138,20 @@ export const ENGINE_DEFAULTS = {
   idleTimeoutMs: 120_000,
   maxConnections: 1024,
   maxConnectionsPerPeer: 64,
+  authTimeoutMs: 10_000,
 } as const;
+
+/** The shortest cluster secret accepted (bytes). */
+export const AUTH_SECRET_MIN_BYTES = 32;
+
+function authSecretOption(v: unknown): Buffer | undefined {
+  if (v === undefined) return undefined;
+  if (!Buffer.isBuffer(v)) throw new TypeError(`TransferEngine: authSecret must be a Buffer, got ${v === null ? 'null' : typeof v}`);
+  if (v.length < AUTH_SECRET_MIN_BYTES) {
+    throw new TypeError(`TransferEngine: authSecret must be at least ${AUTH_SECRET_MIN_BYTES} bytes, got ${v.length}`);
+  }
+  return v;
+}
 
 function positiveInt(name: string, v: number | undefined, fallback: number): number {
   if (v === undefined) return fallback;
@@ -162,7 +191,10 @@ export class TransferEngine {
     }
     this.#random = opts.random ?? Math.random;
     const timeoutMs = positiveInt('timeoutMs', opts.timeoutMs, ENGINE_DEFAULTS.timeoutMs);
+    const authSecret = authSecretOption(opts.authSecret);
     this.#raw = new (addon().TransferEngine)({
+      authSecret,
+      authTimeoutMs: positiveInt('authTimeoutMs', opts.authTimeoutMs, ENGINE_DEFAULTS.authTimeoutMs),
       host: this.host,
       connectionsPerPeer: positiveInt('connectionsPerPeer', opts.connectionsPerPeer, ENGINE_DEFAULTS.connectionsPerPeer),
       chunkSize: positiveInt('chunkSize', opts.chunkSize, ENGINE_DEFAULTS.chunkSize),

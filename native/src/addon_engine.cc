@@ -69,6 +69,14 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
           opts.max_connections_per_peer = ToU64(o.Get("maxConnectionsPerPeer"), "maxConnectionsPerPeer");
         }
         if (o.Get("socketBufferSize").IsNumber()) opts.tuning.buffer_bytes = ToInt(o.Get("socketBufferSize"), "socketBufferSize");
+        Napi::Value secret = o.Get("authSecret");
+        if (!secret.IsUndefined() && !secret.IsNull()) {
+          // Copied here; the wrapper checked it is a Buffer of at least 32 bytes (TypeError otherwise).
+          if (!secret.IsBuffer()) throw NativeError("INVALID_ARGUMENT", "authSecret must be a Buffer");
+          Napi::Buffer<uint8_t> b = secret.As<Napi::Buffer<uint8_t>>();
+          opts.auth_key = std::make_shared<const AuthKey>(b.Data(), b.Length());
+        }
+        if (o.Get("authTimeoutMs").IsNumber()) opts.auth_timeout_ms = ToInt(o.Get("authTimeoutMs"), "authTimeoutMs");
         opts.memcpy_local = o.Get("memcpyLocal").ToBoolean().Value();
         opts.shm_transport = o.Get("shmTransport").ToBoolean().Value();
         Napi::Value uids = o.Get("shmPeerUids");
@@ -268,6 +276,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     put("staleRefused", c.stale_refused);
     put("fencedRefused", c.fenced_refused);
     put("shmPeersRefused", c.shm_peers_refused);
+    put("authRefused", c.auth_refused);
     return o;
   }
 

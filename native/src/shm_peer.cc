@@ -20,7 +20,7 @@
 
 namespace kvstore {
 
-std::unique_ptr<ShmPeer> ShmPeer::Connect(const std::string& endpoint, int timeout_ms) {
+std::unique_ptr<ShmPeer> ShmPeer::Connect(const std::string& endpoint, int timeout_ms, AuthConfig auth) {
   const std::string name = ShmControlName(endpoint);
   struct sockaddr_un addr {};
   if (name.size() > sizeof(addr.sun_path)) return nullptr;
@@ -35,7 +35,7 @@ std::unique_ptr<ShmPeer> ShmPeer::Connect(const std::string& endpoint, int timeo
   const int flags = ::fcntl(fd.get(), F_GETFL);
   if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) return nullptr;
   if (timeout_ms > 0) SetSocketTimeout(fd.get(), timeout_ms);
-  std::unique_ptr<ShmPeer> peer(new ShmPeer(endpoint, std::move(fd)));
+  std::unique_ptr<ShmPeer> peer(new ShmPeer(endpoint, std::move(fd), timeout_ms, std::move(auth)));
   ShmPeer* raw = peer.get();
   try {
     peer->watcher_ = std::thread([raw] { raw->Watch(); });
@@ -195,6 +195,12 @@ ShmTarget ShmPeer::Resolve(uint64_t address, uint64_t length) {
     std::lock_guard<std::mutex> lk(grants_mu_);  // another thread may have asked meanwhile
     if (FindGrantLocked(address, length, &cached, true)) return cached;
   }
+  if (auth_.enabled() && !authenticated_) {
+    // Once per control connection, before its first request; a failure leaves it unusable (the
+    // peer closes it) and the channel reconnects for a later chunk.
+    ClientAuthHandshake(ctrl_.get(), auth_, kShmAuthWire, timeout_ms_, endpoint_);
+    authenticated_ = true;
+  }
   ShmRequest req{kShmRequestMagic, 0, address, length};
   int err = 0;
   IoStatus st = SendAll(ctrl_.get(), &req, sizeof req, &err);
@@ -224,6 +230,10 @@ ShmTarget ShmPeer::Resolve(uint64_t address, uint64_t length) {
   }
   if (n != static_cast<ssize_t>(sizeof resp) || resp.magic != kShmResponseMagic) {
     throw NativeError("TRANSFER_FAILED", "shm control connection to " + endpoint_ + " closed or garbled");
+  }
+  if (resp.status == static_cast<int32_t>(ShmStatus::kUnauthenticated)) {
+    throw NativeError("UNAUTHENTICATED", "peer " + endpoint_ + " (transfer-shm) requires authentication and this engine has no authSecret "
+                                         "(every engine of a cluster needs the same cluster secret)");
   }
   if (resp.status == static_cast<int32_t>(ShmStatus::kOutOfRange)) {
     throw NativeError("ADDRESS_OUT_OF_RANGE", "peer " + endpoint_ + " refused remote range [" + std::to_string(address) +

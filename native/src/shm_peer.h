@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "auth_handshake.h"
 #include "fence_page.h"
 #include "unique_fd.h"
 
@@ -53,13 +54,15 @@ class ShmPeer {
   // nullptr when the peer serves no control socket in this network namespace (or its backlog is
   // full: the caller never blocks here). Throws NativeError TRANSFER_FAILED when the watcher
   // thread cannot be started.
-  static std::unique_ptr<ShmPeer> Connect(const std::string& endpoint, int timeout_ms);
+  // With `auth` enabled, the first Resolve() runs the handshake (on its I/O thread, never here:
+  // Connect is called on the JS thread).
+  static std::unique_ptr<ShmPeer> Connect(const std::string& endpoint, int timeout_ms, AuthConfig auth = {});
   ~ShmPeer();
   ShmPeer(const ShmPeer&) = delete;
   ShmPeer& operator=(const ShmPeer&) = delete;
 
   // The target for the peer's [address, +length), asking the peer when no grant is cached.
-  // Throws NativeError ADDRESS_OUT_OF_RANGE / TRANSFER_FAILED / TIMEOUT.
+  // Throws NativeError ADDRESS_OUT_OF_RANGE / TRANSFER_FAILED / TIMEOUT / UNAUTHENTICATED.
   ShmTarget Resolve(uint64_t address, uint64_t length);
   // The inline paths (JS thread, at most 64 KiB): while the returned lock is held no grant is
   // dropped or unmapped, and FindCachedLocked gives a target (no `keep`) without asking the peer;
@@ -96,11 +99,15 @@ class ShmPeer {
   // Starts GrantMapping::PopulateAll for a new grant on a thread of its own: the transfer that
   // asked for the grant does not wait for it (joined by the destructor).
   void PopulateInBackground(std::shared_ptr<const GrantMapping> mapping);
-  ShmPeer(std::string endpoint, UniqueFd ctrl) : endpoint_(std::move(endpoint)), ctrl_(std::move(ctrl)) {}
+  ShmPeer(std::string endpoint, UniqueFd ctrl, int timeout_ms, AuthConfig auth)
+      : endpoint_(std::move(endpoint)), timeout_ms_(timeout_ms), auth_(std::move(auth)), ctrl_(std::move(ctrl)) {}
   // Blocks in poll() for a hang-up (never for data: replies stay for Resolve) and sets hung_.
   void Watch();
 
   std::string endpoint_;
+  int timeout_ms_;
+  AuthConfig auth_;
+  bool authenticated_ = false;  // under ctrl_mu_: the handshake passed on ctrl_
   std::mutex ctrl_mu_;    // one control round-trip at a time (I/O threads only)
   std::mutex grants_mu_;  // grants_ and peer_generation_ (short; the JS thread takes it)
   UniqueFd ctrl_;

@@ -19,6 +19,7 @@ namespace kvstore {
 
 bool ShmControlServer::Start(const std::string& endpoint) {
   endpoint_ = endpoint;
+  auth_.engine = endpoint;
   const std::string name = ShmControlName(endpoint);
   struct sockaddr_un addr {};
   if (name.size() > sizeof(addr.sun_path)) return false;
@@ -51,8 +52,31 @@ bool ShmControlServer::Trusted(int fd) {
   return false;
 }
 
+bool ShmControlServer::Authenticate(int fd) {
+  const std::string who = "from " + SocketPeerText(fd);
+  const ServerAuthResult r = ServeAuthHandshake(fd, auth_, kShmAuthWire, io_timeout_ms_, who);
+  if (r.outcome != ServerAuthOutcome::kUnauthenticatedPeer) return r.outcome == ServerAuthOutcome::kOk;
+  if (r.first_word == kShmRequestMagic) {
+    // The rest of its request, then the one answer it understands: UNAUTHENTICATED (no fd).
+    const Deadline deadline = DeadlineIn(auth_.timeout_ms);
+    ShmRequest req;
+    int err = 0;
+    if (RecvAllBy(fd, reinterpret_cast<char*>(&req) + 4, sizeof req - 4, deadline, &err) == IoStatus::kOk) {
+      ShmResponse resp{};
+      resp.magic = kShmResponseMagic;
+      resp.status = static_cast<int32_t>(ShmStatus::kUnauthenticated);
+      SendAllBy(fd, &resp, sizeof resp, deadline, &err);
+    }
+    CountAuthRefusal(auth_, kShmAuthWire, who, "a request without authentication (the peer has no authSecret)");
+  } else {
+    CountAuthRefusal(auth_, kShmAuthWire, who, "not an authentication hello (not this protocol, or an older version)");
+  }
+  return false;
+}
+
 void ShmControlServer::Serve(int fd) {
   int err = 0;
+  if (auth_.enabled() && !Authenticate(fd)) return;
   const bool trusted = Trusted(fd);
   for (;;) {
     // The first byte may take forever (no idle limit); the rest of the request ioTimeoutMs.
@@ -61,7 +85,15 @@ void ShmControlServer::Serve(int fd) {
     size_t got = 0;
     if (RecvSomeBy(fd, raw, sizeof req, Deadline::max(), &got, &err) != IoStatus::kOk) break;
     const Deadline deadline = DeadlineIn(io_timeout_ms_);
-    const IoStatus st = RecvAllBy(fd, raw + got, sizeof req - got, deadline, &err);
+    // The magic as soon as it is in: a hello (4 bytes) must not wait for a whole request.
+    IoStatus st = got >= 4 ? IoStatus::kOk : RecvAllBy(fd, raw + got, 4 - got, deadline, &err);
+    if (st == IoStatus::kOk && got < 4) got = 4;
+    if (st == IoStatus::kOk && req.magic == kShmAuthHelloMagic && !auth_.enabled()) {
+      SendAuthRefusal(fd, kShmAuthWire, deadline);
+      CountAuthRefusal(auth_, kShmAuthWire, "from " + SocketPeerText(fd), "it asks for authentication and this engine has no authSecret");
+      break;
+    }
+    if (st == IoStatus::kOk) st = RecvAllBy(fd, raw + got, sizeof req - got, deadline, &err);
     if (st == IoStatus::kTimeout) EngineCounters::Bump(counters_->closed_io_timeout);
     if (st != IoStatus::kOk) break;
     if (req.magic != kShmRequestMagic) {

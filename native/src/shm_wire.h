@@ -11,9 +11,10 @@ namespace kvstore {
 
 constexpr uint32_t kShmRequestMagic = 0x3251534B;   // "KSQ2"
 constexpr uint32_t kShmResponseMagic = 0x3241534B;  // "KSA2"
+constexpr uint32_t kShmAuthHelloMagic = 0x3148534B; // "KSH1": a client with the cluster secret opens with it
 constexpr int kShmGrantFds = 3;                     // mapping, generation page, fence page
 
-enum class ShmStatus : int32_t { kOk = 0, kOutOfRange = 1, kNotShareable = 3 };
+enum class ShmStatus : int32_t { kOk = 0, kOutOfRange = 1, kNotShareable = 3, kUnauthenticated = 4 };
 
 #pragma pack(push, 1)
 struct ShmRequest {

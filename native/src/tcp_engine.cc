@@ -13,10 +13,11 @@ namespace kvstore {
 TcpEngine::TcpEngine(EngineOptions opts, BatchDone done, RegionTable::WaiterDone waiter_done)
     : opts_(std::move(opts)),
       done_(std::move(done)),
+      auth_{opts_.auth_key, opts_.auth_timeout_ms > 0 ? opts_.auth_timeout_ms : 10000, &counters_, ""},
       gate_(opts_.max_connections, opts_.max_connections_per_peer, &counters_),
       regions_(std::move(waiter_done)),
-      server_(&regions_, opts_.tuning, opts_.limits, &gate_),
-      shm_server_(&regions_, opts_.limits.io_timeout_ms, &gate_, opts_.shm_peer_uids) {
+      server_(&regions_, opts_.tuning, opts_.limits, &gate_, auth_),
+      shm_server_(&regions_, opts_.limits.io_timeout_ms, &gate_, opts_.shm_peer_uids, auth_) {
   if (opts_.chunk_size == 0) opts_.chunk_size = 1 << 20;
   if (opts_.chunk_size > kMaxChunkOnWire) opts_.chunk_size = kMaxChunkOnWire;
 }
@@ -26,6 +27,7 @@ std::string TcpEngine::Start(int min_port, int max_port, int start_offset) {
   const int port = server_.Start(opts_.host, min_port, max_port, start_offset);
   const bool v6 = opts_.host.find(':') != std::string::npos;
   endpoint_ = (v6 ? "[" + opts_.host + "]" : opts_.host) + ":" + std::to_string(port);
+  auth_.engine = endpoint_;  // for the log lines of channels made from now on
   if (opts_.shm_transport) shm_server_.Start(endpoint_);
   return endpoint_;
 }
@@ -37,9 +39,9 @@ PeerChannel* TcpEngine::Peer(const std::string& endpoint) {
   if (it != peers_.end()) return it->second.get();
   const bool local = opts_.memcpy_local && !endpoint_.empty() && endpoint == endpoint_;
   std::shared_ptr<ShmPeer> shm;
-  if (!local && opts_.shm_transport) shm = ShmPeer::Connect(endpoint, opts_.tuning.timeout_ms);
+  if (!local && opts_.shm_transport) shm = ShmPeer::Connect(endpoint, opts_.tuning.timeout_ms, auth_);
   auto peer = std::make_unique<PeerChannel>(endpoint, opts_.connections_per_peer, opts_.tuning,
-                                            local ? &regions_ : nullptr, &done_, std::move(shm));
+                                            local ? &regions_ : nullptr, &done_, std::move(shm), auth_);
   PeerChannel* raw = peer.get();
   peers_.emplace(endpoint, std::move(peer));
   peer_list_.push_back(raw);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "auth_handshake.h"
 #include "connection_gate.h"
 #include "engine_counters.h"
 #include "region_table.h"
@@ -33,6 +34,8 @@ struct EngineOptions {
   bool memcpy_local = false;
   bool shm_transport = false;  // same-host peers through shared mappings (MC_STORE_SHM_TRANSPORT)
   std::vector<uint32_t> shm_peer_uids;  // uids given our memory fds; empty: our effective uid and root
+  std::shared_ptr<const AuthKey> auth_key;  // the cluster secret; null: no handshake (auth_handshake.h)
+  int auth_timeout_ms = 10000;              // the whole handshake of one connection
 };
 
 struct TransferOpSpec {
@@ -91,6 +94,7 @@ class TcpEngine {
   EngineOptions opts_;
   BatchDone done_;
   EngineCounters counters_;
+  AuthConfig auth_;  // key, deadline, counters; copied into the servers and each peer channel
   ConnectionGate gate_;
   RegionTable regions_;
   TcpServer server_;

@@ -15,8 +15,8 @@
 namespace kvstore {
 
 PeerChannel::PeerChannel(std::string endpoint, int connections, SocketTuning tuning, RegionTable* local_regions,
-                         BatchDone* done, std::shared_ptr<ShmPeer> shm)
-    : endpoint_(std::move(endpoint)), tuning_(tuning), local_regions_(local_regions), done_(done), shm_(std::move(shm)) {
+                         BatchDone* done, std::shared_ptr<ShmPeer> shm, AuthConfig auth)
+    : endpoint_(std::move(endpoint)), tuning_(tuning), auth_(std::move(auth)), local_regions_(local_regions), done_(done), shm_(std::move(shm)) {
   shm_capable_ = shm_ != nullptr;
   if (connections < 1) connections = 1;
   for (int i = 0; i < connections; ++i) workers_.push_back(std::make_unique<Worker>());
@@ -179,7 +179,7 @@ bool PeerChannel::ExecuteShm(Chunk& c) {
   std::shared_ptr<ShmPeer> shm;
   {
     std::lock_guard<std::mutex> lk(shm_mu_);
-    if (!shm_) shm_ = ShmPeer::Connect(endpoint_, tuning_.timeout_ms);  // the peer restarted?
+    if (!shm_) shm_ = ShmPeer::Connect(endpoint_, tuning_.timeout_ms, auth_);  // the peer restarted?
     shm = shm_;
   }
   if (!shm) return false;
@@ -206,9 +206,19 @@ void PeerChannel::ExecuteTcp(Worker* w, Chunk& c) {
       if (stopping_) throw NativeError::Local("TRANSFER_FAILED", "transfer engine closed");
     }
     UniqueFd connected = ConnectEndpoint(endpoint_, tuning_);
-    std::lock_guard<std::mutex> lk(w->fd_mu);
-    w->conn = std::move(connected);
-    w->fd = w->conn.get();
+    {
+      std::lock_guard<std::mutex> lk(w->fd_mu);
+      w->conn = std::move(connected);
+      w->fd = w->conn.get();  // from here Stop() can cut a handshake short
+    }
+    if (auth_.enabled()) {
+      try {
+        ClientAuthHandshake(w->conn.get(), auth_, kTcpAuthWire, tuning_.timeout_ms, endpoint_);
+      } catch (...) {
+        DropConnection(w);
+        throw;
+      }
+    }
   }
   const int fd = w->conn.get();
   // The whole chunk (request, reply, payload) must finish in timeoutMs: a peer that trickles
@@ -239,6 +249,11 @@ void PeerChannel::ExecuteTcp(Worker* w, Chunk& c) {
   ResponseHeader resp;
   st = RecvAllBy(fd, &resp, sizeof resp, deadline, &err);
   if (st != IoStatus::kOk) fail_io(st, "waiting for the response");
+  if (resp.magic == kResponseMagic && resp.status == static_cast<int32_t>(WireStatus::kUnauthenticated)) {
+    DropConnection(w);  // the peer closes it too
+    throw NativeError("UNAUTHENTICATED", "peer " + endpoint_ + " (transfer-tcp) requires authentication and this engine has no authSecret "
+                                         "(every engine of a cluster needs the same cluster secret)");
+  }
   if (resp.magic != kResponseMagic || resp.request_id != req.request_id) {
     DropConnection(w);
     throw NativeError("TRANSFER_FAILED", "protocol error from " + endpoint_ + ": unexpected response header");

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "auth_handshake.h"
 #include "region_table.h"
 #include "shm_peer.h"
 #include "socket_io.h"
@@ -30,7 +31,7 @@ class PeerChannel {
   // serving the shm control socket) memcpy's through the peer's mapped regions, TCP otherwise.
   // Throws NativeError TRANSFER_FAILED (having started no thread) when the workers cannot start.
   PeerChannel(std::string endpoint, int connections, SocketTuning tuning, RegionTable* local_regions, BatchDone* done,
-              std::shared_ptr<ShmPeer> shm = nullptr);
+              std::shared_ptr<ShmPeer> shm = nullptr, AuthConfig auth = {});
   ~PeerChannel() { Stop(); }
   void Submit(std::vector<Chunk>&& chunks);
   // Small same-host batches on the calling thread when every op's grant is already cached and the
@@ -69,6 +70,7 @@ class PeerChannel {
 
   std::string endpoint_;
   SocketTuning tuning_;
+  AuthConfig auth_;
   RegionTable* local_regions_;
   BatchDone* done_;
   std::mutex mu_;

@@ -17,8 +17,8 @@
 
 namespace kvstore {
 
-TcpServer::TcpServer(RegionTable* regions, SocketTuning tuning, ServeLimits limits, ConnectionGate* gate)
-    : regions_(regions), tuning_(tuning), limits_(limits), counters_(gate->counters()) {
+TcpServer::TcpServer(RegionTable* regions, SocketTuning tuning, ServeLimits limits, ConnectionGate* gate, AuthConfig auth)
+    : regions_(regions), tuning_(tuning), limits_(limits), counters_(gate->counters()), auth_(std::move(auth)) {
   if (limits_.io_timeout_ms <= 0) limits_.io_timeout_ms = 1 << 30;
   tuning_.timeout_ms = limits_.io_timeout_ms;
   if (limits_.idle_timeout_ms > 0 && limits_.idle_timeout_ms < tuning_.timeout_ms) tuning_.timeout_ms = limits_.idle_timeout_ms;
@@ -51,6 +51,7 @@ int TcpServer::Start(const std::string& host, int min_port, int max_port, int st
     if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), res->ai_addrlen) != 0) { last_err = errno; continue; }
     if (::listen(fd.get(), 512) != 0) { last_err = errno; continue; }
     ::freeaddrinfo(res);
+    auth_.engine = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
     listener_.Start(std::move(fd));
     return port;
   }
@@ -63,8 +64,41 @@ int TcpServer::Start(const std::string& host, int min_port, int max_port, int st
 void TcpServer::Stop() { listener_.Stop(); }
 
 void TcpServer::Serve(int fd) {
+  if (auth_.enabled() && !Authenticate(fd)) return;
   std::vector<char> scratch;
   while (ServeRequest(fd, &scratch)) {
+  }
+}
+
+bool TcpServer::Authenticate(int fd) {
+  const std::string who = "from " + SocketPeerText(fd);
+  const ServerAuthResult r = ServeAuthHandshake(fd, auth_, kTcpAuthWire, tuning_.timeout_ms, who);
+  if (r.outcome != ServerAuthOutcome::kUnauthenticatedPeer) return r.outcome == ServerAuthOutcome::kOk;
+  if (r.first_word == kRequestMagic) {
+    RefuseRequest(fd, r.first_word);
+    CountAuthRefusal(auth_, kTcpAuthWire, who, "a request without authentication (the peer has no authSecret)");
+  } else {
+    CountAuthRefusal(auth_, kTcpAuthWire, who, "not an authentication hello (not this protocol, or an older version)");
+  }
+  return false;
+}
+
+void TcpServer::RefuseRequest(int fd, uint32_t magic) {
+  // The rest of its header (for the request id), then one reply it understands: UNAUTHENTICATED.
+  const Deadline deadline = DeadlineIn(auth_.timeout_ms);
+  SetSocketTimeout(fd, auth_.timeout_ms < tuning_.timeout_ms ? auth_.timeout_ms : tuning_.timeout_ms);
+  RequestHeader req;
+  req.magic = magic;
+  int err = 0;
+  if (RecvAllBy(fd, reinterpret_cast<char*>(&req) + sizeof magic, sizeof req - sizeof magic, deadline, &err) != IoStatus::kOk) return;
+  ResponseHeader resp{kResponseMagic, static_cast<int32_t>(WireStatus::kUnauthenticated), req.request_id, 0};
+  if (SendAllBy(fd, &resp, sizeof resp, deadline, &err) != IoStatus::kOk) return;
+  // A WRITE's payload may follow: read it away until the peer closes (it does on this status), so
+  // our close sends no reset that could destroy the reply before the peer read it.
+  ::shutdown(fd, SHUT_WR);
+  char sink[4096];
+  size_t got = 0;
+  while (RecvSomeBy(fd, sink, sizeof sink, deadline, &got, &err) == IoStatus::kOk) {
   }
 }
 
@@ -86,6 +120,12 @@ bool TcpServer::ServeRequest(int fd, std::vector<char>* scratch) {
   for (;;) {
     // Checked as soon as it is in: an old (v1) peer's shorter header must not wait for more bytes.
     if (got >= sizeof req.magic && req.magic != kRequestMagic) {
+      if (req.magic == kAuthHelloMagic && !auth_.enabled()) {
+        // A peer with the cluster secret: tell it this engine has none (no byte of it is served).
+        SendAuthRefusal(fd, kTcpAuthWire, deadline);
+        CountAuthRefusal(auth_, kTcpAuthWire, "from " + SocketPeerText(fd), "it asks for authentication and this engine has no authSecret");
+        return false;
+      }
       EngineCounters::Bump(counters_->bad_requests);
       return false;
     }

@@ -3,12 +3,15 @@
 // RegionTable's short lock after the range, incarnation and fence checks, and the thread then
 // recv()s straight into (WRITE) or send()s straight from (READ) the region holding no lock.
 // Every request must finish within ioTimeoutMs of its first byte, and a connection with no
-// request for idleTimeoutMs is closed.
+// request for idleTimeoutMs is closed. With the cluster secret, a connection first passes the
+// handshake (auth_handshake.h) on its own thread; a peer without the secret is answered
+// UNAUTHENTICATED and closed, and so is a peer asking for the handshake of an engine without one.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "auth_handshake.h"
 #include "connection_gate.h"
 #include "connection_listener.h"
 #include "region_table.h"
@@ -24,7 +27,7 @@ struct ServeLimits {
 
 class TcpServer {
  public:
-  TcpServer(RegionTable* regions, SocketTuning tuning, ServeLimits limits, ConnectionGate* gate);
+  TcpServer(RegionTable* regions, SocketTuning tuning, ServeLimits limits, ConnectionGate* gate, AuthConfig auth);
   // Binds the first free port in [min_port, max_port], trying from min_port + start_offset and
   // wrapping. Returns the bound port. Throws NativeError CONNECTION_FAILED.
   int Start(const std::string& host, int min_port, int max_port, int start_offset);
@@ -32,6 +35,10 @@ class TcpServer {
 
  private:
   void Serve(int fd);
+  // The handshake on a fresh connection; false when it must close (refused, counted, logged).
+  bool Authenticate(int fd);
+  // A peer without the secret sent a request (its magic already read): answer it UNAUTHENTICATED.
+  void RefuseRequest(int fd, uint32_t magic);
   // One request; false when the connection must close.
   bool ServeRequest(int fd, std::vector<char>* scratch);
   // A request cut off by its deadline is counted (the connection then closes).
@@ -41,6 +48,7 @@ class TcpServer {
   SocketTuning tuning_;  // its timeout (SO_RCVTIMEO) is how often a blocked read checks its deadline
   ServeLimits limits_;
   EngineCounters* counters_;
+  AuthConfig auth_;  // its engine label is set by Start, before the first connection
   ConnectionListener listener_{[this](int fd) { Serve(fd); }, [this](int fd) { TuneSocket(fd, tuning_); }};
 };
 

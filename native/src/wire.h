@@ -12,6 +12,9 @@ namespace kvstore {
 constexpr uint32_t kRequestMagicV1 = 0x4B565251;  // "KVRQ": the old format, refused
 constexpr uint32_t kRequestMagic = 0x3252564B;    // "KVR2"
 constexpr uint32_t kResponseMagic = 0x3250564B;   // "KVP2"
+// With the cluster secret, a client opens each connection with this instead of a request
+// (auth_handshake.h): "KVA1".
+constexpr uint32_t kAuthHelloMagic = 0x3141564B;
 constexpr uint64_t kMaxChunkOnWire = 1ull << 30;  // larger requests are protocol errors
 
 enum class WireOp : uint16_t { kRead = 1, kWrite = 2 };
@@ -22,6 +25,7 @@ enum class WireStatus : int32_t {
   kBadRequest = 2,  // the chunk lies outside its own op range
   kStale = 3,       // the region's incarnation is not the one the request expects
   kFenced = 4,      // the region's write fence refuses the WRITE's generation
+  kUnauthenticated = 5,  // the peer needs the cluster secret's handshake first (or has no secret): closed
 };
 
 #pragma pack(push, 1)

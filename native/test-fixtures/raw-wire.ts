@@ -1,6 +1,8 @@
 // Test helper: the engine's TCP wire format (native/src/wire.h, version 2) spoken by hand over a
 // raw node:net socket, to play peers the engine must survive: slow, half-sent, old, garbage.
+import { randomBytes } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
+import { proof, TCP_HELLO } from './auth-wire.js';
 
 export const REQUEST_MAGIC = 0x3252564b; // "KVR2"
 export const REQUEST_MAGIC_V1 = 0x4b565251; // "KVRQ", the old format
@@ -42,7 +44,11 @@ export interface RawConn {
   response(): Promise<number>;
 }
 
-export async function rawConnect(endpoint: string, localAddress?: string): Promise<RawConn> {
+/**
+ * A raw connection; with `secret` (the engine's authSecret) it first passes the engine's
+ * handshake (interface transfer-tcp, test-fixtures/auth-wire.ts) and throws when refused.
+ */
+export async function rawConnect(endpoint: string, localAddress?: string, secret?: Buffer): Promise<RawConn> {
   const i = endpoint.lastIndexOf(':');
   const sock = connect({ host: endpoint.slice(0, i), port: Number(endpoint.slice(i + 1)), localAddress });
   await new Promise<void>((res, rej) => {
@@ -64,6 +70,20 @@ export async function rawConnect(endpoint: string, localAddress?: string): Promi
       res();
     }),
   );
+  if (secret) {
+    const take = async (n: number) => {
+      while (buffered.length < n && !closedFlag) await new Promise<void>((res) => (wake = res));
+      if (buffered.length < n) throw new Error(`engine ${endpoint} closed the connection during the handshake`);
+      const out = buffered.subarray(0, n);
+      buffered = buffered.subarray(n);
+      return out;
+    };
+    sock.write(Buffer.from(Uint32Array.of(TCP_HELLO).buffer));
+    const ns = await take(32);
+    const nc = randomBytes(32);
+    sock.write(Buffer.concat([nc, proof(secret, 'client', 'transfer-tcp', ns, nc)]));
+    if (!(await take(32)).equals(proof(secret, 'server', 'transfer-tcp', ns, nc))) throw new Error(`engine ${endpoint} did not prove the secret`);
+  }
   return {
     sock,
     closed,

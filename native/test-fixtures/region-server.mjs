@@ -14,7 +14,8 @@
 //       -> {"ok":true} or {"error":code,"message":s} (offset: into this peer's own region)
 //   {"cmd":"stats"} -> engine.stats()      {"cmd":"ping"} -> {"ok":true}
 //   {"cmd":"timer"} -> {"ok":true} from a 10 ms setTimeout (the event loop's timers fire)
-// Usage: node region-server.mjs <size> <seed> [engineOptionsJson (+ "regionKind": memfd|anonymous)]
+// Usage: node region-server.mjs <size> <seed> [engineOptionsJson (+ "regionKind": memfd|anonymous,
+//        "authSecretHex": the engine's authSecret as hex)]
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -27,7 +28,8 @@ const native = createRequire(import.meta.url)(process.env.KVSTORE_NATIVE_ADDON ?
 
 const size = Number(process.argv[2]);
 const seed = Number(process.argv[3]) >>> 0;
-const { regionKind = 'memfd', ...engineOptions } = JSON.parse(process.argv[4] ?? '{}');
+const { regionKind = 'memfd', authSecretHex, ...engineOptions } = JSON.parse(process.argv[4] ?? '{}');
+if (authSecretHex !== undefined) engineOptions.authSecret = Buffer.from(authSecretHex, 'hex');
 
 export function fillPattern(bytes, seedValue) {
   // xorshift32 words: cheap, deterministic, and differs at every offset.
