@@ -266,7 +266,7 @@ export class Client implements StoreClient {
     const native = await loadNative();
     const range = settings.enginePort !== undefined ? { min: settings.enginePort, max: settings.enginePort } : native.clientPortRange(env);
     // authSecret: the engine's own handshake with its peers (transfer-tcp, transfer-shm)
-    const engineOptions: TransferEngineOptions & { authSecret?: Buffer } = {
+    const engineOptions: TransferEngineOptions = {
       host: settings.host,
       minPort: range.min,
       maxPort: range.max,
