@@ -1,5 +1,8 @@
 // HTTP metadata backend: `http://host:port/metadata`, e.g. the master's embedded metadata server.
-// GET/PUT/DELETE <url>?key=K; GET answers 404 for an unknown key.
+// GET/PUT/DELETE <url>?key=K; GET answers 404 for an unknown key. Over HTTPS with the client TLS
+// settings (STORE_TLS_CA_FILE: an http:// URL is then called as https://, common/tls-fetch.ts).
+import { clientTlsFromEnv, controlFetch } from '../../common/tls-fetch.js';
+import type { TlsMaterial } from '../../common/tls-material.js';
 import { parseDescriptor, segmentKey, type MetadataStore, type SegmentDescriptor } from './metadata-store.js';
 
 export class HttpMetadataStore implements MetadataStore {
@@ -9,6 +12,7 @@ export class HttpMetadataStore implements MetadataStore {
   constructor(
     url: string,
     private readonly timeoutMs = 5000,
+    private readonly tls: TlsMaterial | undefined = clientTlsFromEnv(),
   ) {
     this.base = new URL(url);
     if (this.base.protocol !== 'http:' && this.base.protocol !== 'https:') {
@@ -24,14 +28,19 @@ export class HttpMetadataStore implements MetadataStore {
 
   private async call(method: string, key: string, body?: string): Promise<Response> {
     try {
-      return await fetch(this.url(key), {
-        method,
-        body,
-        headers: body === undefined ? undefined : { 'content-type': 'application/json' },
-        signal: AbortSignal.timeout(this.timeoutMs),
-      });
+      return await controlFetch(
+        this.url(key),
+        {
+          method,
+          body,
+          headers: body === undefined ? undefined : { 'content-type': 'application/json' },
+          signal: AbortSignal.timeout(this.timeoutMs),
+        },
+        this.tls,
+      );
     } catch (e) {
-      throw new Error(`metadata server ${this.base.origin} unreachable (${method} ${key})`, { cause: e });
+      const why = (e as Error & { cause?: Error }).cause?.message;
+      throw new Error(`metadata server ${this.base.origin} unreachable (${method} ${key})${why ? `: ${why}` : ''}`, { cause: e });
     }
   }
 
