@@ -348,8 +348,8 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
 
   const ready = [`rpc=${joinHostPort(host, rpcPort)}`, `metrics=${joinHostPort(host, metricsPort)}`];
-  if (tls) ready.push(`tls=${tls.ca ? 'mtls' : 'on'}`);
   if (metadata) ready.push(`metadata=${tls ? 'https' : 'http'}://${joinHostPort(flags.http_metadata_server_host, metadataPort)}/metadata`);
+  if (tls) ready.push(`tls=${tls.ca ? 'mtls' : 'on'}`);
   log.info(`store_master listening: ${ready.join(' ')} view_version=${viewVersion}`);
   if (flags.log_dir && !flags.logtostderr) process.stderr.write(`store_master listening: ${ready.join(' ')}\n`);
 }

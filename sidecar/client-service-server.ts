@@ -5,7 +5,8 @@
 // other languages. One DummySession per channel connection holds its shared regions; they are
 // released when the connection ends. gRPC calls share one session that refuses regions. The Unix
 // socket admits only peers of an allowed uid (SO_PEERCRED, common/peer-uids.ts): the file's mode
-// alone depends on the shared directory's permissions.
+// alone depends on the shared directory's permissions. With --tls_cert, gRPC on the TCP port is
+// TLS only (plain gRPC refused); KVD1 stays plain TCP (docs/threat-model.md).
 import { createServer, type Server, type Socket } from 'node:net';
 import { existsSync, unlinkSync } from 'node:fs';
 import { connect as netConnect } from 'node:net';
@@ -21,6 +22,8 @@ import type { Logger } from '../common/logger.js';
 import { peerRefusal, peerUidAllowed, type PeerCredentials } from '../common/peer-uids.js';
 import type { ClientService } from './client-service.js';
 import { DummySession, type SessionHost } from './dummy-session.js';
+import type { TlsMaterial } from '../common/tls-material.js';
+import { startsTls, TlsTerminator } from '../common/tls-server.js';
 
 export const DUMMY_CHANNEL_MAGIC = Buffer.from('KVD1', 'latin1');
 const HTTP2_PREFACE = Buffer.from('PRI ', 'latin1');
@@ -46,6 +49,8 @@ export interface ClientServiceServerOptions {
   peerUids: readonly number[];
   /** SO_PEERCRED of a Unix socket connection (native peerCredentials). */
   peerCredentials: (socket: Socket) => PeerCredentials | null;
+  /** gRPC on the TCP port over TLS only (--tls_cert/--tls_key; --tls_ca: mTLS). */
+  tls?: TlsMaterial;
 }
 
 /** One KVD1 connection: frames in, handler replies out (in completion order). */
@@ -123,6 +128,7 @@ export class ClientServiceServer {
   private socketPath = '';
   private boundPort = 0;
   private service: ClientService | undefined;
+  private readonly tls: TlsTerminator | undefined;
 
   /** Listens at once; calls are answered UNAVAILABLE_IN_CURRENT_STATUS until serve() names the service. */
   constructor(
@@ -132,6 +138,18 @@ export class ClientServiceServer {
     this.tcp = createServer({ noDelay: true }, (s) => this.onConnection(s, `${s.remoteAddress}:${s.remotePort}`));
     this.grpcSession = new DummySession(host, 'grpc', false);
     ({ server: this.grpcServer, injector: this.injector } = this.createGrpc());
+    if (opts.tls) {
+      this.tls = new TlsTerminator(opts.tls, {
+        alpn: ['h2'],
+        secure: (s) => this.injector.injectConnection(s),
+        refused: (why, peer) => opts.log.warn(`dummy-client gRPC connection from ${peer} refused: ${why}`),
+      });
+    }
+  }
+
+  /** New TLS material for connections accepted from now on. */
+  reloadTls(m: TlsMaterial): void {
+    this.tls?.reload(m);
   }
 
   /** Binds the TCP port and the Unix socket; resolves with both. */
@@ -272,6 +290,11 @@ export class ClientServiceServer {
         const rest = head.subarray(4);
         if (rest.length > 0) conn.onData(rest);
         socket.resume();
+      } else if (this.tls && startsTls(head)) {
+        this.tls.accept(socket, head);
+      } else if (this.tls && magic.equals(HTTP2_PREFACE)) {
+        this.opts.log.warn(`dummy client ${peer}: plain gRPC on a TLS port refused: --rpc_port serves gRPC over TLS only (--tls_cert); the client needs the cluster CA (STORE_TLS_CA_FILE)`);
+        socket.destroy();
       } else if (magic.equals(HTTP2_PREFACE)) {
         socket.unshift(head);
         this.injector.injectConnection(socket);

@@ -83,6 +83,9 @@ const specs: FlagSpec[] = [
     unit: 'ms',
     help: "the master's read lease (its --default_kv_lease_ttl): how long memory outlives a segment's final unmount, so reads granted before it can finish",
   },
+  { name: 'tls_cert', kind: 'string', default: '', help: 'PEM certificate: the HTTP port (REST API) and gRPC on --rpc_port then speak TLS only (KVD1 stays plain TCP); re-read when the file changes' },
+  { name: 'tls_key', kind: 'string', default: '', help: 'PEM private key of --tls_cert' },
+  { name: 'tls_ca', kind: 'string', default: '', help: 'PEM CA bundle: with it the TLS interfaces require client certificates signed by it (mTLS)' },
   ...loggingFlags,
 ];
 
@@ -120,6 +123,8 @@ export interface StoreServiceConfig {
   shutdownGraceSeconds: number;
   /** The master's read lease TTL (ms). */
   leaseTtlMs: number;
+  /** --tls_cert/--tls_key/--tls_ca as given ('' when not). */
+  tls: { cert: string; key: string; ca: string };
   values: Record<string, FlagValue>;
 }
 
@@ -198,6 +203,7 @@ export function parseStoreServiceArgs(
     maxSegmentSize: maxSeg,
     shutdownGraceSeconds: v.shutdown_grace_seconds as number,
     leaseTtlMs: v.default_kv_lease_ttl as number,
+    tls: { cert: v.tls_cert as string, key: v.tls_key as string, ca: v.tls_ca as string },
     values: v,
   };
 }
