@@ -1,7 +1,9 @@
 // HTTP calls of the `store` CLI (the master's admin endpoints, a store service's REST API) with a
 // timeout, and their failures as CLI errors: no answer -> UnreachableError (exit 3), 404 ->
 // NotFoundError (exit 1), another refusal -> CliError exit 4 with the server's one-line reason.
+// With STORE_TLS_CA_FILE the calls go over HTTPS (common/tls-fetch.ts).
 import { CliError, ExitCode, NotFoundError, UnreachableError } from './cli-errors.js';
+import { controlFetch } from '../common/tls-fetch.js';
 
 export interface HttpOptions {
   timeoutMs: number;
@@ -16,7 +18,7 @@ export interface HttpOptions {
 export async function request(url: string, o: HttpOptions): Promise<Response> {
   const signal = AbortSignal.timeout(o.timeoutMs);
   try {
-    return await fetch(url, {
+    return await controlFetch(url, {
       method: o.method ?? 'GET',
       signal,
       ...(o.json === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(o.json) }),

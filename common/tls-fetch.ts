@@ -35,9 +35,14 @@ export class TlsConnectError extends Error {
 
 function explain(e: NodeJS.ErrnoException, origin: string): Error {
   const code = e.code ?? '';
-  if (NOT_TLS.has(code)) return new TlsConnectError(code, `${origin} did not complete a TLS handshake (${code}): is it started with --tls_cert? (unset STORE_TLS_CA_FILE for a plain server)`, { cause: e });
+  if (NOT_TLS.has(code))
+    return new TlsConnectError(code, `${origin} did not complete a TLS handshake (${code}): is it started with --tls_cert? (unset STORE_TLS_CA_FILE for a plain server)`, {
+      cause: e,
+    });
   if (code.startsWith('ERR_TLS_') || code.includes('CERT') || code.includes('SIGNATURE') || code.startsWith('ERR_SSL_')) {
-    return new TlsConnectError(code, `${origin}: TLS refused: ${e.message} (${code}; the CA is STORE_TLS_CA_FILE, the client certificate STORE_TLS_CERT_FILE/STORE_TLS_KEY_FILE)`, { cause: e });
+    return new TlsConnectError(code, `${origin}: TLS refused: ${e.message} (${code}; the CA is STORE_TLS_CA_FILE, the client certificate STORE_TLS_CERT_FILE/STORE_TLS_KEY_FILE)`, {
+      cause: e,
+    });
   }
   return e;
 }
@@ -54,7 +59,8 @@ export async function controlFetch(url: string, init: RequestInit = {}, tls: Tls
   const u = new URL(target);
   const headers: Record<string, string> = {};
   new Headers(init.headers).forEach((v, k) => (headers[k] = v));
-  const body = init.body === undefined || init.body === null ? undefined : typeof init.body === 'string' ? Buffer.from(init.body) : Buffer.from(await new Response(init.body).arrayBuffer());
+  const body =
+    init.body === undefined || init.body === null ? undefined : typeof init.body === 'string' ? Buffer.from(init.body) : Buffer.from(await new Response(init.body).arrayBuffer());
   if (body) headers['content-length'] = String(body.length);
   const opts: RequestOptions = { method: init.method ?? 'GET', headers, ca: tls.ca, cert: tls.cert, key: tls.key, signal: init.signal ?? undefined, agent: false };
   return new Promise<Response>((resolve, reject) => {

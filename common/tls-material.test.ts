@@ -61,7 +61,9 @@ describe('client settings', () => {
   it('come from STORE_TLS_* and name them in errors', () => {
     expect(clientTlsPathsFromEnv({})).toBeUndefined();
     const paths = clientTlsPathsFromEnv({ STORE_TLS_CA_FILE: c.ca, STORE_TLS_CERT_FILE: c.clientCert })!;
-    expect(fails(() => loadTlsMaterial(paths)).message).toBe('STORE_TLS_CERT_FILE is set but STORE_TLS_KEY_FILE is not: a certificate needs its private key (give both or neither)');
+    expect(fails(() => loadTlsMaterial(paths)).message).toBe(
+      'STORE_TLS_CERT_FILE is set but STORE_TLS_KEY_FILE is not: a certificate needs its private key (give both or neither)',
+    );
     expect(loadTlsMaterial(clientTlsPathsFromEnv({ STORE_TLS_CA_FILE: c.ca })!).ca).toBeDefined();
   });
 });

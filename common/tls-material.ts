@@ -101,7 +101,10 @@ export function loadServerTls(paths: TlsPaths, read?: ReadFile): TlsMaterial | u
   const has = (s: string | undefined) => s !== undefined && s !== '';
   if (!has(paths.cert) && !has(paths.key) && !has(paths.ca)) return undefined;
   if (has(paths.ca) && !has(paths.cert)) {
-    throw new TlsConfigError(SERVER_FLAG_NAMES.ca, `${SERVER_FLAG_NAMES.ca} (verify client certificates) needs ${SERVER_FLAG_NAMES.cert} and ${SERVER_FLAG_NAMES.key}: a server verifies clients only over TLS`);
+    throw new TlsConfigError(
+      SERVER_FLAG_NAMES.ca,
+      `${SERVER_FLAG_NAMES.ca} (verify client certificates) needs ${SERVER_FLAG_NAMES.cert} and ${SERVER_FLAG_NAMES.key}: a server verifies clients only over TLS`,
+    );
   }
   return loadTlsMaterial({ ...paths, names: paths.names ?? SERVER_FLAG_NAMES }, read);
 }

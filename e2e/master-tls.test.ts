@@ -25,7 +25,7 @@ const CLIENT = '6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b';
 
 function ping(address: string, creds: grpc.ChannelCredentials): Promise<{ status_code: number }> {
   const def = protoLoader.loadSync(masterProtoPath(), { keepCase: true, longs: Number, enums: Number, defaults: true, oneofs: true });
-  const pkg = grpc.loadPackageDefinition(def) as any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  const pkg = grpc.loadPackageDefinition(def) as any;
   const client = new pkg.store.MasterService(address, creds);
   return new Promise<{ status_code: number }>((res, rej) => {
     client.Ping({ client_id: CLIENT }, { deadline: Date.now() + 10_000 }, (e: Error | null, r: { status_code: number }) => (e ? rej(e) : res(r)));
@@ -38,7 +38,13 @@ describe('store_master with TLS', () => {
   let m: MasterProcess;
   let metadataUrl: string;
   beforeAll(async () => {
-    m = await startMaster([`--tls_cert=${c.serverCert}`, `--tls_key=${c.serverKey}`, '--enable_http_metadata_server', '--http_metadata_server_host=127.0.0.1', '--http_metadata_server_port=0']);
+    m = await startMaster([
+      `--tls_cert=${c.serverCert}`,
+      `--tls_key=${c.serverKey}`,
+      '--enable_http_metadata_server',
+      '--http_metadata_server_host=127.0.0.1',
+      '--http_metadata_server_port=0',
+    ]);
     metadataUrl = /metadata=(\S+)/.exec(m.stderr())![1];
   });
   afterAll(async () => {

@@ -147,6 +147,7 @@ describe('StoreCluster', () => {
       roles: (await must('GET', `/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles${sel}`)).items,
       rolebindings: (await must('GET', `/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings${sel}`)).items,
       pdbs: (await must('GET', `/apis/policy/v1/namespaces/default/poddisruptionbudgets${sel}`)).items,
+      secrets: (await must('GET', `${NS}/secrets${sel}`)).items,
     };
     expect(
       Object.entries(lists)
@@ -156,6 +157,10 @@ describe('StoreCluster', () => {
     const notOwned = Object.entries(lists).flatMap(([kind, items]) => items.filter((o: Obj) => !ownedBy(o, cluster)).map((o: Obj) => `${kind}/${o.metadata.name}`));
     expect(notOwned).toEqual([]);
     expect(lists.services.some((s: Obj) => s.spec.clusterIP === 'None')).toBe(true);
+    // The cluster secret: 32 random bytes as hex, mounted into the masters with the env naming it.
+    expect(lists.secrets.map((s: Obj) => s.metadata.name)).toEqual(['kvcache-cluster-secret']);
+    expect(Buffer.from(lists.secrets[0].data.secret, 'base64').toString()).toMatch(/^[0-9a-f]{64}$/);
+    expect(sts.spec.template.spec.containers[0].env).toContainEqual({ name: 'STORE_CLUSTER_SECRET_FILE', value: '/var/run/store/cluster-secret/secret' });
     const role = lists.roles[0];
     expect(role.rules.some((r: Obj) => (r.apiGroups ?? []).includes('coordination.k8s.io') && (r.resources ?? []).includes('leases'))).toBe(true);
     // Leader election of the operator itself runs on a Lease in this API server.
@@ -190,12 +195,14 @@ describe('sidecar injection webhook', () => {
     expect(mwc.webhooks[0].clientConfig.caBundle).toEqual(expect.any(String));
     const pod = await must('POST', `${NS}/pods`, example('inference-pod.yaml'));
     const sidecar = (pod.spec.initContainers ?? []).find((c: Obj) => c.name === 'store-sidecar');
-    expect(sidecar).toMatchObject({ restartPolicy: 'Always', volumeMounts: [{ name: 'store-shm', mountPath: '/store-shm' }] });
+    const secretMount = { name: 'store-cluster-secret', mountPath: '/var/run/store/cluster-secret', readOnly: true };
+    expect(sidecar).toMatchObject({ restartPolicy: 'Always', volumeMounts: [{ name: 'store-shm', mountPath: '/store-shm' }, secretMount] });
     expect(sidecar.args).toEqual(expect.arrayContaining(['--global_segment_size=17179869184', '--protocol=tcp']));
     expect(pod.spec.volumes).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'store-shm', emptyDir: expect.objectContaining({ medium: 'Memory' }) })]));
     const engine = pod.spec.containers.find((c: Obj) => c.name === 'engine');
     expect(engine.env.map((e: Obj) => e.name)).toEqual(expect.arrayContaining(['STORE_SIDECAR_ADDRESS', 'STORE_SHM_DIR', 'STORE_MASTER_ADDRESS']));
-    expect(engine.volumeMounts).toEqual([{ name: 'store-shm', mountPath: '/store-shm' }]);
+    expect(engine.volumeMounts).toEqual([{ name: 'store-shm', mountPath: '/store-shm' }, secretMount]);
+    expect(engine.env).toContainEqual({ name: 'STORE_CLUSTER_SECRET_FILE', value: '/var/run/store/cluster-secret/secret' });
     expect(pod.metadata.annotations['store.kvcache.io/injected']).toEqual(expect.any(String));
   });
 
@@ -294,6 +301,7 @@ describe('deletion', () => {
       `${NS}/services`,
       `${NS}/configmaps`,
       `${NS}/serviceaccounts`,
+      `${NS}/secrets`,
       '/apis/apps/v1/namespaces/default/statefulsets',
       '/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles',
       '/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings',

@@ -33,7 +33,9 @@ function dummyStub(creds: grpc.ChannelCredentials) {
   const stub = new Ctor.ClientService(svc.rpc, creds);
   const call = (name: string, req: object) =>
     new Promise<Record<string, unknown>>((resolve, reject) =>
-      (stub[name] as (...args: unknown[]) => void).call(stub, req, { deadline: Date.now() + 10_000 }, (e: Error | null, r: Record<string, unknown>) => (e ? reject(e) : resolve(r))),
+      (stub[name] as (...args: unknown[]) => void).call(stub, req, { deadline: Date.now() + 10_000 }, (e: Error | null, r: Record<string, unknown>) =>
+        e ? reject(e) : resolve(r),
+      ),
     );
   return { call, close: () => stub.close() };
 }

@@ -293,7 +293,9 @@ export class ClientServiceServer {
       } else if (this.tls && startsTls(head)) {
         this.tls.accept(socket, head);
       } else if (this.tls && magic.equals(HTTP2_PREFACE)) {
-        this.opts.log.warn(`dummy client ${peer}: plain gRPC on a TLS port refused: --rpc_port serves gRPC over TLS only (--tls_cert); the client needs the cluster CA (STORE_TLS_CA_FILE)`);
+        this.opts.log.warn(
+          `dummy client ${peer}: plain gRPC on a TLS port refused: --rpc_port serves gRPC over TLS only (--tls_cert); the client needs the cluster CA (STORE_TLS_CA_FILE)`,
+        );
         socket.destroy();
       } else if (magic.equals(HTTP2_PREFACE)) {
         socket.unshift(head);

@@ -2,6 +2,7 @@
 // metadata server) and N store_service processes, all on free ports. Used by the main job
 // (scripts/run.ts), the transfer benchmark and the e2e tests. Readiness is awaited from the
 // processes' own "listening"/"ready" lines, never by sleeping; stop() ends only what it started.
+import { controlFetch } from '../common/tls-fetch.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -199,7 +200,7 @@ export class LocalCluster {
 
   /** GET on the master's management port, e.g. "/get_all_segments". */
   async admin(path: string): Promise<string> {
-    const res = await fetch(`http://${this.master.metrics}${path}`);
+    const res = await controlFetch(`http://${this.master.metrics}${path}`);
     return res.text();
   }
 

@@ -83,7 +83,12 @@ const specs: FlagSpec[] = [
     unit: 'ms',
     help: "the master's read lease (its --default_kv_lease_ttl): how long memory outlives a segment's final unmount, so reads granted before it can finish",
   },
-  { name: 'tls_cert', kind: 'string', default: '', help: 'PEM certificate: the HTTP port (REST API) and gRPC on --rpc_port then speak TLS only (KVD1 stays plain TCP); re-read when the file changes' },
+  {
+    name: 'tls_cert',
+    kind: 'string',
+    default: '',
+    help: 'PEM certificate: the HTTP port (REST API) and gRPC on --rpc_port then speak TLS only (KVD1 stays plain TCP); re-read when the file changes',
+  },
   { name: 'tls_key', kind: 'string', default: '', help: 'PEM private key of --tls_cert' },
   { name: 'tls_ca', kind: 'string', default: '', help: 'PEM CA bundle: with it the TLS interfaces require client certificates signed by it (mTLS)' },
   ...loggingFlags,
