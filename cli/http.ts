@@ -4,6 +4,7 @@
 // With STORE_TLS_CA_FILE the calls go over HTTPS (common/tls-fetch.ts).
 import { CliError, ExitCode, NotFoundError, UnreachableError } from './cli-errors.js';
 import { controlFetch } from '../common/tls-fetch.js';
+import { TlsConfigError } from '../common/tls-material.js';
 
 export interface HttpOptions {
   timeoutMs: number;
@@ -24,6 +25,7 @@ export async function request(url: string, o: HttpOptions): Promise<Response> {
       ...(o.json === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(o.json) }),
     });
   } catch (e) {
+    if (e instanceof TlsConfigError) throw new CliError(ExitCode.USAGE, e.message, { cause: e });
     const err = e as Error & { cause?: { code?: string; message?: string } };
     const why = err.name === 'TimeoutError' ? `no answer within ${o.timeoutMs} ms` : (err.cause?.code ?? err.cause?.message ?? err.message);
     throw new UnreachableError(`cannot reach the ${o.peer} at ${new URL(url).origin}: ${why}`, { cause: e });
