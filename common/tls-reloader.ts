@@ -4,6 +4,7 @@
 // key of another certificate) is logged and skipped: the server keeps serving the last good one.
 // Polling rather than fs.watch: a Secret volume swaps a symlinked directory, which inotify on the
 // file does not report, and polling three small files once every few seconds costs nothing.
+import { readFileSync } from 'node:fs';
 import { every, type Cancel, type Clock } from './clock.js';
 import { loadServerTls, sameMaterial, type ReadFile, type TlsMaterial, type TlsPaths } from './tls-material.js';
 
@@ -42,8 +43,20 @@ export class TlsReloader {
     this.cancel = undefined;
   }
 
+  /** Whether the files still hold the bytes in use (read only: parsing and checking cost 100 times more). */
+  private unchanged(): boolean {
+    const read = this.o.read ?? ((p: string) => readFileSync(p));
+    const same = (path: string | undefined, bytes: Buffer | undefined) => (path ? bytes !== undefined && read(path).equals(bytes) : bytes === undefined);
+    try {
+      return same(this.o.paths.cert, this.current.cert) && same(this.o.paths.key, this.current.key) && same(this.o.paths.ca, this.current.ca);
+    } catch {
+      return false; // unreadable now: the full load below says why
+    }
+  }
+
   /** One look at the files; true when new material was applied. */
   check(): boolean {
+    if (this.lastError === '' && this.unchanged()) return false;
     let next: TlsMaterial | undefined;
     try {
       next = loadServerTls(this.o.paths, this.o.read);
