@@ -274,6 +274,24 @@ describe('StoreSegment', () => {
   });
 });
 
+describe('spec.tls', () => {
+  test('the API server checks it; the masters get --tls_* from the mounted Secret and probe over HTTPS; the cluster secret is made', async () => {
+    const base = { apiVersion: 'store.kvcache.io/v1alpha1', kind: 'StoreCluster', metadata: { name: 'kvtls', namespace: 'default' } };
+    const bad = await call('POST', `${STORE}/storeclusters`, { ...base, spec: { tls: { clientCertificates: true } } });
+    expect(bad.status).toBe(422);
+    expect(JSON.stringify(bad.body)).toContain('secretName');
+    const sc = await must('POST', `${STORE}/storeclusters`, { ...base, spec: { tls: { secretName: 'kvtls-tls' } } });
+    const sts = await waitForObject(server.url, '/apis/apps/v1/namespaces/default/statefulsets', (o) => o.metadata.name === 'kvtls-master');
+    const c = sts.spec.template.spec.containers[0];
+    expect(c.args).toEqual(expect.arrayContaining(['--tls_cert=/var/run/store/tls/tls.crt', '--tls_key=/var/run/store/tls/tls.key']));
+    expect(c.readinessProbe.httpGet).toMatchObject({ path: '/health', scheme: 'HTTPS' });
+    expect(sts.spec.template.spec.volumes).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'store-tls', secret: expect.objectContaining({ secretName: 'kvtls-tls' }) })]));
+    const secret = await waitForObject(server.url, `${NS}/secrets`, (o) => o.metadata.name === 'kvtls-cluster-secret');
+    expect(ownedBy(secret, sc)).toBe(true);
+    await must('DELETE', `${STORE}/storeclusters/kvtls`);
+  });
+});
+
 describe('watch expiry', () => {
   test('after its watches end and the history is compacted (410), the operator re-lists and still converges', async () => {
     server.store.compact();
