@@ -285,7 +285,9 @@ describe('spec.tls', () => {
     const c = sts.spec.template.spec.containers[0];
     expect(c.args).toEqual(expect.arrayContaining(['--tls_cert=/var/run/store/tls/tls.crt', '--tls_key=/var/run/store/tls/tls.key']));
     expect(c.readinessProbe.httpGet).toMatchObject({ path: '/health', scheme: 'HTTPS' });
-    expect(sts.spec.template.spec.volumes).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'store-tls', secret: expect.objectContaining({ secretName: 'kvtls-tls' }) })]));
+    expect(sts.spec.template.spec.volumes).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'store-tls', secret: expect.objectContaining({ secretName: 'kvtls-tls' }) })]),
+    );
     const secret = await waitForObject(server.url, `${NS}/secrets`, (o) => o.metadata.name === 'kvtls-cluster-secret');
     expect(ownedBy(secret, sc)).toBe(true);
     await must('DELETE', `${STORE}/storeclusters/kvtls`);
