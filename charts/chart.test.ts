@@ -66,7 +66,8 @@ describe('charts/store', () => {
     const role = byKind(objs, 'ClusterRole').find((r) => r.metadata.name === 'store-operator');
     const verbs = role.rules.flatMap((r: any) => r.verbs);
     expect(verbs).not.toContain('*');
-    expect(role.rules.flatMap((r: any) => r.resources)).not.toContain('secrets');
+    // secrets: only get and create (the cluster secret made when absent, spec.tls's ca.crt read), never list/update
+    expect(role.rules.filter((r: any) => r.resources.includes('secrets'))).toEqual([{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'create'] }]);
     expect(byKind(objs, 'ClusterRole').find((r) => r.metadata.name === 'store-operator-webhook').rules).toEqual([
       { apiGroups: ['admissionregistration.k8s.io'], resources: ['mutatingwebhookconfigurations'], resourceNames: ['store-operator'], verbs: ['get', 'patch'] },
     ]);
@@ -86,6 +87,23 @@ describe('charts/store', () => {
         .sort(),
     ).toEqual(['ml', 'store-system']);
     expect(byKind(objs, 'ServiceMonitor')[0].spec.endpoints[0].port).toBe('metrics');
+  });
+
+  it("issues each listed cluster's TLS certificate with cert-manager: a CA of its own, server and client auth, the master Services' names", () => {
+    expect(byKind(docs(template()), 'Certificate')).toEqual([]);
+    const objs = docs(template('clusterTls.certManager.enabled=true', 'clusterTls.certManager.clusters[0].name=kv', 'clusterTls.certManager.clusters[0].namespace=ml'));
+    const certs = byKind(objs, 'Certificate');
+    expect(certs.map((c) => `${c.metadata.namespace}/${c.metadata.name}`)).toEqual(['ml/kv-tls-ca', 'ml/kv-tls']);
+    const leaf = certs[1];
+    expect(leaf.spec).toMatchObject({ secretName: 'kv-tls', issuerRef: { name: 'kv-tls-ca', kind: 'Issuer' }, usages: ['server auth', 'client auth', 'digital signature'] });
+    expect(leaf.spec.dnsNames).toEqual(expect.arrayContaining(['kv-master.ml.svc', 'kv-master-metrics.ml.svc', 'kv-master-metadata.ml.svc', '*.kv-master-headless.ml.svc', 'localhost']));
+    expect(byKind(objs, 'Issuer').map((i) => i.metadata.name)).toEqual(['kv-tls-selfsigned', 'kv-tls-ca']);
+    // With an issuer of one's own, only the leaf certificate.
+    const own = docs(template('clusterTls.certManager.enabled=true', 'clusterTls.certManager.clusters[0].name=kv', 'clusterTls.certManager.clusters[0].namespace=ml', 'clusterTls.certManager.issuerRef.name=corp', 'clusterTls.certManager.issuerRef.kind=ClusterIssuer'));
+    expect(byKind(own, 'Certificate').map((c) => c.spec.issuerRef)).toEqual([{ name: 'corp', kind: 'ClusterIssuer' }]);
+    const notes = execFileSync(helm, ['install', 'store', CHART, '--dry-run=client', '--namespace', 'store-system', '--set', 'clusterTls.certManager.enabled=true', '--set', 'clusterTls.certManager.clusters[0].name=kv', '--set', 'clusterTls.certManager.clusters[0].namespace=ml'], { encoding: 'utf8' }).split('NOTES:')[1];
+    expect(notes).toContain('Secret <cluster>-cluster-secret');
+    expect(notes).toContain('ml/kv (Secret kv-tls)');
   });
 
   it('drops the webhook entirely when disabled', () => {

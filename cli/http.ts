@@ -1,8 +1,11 @@
 // HTTP calls of the `store` CLI (the master's admin endpoints, a store service's REST API) with a
 // timeout, and their failures as CLI errors: no answer -> UnreachableError (exit 3), 404 ->
 // NotFoundError (exit 1), another refusal -> CliError exit 4 with the server's one-line reason.
+// With STORE_TLS_CA_FILE the calls go over HTTPS (common/tls-fetch.ts).
 import { AUTH_HEADER, signCall } from '../common/cluster-secret.js';
 import { CliError, ExitCode, NotFoundError, UnreachableError } from './cli-errors.js';
+import { controlFetch } from '../common/tls-fetch.js';
+import { TlsConfigError } from '../common/tls-material.js';
 
 export interface HttpOptions {
   timeoutMs: number;
@@ -26,8 +29,9 @@ export async function request(url: string, o: HttpOptions): Promise<Response> {
     headers[AUTH_HEADER] = signCall(o.secret, method, u.pathname + u.search, body);
   }
   try {
-    return await fetch(url, { method, signal, headers, body });
+    return await controlFetch(url, { method, signal, headers, body });
   } catch (e) {
+    if (e instanceof TlsConfigError) throw new CliError(ExitCode.USAGE, e.message, { cause: e });
     const err = e as Error & { cause?: { code?: string; message?: string } };
     const why = err.name === 'TimeoutError' ? `no answer within ${o.timeoutMs} ms` : (err.cause?.code ?? err.cause?.message ?? err.message);
     throw new UnreachableError(`cannot reach the ${o.peer} at ${new URL(url).origin}: ${why}`, { cause: e });

@@ -147,6 +147,7 @@ describe('StoreCluster', () => {
       roles: (await must('GET', `/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles${sel}`)).items,
       rolebindings: (await must('GET', `/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings${sel}`)).items,
       pdbs: (await must('GET', `/apis/policy/v1/namespaces/default/poddisruptionbudgets${sel}`)).items,
+      secrets: (await must('GET', `${NS}/secrets${sel}`)).items,
     };
     expect(
       Object.entries(lists)
@@ -156,6 +157,10 @@ describe('StoreCluster', () => {
     const notOwned = Object.entries(lists).flatMap(([kind, items]) => items.filter((o: Obj) => !ownedBy(o, cluster)).map((o: Obj) => `${kind}/${o.metadata.name}`));
     expect(notOwned).toEqual([]);
     expect(lists.services.some((s: Obj) => s.spec.clusterIP === 'None')).toBe(true);
+    // The cluster secret: 32 random bytes as hex, mounted into the masters with the env naming it.
+    expect(lists.secrets.map((s: Obj) => s.metadata.name)).toEqual(['kvcache-cluster-secret']);
+    expect(Buffer.from(lists.secrets[0].data.secret, 'base64').toString()).toMatch(/^[0-9a-f]{64}$/);
+    expect(sts.spec.template.spec.containers[0].env).toContainEqual({ name: 'STORE_CLUSTER_SECRET_FILE', value: '/var/run/store/cluster-secret/secret' });
     const role = lists.roles[0];
     expect(role.rules.some((r: Obj) => (r.apiGroups ?? []).includes('coordination.k8s.io') && (r.resources ?? []).includes('leases'))).toBe(true);
     // Leader election of the operator itself runs on a Lease in this API server.
@@ -190,12 +195,14 @@ describe('sidecar injection webhook', () => {
     expect(mwc.webhooks[0].clientConfig.caBundle).toEqual(expect.any(String));
     const pod = await must('POST', `${NS}/pods`, example('inference-pod.yaml'));
     const sidecar = (pod.spec.initContainers ?? []).find((c: Obj) => c.name === 'store-sidecar');
-    expect(sidecar).toMatchObject({ restartPolicy: 'Always', volumeMounts: [{ name: 'store-shm', mountPath: '/store-shm' }] });
+    const secretMount = { name: 'store-cluster-secret', mountPath: '/var/run/store/cluster-secret', readOnly: true };
+    expect(sidecar).toMatchObject({ restartPolicy: 'Always', volumeMounts: [{ name: 'store-shm', mountPath: '/store-shm' }, secretMount] });
     expect(sidecar.args).toEqual(expect.arrayContaining(['--global_segment_size=17179869184', '--protocol=tcp']));
     expect(pod.spec.volumes).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'store-shm', emptyDir: expect.objectContaining({ medium: 'Memory' }) })]));
     const engine = pod.spec.containers.find((c: Obj) => c.name === 'engine');
     expect(engine.env.map((e: Obj) => e.name)).toEqual(expect.arrayContaining(['STORE_SIDECAR_ADDRESS', 'STORE_SHM_DIR', 'STORE_MASTER_ADDRESS']));
-    expect(engine.volumeMounts).toEqual([{ name: 'store-shm', mountPath: '/store-shm' }]);
+    expect(engine.volumeMounts).toEqual([{ name: 'store-shm', mountPath: '/store-shm' }, secretMount]);
+    expect(engine.env).toContainEqual({ name: 'STORE_CLUSTER_SECRET_FILE', value: '/var/run/store/cluster-secret/secret' });
     expect(pod.metadata.annotations['store.kvcache.io/injected']).toEqual(expect.any(String));
   });
 
@@ -267,6 +274,26 @@ describe('StoreSegment', () => {
   });
 });
 
+describe('spec.tls', () => {
+  test('the API server checks it; the masters get --tls_* from the mounted Secret and probe over HTTPS; the cluster secret is made', async () => {
+    const base = { apiVersion: 'store.kvcache.io/v1alpha1', kind: 'StoreCluster', metadata: { name: 'kvtls', namespace: 'default' } };
+    const bad = await call('POST', `${STORE}/storeclusters`, { ...base, spec: { tls: { clientCertificates: true } } });
+    expect(bad.status).toBe(422);
+    expect(JSON.stringify(bad.body)).toContain('secretName');
+    const sc = await must('POST', `${STORE}/storeclusters`, { ...base, spec: { tls: { secretName: 'kvtls-tls' } } });
+    const sts = await waitForObject(server.url, '/apis/apps/v1/namespaces/default/statefulsets', (o) => o.metadata.name === 'kvtls-master');
+    const c = sts.spec.template.spec.containers[0];
+    expect(c.args).toEqual(expect.arrayContaining(['--tls_cert=/var/run/store/tls/tls.crt', '--tls_key=/var/run/store/tls/tls.key']));
+    expect(c.readinessProbe.httpGet).toMatchObject({ path: '/health', scheme: 'HTTPS' });
+    expect(sts.spec.template.spec.volumes).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'store-tls', secret: expect.objectContaining({ secretName: 'kvtls-tls' }) })]),
+    );
+    const secret = await waitForObject(server.url, `${NS}/secrets`, (o) => o.metadata.name === 'kvtls-cluster-secret');
+    expect(ownedBy(secret, sc)).toBe(true);
+    await must('DELETE', `${STORE}/storeclusters/kvtls`);
+  });
+});
+
 describe('watch expiry', () => {
   test('after its watches end and the history is compacted (410), the operator re-lists and still converges', async () => {
     server.store.compact();
@@ -294,6 +321,7 @@ describe('deletion', () => {
       `${NS}/services`,
       `${NS}/configmaps`,
       `${NS}/serviceaccounts`,
+      `${NS}/secrets`,
       '/apis/apps/v1/namespaces/default/statefulsets',
       '/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles',
       '/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings',

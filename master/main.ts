@@ -27,6 +27,10 @@ import { RpcDispatcher } from './rpc-dispatcher.js';
 import { RpcListener } from './rpc-listener.js';
 import { HeapGuard } from './heap-guard.js';
 import { Sweeper } from './sweeper.js';
+import { loadServerTls, TlsConfigError, type TlsMaterial } from '../common/tls-material.js';
+import { TlsReloader } from '../common/tls-reloader.js';
+import { httpOverTls, type TlsTerminator } from '../common/tls-server.js';
+import type { Server as NetServer } from 'node:net';
 import { ChangeFanout } from './state/change-fanout.js';
 import { CommitBarrier } from './state/commit-barrier.js';
 import { Persistence } from './state/persistence.js';
@@ -43,7 +47,7 @@ function exitWithFlagError(e: FlagError): never {
 }
 
 /** Listens; later errors (a failed accept) are logged, never thrown. */
-function listen(server: Server, port: number, host: string, log: Logger): Promise<number> {
+function listen(server: Server | NetServer, port: number, host: string, log: Logger): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -60,9 +64,11 @@ async function main(): Promise<void> {
   let explicit: Set<string>;
   let host: string;
   let log: Logger;
+  let tls: TlsMaterial | undefined;
   try {
     const r = parseMasterFlags(process.argv.slice(2));
     flags = r.flags;
+    tls = loadServerTls({ cert: flags.tls_cert, key: flags.tls_key, ca: flags.tls_ca });
     explicit = r.parsed.explicit;
     host = resolveRpcAddress(flags);
     log = loggerFromFlags('store_master', flags as unknown as Record<string, string | number | boolean>);
@@ -72,6 +78,10 @@ async function main(): Promise<void> {
       process.exit(0);
     }
     if (e instanceof FlagError) exitWithFlagError(e);
+    if (e instanceof TlsConfigError) {
+      process.stderr.write(`store_master: ${e.message}\n`);
+      process.exit(2);
+    }
     throw e;
   }
 
@@ -246,6 +256,7 @@ async function main(): Promise<void> {
       replication: replication ? { magic: REPLICATION_MAGIC, accept: (socket, rest) => replication.accept(socket, rest) } : undefined,
       secret,
       authRefused: metrics.authRefused,
+      tls,
     },
     injector,
     masterMethods,
@@ -267,14 +278,24 @@ async function main(): Promise<void> {
     }),
   };
   const admin = createAdminServer(deps);
+  // With --tls_cert the HTTP servers are reached through a TLS listener (common/tls-server.ts).
+  const terminators: TlsTerminator[] = [];
+  const listener = (http: Server, what: string): Server | NetServer => {
+    if (!tls) return http;
+    const t = httpOverTls(http, tls, what, log);
+    terminators.push(t.terminator);
+    return t.server;
+  };
+  const adminListener = listener(admin, 'the master management HTTP');
   let metadata: Server | undefined;
+  let metadataListener: Server | NetServer | undefined;
 
   let rpcPort: number;
   let metricsPort: number;
   let metadataPort = 0;
   try {
     rpcPort = await rpc.listen();
-    metricsPort = await listen(admin, flags.metrics_port, host, log);
+    metricsPort = await listen(adminListener, flags.metrics_port, host, log);
     if (flags.enable_http_metadata_server) {
       metadata = createMetadataServer(
         new MetadataStore(),
@@ -287,7 +308,8 @@ async function main(): Promise<void> {
           },
         },
       );
-      metadataPort = await listen(metadata, flags.http_metadata_server_port, flags.http_metadata_server_host, log);
+      metadataListener = listener(metadata, 'the metadata server');
+      metadataPort = await listen(metadataListener, flags.http_metadata_server_port, flags.http_metadata_server_host, log);
     }
   } catch (e) {
     log.error(`cannot listen: ${(e as Error).message}`); // on stderr too (the logger copies errors): once
@@ -297,6 +319,20 @@ async function main(): Promise<void> {
   const sweeper = new Sweeper(port, clockWith(clock), log, SWEEP_INTERVAL_MS);
   sweeper.start();
   heap.start();
+  let tlsReloader: TlsReloader | undefined;
+  if (tls) {
+    tlsReloader = new TlsReloader({
+      paths: { cert: flags.tls_cert, key: flags.tls_key, ca: flags.tls_ca },
+      current: tls,
+      apply: (m) => {
+        rpc.reloadTls(m);
+        for (const t of terminators) t.reload(m);
+      },
+      clock: clockWith(clock),
+      log,
+    });
+    tlsReloader.start();
+  }
   ha?.start(rpcPort);
   follower?.start();
   let reporter: NodeJS.Timeout | undefined;
@@ -326,14 +362,15 @@ async function main(): Promise<void> {
     log.info(`${signal} received: shutting down`);
     sweeper.stop();
     heap.stop();
+    tlsReloader?.stop();
     if (reporter) clearInterval(reporter);
     // The change log closes (synced) once no RPC can change the state any more.
     const rpcClosed = rpc.close(SHUTDOWN_GRACE_MS).then(() => persistence?.close().catch((e: Error) => log.error(`snapshots: closing: ${e.message}`)));
-    const closing: Promise<unknown>[] = [rpcClosed, new Promise((r) => admin.close(r))];
+    const closing: Promise<unknown>[] = [rpcClosed, new Promise((r) => adminListener.close(r))];
     follower?.stop();
     replication?.closeAll();
     if (ha) closing.push(ha.stop()); // step down and release the leader record for a fast takeover
-    if (metadata) closing.push(new Promise((r) => metadata?.close(r)));
+    if (metadataListener) closing.push(new Promise((r) => metadataListener?.close(r)));
     admin.closeAllConnections();
     metadata?.closeAllConnections();
     // allSettled: a part that fails to close is not a reason to skip the exit
@@ -347,7 +384,8 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
 
   const ready = [`rpc=${joinHostPort(host, rpcPort)}`, `metrics=${joinHostPort(host, metricsPort)}`];
-  if (metadata) ready.push(`metadata=http://${joinHostPort(flags.http_metadata_server_host, metadataPort)}/metadata`);
+  if (metadata) ready.push(`metadata=${tls ? 'https' : 'http'}://${joinHostPort(flags.http_metadata_server_host, metadataPort)}/metadata`);
+  if (tls) ready.push(`tls=${tls.ca ? 'mtls' : 'on'}`);
   log.info(`store_master listening: ${ready.join(' ')} view_version=${viewVersion}`);
   if (flags.log_dir && !flags.logtostderr) process.stderr.write(`store_master listening: ${ready.join(' ')}\n`);
 }

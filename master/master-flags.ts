@@ -88,6 +88,16 @@ export const masterFlagSpecs: FlagSpec[] = [
     help: 'run without a cluster secret (anyone who reaches a port may call anything; also STORE_ALLOW_UNAUTHENTICATED=1); without it or a secret the master refuses to start',
     group: 'Security',
   },
+  // TLS of the control interfaces (docs/threat-model.md "TLS")
+  {
+    name: 'tls_cert',
+    kind: 'string',
+    default: '',
+    help: 'PEM certificate: gRPC on --rpc_port, the HTTP on --metrics_port and the metadata server then speak TLS only (the fast channel stays plain TCP); re-read when the file changes',
+    group: 'TLS',
+  },
+  { name: 'tls_key', kind: 'string', default: '', help: 'PEM private key of --tls_cert', group: 'TLS' },
+  { name: 'tls_ca', kind: 'string', default: '', help: 'PEM CA bundle: with it the TLS interfaces require client certificates signed by it (mTLS)', group: 'TLS' },
   // Metrics and HTTP
   { name: 'enable_metric_reporting', kind: 'bool', default: true, help: 'periodically log a one-line metrics summary', group: 'Metrics' },
   { name: 'metrics_port', ...port, default: 9003, help: 'HTTP port of /metrics and the management endpoints', group: 'Metrics' },
@@ -266,6 +276,9 @@ export interface MasterFlags {
   rpc_request_timeout_seconds: number;
   rpc_max_buffered_request_bytes: number;
   enable_metric_reporting: boolean;
+  tls_cert: string;
+  tls_key: string;
+  tls_ca: string;
   metrics_port: number;
   enable_remove_all: boolean;
   enable_http_metadata_server: boolean;

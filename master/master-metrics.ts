@@ -97,7 +97,7 @@ export class MasterMetrics {
     });
     this.closed = new client.Counter({
       name: 'store_master_rpc_connections_closed_total',
-      help: 'RPC connections the master closed: request_timeout, request_budget, handshake_timeout, idle, unknown_protocol, protocol_error',
+      help: 'RPC connections the master closed: request_timeout, request_budget, handshake_timeout, idle, unknown_protocol, protocol_error, tls_required (plain gRPC on a TLS port), tls_refused (TLS handshake failed: no or untrusted client certificate...)',
       labelNames: ['reason'],
       registers,
     });

@@ -8,7 +8,9 @@
 // file descriptors is counted, never fatal), and the request bytes of incomplete requests within
 // a time limit per request and a total across connections (request-budget.ts). With a cluster
 // secret, channel and replication connections pass the challenge-response of
-// common/cluster-secret.ts right after their magic, before any frame is served.
+// common/cluster-secret.ts right after their magic, before any frame is served. With --tls_cert a
+// connection opening with a TLS handshake is gRPC over TLS (common/tls-server.ts) and plain gRPC
+// (h2c) is refused; the fast channel and replication stay plain TCP (docs/threat-model.md).
 import { createServer, type Server, type Socket } from 'node:net';
 import type { ConnectionInjector } from '@grpc/grpc-js';
 import { CHANNEL_MAGIC } from '../common/channel-frame.js';
@@ -18,6 +20,8 @@ import type { MethodInfo } from '../common/master-proto.js';
 import { ChannelConnection } from './channel-server.js';
 import { MeteredSocket } from './metered-socket.js';
 import { RequestBudget } from './request-budget.js';
+import { startsTls, TlsTerminator } from '../common/tls-server.js';
+import type { TlsMaterial } from '../common/tls-material.js';
 import type { RpcDispatcher } from './rpc-dispatcher.js';
 
 const HTTP2_PREFACE = Buffer.from('PRI ', 'latin1');
@@ -47,12 +51,14 @@ export interface RpcListenerOptions {
   secret?: Buffer;
   /** Counts a peer refused by the handshake, by interface (store_master_auth_refused_total). */
   authRefused?: (iface: string) => void;
+  /** gRPC over TLS only (--tls_cert/--tls_key; --tls_ca: clients must present a certificate of that CA). */
+  tls?: TlsMaterial;
 }
 
 /** Why a connection was refused at accept. */
 export type RefusalReason = 'limit' | 'accept_error';
 /** Why the master closed a connection. */
-export type CloseReason = 'request_timeout' | 'request_budget' | 'handshake_timeout' | 'idle' | 'unknown_protocol' | 'protocol_error';
+export type CloseReason = 'request_timeout' | 'request_budget' | 'handshake_timeout' | 'idle' | 'unknown_protocol' | 'protocol_error' | 'tls_required' | 'tls_refused';
 
 /** Where the listener reports refusals and closes (the master's metrics). */
 export interface ConnectionEvents {
@@ -69,6 +75,7 @@ export class RpcListener {
   private logWindow = 0;
   private logged = 0;
   private suppressed = 0;
+  private readonly tls: TlsTerminator | undefined;
 
   constructor(
     private readonly opts: RpcListenerOptions,
@@ -82,6 +89,24 @@ export class RpcListener {
     this.server = createServer({ noDelay: opts.noDelay }, (socket) => this.onConnection(socket));
     this.server.maxConnections = opts.maxConnections;
     this.budget = new RequestBudget({ maxBytes: opts.maxBufferedRequestBytes, timeoutMs: opts.requestTimeoutMs });
+    if (opts.tls) {
+      this.tls = new TlsTerminator(opts.tls, {
+        alpn: ['h2'],
+        secure: (s) => {
+          s.once('close', () => this.budget.forget(s));
+          this.injectGrpc(s);
+        },
+        refused: (why, peer) => {
+          this.events.closed('tls_refused');
+          this.note(`closing RPC connection from ${peer}: ${why}`);
+        },
+      });
+    }
+  }
+
+  /** New TLS material for connections accepted from now on (a renewed certificate). */
+  reloadTls(m: TlsMaterial): void {
+    this.tls?.reload(m);
   }
 
   listen(): Promise<number> {
@@ -199,6 +224,13 @@ export class RpcListener {
     });
   }
 
+  /** Hands a gRPC connection (the socket, or the TLS socket over it) to grpc-js, metered. */
+  private injectGrpc(socket: Socket): void {
+    const metered: MeteredSocket = new MeteredSocket(socket, this.now, () => this.held(socket, metered.meter.bytes, metered.meter.oldestSince));
+    metered.on('error', (e: Error) => this.log.debug(`RPC connection ${socket.remoteAddress}: ${e.message}`));
+    this.grpcInjector.injectConnection(metered);
+  }
+
   private onConnection(socket: Socket): void {
     this.sockets.add(socket);
     socket.once('close', () => {
@@ -243,12 +275,14 @@ export class RpcListener {
           replication.accept(socket, rest);
           socket.resume();
         });
+      } else if (this.tls && startsTls(head)) {
+        this.tls.accept(socket, head);
+      } else if (this.tls && magic.equals(HTTP2_PREFACE)) {
+        this.closeFor(socket, 'tls_required', 'plain gRPC on a TLS port: this master serves gRPC over TLS only (--tls_cert); the client needs the cluster CA (STORE_TLS_CA_FILE)');
       } else if (magic.equals(HTTP2_PREFACE)) {
         socket.removeListener('error', onError);
         socket.unshift(head);
-        const metered: MeteredSocket = new MeteredSocket(socket, this.now, () => this.held(socket, metered.meter.bytes, metered.meter.oldestSince));
-        metered.on('error', onError);
-        this.grpcInjector.injectConnection(metered);
+        this.injectGrpc(socket);
       } else {
         this.closeFor(socket, 'unknown_protocol', 'speaks neither gRPC nor the channel');
       }

@@ -8,6 +8,8 @@
 // alone depends on the shared directory's permissions. With a cluster secret, channel
 // connections (TCP and Unix) pass the "dummy-client" challenge-response after their magic and
 // gRPC calls carry x-kvstore-auth (common/cluster-secret.ts); refusals are counted and logged.
+// With --tls_cert, gRPC on the TCP port is TLS only (plain gRPC refused); KVD1 stays plain TCP
+// (docs/threat-model.md).
 import { createServer, type Server, type Socket } from 'node:net';
 import { existsSync, unlinkSync } from 'node:fs';
 import { connect as netConnect } from 'node:net';
@@ -25,6 +27,8 @@ import type { Logger } from '../common/logger.js';
 import { peerRefusal, peerUidAllowed, type PeerCredentials } from '../common/peer-uids.js';
 import type { ClientService } from './client-service.js';
 import { DummySession, type SessionHost } from './dummy-session.js';
+import type { TlsMaterial } from '../common/tls-material.js';
+import { startsTls, TlsTerminator } from '../common/tls-server.js';
 
 export const DUMMY_CHANNEL_MAGIC = Buffer.from('KVD1', 'latin1');
 const HTTP2_PREFACE = Buffer.from('PRI ', 'latin1');
@@ -54,6 +58,8 @@ export interface ClientServiceServerOptions {
   secret?: Buffer;
   /** Counts a refused peer by interface ("dummy-client", "dummy-client-grpc"). */
   authRefused?: (iface: string) => void;
+  /** gRPC on the TCP port over TLS only (--tls_cert/--tls_key; --tls_ca: mTLS). */
+  tls?: TlsMaterial;
 }
 
 /** One KVD1 connection: frames in, handler replies out (in completion order). */
@@ -135,6 +141,7 @@ export class ClientServiceServer {
   private readonly refusals: RefusalLog;
   private readonly nonces = new NonceCache();
   private service: ClientService | undefined;
+  private readonly tls: TlsTerminator | undefined;
 
   /** Listens at once; calls are answered UNAVAILABLE_IN_CURRENT_STATUS until serve() names the service. */
   constructor(
@@ -145,6 +152,18 @@ export class ClientServiceServer {
     this.grpcSession = new DummySession(host, 'grpc', false);
     this.refusals = new RefusalLog((line) => opts.log.warn(line));
     ({ server: this.grpcServer, injector: this.injector } = this.createGrpc());
+    if (opts.tls) {
+      this.tls = new TlsTerminator(opts.tls, {
+        alpn: ['h2'],
+        secure: (s) => this.injector.injectConnection(s),
+        refused: (why, peer) => opts.log.warn(`dummy-client gRPC connection from ${peer} refused: ${why}`),
+      });
+    }
+  }
+
+  /** New TLS material for connections accepted from now on. */
+  reloadTls(m: TlsMaterial): void {
+    this.tls?.reload(m);
   }
 
   /** Binds the TCP port and the Unix socket; resolves with both. */
@@ -285,6 +304,13 @@ export class ClientServiceServer {
             } else socket.destroy();
           },
         );
+      } else if (this.tls && startsTls(head)) {
+        this.tls.accept(socket, head);
+      } else if (this.tls && magic.equals(HTTP2_PREFACE)) {
+        this.opts.log.warn(
+          `dummy client ${peer}: plain gRPC on a TLS port refused: --rpc_port serves gRPC over TLS only (--tls_cert); the client needs the cluster CA (STORE_TLS_CA_FILE)`,
+        );
+        socket.destroy();
       } else if (magic.equals(HTTP2_PREFACE)) {
         socket.unshift(head);
         this.injector.injectConnection(socket);

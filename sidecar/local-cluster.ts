@@ -10,6 +10,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { writeNewSecret, ALLOW_UNAUTHENTICATED_ENV, SECRET_ENV } from '../common/cluster-secret.js';
+import { controlFetch } from '../common/tls-fetch.js';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ClientSetupConfig } from '../client/setup-config.js';
@@ -222,7 +223,7 @@ export class LocalCluster {
 
   /** GET on the master's management port, e.g. "/get_all_segments". */
   async admin(path: string): Promise<string> {
-    const res = await fetch(`http://${this.master.metrics}${path}`);
+    const res = await controlFetch(`http://${this.master.metrics}${path}`);
     return res.text();
   }
 

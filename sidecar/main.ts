@@ -22,11 +22,16 @@ import { MALFORMED_TARGET, requestUrl } from '../common/request-url.js';
 import { handleRestRequest } from './rest-api.js';
 import { SegmentMounts } from './segment-mounts.js';
 import { PAGE_SIZE } from './mount-request.js';
+import { realClock } from '../common/clock.js';
+import { loadServerTls, TlsConfigError, type TlsMaterial } from '../common/tls-material.js';
+import { TlsReloader } from '../common/tls-reloader.js';
+import { httpOverTls, type TlsTerminator } from '../common/tls-server.js';
+import type { Server as NetServer } from 'node:net';
 
 /** Largest value the dummy-client service carries inside a message (inline Put value, Get reply). */
 const MAX_INLINE_BYTES = 16 * 1024 * 1024;
 
-function listen(server: Server, port: number, host: string): Promise<number> {
+function listen(server: Server | NetServer, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -38,14 +43,16 @@ function listen(server: Server, port: number, host: string): Promise<number> {
 
 async function main(): Promise<void> {
   let cfg: StoreServiceConfig;
+  let tls: TlsMaterial | undefined;
   try {
     cfg = parseStoreServiceArgs(process.argv.slice(2));
+    tls = loadServerTls(cfg.tls);
   } catch (e) {
     if (e instanceof HelpRequested) {
       process.stdout.write(e.usage);
       process.exit(0);
     }
-    if (e instanceof FlagError) {
+    if (e instanceof FlagError || e instanceof TlsConfigError) {
       process.stderr.write(`store_service: ${e.message}\n`);
       process.exit(2);
     }
@@ -103,9 +110,13 @@ async function main(): Promise<void> {
     res.writeHead(503, { 'content-type': 'text/plain' }).end('STARTING');
   };
   http.on('request', starting);
+  // With --tls_cert the HTTP server is reached through a TLS listener (common/tls-server.ts).
+  let httpTls: TlsTerminator | undefined;
+  let httpListener: Server | NetServer = http;
+  if (tls) ({ server: httpListener, terminator: httpTls } = httpOverTls(http, tls, 'the store service HTTP', log));
   let httpPort: number;
   try {
-    httpPort = await listen(http, cfg.port, cfg.host);
+    httpPort = await listen(httpListener, cfg.port, cfg.host);
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     // The port is at fault when it is taken or privileged; anything else (unresolvable name,
@@ -144,8 +155,22 @@ async function main(): Promise<void> {
       peerCredentials: (s) => native.socketPeerCredentials(s),
       secret: auth.secret,
       authRefused: countRefusal,
+      tls,
     },
   );
+  const tlsReloader = tls
+    ? new TlsReloader({
+        paths: cfg.tls,
+        current: tls,
+        apply: (m) => {
+          httpTls?.reload(m);
+          dummies.reloadTls(m);
+        },
+        clock: realClock,
+        log,
+      })
+    : undefined;
+  tlsReloader?.start();
   let rpc: { port: number; socketPath: string };
   try {
     rpc = await dummies.listen();
@@ -185,7 +210,8 @@ async function main(): Promise<void> {
       log.info(`${earlySignal} received during setup: ${(e as Error).message}; store_service stopped`);
       log.close();
       http.closeAllConnections();
-      http.close(() => process.exit(0));
+      tlsReloader?.stop();
+      httpListener.close(() => process.exit(0));
       return;
     }
     const code = e instanceof StoreError ? ` (${e.codeName})` : '';
@@ -272,8 +298,9 @@ async function main(): Promise<void> {
       .then(() => real.close())
       .catch((e: Error) => log.error(`close failed: ${e.message}`))
       .finally(() => {
+        tlsReloader?.stop();
         http.closeAllConnections();
-        http.close(() => {
+        httpListener.close(() => {
           log.info('store_service stopped');
           log.close();
           process.exit(0);
@@ -289,7 +316,7 @@ async function main(): Promise<void> {
   const segs = real.mountedSegments.map((s) => `${s.name}(${s.size}B)`).join(',') || 'none';
   const line =
     `store_service ready: http=${cfg.host}:${httpPort} te_endpoint=${real.endpoint} segments=${segs} client_id=${real.clientId}` +
-    ` rpc=${cfg.host}:${rpc.port} socket=${rpc.socketPath || 'none'}`;
+    ` rpc=${cfg.host}:${rpc.port} socket=${rpc.socketPath || 'none'}${tls ? ` tls=${tls.ca ? 'mtls' : 'on'}` : ''}`;
   log.info(line);
   process.stdout.write(line + '\n');
 }

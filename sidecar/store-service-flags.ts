@@ -104,6 +104,14 @@ const specs: FlagSpec[] = [
   },
   { name: 'cxl_path', kind: 'string', default: '/dev/dax0.0', help: 'the DAX device or file mapped with --enable_cxl ($MC_CXL_DEV_PATH overrides it)' },
   { name: 'cxl_size', kind: 'size', default: 8 * 1024 ** 3, defaultText: '8GB', help: 'bytes of it mounted ($MC_CXL_DEV_SIZE overrides it); a file must hold at least that many' },
+  {
+    name: 'tls_cert',
+    kind: 'string',
+    default: '',
+    help: 'PEM certificate: the HTTP port (REST API) and gRPC on --rpc_port then speak TLS only (KVD1 stays plain TCP); re-read when the file changes',
+  },
+  { name: 'tls_key', kind: 'string', default: '', help: 'PEM private key of --tls_cert' },
+  { name: 'tls_ca', kind: 'string', default: '', help: 'PEM CA bundle: with it the TLS interfaces require client certificates signed by it (mTLS)' },
   ...loggingFlags,
 ];
 
@@ -143,6 +151,8 @@ export interface StoreServiceConfig {
   leaseTtlMs: number;
   /** CXL memory mounted as a segment of its own (--enable_cxl or MC_CXL_DEV_PATH), else undefined. */
   cxl: { path: string; size: number } | undefined;
+  /** --tls_cert/--tls_key/--tls_ca as given ('' when not). */
+  tls: { cert: string; key: string; ca: string };
   values: Record<string, FlagValue>;
 }
 
@@ -223,6 +233,7 @@ export function parseStoreServiceArgs(
     shutdownGraceSeconds: v.shutdown_grace_seconds as number,
     leaseTtlMs: v.default_kv_lease_ttl as number,
     cxl,
+    tls: { cert: v.tls_cert as string, key: v.tls_key as string, ca: v.tls_ca as string },
     values: v,
   };
 }

@@ -1,7 +1,11 @@
 // HTTP metadata backend: `http://host:port/metadata`, e.g. the master's embedded metadata server.
 // GET/PUT/DELETE <url>?key=K; GET answers 404 for an unknown key. PUT and DELETE carry the
-// cluster secret's per-call header (x-kvstore-auth) when the client has a secret.
+// cluster secret's per-call header (x-kvstore-auth) when the client has a secret. Over HTTPS with
+// the client TLS settings (STORE_TLS_CA_FILE: an http:// URL is then called as https://,
+// common/tls-fetch.ts).
 import { AUTH_HEADER, signCall } from '../../common/cluster-secret.js';
+import { clientTlsFromEnv, controlFetch } from '../../common/tls-fetch.js';
+import type { TlsMaterial } from '../../common/tls-material.js';
 import { parseDescriptor, segmentKey, type MetadataStore, type SegmentDescriptor } from './metadata-store.js';
 
 export class HttpMetadataStore implements MetadataStore {
@@ -12,6 +16,7 @@ export class HttpMetadataStore implements MetadataStore {
     url: string,
     private readonly timeoutMs = 5000,
     private readonly secret?: Buffer,
+    private readonly tls: TlsMaterial | undefined = clientTlsFromEnv(),
   ) {
     this.base = new URL(url);
     if (this.base.protocol !== 'http:' && this.base.protocol !== 'https:') {
@@ -34,14 +39,10 @@ export class HttpMetadataStore implements MetadataStore {
       headers[AUTH_HEADER] = signCall(this.secret, method, u.pathname + u.search, body);
     }
     try {
-      return await fetch(url, {
-        method,
-        body,
-        headers,
-        signal: AbortSignal.timeout(this.timeoutMs),
-      });
+      return await controlFetch(url, { method, body, headers, signal: AbortSignal.timeout(this.timeoutMs) }, this.tls);
     } catch (e) {
-      throw new Error(`metadata server ${this.base.origin} unreachable (${method} ${key})`, { cause: e });
+      const why = (e as Error & { cause?: Error }).cause?.message;
+      throw new Error(`metadata server ${this.base.origin} unreachable (${method} ${key})${why ? `: ${why}` : ''}`, { cause: e });
     }
   }
 

@@ -57,3 +57,13 @@ export function clusterLabels(cluster: string, component: string): Record<string
     [Labels.cluster]: cluster,
   };
 }
+
+/** Where the cluster secret (the Secret `<cluster>-cluster-secret`, key `secret`) is mounted, and the env naming the file. */
+export const CLUSTER_SECRET_VOLUME = 'store-cluster-secret';
+export const CLUSTER_SECRET_KEY = 'secret';
+export const CLUSTER_SECRET_DIR = '/var/run/store/cluster-secret';
+export const CLUSTER_SECRET_FILE = `${CLUSTER_SECRET_DIR}/${CLUSTER_SECRET_KEY}`;
+export const CLUSTER_SECRET_ENV = 'STORE_CLUSTER_SECRET_FILE';
+/** Where spec.tls.secretName (tls.crt, tls.key, ca.crt) is mounted. */
+export const TLS_VOLUME = 'store-tls';
+export const TLS_DIR = '/var/run/store/tls';

@@ -16,6 +16,8 @@ import { sumSegments, type SegmentTotals } from './segments-detail.js';
 import { clusterStatus, invalidSpecStatus } from './status.js';
 import { formatHitRate, HitRateWindow } from './hit-rate.js';
 import { realClock } from '../../common/clock.js';
+import { ensureClusterSecret, scrapeTls } from './cluster-secret.js';
+import type { TlsMaterial } from '../../common/tls-material.js';
 
 const selector = (m: Record<string, string>) =>
   Object.entries(m)
@@ -39,6 +41,8 @@ export async function reconcileCluster(ctx: ReconcileContext, namespace: string,
     throw new TerminalError(`StoreCluster ${namespace}/${name}: ${message}`);
   }
 
+  const secretProblem = await ensureClusterSecret(ctx.api, d, ctx.events);
+  if (secretProblem) ctx.events.warning(sc, 'ClusterSecretInvalid', `${secretProblem}: members will refuse to start; delete the Secret to have a new one made`);
   const rendered = renderCluster(d);
   for (const obj of rendered.desired) await applyObject(ctx.api, obj, sc, ctx.events);
   for (const ref of rendered.absent) await removeObject(ctx.api, ref, sc, ctx.events);
@@ -50,17 +54,27 @@ export async function reconcileCluster(ctx: ReconcileContext, namespace: string,
 
   let totals: SegmentTotals | undefined;
   let totalsError: string | undefined;
-  if (ctx.fetchSegments && leaderPod) {
+  let tls: TlsMaterial | undefined;
+  let scrape = leaderPod !== undefined;
+  if (scrape && (ctx.fetchSegments || ctx.fetchFigures)) {
     try {
-      totals = sumSegments(await ctx.fetchSegments(ctx.masterHttpUrl(d)));
+      tls = await scrapeTls(ctx.api, d);
+    } catch (e) {
+      totalsError = (e as Error).message;
+      scrape = false;
+    }
+  }
+  if (ctx.fetchSegments && scrape) {
+    try {
+      totals = sumSegments(await ctx.fetchSegments(ctx.masterHttpUrl(d), tls));
     } catch (e) {
       totalsError = (e as Error).message;
     }
   }
   let figures: { objects: number; hitRate?: string } | undefined;
-  if (ctx.fetchFigures && leaderPod) {
+  if (ctx.fetchFigures && scrape) {
     try {
-      const f = await ctx.fetchFigures(ctx.masterHttpUrl(d));
+      const f = await ctx.fetchFigures(ctx.masterHttpUrl(d), tls);
       const key = `${namespace}/${name}`;
       const hits = ctx.hitRates?.get(key) ?? new HitRateWindow();
       ctx.hitRates?.set(key, hits);

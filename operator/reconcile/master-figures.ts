@@ -4,13 +4,14 @@
 import { parsePromText, total } from '../../common/prom-text.js';
 import type { LookupCounters } from './hit-rate.js';
 import { getFromMaster } from './master-http.js';
+import type { TlsMaterial } from '../../common/tls-material.js';
 
 export interface MasterFigures extends LookupCounters {
   objects: number;
 }
 
 /** GETs `<baseUrl>/metrics` and reads the figures; rejects with a readable error. */
-export type MasterFiguresFetcher = (baseUrl: string) => Promise<MasterFigures>;
+export type MasterFiguresFetcher = (baseUrl: string, tls?: TlsMaterial) => Promise<MasterFigures>;
 
 export function figuresOf(text: string): MasterFigures {
   const samples = parsePromText(text);
@@ -21,7 +22,7 @@ export function figuresOf(text: string): MasterFigures {
   };
 }
 
-export const httpMasterFiguresFetcher: MasterFiguresFetcher = async (baseUrl) => {
-  const res = await getFromMaster(`${baseUrl.replace(/\/$/, '')}/metrics`);
+export const httpMasterFiguresFetcher: MasterFiguresFetcher = async (baseUrl, tls) => {
+  const res = await getFromMaster(`${baseUrl.replace(/\/$/, '')}/metrics`, 5000, tls);
   return figuresOf(await res.text());
 };

@@ -36,6 +36,59 @@ function setup(detail?: SegmentsDetail | Error) {
 
 const clusterObj = (spec: object) => ({ apiVersion: 'store.kvcache.io/v1alpha1', kind: 'StoreCluster', metadata: { name: 'kv', namespace: 'ml' }, spec });
 
+describe('the cluster secret', () => {
+  it('is created once with 32 random bytes as hex, owned by the cluster, and never overwritten', async () => {
+    const { api, ctx, events } = setup();
+    await api.create(clusterObj({}));
+    await reconcileCluster(ctx, 'ml', 'kv');
+    const secret = (await api.get<any>({ kind: 'Secret', namespace: 'ml', name: 'kv-cluster-secret' }))!;
+    const value = Buffer.from(secret.data.secret, 'base64').toString();
+    expect(value).toMatch(/^[0-9a-f]{64}$/);
+    const uid = (await api.get({ kind: 'StoreCluster', namespace: 'ml', name: 'kv' }))!.metadata!.uid;
+    expect(secret.metadata.ownerReferences[0]).toMatchObject({ kind: 'StoreCluster', uid, controller: true });
+    expect(events.events.filter((e) => e.reason === 'ClusterSecretCreated')).toHaveLength(1);
+    // A value put there by a person stays, even a bad one (reported, not replaced).
+    await api.replace({ ...secret, data: { secret: Buffer.from('short').toString('base64') } });
+    api.writes = [];
+    await reconcileCluster(ctx, 'ml', 'kv');
+    expect(api.writes.filter((w) => w.includes('Secret'))).toEqual([]);
+    expect(events.events.find((e) => e.reason === 'ClusterSecretInvalid')?.message).toMatch(/shorter than 32 bytes/);
+  });
+
+  it('a second cluster gets a different secret', async () => {
+    const { api, ctx } = setup();
+    await api.create(clusterObj({}));
+    await api.create({ ...clusterObj({}), metadata: { name: 'kv2', namespace: 'ml' } });
+    await reconcileCluster(ctx, 'ml', 'kv');
+    await reconcileCluster(ctx, 'ml', 'kv2');
+    const read = async (n: string) => (await api.get<any>({ kind: 'Secret', namespace: 'ml', name: `${n}-cluster-secret` }))!.data.secret;
+    expect(await read('kv')).not.toBe(await read('kv2'));
+  });
+
+  it("scrapes a TLS cluster's master with the CA of its spec.tls Secret", async () => {
+    const seen: unknown[] = [];
+    const { api, ctx } = setup();
+    ctx.fetchSegments = async (_url, tls) => {
+      seen.push(tls);
+      return { total_segments: 0, segments: [] };
+    };
+    await api.create(clusterObj({ tls: { secretName: 'kv-tls' } }));
+    await api.create({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'kv-master-0', namespace: 'ml', labels: { 'store.kvcache.io/cluster': 'kv', 'store.kvcache.io/role': 'master' } },
+      status: { conditions: [{ type: 'Ready', status: 'True' }] },
+    } as any);
+    await reconcileCluster(ctx, 'ml', 'kv');
+    expect(seen).toEqual([]);
+    const st = (await api.get<any>({ kind: 'StoreCluster', namespace: 'ml', name: 'kv' }))!.status;
+    expect(JSON.stringify(st)).toContain('spec.tls.secretName: Secret ml/kv-tls not found');
+    await api.create({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'kv-tls', namespace: 'ml' }, data: { 'ca.crt': Buffer.from('CA PEM').toString('base64') } } as any);
+    await reconcileCluster(ctx, 'ml', 'kv');
+    expect(seen).toEqual([{ ca: Buffer.from('CA PEM') }]);
+  });
+});
+
 describe('reconcileCluster', () => {
   it('creates every rendered object, owned by the cluster, then writes nothing on the next pass', async () => {
     const { api, ctx, events } = setup();
@@ -43,6 +96,7 @@ describe('reconcileCluster', () => {
     api.writes = [];
     const res = await reconcileCluster(ctx, 'ml', 'kv');
     expect(api.writes).toEqual([
+      'create Secret/ml/kv-cluster-secret',
       'create ServiceAccount/ml/kv-master',
       'create Role/ml/kv-master',
       'create RoleBinding/ml/kv-master',

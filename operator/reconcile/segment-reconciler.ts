@@ -1,6 +1,7 @@
 // One reconcile pass of a StoreSegment: like the cluster's, plus the dependency on its
 // StoreCluster (an expected wait while it does not exist) and mounted-segment figures filtered
 // to this segment's own pods.
+import { scrapeTls } from './cluster-secret.js';
 import type { V1Pod, V1StatefulSet } from '@kubernetes/client-node';
 import type { StoreCluster, StoreSegment } from '../gen/index.js';
 import { defaultStoreCluster, defaultStoreSegment } from '../api/defaults.js';
@@ -53,7 +54,7 @@ export async function reconcileSegment(ctx: ReconcileContext, namespace: string,
     const pods = (await ctx.api.list<V1Pod>({ kind: 'Pod', namespace }, sel)).items;
     const hosts = new Set(pods.flatMap((p) => [p.status?.podIP, p.metadata?.name].filter((x): x is string => !!x)));
     try {
-      totals = sumSegments(await ctx.fetchSegments(ctx.masterHttpUrl(dc)), hosts);
+      totals = sumSegments(await ctx.fetchSegments(ctx.masterHttpUrl(dc), await scrapeTls(ctx.api, dc)), hosts);
     } catch (e) {
       totalsError = (e as Error).message;
     }

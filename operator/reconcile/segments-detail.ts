@@ -2,6 +2,7 @@
 // Service) and sums it for status. The fetch is injected so tests can point it at a real master
 // process or leave it out.
 import { getFromMaster } from './master-http.js';
+import type { TlsMaterial } from '../../common/tls-material.js';
 
 export interface SegmentDetail {
   segment_name: string;
@@ -19,11 +20,11 @@ export interface SegmentsDetail {
 }
 
 /** GETs `<baseUrl>/get_segments_detail`; rejects with a readable error. */
-export type SegmentsFetcher = (baseUrl: string) => Promise<SegmentsDetail>;
+export type SegmentsFetcher = (baseUrl: string, tls?: TlsMaterial) => Promise<SegmentsDetail>;
 
-export const httpSegmentsFetcher: SegmentsFetcher = async (baseUrl) => {
+export const httpSegmentsFetcher: SegmentsFetcher = async (baseUrl, tls) => {
   const url = `${baseUrl.replace(/\/$/, '')}/get_segments_detail`;
-  const res = await getFromMaster(url);
+  const res = await getFromMaster(url, 5000, tls);
   const body = (await res.json()) as Partial<SegmentsDetail>;
   if (!Array.isArray(body.segments)) throw new Error(`GET ${url}: no "segments" array in the reply`);
   return { total_segments: body.total_segments ?? body.segments.length, segments: body.segments };

@@ -125,7 +125,7 @@ describe('renderCluster', () => {
     expect(c.image).toBe('store:2');
     expect(c.command).toEqual(['store_master']);
     expect(c.args).toEqual(['--config_path=/etc/store/master.json', '--rpc_address=$(POD_IP)']);
-    expect(c.env?.map((e) => e.name)).toEqual(['POD_NAME', 'POD_NAMESPACE', 'POD_IP']);
+    expect(c.env?.map((e) => e.name)).toEqual(['STORE_CLUSTER_SECRET_FILE', 'POD_NAME', 'POD_NAMESPACE', 'POD_IP']);
     expect(c.ports?.map((p) => p.containerPort)).toEqual([50051, 9003]);
     expect(sts.spec!.template.spec!.serviceAccountName).toBe('kv-master');
     expect(sts.spec!.template.spec!.automountServiceAccountToken).toBe(true);
@@ -141,6 +141,57 @@ describe('renderCluster', () => {
 
   it('is pure: the same input renders the same objects', () => {
     expect(renderCluster(ha)).toEqual(renderCluster(ha));
+  });
+});
+
+describe('cluster secret and TLS', () => {
+  const volumesOf = (sts: V1StatefulSet) => sts.spec!.template.spec!.volumes!;
+  it('mounts the cluster secret read-only into masters and store pods with STORE_CLUSTER_SECRET_FILE', () => {
+    const master = find<V1StatefulSet>(renderCluster(ha).desired, 'StatefulSet', 'kv-master');
+    const store = find<V1StatefulSet>(renderSegment(segment({}), ha).desired, 'StatefulSet', 'pool-store');
+    for (const sts of [master, store]) {
+      const c = sts.spec!.template.spec!.containers[0];
+      expect(volumesOf(sts)).toContainEqual({
+        name: 'store-cluster-secret',
+        secret: { secretName: 'kv-cluster-secret', defaultMode: 0o440, items: [{ key: 'secret', path: 'secret' }] },
+      });
+      expect(sts.spec!.template.spec!.securityContext?.fsGroup).toBe(1000);
+      expect(c.volumeMounts).toContainEqual({ name: 'store-cluster-secret', mountPath: '/var/run/store/cluster-secret', readOnly: true });
+      expect(c.env).toContainEqual({ name: 'STORE_CLUSTER_SECRET_FILE', value: '/var/run/store/cluster-secret/secret' });
+    }
+    // a dax pod has no fsGroup: the file must be readable through the other bits
+    const dax = find<V1StatefulSet>(renderSegment(segment({ memory: { kind: 'dax' } }), ha).desired, 'StatefulSet', 'pool-store');
+    expect(volumesOf(dax).find((v) => v.name === 'store-cluster-secret')!.secret!.defaultMode).toBe(0o444);
+  });
+
+  it('with spec.tls passes --tls_* from the mounted Secret, gives clients the CA and probes over HTTPS', () => {
+    const tls = cluster({ tls: { secretName: 'kv-tls' } }, 'uid-1');
+    const master = find<V1StatefulSet>(renderCluster(tls).desired, 'StatefulSet', 'kv-master');
+    const mc = master.spec!.template.spec!.containers[0];
+    expect(mc.args).toEqual(['--config_path=/etc/store/master.json', '--rpc_address=$(POD_IP)', '--tls_cert=/var/run/store/tls/tls.crt', '--tls_key=/var/run/store/tls/tls.key']);
+    expect(mc.readinessProbe).toEqual({ httpGet: { path: '/health', port: 'metrics', scheme: 'HTTPS' }, periodSeconds: 5 });
+    expect(volumesOf(master)).toContainEqual({ name: 'store-tls', secret: { secretName: 'kv-tls', defaultMode: 0o440 } });
+    const store = find<V1StatefulSet>(renderSegment(segment({}), tls).desired, 'StatefulSet', 'pool-store');
+    const sc = store.spec!.template.spec!.containers[0];
+    expect(sc.args).toContain('--tls_cert=/var/run/store/tls/tls.crt');
+    expect(sc.env).toContainEqual({ name: 'STORE_TLS_CA_FILE', value: '/var/run/store/tls/ca.crt' });
+    expect(sc.startupProbe!.httpGet!.scheme).toBe('HTTPS');
+    expect(sc.volumeMounts).toContainEqual({ name: 'store-tls', mountPath: '/var/run/store/tls', readOnly: true });
+  });
+
+  it('with client certificates required adds --tls_ca and checks the ports by TCP', () => {
+    const mtls = cluster({ tls: { secretName: 'kv-tls', clientCertificates: true } }, 'uid-1');
+    const mc = find<V1StatefulSet>(renderCluster(mtls).desired, 'StatefulSet', 'kv-master').spec!.template.spec!.containers[0];
+    expect(mc.args).toContain('--tls_ca=/var/run/store/tls/ca.crt');
+    expect(mc.readinessProbe).toEqual({ tcpSocket: { port: 'metrics' }, periodSeconds: 5 });
+    const sc = find<V1StatefulSet>(renderSegment(segment({}), mtls).desired, 'StatefulSet', 'pool-store').spec!.template.spec!.containers[0];
+    expect(sc.env).toEqual(
+      expect.arrayContaining([
+        { name: 'STORE_TLS_CERT_FILE', value: '/var/run/store/tls/tls.crt' },
+        { name: 'STORE_TLS_KEY_FILE', value: '/var/run/store/tls/tls.key' },
+      ]),
+    );
+    expect(sc.livenessProbe).toEqual({ tcpSocket: { port: 'http' }, periodSeconds: 10, failureThreshold: 6 });
   });
 });
 

@@ -12,6 +12,8 @@ import { masterAddress, metadataServer, segmentConfigMap, segmentName } from './
 import { createHash } from 'node:crypto';
 import { segmentStartupProbe } from './startup-probe.js';
 import { daxContainer, restrictedContainer, restrictedPod } from './security-context.js';
+import { clusterSecretEnv, clusterSecretMount, clusterSecretVolume, SECRET_MODE_GROUP, SECRET_MODE_POD } from './cluster-secret.js';
+import { tlsClientEnv, tlsMount, tlsProbe, tlsServerArgs, tlsVolume } from './tls.js';
 
 /** Memory the process needs beside its segment (heap, transfer buffers). */
 const PROCESS_OVERHEAD = 512 * 2 ** 20;
@@ -125,13 +127,18 @@ export function renderSegmentStatefulSet(ss: DefaultedStoreSegment, sc: Defaulte
   const name = ss.metadata.name;
   const layout = memoryLayout(ss);
   const cm = renderSegmentConfigMap(ss, sc);
+  const tls = sc.spec.tls;
+  // A dax pod has no fsGroup (privileged, not restricted): its Secret files are readable by the pod's uid only through the other bits.
+  const mode = layout.privileged ? SECRET_MODE_POD : SECRET_MODE_GROUP;
   const container: V1Container = {
     name: 'store-service',
     image: ss.spec.image ?? sc.spec.image,
     imagePullPolicy: sc.spec.imagePullPolicy,
     command: ['store_service'],
-    args: [`--config=${STORE_CONFIG_PATH}`, '--host=0.0.0.0', `--port=${ss.spec.httpPort}`, `--local_hostname=$(POD_IP):${TRANSFER_PORT}`],
+    args: [`--config=${STORE_CONFIG_PATH}`, '--host=0.0.0.0', `--port=${ss.spec.httpPort}`, `--local_hostname=$(POD_IP):${TRANSFER_PORT}`, ...(tls ? tlsServerArgs(tls) : [])],
     env: [
+      clusterSecretEnv(),
+      ...(tls ? tlsClientEnv(tls) : []),
       { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
       { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
       { name: 'MC_STORE_CLUSTER_ID', value: sc.spec.clusterId },
@@ -142,11 +149,11 @@ export function renderSegmentStatefulSet(ss: DefaultedStoreSegment, sc: Defaulte
       { name: 'transfer', containerPort: TRANSFER_PORT, protocol: 'TCP' },
     ],
     // pre-faulting a large segment takes seconds per GiB: liveness starts once this succeeds
-    startupProbe: segmentStartupProbe(parseQuantity(ss.spec.size), '/health', 'http'),
-    readinessProbe: { httpGet: { path: '/health', port: 'http' }, periodSeconds: 5 },
-    livenessProbe: { httpGet: { path: '/health', port: 'http' }, periodSeconds: 10, failureThreshold: 6 },
+    startupProbe: tlsProbe(segmentStartupProbe(parseQuantity(ss.spec.size), '/health', 'http'), tls),
+    readinessProbe: tlsProbe({ httpGet: { path: '/health', port: 'http' }, periodSeconds: 5 }, tls),
+    livenessProbe: tlsProbe({ httpGet: { path: '/health', port: 'http' }, periodSeconds: 10, failureThreshold: 6 }, tls),
     resources: mergeResources(layout.resources, containerResources(ss.spec.resources)),
-    volumeMounts: [{ name: 'config', mountPath: '/etc/store', readOnly: true }, ...layout.mounts],
+    volumeMounts: [{ name: 'config', mountPath: '/etc/store', readOnly: true }, clusterSecretMount(), ...(tls ? [tlsMount()] : []), ...layout.mounts],
     securityContext: layout.privileged ? daxContainer() : restrictedContainer(),
   };
   const hash = createHash('sha256').update(JSON.stringify(cm.data)).digest('hex').slice(0, 16);
@@ -167,7 +174,12 @@ export function renderSegmentStatefulSet(ss: DefaultedStoreSegment, sc: Defaulte
           // The store unmounts its segments on SIGTERM; give it time to do so.
           terminationGracePeriodSeconds: 60,
           containers: [container],
-          volumes: [{ name: 'config', configMap: { name: segmentConfigMap(name) } }, ...layout.volumes],
+          volumes: [
+            { name: 'config', configMap: { name: segmentConfigMap(name) } },
+            clusterSecretVolume(sc.metadata.name, mode),
+            ...(tls ? [tlsVolume(tls, mode)] : []),
+            ...layout.volumes,
+          ],
           ...(ss.spec.nodeSelector ? { nodeSelector: ss.spec.nodeSelector } : {}),
           ...(ss.spec.tolerations ? { tolerations: ss.spec.tolerations } : {}),
         },

@@ -77,13 +77,20 @@ describe('webhook injection', () => {
     // an 8 GiB segment is pre-faulted before /health answers: 30 s + 2 s per GiB
     expect(sidecar.startupProbe!.periodSeconds! * sidecar.startupProbe!.failureThreshold!).toBe(46);
     expect(sidecar.resources).toEqual({ requests: { cpu: '500m', memory: '8448Mi' }, limits: { memory: '8448Mi' } });
-    expect(sidecar.volumeMounts).toEqual([{ name: 'store-shm', mountPath: '/store-shm' }]);
+    const secretMount = { name: 'store-cluster-secret', mountPath: '/var/run/store/cluster-secret', readOnly: true };
+    expect(sidecar.volumeMounts).toEqual([{ name: 'store-shm', mountPath: '/store-shm' }, secretMount]);
+    expect(sidecar.env).toContainEqual({ name: 'STORE_CLUSTER_SECRET_FILE', value: '/var/run/store/cluster-secret/secret' });
 
     expect(got.spec!.volumes).toEqual([
       { name: 'models', persistentVolumeClaim: { claimName: 'models' } },
       { name: 'store-shm', emptyDir: { medium: 'Memory', sizeLimit: '1Gi' } },
+      // no fsGroup on this pod: readable by the pod's own containers whatever their uid
+      { name: 'store-cluster-secret', secret: { secretName: 'kvcache-cluster-secret', defaultMode: 0o444, items: [{ key: 'secret', path: 'secret' }] } },
     ]);
-    for (const c of got.spec!.containers) expect(c.volumeMounts).toContainEqual({ name: 'store-shm', mountPath: '/store-shm' });
+    for (const c of got.spec!.containers) {
+      expect(c.volumeMounts).toContainEqual({ name: 'store-shm', mountPath: '/store-shm' });
+      expect(c.volumeMounts).toContainEqual(secretMount);
+    }
     const engine = got.spec!.containers[0];
     expect(engine.volumeMounts![0]).toEqual({ name: 'models', mountPath: '/models' });
     expect(engine.env).toEqual([
@@ -95,6 +102,7 @@ describe('webhook injection', () => {
       { name: 'STORE_METADATA_SERVER', value: 'P2PHANDSHAKE' },
       { name: 'STORE_SERVICE_HTTP_ADDRESS', value: 'http://127.0.0.1:8080' },
       { name: 'MC_STORE_CLUSTER_ID', value: 'kvcache' },
+      { name: 'STORE_CLUSTER_SECRET_FILE', value: '/var/run/store/cluster-secret/secret' },
     ]);
     expect(got.metadata!.annotations!['store.kvcache.io/injected']).toBe('store:2');
     // the member label admits the pod through the cluster's NetworkPolicies; the pod's own labels stay
@@ -117,7 +125,34 @@ describe('webhook injection', () => {
     const pod: V1Pod = { metadata: { name: 'p', annotations: { 'store.kvcache.io/inject': 'true' } }, spec: { containers: [{ name: 'c', image: 'i' }] } };
     const got = applyPatch(pod, mutatePod(pod, 'ml', lookup).patch);
     expect(got.spec!.initContainers!.map((c) => c.name)).toEqual(['store-sidecar']);
-    expect(got.spec!.volumes!.map((v) => v.name)).toEqual(['store-shm']);
+    expect(got.spec!.volumes!.map((v) => v.name)).toEqual(['store-shm', 'store-cluster-secret']);
+  });
+
+  it("with the pod's fsGroup the secret is group-readable only", () => {
+    const pod: V1Pod = { metadata: { name: 'p' }, spec: { securityContext: { fsGroup: 2000 }, containers: [{ name: 'c', image: 'i' }] } };
+    const got = injectSidecar(pod, injectionSettings(cluster));
+    expect(got.spec!.volumes!.find((v) => v.name === 'store-cluster-secret')!.secret!.defaultMode).toBe(0o440);
+  });
+
+  it('with spec.tls mounts the TLS Secret, passes --tls_* to the sidecar and STORE_TLS_* to every container, and probes over HTTPS', () => {
+    const tlsCluster = defaultStoreCluster({ ...cluster, spec: { ...cluster.spec, tls: { secretName: 'kv-tls' } } });
+    const pod: V1Pod = { metadata: { name: 'p' }, spec: { containers: [{ name: 'c', image: 'i' }] } };
+    const got = injectSidecar(pod, injectionSettings(tlsCluster));
+    const sidecar = got.spec!.initContainers![0];
+    expect(sidecar.args).toEqual(expect.arrayContaining(['--tls_cert=/var/run/store/tls/tls.crt', '--tls_key=/var/run/store/tls/tls.key']));
+    expect(sidecar.args!.some((a) => a.startsWith('--tls_ca'))).toBe(false);
+    expect(sidecar.startupProbe!.httpGet).toEqual({ path: '/health', port: 'store-http', scheme: 'HTTPS' });
+    expect(got.spec!.volumes).toContainEqual({ name: 'store-tls', secret: { secretName: 'kv-tls', defaultMode: 0o444 } });
+    for (const c of [sidecar, got.spec!.containers[0]]) {
+      expect(c.env).toContainEqual({ name: 'STORE_TLS_CA_FILE', value: '/var/run/store/tls/ca.crt' });
+      expect(c.volumeMounts).toContainEqual({ name: 'store-tls', mountPath: '/var/run/store/tls', readOnly: true });
+    }
+    // mTLS: the CA to the server, the certificate to the clients, TCP probes (the kubelet has no client certificate)
+    const mtls = injectSidecar(pod, injectionSettings(defaultStoreCluster({ ...cluster, spec: { ...cluster.spec, tls: { secretName: 'kv-tls', clientCertificates: true } } })));
+    const m = mtls.spec!.initContainers![0];
+    expect(m.args).toContain('--tls_ca=/var/run/store/tls/ca.crt');
+    expect(m.env).toContainEqual({ name: 'STORE_TLS_CERT_FILE', value: '/var/run/store/tls/tls.crt' });
+    expect(m.readinessProbe).toEqual({ tcpSocket: { port: 'store-http' }, periodSeconds: 5 });
   });
 
   it('is idempotent: an injected pod gets no patch', () => {

@@ -1,10 +1,14 @@
 // Pure sidecar injection: from a pod annotated `store.kvcache.io/inject: "true"` and the settings
 // of its StoreCluster, the pod with the store service as a native sidecar (an init container with
 // restartPolicy Always, so it serves before the engine starts), an in-memory volume shared with
-// the engine for the dummy client's region, and the env the dummy client reads. Idempotent.
+// the engine for the dummy client's region, and the env the dummy client reads. The cluster
+// secret (and spec.tls's Secret) is mounted read-only into the sidecar and every application
+// container, with STORE_CLUSTER_SECRET_FILE (and STORE_TLS_*) set in both. Idempotent.
 import type { V1Container, V1EnvVar, V1Pod } from '@kubernetes/client-node';
 import type { DefaultedStoreCluster } from '../api/defaults.js';
-import { Annotations, MEMBER_LABEL, SHM_MOUNT_PATH, SHM_VOLUME, SIDECAR_CONTAINER, TRANSFER_PORT } from '../api/constants.js';
+import { Annotations, CLUSTER_SECRET_VOLUME, MEMBER_LABEL, SHM_MOUNT_PATH, SHM_VOLUME, SIDECAR_CONTAINER, TLS_VOLUME, TRANSFER_PORT } from '../api/constants.js';
+import { clusterSecretEnv, clusterSecretMount, clusterSecretVolume, SECRET_MODE_GROUP, SECRET_MODE_POD } from '../render/cluster-secret.js';
+import { tlsClientEnv, tlsMount, tlsProbe, tlsServerArgs, tlsVolume, type ClusterTls } from '../render/tls.js';
 import { formatQuantity, parseQuantity } from '../api/quantity.js';
 import { containerResources } from '../render/meta.js';
 import { masterAddress, metadataServer } from '../render/names.js';
@@ -25,6 +29,8 @@ export interface InjectionSettings {
   httpPort: number;
   rpcPort: number;
   resources?: V1Container['resources'];
+  /** spec.tls of the cluster, when set. */
+  tls?: ClusterTls;
 }
 
 /** Memory the sidecar process needs beside its global segment. */
@@ -45,6 +51,7 @@ export function injectionSettings(sc: DefaultedStoreCluster): InjectionSettings 
     httpPort: s.httpPort,
     rpcPort: s.rpcPort,
     resources: containerResources(s.resources),
+    ...(sc.spec.tls ? { tls: sc.spec.tls } : {}),
   };
 }
 
@@ -113,7 +120,14 @@ export function dummyClientEnv(s: InjectionSettings): V1EnvVar[] {
     // the sidecar's REST mount API, where the `store` CLI's mount/unmount look for it
     { name: 'STORE_SERVICE_HTTP_ADDRESS', value: `http://127.0.0.1:${s.httpPort}` },
     { name: 'MC_STORE_CLUSTER_ID', value: s.clusterId },
+    clusterSecretEnv(),
+    ...(s.tls ? tlsClientEnv(s.tls) : []),
   ];
+}
+
+/** The Secret mounts every injected container gets. */
+function secretMounts(s: InjectionSettings) {
+  return [clusterSecretMount(), ...(s.tls ? [tlsMount()] : [])];
 }
 
 function sidecarContainer(s: InjectionSettings): V1Container {
@@ -135,21 +149,24 @@ function sidecarContainer(s: InjectionSettings): V1Container {
       `--master_server=${s.masterAddress}`,
       `--global_segment_size=${s.globalSegmentSize}`,
       `--protocol=${s.protocol}`,
+      ...(s.tls ? tlsServerArgs(s.tls) : []),
     ],
     env: [
       { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
       { name: 'MC_STORE_CLUSTER_ID', value: s.clusterId },
       { name: 'STORE_SHM_DIR', value: SHM_MOUNT_PATH },
+      clusterSecretEnv(),
+      ...(s.tls ? tlsClientEnv(s.tls) : []),
     ],
     ports: [
       { name: 'store-http', containerPort: s.httpPort, protocol: 'TCP' },
       { name: 'store-transfer', containerPort: TRANSFER_PORT, protocol: 'TCP' },
     ],
     // The app containers start only once this succeeds (native sidecar semantics).
-    startupProbe: segmentStartupProbe(s.globalSegmentSize, probe.httpGet.path, probe.httpGet.port),
-    readinessProbe: { ...probe, periodSeconds: 5 },
+    startupProbe: tlsProbe(segmentStartupProbe(s.globalSegmentSize, probe.httpGet.path, probe.httpGet.port), s.tls),
+    readinessProbe: tlsProbe({ ...probe, periodSeconds: 5 }, s.tls),
     resources: s.resources ?? { requests: { cpu: '500m', memory: mem }, limits: { memory: mem } },
-    volumeMounts: [{ name: SHM_VOLUME, mountPath: SHM_MOUNT_PATH }],
+    volumeMounts: [{ name: SHM_VOLUME, mountPath: SHM_MOUNT_PATH }, ...secretMounts(s)],
     securityContext: restrictedContainer(),
   };
 }
@@ -181,7 +198,9 @@ export function injectSidecar(pod: V1Pod, s: InjectionSettings): V1Pod {
   const spec = out.spec ?? { containers: [] };
   out.spec = spec;
   const errors: string[] = [];
-  if ((spec.volumes ?? []).some((v) => v.name === SHM_VOLUME)) errors.push(`spec.volumes: the pod already has a volume named "${SHM_VOLUME}"`);
+  for (const name of [SHM_VOLUME, CLUSTER_SECRET_VOLUME, ...(s.tls ? [TLS_VOLUME] : [])]) {
+    if ((spec.volumes ?? []).some((v) => v.name === name)) errors.push(`spec.volumes: the pod already has a volume named "${name}"`);
+  }
   const usedPorts = new Set<number>();
   for (const c of [...spec.containers, ...(spec.initContainers ?? [])]) {
     for (const p of c.ports ?? []) usedPorts.add(p.containerPort);
@@ -198,7 +217,15 @@ export function injectSidecar(pod: V1Pod, s: InjectionSettings): V1Pod {
   if (s.localBufferSize <= 0) errors.push(`${Annotations.localBufferSize}: the dummy client needs a shared region larger than 0`);
   if (errors.length) throw new InjectionError(errors);
 
-  spec.volumes = [...(spec.volumes ?? []), { name: SHM_VOLUME, emptyDir: { medium: 'Memory', sizeLimit: formatQuantity(s.localBufferSize) } }];
+  // With the pod's fsGroup the files are group-readable only; without one (the application's uid
+  // is unknown) readable by any uid of this pod: the volume is seen by this pod's containers alone.
+  const mode = spec.securityContext?.fsGroup !== undefined ? SECRET_MODE_GROUP : SECRET_MODE_POD;
+  spec.volumes = [
+    ...(spec.volumes ?? []),
+    { name: SHM_VOLUME, emptyDir: { medium: 'Memory', sizeLimit: formatQuantity(s.localBufferSize) } },
+    clusterSecretVolume(s.cluster, mode),
+    ...(s.tls ? [tlsVolume(s.tls, mode)] : []),
+  ];
   spec.initContainers = [...(spec.initContainers ?? []), sidecarContainer(s)];
   const env = dummyClientEnv(s);
   spec.containers = spec.containers.map((c) => {
@@ -206,7 +233,7 @@ export function injectSidecar(pod: V1Pod, s: InjectionSettings): V1Pod {
     return {
       ...c,
       env: [...(c.env ?? []), ...env.filter((e) => !own.has(e.name))], // the pod's own values win
-      volumeMounts: [...(c.volumeMounts ?? []), { name: SHM_VOLUME, mountPath: SHM_MOUNT_PATH }],
+      volumeMounts: [...(c.volumeMounts ?? []), { name: SHM_VOLUME, mountPath: SHM_MOUNT_PATH }, ...secretMounts(s)],
     };
   });
   // The member label lets the cluster's NetworkPolicies admit this pod to the masters and stores.
