@@ -9,6 +9,8 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { MasterClient } from '../client/master-client.js';
 import { HttpMetadataStore } from '../client/metadata/http-metadata.js';
+import { clientSecret } from '../common/cluster-secret.js';
+import { grpcAuthOptions } from '../common/grpc-auth.js';
 import { masterProtoPath } from '../common/master-proto.js';
 import { controlFetch } from '../common/tls-fetch.js';
 import { loadTlsMaterial } from '../common/tls-material.js';
@@ -26,7 +28,7 @@ const CLIENT = '6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b';
 function ping(address: string, creds: grpc.ChannelCredentials): Promise<{ status_code: number }> {
   const def = protoLoader.loadSync(masterProtoPath(), { keepCase: true, longs: Number, enums: Number, defaults: true, oneofs: true });
   const pkg = grpc.loadPackageDefinition(def) as any;
-  const client = new pkg.store.MasterService(address, creds);
+  const client = new pkg.store.MasterService(address, creds, grpcAuthOptions()); // calls carry the cluster secret's header
   return new Promise<{ status_code: number }>((res, rej) => {
     client.Ping({ client_id: CLIENT }, { deadline: Date.now() + 10_000 }, (e: Error | null, r: { status_code: number }) => (e ? rej(e) : res(r)));
   }).finally(() => client.close());
@@ -74,7 +76,7 @@ describe('store_master with TLS', () => {
     const plain = await fetch(`${m.http}/health`);
     expect(plain.status).toBe(400);
     expect(await plain.text()).toContain('the master management HTTP serves HTTPS only on this port');
-    const store = new HttpMetadataStore(metadataUrl, 5000, undefined, ca());
+    const store = new HttpMetadataStore(metadataUrl, 5000, clientSecret(), ca());
     const desc = { te_endpoint: '127.0.0.1:12345', protocol: 'tcp', buffer: 4096, size: 1 << 20 };
     await store.publish('seg-a', desc);
     expect(await store.lookup('seg-a')).toEqual(desc);

@@ -6,6 +6,7 @@ import { rmSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { LocalCluster, type StoreServiceProcess } from '../sidecar/local-cluster.js';
+import { grpcAuthOptions } from '../common/grpc-auth.js';
 import { protoPath } from '../common/service-proto.js';
 import { controlFetch } from '../common/tls-fetch.js';
 import { loadTlsMaterial } from '../common/tls-material.js';
@@ -30,7 +31,7 @@ afterAll(async () => {
 function dummyStub(creds: grpc.ChannelCredentials) {
   const def = protoLoader.loadSync(protoPath('store_client.proto'), { keepCase: true, longs: Number, enums: Number, defaults: true });
   const Ctor = grpc.loadPackageDefinition(def).store as unknown as { ClientService: grpc.ServiceClientConstructor };
-  const stub = new Ctor.ClientService(svc.rpc, creds);
+  const stub = new Ctor.ClientService(svc.rpc, creds, grpcAuthOptions()); // calls carry the cluster secret's header
   const call = (name: string, req: object) =>
     new Promise<Record<string, unknown>>((resolve, reject) =>
       (stub[name] as (...args: unknown[]) => void).call(stub, req, { deadline: Date.now() + 10_000 }, (e: Error | null, r: Record<string, unknown>) =>
