@@ -7,6 +7,7 @@ import { createHash, randomBytes, randomFillSync } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { mapMemory, TransferEngine, TransferError, type MemoryRegion, type TransferEngineOptions } from './index.js';
+import { rejection } from './test-fixtures/rejection.js';
 import { ensureAddon } from './test-fixtures/ensure-addon.js';
 import { startRegionPeer, type RegionPeer } from './test-fixtures/region-peer.js';
 import { requestHeader } from './test-fixtures/raw-wire.js';
@@ -64,15 +65,6 @@ async function peer(seed: number, opts: { secret?: Buffer; shm: boolean }): Prom
 
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 const localBytes = (offset: number, length: number) => new Uint8Array(local.buffer, offset, length);
-
-async function rejection(p: Promise<unknown>): Promise<TransferError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(TransferError);
-  return err as TransferError;
-}
 
 test('authSecret must be a Buffer of at least 32 bytes (TypeError), authTimeoutMs a positive integer', () => {
   expect(() => new TransferEngine({ ...ports, env: {}, authSecret: 'x'.repeat(40) as unknown as Buffer })).toThrow(TypeError);

@@ -4,7 +4,8 @@
 // side (a bad local range, bad arguments, the engine closed). Real peer processes, TCP and shm.
 import { randomFillSync } from 'node:crypto';
 import { createServer } from 'node:net';
-import { TransferEngine, TransferError, type TransferOp } from './index.js';
+import { TransferEngine, type TransferOp } from './index.js';
+import { rejection } from './test-fixtures/rejection.js';
 import { engineHarness } from './test-fixtures/engine-harness.js';
 import { startRegionPeer, type RegionPeer } from './test-fixtures/region-peer.js';
 
@@ -27,15 +28,6 @@ async function startPeer(seed: number, opts: object, size = PEER_SIZE): Promise<
   const p = await startRegionPeer(size, seed, { ...ports, ...opts });
   peers.push(p); // handed to afterAll at once, so a later failure still stops it
   return p;
-}
-
-async function rejection(p: Promise<unknown>): Promise<TransferError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(TransferError);
-  return err as TransferError;
 }
 
 const op = (p: RegionPeer, kind: 'read' | 'write', offset: number, length: number, localOffset: number, extra: Partial<TransferOp> = {}): TransferOp => ({

@@ -3,7 +3,8 @@
 // frozen (only shared memory can answer then), range refusals, revocation on unregister, a dead
 // peer, and the TCP fallback for memory that is not fd-backed.
 import { createHash, randomFillSync } from 'node:crypto';
-import { mapMemory, TransferEngine, TransferError, type MemoryRegion } from './index.js';
+import { mapMemory, TransferEngine, type MemoryRegion } from './index.js';
+import { rejection } from './test-fixtures/rejection.js';
 import { ensureAddon } from './test-fixtures/ensure-addon.js';
 import { startRegionPeer, type RegionPeer } from './test-fixtures/region-peer.js';
 
@@ -37,15 +38,6 @@ async function peer(seed: number, extra: object = {}): Promise<RegionPeer> {
 
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 const localBytes = (offset: number, length: number) => new Uint8Array(local.buffer, offset, length);
-
-async function rejection(p: Promise<unknown>): Promise<TransferError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(TransferError);
-  return err as TransferError;
-}
 
 test('READ and WRITE of 1 byte .. 64 MiB through the shared mapping are bit-exact', async () => {
   const p = await peer(11);
