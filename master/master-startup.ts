@@ -87,7 +87,8 @@ export function unbuiltFeatureNotices(f: MasterFlags, explicit: Set<string>): st
   if (setTask.length > 0) out.push(`${setTask.map((n) => `--${n}`).join(', ')}: the copy/move task manager is not implemented yet; the value is validated and kept`);
   const diskFlags = ['quota_bytes', 'enable_disk_eviction', 'global_file_segment_size', 'promotion_admission_threshold', 'promotion_queue_limit'].filter((n) => explicit.has(n));
   if (diskFlags.length > 0) out.push(`${diskFlags.map((n) => `--${n}`).join(', ')}: disk tiers are not implemented yet; the value is validated and kept`);
-  if (f.enable_cxl) out.push(`--enable_cxl: CXL segments are placed by the cxl strategy; the master never maps ${f.cxl_path} itself (store services do: store_service --enable_cxl)`);
+  if (f.enable_cxl)
+    out.push(`--enable_cxl: CXL segments are placed by the cxl strategy; the master never maps ${f.cxl_path} itself (store services do: store_service --enable_cxl)`);
   return out;
 }
 
