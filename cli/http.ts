@@ -2,7 +2,7 @@
 // timeout, and their failures as CLI errors: no answer -> UnreachableError (exit 3), 404 ->
 // NotFoundError (exit 1), another refusal -> CliError exit 4 with the server's one-line reason.
 // With STORE_TLS_CA_FILE the calls go over HTTPS (common/tls-fetch.ts).
-import { AUTH_HEADER, signCall } from '../common/cluster-secret.js';
+import { AUTH_HEADER, signUrl } from '../common/cluster-secret.js';
 import { CliError, ExitCode, NotFoundError, UnreachableError } from './cli-errors.js';
 import { controlFetch } from '../common/tls-fetch.js';
 import { TlsConfigError } from '../common/tls-material.js';
@@ -25,8 +25,7 @@ export async function request(url: string, o: HttpOptions): Promise<Response> {
   const body = o.json === undefined ? undefined : JSON.stringify(o.json);
   const headers: Record<string, string> = body === undefined ? {} : { 'content-type': 'application/json' };
   if (o.secret !== undefined && method !== 'GET') {
-    const u = new URL(url);
-    headers[AUTH_HEADER] = signCall(o.secret, method, u.pathname + u.search, body);
+    headers[AUTH_HEADER] = signUrl(o.secret, method, url, body);
   }
   try {
     return await controlFetch(url, { method, signal, headers, body });

@@ -317,6 +317,12 @@ export function signCall(secret: Buffer, method: string, path: string, body?: Bu
   return `v1.${now}.${nonce}.${callMac(secret, method, path, now, nonce, bodyDigest(body))}`;
 }
 
+/** The x-kvstore-auth value for `method` on a whole URL (signed over its path and query). */
+export function signUrl(secret: Buffer, method: string, url: string, body?: Buffer | string): string {
+  const u = new URL(url);
+  return signCall(secret, method, u.pathname + u.search, body);
+}
+
 /**
  * Nonces seen within the window. Bounded: when full, the oldest entry is dropped and calls no
  * newer than it are refused from then on (a replay of a dropped nonce cannot pass).
@@ -397,6 +403,32 @@ export class RefusalLog {
     this.seen.add(peer);
     this.write(line);
   }
+}
+
+/**
+ * A server's side of a framed connection after its magic: `serve` gets the bytes after the
+ * handshake once the peer proved `secret` (at once without one). A refused peer is reported to
+ * `refused` and closed (the ERROR frame leaves first; a peer that keeps its end open is cut off a
+ * second later); a peer that went away half-way is `gone` (nothing was refused).
+ */
+export function acceptAuthenticated(
+  socket: Duplex,
+  secret: Buffer | undefined,
+  iface: FramedInterface,
+  rest: Buffer,
+  on: { serve: (rest: Buffer) => void; refused: (e: AuthError) => void; gone?: (e: Error) => void },
+): void {
+  if (secret === undefined) return on.serve(rest);
+  serverHandshake(socket, secret, iface, rest).then(on.serve, (e: Error) => {
+    if (!(e instanceof AuthError)) {
+      on.gone?.(e);
+      socket.destroy();
+      return;
+    }
+    on.refused(e);
+    socket.end();
+    setTimeout(() => socket.destroy(), 1000).unref();
+  });
 }
 
 /** An HTTP request's peer as "ip:port". */

@@ -3,7 +3,7 @@
 // handshake, and the x-kvstore-auth header for an HTTP write.
 import { connect, type Socket } from 'node:net';
 import { CHANNEL_MAGIC } from '../common/channel-frame.js';
-import { AUTH_HEADER, clientHandshake, clientSecret, signCall, type FramedInterface } from '../common/cluster-secret.js';
+import { AUTH_HEADER, clientHandshake, clientSecret, signUrl, type FramedInterface } from '../common/cluster-secret.js';
 
 /**
  * A socket to a KVC1 (or KVD1: `magic`, `iface`) listener, past the handshake when the run has a
@@ -35,6 +35,5 @@ export function channelSocket(
 /** Headers carrying x-kvstore-auth for `method` on `url` with `body` (none without a secret). */
 export function authHeaders(method: string, url: string, body?: string | Buffer, secret = clientSecret()): Record<string, string> {
   if (secret === undefined) return {};
-  const u = new URL(url);
-  return { [AUTH_HEADER]: signCall(secret, method, u.pathname + u.search, body) };
+  return { [AUTH_HEADER]: signUrl(secret, method, url, body) };
 }

@@ -14,7 +14,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { ConnectionInjector } from '@grpc/grpc-js';
 import { CHANNEL_MAGIC } from '../common/channel-frame.js';
-import { AuthError, serverHandshake, type FramedInterface } from '../common/cluster-secret.js';
+import { acceptAuthenticated, type FramedInterface } from '../common/cluster-secret.js';
 import type { Logger } from '../common/logger.js';
 import type { MethodInfo } from '../common/master-proto.js';
 import { ChannelConnection } from './channel-server.js';
@@ -202,25 +202,16 @@ export class RpcListener {
     }
   }
 
-  /**
-   * Runs `serve` with the bytes after the handshake once the peer proved the cluster secret (at
-   * once without a secret); a refused peer is counted, logged (rate-limited) and closed.
-   */
+  /** Runs `serve` once the peer proved the cluster secret (common/cluster-secret.ts acceptAuthenticated); a refused peer is counted and logged (rate-limited). */
   private authenticated(socket: Socket, iface: FramedInterface, rest: Buffer, serve: (rest: Buffer) => void): void {
-    const secret = this.opts.secret;
-    if (secret === undefined) return serve(rest);
-    serverHandshake(socket, secret, iface, rest).then(serve, (e: Error) => {
-      if (!(e instanceof AuthError)) {
-        // the peer went away half-way: nothing was refused
-        this.log.debug(`${iface} connection from ${socket.remoteAddress}:${socket.remotePort}: ${e.message}`);
-        socket.destroy();
-        return;
-      }
-      this.opts.authRefused?.(iface);
-      this.note(`${iface} connection from ${socket.remoteAddress}:${socket.remotePort} refused: ${e.message}`);
-      // the ERROR frame leaves first; a peer that keeps its end open is cut off shortly after
-      socket.end();
-      setTimeout(() => socket.destroy(), 1000).unref();
+    const from = `${socket.remoteAddress}:${socket.remotePort}`;
+    acceptAuthenticated(socket, this.opts.secret, iface, rest, {
+      serve,
+      refused: (e) => {
+        this.opts.authRefused?.(iface);
+        this.note(`${iface} connection from ${from} refused: ${e.message}`);
+      },
+      gone: (e) => this.log.debug(`${iface} connection from ${from}: ${e.message}`),
     });
   }
 

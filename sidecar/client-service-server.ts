@@ -20,7 +20,7 @@ import { clientMethods } from '../common/client-proto.js';
 import { decodeWith } from '../common/proto-codec.js';
 import type { MethodInfo } from '../common/service-proto.js';
 import { protoPath } from '../common/service-proto.js';
-import { AUTH_FRAME_KIND, AuthError, NonceCache, NOT_AUTHENTICATING, RefusalLog, serverHandshake } from '../common/cluster-secret.js';
+import { acceptAuthenticated, AUTH_FRAME_KIND, NonceCache, NOT_AUTHENTICATING, RefusalLog } from '../common/cluster-secret.js';
 import { ErrorCode } from '../common/error-code.js';
 import { grpcAuthProblem } from '../common/grpc-auth.js';
 import type { Logger } from '../common/logger.js';
@@ -291,19 +291,13 @@ export class ClientServiceServer {
       socket.pause();
       const magic = head.subarray(0, 4);
       if (magic.equals(DUMMY_CHANNEL_MAGIC)) {
-        const secret = this.opts.secret;
-        if (secret === undefined) return this.serveChannel(socket, peer, head.subarray(4));
-        serverHandshake(socket, secret, 'dummy-client', head.subarray(4)).then(
-          (rest) => this.serveChannel(socket, peer, rest),
-          (e: Error) => {
-            if (e instanceof AuthError) {
-              this.opts.authRefused?.('dummy-client');
-              this.refusals.note(peer, `dummy client ${peer} refused: ${e.message}`);
-              socket.end();
-              setTimeout(() => socket.destroy(), 1000).unref();
-            } else socket.destroy();
+        acceptAuthenticated(socket, this.opts.secret, 'dummy-client', head.subarray(4), {
+          serve: (rest) => this.serveChannel(socket, peer, rest),
+          refused: (e) => {
+            this.opts.authRefused?.('dummy-client');
+            this.refusals.note(peer, `dummy client ${peer} refused: ${e.message}`);
           },
-        );
+        });
       } else if (this.tls && startsTls(head)) {
         this.tls.accept(socket, head);
       } else if (this.tls && magic.equals(HTTP2_PREFACE)) {

@@ -3,7 +3,7 @@
 // cluster secret's per-call header (x-kvstore-auth) when the client has a secret. Over HTTPS with
 // the client TLS settings (STORE_TLS_CA_FILE: an http:// URL is then called as https://,
 // common/tls-fetch.ts).
-import { AUTH_HEADER, signCall } from '../../common/cluster-secret.js';
+import { AUTH_HEADER, signUrl } from '../../common/cluster-secret.js';
 import { clientTlsFromEnv, controlFetch } from '../../common/tls-fetch.js';
 import type { TlsMaterial } from '../../common/tls-material.js';
 import { parseDescriptor, segmentKey, type MetadataStore, type SegmentDescriptor } from './metadata-store.js';
@@ -35,8 +35,7 @@ export class HttpMetadataStore implements MetadataStore {
     const headers: Record<string, string> = {};
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (this.secret !== undefined && method !== 'GET') {
-      const u = new URL(url);
-      headers[AUTH_HEADER] = signCall(this.secret, method, u.pathname + u.search, body);
+      headers[AUTH_HEADER] = signUrl(this.secret, method, url, body);
     }
     try {
       return await controlFetch(url, { method, body, headers, signal: AbortSignal.timeout(this.timeoutMs) }, this.tls);
