@@ -142,13 +142,17 @@ async function flood(endpoint: string, count: number, source: string): Promise<F
   const lines = createInterface({ input: proc.stdout });
   let closed = 0;
   const waiters: Array<{ n: number; res: () => void }> = [];
-  const first = new Promise<{ connected: number; failed: number; closed: number }>((res) => lines.once('line', (l) => res(JSON.parse(l))));
-  const report = await first;
-  closed = report.closed;
+  // One listener from the start: a report and the next update can arrive in one chunk, and readline
+  // emits both at once (a listener added after awaiting the first would miss the second).
+  let first: (r: { connected: number; failed: number }) => void = () => {};
+  const reported = new Promise<{ connected: number; failed: number }>((res) => (first = res));
   lines.on('line', (l) => {
-    closed = (JSON.parse(l) as { closed: number }).closed;
+    const r = JSON.parse(l) as { connected: number; failed: number; closed: number };
+    closed = r.closed;
+    first(r);
     for (const w of waiters.filter((x) => closed >= x.n)) w.res();
   });
+  const report = await reported;
   const exited = new Promise<void>((res) => proc.once('exit', () => res()));
   return {
     connected: report.connected,
