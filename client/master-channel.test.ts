@@ -89,7 +89,14 @@ describe('MasterChannel', () => {
     expect(res).toEqual({
       status_code: 0,
       lease_ttl_ms: 5000,
-      replica_list: [{ status: 3, handles: [{ segment_name: 's', size: 10, buffer: 2 ** 40, status: 0, te_endpoint: 'h:1', memory_type: 0, incarnation: 0, generation: 0 }] }],
+      replica_list: [
+        {
+          status: 3,
+          replica_type: 0,
+          file: null,
+          handles: [{ segment_name: 's', size: 10, buffer: 2 ** 40, status: 0, te_endpoint: 'h:1', memory_type: 0, incarnation: 0, generation: 0 }],
+        },
+      ],
       slice_checksums: [],
     });
   });

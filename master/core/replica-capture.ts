@@ -14,6 +14,7 @@ import { MemoryType, type MemoryType__Output } from '../../proto/gen/store/Memor
 import type { PutStartResponse__Output } from '../../proto/gen/store/PutStartResponse.js';
 import type { ReplicaInfo__Output } from '../../proto/gen/store/ReplicaInfo.js';
 import { ReplicaStatus } from '../../proto/gen/store/ReplicaStatus.js';
+import { ReplicaType } from '../../proto/gen/store/ReplicaType.js';
 import { FLAG_CXL, HANDLE_FIELDS, writeGeneration, type ObjectMeta, type ReplicaStatusValue } from './object-meta.js';
 import type { Segment, SegmentRegistry } from './segment-registry.js';
 
@@ -87,7 +88,7 @@ export class ReplicaCapture {
     const list: ReplicaInfo__Output[] = [];
     const bufStatus = this.bufStatus;
     this.forEach((seg, addr, size, k) => {
-      if (k % slices === 0) list.push({ handles: [], status: this.status });
+      if (k % slices === 0) list.push({ handles: [], status: this.status, replica_type: ReplicaType.MEMORY, file: null });
       const handle: BufHandle__Output = {
         segment_name: seg.name,
         size,
