@@ -32,7 +32,7 @@ function plainHostPort(a: string): boolean {
 /** The master address as given (not resolved); a UsageError when there is none or it is malformed. */
 export async function masterAddress(g: GlobalOptions, env: Env): Promise<string> {
   const a = g.master || env[ENV.master]; // an empty variable is unset
-  if (!a) throw new UsageError(`no master address: give --master host:port (or etcd://..., redis://...) or set ${ENV.master}`);
+  if (!a) throw new UsageError(`no master address: give --master host:port (or etcd://..., redis://..., k8s://...) or set ${ENV.master}`);
   if (plainHostPort(a)) return a;
   const { parseMasterAddress } = await import('../client/leader-discovery.js');
   try {

@@ -253,7 +253,7 @@ export class Client implements StoreClient {
     const signal = options.signal;
     if (signal?.aborted) throw setupAborted(signal, 'before it started');
     try {
-      parseMasterAddress(settings.masterAddress, env); // host:port, or etcd://... / redis://... for HA
+      parseMasterAddress(settings.masterAddress, env); // host:port, or etcd://... / redis://... / k8s://... for HA
     } catch (e) {
       throw new InvalidParamsError(`setup: ${(e as Error).message}`, { cause: e });
     }
@@ -600,7 +600,12 @@ export class Client implements StoreClient {
           }),
         );
       },
-      { env: this.options.env ?? process.env, onError: (e) => this.log('warn', `leader lookup failed: ${e.message}`) },
+      {
+        env: this.options.env ?? process.env,
+        // While the heartbeat fails the leader is likely gone: look for the next one every 100 ms.
+        hurry: () => (this.heartbeat?.failures ?? 0) > 0,
+        onError: (e) => this.log('warn', `leader lookup failed: ${e.message}`),
+      },
     );
   }
 

@@ -1,8 +1,10 @@
 // Finds the HA master leader for a client. master_server_address is either a plain `host:port`
 // (returned as is), `etcd://h:p;h:p[/cluster]` or `redis://h:p[/cluster]`: the leader key
 // /<cluster>/master/leader written by the elected master (master/ha/) is read and its
-// `host:port` returned. The cluster id comes from the path, else MC_STORE_CLUSTER_ID, else
-// 'store_cluster' (the master's --cluster_id default). watchLeader polls and reports changes.
+// `host:port` returned (the cluster id comes from the path, else MC_STORE_CLUSTER_ID, else
+// 'store_cluster', the master's --cluster_id default); or `k8s://[namespace/]lease-name`: the
+// leader Lease the masters elect on (k8s-leader-reader.ts). watchLeader polls and reports
+// changes, faster while the caller says its master is unreachable.
 import { splitHostPort } from '../common/host-port.js';
 import { Etcd3 } from 'etcd3';
 import { Redis } from 'ioredis';
@@ -10,15 +12,21 @@ import { ErrorCode } from '../common/error-code.js';
 import { leaderKey } from '../master/ha/election-backend.js';
 import { parseRedisLeaderValue } from '../master/ha/redis-backend.js';
 import { StoreError } from './errors.js';
+import { openK8sLeaderReader, parseK8sLeaseAddress, type LeaderReader } from './k8s-leader-reader.js';
 
 export const DEFAULT_CLUSTER_ID = 'store_cluster';
 const CALL_TIMEOUT_MS = 2000;
 const DEFAULT_POLL_MS = 500;
+const DEFAULT_HURRY_POLL_MS = 100;
 
 type Env = Record<string, string | undefined>;
 
 export type MasterAddress =
-  { kind: 'direct'; address: string } | { kind: 'etcd'; endpoints: string[]; clusterId: string } | { kind: 'redis'; host: string; port: number; clusterId: string };
+  | { kind: 'direct'; address: string }
+  | { kind: 'etcd'; endpoints: string[]; clusterId: string }
+  | { kind: 'redis'; host: string; port: number; clusterId: string }
+  /** namespace undefined: POD_NAMESPACE, else the kubeconfig context's, else `default`. */
+  | { kind: 'k8s'; namespace?: string; leaseName: string };
 
 function invalid(addr: string, why: string): StoreError {
   return new StoreError(ErrorCode.INVALID_PARAMS, `master_server_address "${addr}": ${why}`);
@@ -28,9 +36,16 @@ function invalid(addr: string, why: string): StoreError {
 export function parseMasterAddress(addr: string, env: Env = process.env): MasterAddress {
   const a = addr.trim();
   const envCluster = env.MC_STORE_CLUSTER_ID || DEFAULT_CLUSTER_ID;
+  if (/^k8s:\/\//i.test(a)) {
+    try {
+      return { kind: 'k8s', ...parseK8sLeaseAddress(a.slice('k8s://'.length)) };
+    } catch (e) {
+      throw invalid(addr, (e as Error).message);
+    }
+  }
   const m = /^(etcd|redis):\/\/([^/]*)(?:\/(.*))?$/.exec(a);
   if (!m) {
-    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(a)) throw invalid(addr, 'unknown scheme (expected host:port, etcd://h:p;h:p or redis://h:p)');
+    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(a)) throw invalid(addr, 'unknown scheme (expected host:port, etcd://h:p;h:p, redis://h:p or k8s://[namespace/]lease-name)');
     if (!splitHostPort(a)) throw invalid(addr, 'expected host:port');
     return { kind: 'direct', address: a };
   }
@@ -46,17 +61,17 @@ export function parseMasterAddress(addr: string, env: Env = process.env): Master
   return { kind: 'redis', ...splitHostPort(hosts[0])!, clusterId };
 }
 
-/** A reusable reader of the leader key. */
-interface LeaderReader {
-  read(): Promise<string | undefined>;
-  close(): void;
-}
+type Discovered = Exclude<MasterAddress, { kind: 'direct' }>;
 
-function openReader(a: Exclude<MasterAddress, { kind: 'direct' }>): LeaderReader {
+/** A reusable reader of the leader record. */
+function openReader(a: Discovered, env: Env): LeaderReader {
+  if (a.kind === 'k8s') return openK8sLeaderReader(a, env);
   const key = leaderKey(a.clusterId);
+  const description = a.kind === 'etcd' ? `etcd ${a.endpoints.join(',')} key ${key}` : `redis ${a.host}:${a.port} key ${key}`;
   if (a.kind === 'etcd') {
     const etcd = new Etcd3({ hosts: a.endpoints, dialTimeout: CALL_TIMEOUT_MS, defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + CALL_TIMEOUT_MS }) });
     return {
+      description,
       read: async () => (await etcd.get(key).string()) ?? undefined,
       close: () => etcd.close(),
     };
@@ -71,16 +86,13 @@ function openReader(a: Exclude<MasterAddress, { kind: 'direct' }>): LeaderReader
   });
   redis.on('error', () => undefined); // surfaced by the failing command
   return {
+    description,
     read: async () => {
       const v = await redis.get(key);
       return v === null ? undefined : parseRedisLeaderValue(v)?.address;
     },
     close: () => redis.disconnect(),
   };
-}
-
-function describe(a: Exclude<MasterAddress, { kind: 'direct' }>): string {
-  return a.kind === 'etcd' ? `etcd ${a.endpoints.join(',')} key ${leaderKey(a.clusterId)}` : `redis ${a.host}:${a.port} key ${leaderKey(a.clusterId)}`;
 }
 
 /**
@@ -90,14 +102,14 @@ function describe(a: Exclude<MasterAddress, { kind: 'direct' }>): string {
 export async function resolveMasterAddress(addr: string, env: Env = process.env): Promise<string> {
   const a = parseMasterAddress(addr, env);
   if (a.kind === 'direct') return a.address;
-  const reader = openReader(a);
+  const reader = openReader(a, env);
   try {
     const leader = await reader.read();
-    if (!leader) throw new StoreError(ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS, `no master leader elected yet (${describe(a)} is empty)`);
+    if (!leader) throw new StoreError(ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS, `no master leader elected yet (${reader.description} names none)`);
     return leader;
   } catch (e) {
     if (e instanceof StoreError) throw e;
-    throw new StoreError(ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS, `cannot read the master leader from ${describe(a)}: ${(e as Error).message}`, { cause: e });
+    throw new StoreError(ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS, `cannot read the master leader from ${reader.description}: ${(e as Error).message}`, { cause: e });
   } finally {
     reader.close();
   }
@@ -107,6 +119,13 @@ export interface WatchOptions {
   env?: Env;
   /** Poll period in ms (default 500). */
   intervalMs?: number;
+  /**
+   * Asked before each wait: true while the caller cannot reach the leader it was given (its
+   * master connection fails), so the next leader is looked for every `hurryIntervalMs`.
+   */
+  hurry?: () => boolean;
+  /** Poll period while `hurry()` says so (default 100 ms). */
+  hurryIntervalMs?: number;
   /** Read failures (the previous leader stays reported meanwhile). */
   onError?: (e: Error) => void;
 }
@@ -121,7 +140,7 @@ export function watchLeader(addr: string, onChange: (leader: string | undefined)
     queueMicrotask(() => onChange(a.address));
     return () => undefined;
   }
-  const reader = openReader(a);
+  const reader = openReader(a, opts.env ?? process.env);
   let stopped = false;
   let first = true;
   let last: string | undefined;
@@ -137,7 +156,7 @@ export function watchLeader(addr: string, onChange: (leader: string | undefined)
     } catch (e) {
       if (!stopped) opts.onError?.(e as Error);
     }
-    if (!stopped) timer = setTimeout(() => void poll(), opts.intervalMs ?? DEFAULT_POLL_MS);
+    if (!stopped) timer = setTimeout(() => void poll(), opts.hurry?.() ? (opts.hurryIntervalMs ?? DEFAULT_HURRY_POLL_MS) : (opts.intervalMs ?? DEFAULT_POLL_MS));
   };
   void poll();
   return () => {

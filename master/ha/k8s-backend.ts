@@ -9,9 +9,10 @@
 import { CoordinationV1Api, CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions, type V1Lease } from '@kubernetes/client-node';
 import { K8sLease, statusOf } from '../../common/k8s-lease.js';
 import type { AcquireResult, ElectionBackend } from './election-backend.js';
+import { LEADER_ADDRESS_ANNOTATION } from './lease-ref.js';
 
 export const LEADER_LABEL = 'store.kvcache.io/leader';
-export const LEADER_ADDRESS_ANNOTATION = 'store.kvcache.io/leader-address';
+export { LEADER_ADDRESS_ANNOTATION };
 export const RECORD_ANNOTATION_PREFIX = 'records.store.kvcache.io/';
 /** The Lease holding the records beside the leader Lease `leaseName`. */
 export const recordsLeaseName = (leaseName: string): string => `${leaseName}-records`;

@@ -1,4 +1,8 @@
-// The k8s election backend's `--ha_backend_connstring`: `<namespace>/<lease-name>`.
+// The k8s election backend's `--ha_backend_connstring`: `<namespace>/<lease-name>`, and the Lease
+// annotation that publishes the leader's address (read by clients, client/k8s-leader-reader.ts).
+
+/** The leader's `host:port` on the leader Lease, written by the elected master. */
+export const LEADER_ADDRESS_ANNOTATION = 'store.kvcache.io/leader-address';
 
 /** `<namespace>/<lease-name>` -> parts, with a clear error otherwise. */
 export function parseLeaseRef(connstring: string): { namespace: string; leaseName: string } {
