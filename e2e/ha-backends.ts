@@ -16,8 +16,8 @@ export interface HaBackend {
   masterArgs: string[];
   /** Environment the masters need (k8s: KUBECONFIG). */
   env?: Record<string, string>;
-  /** How clients find the leader (undefined: they cannot, k8s). */
-  discovery?: string;
+  /** How clients find the leader (master_server_address; k8s: with `env`'s KUBECONFIG). */
+  discovery: string;
 }
 
 export const have = (bin: string): boolean => spawnSync('sh', ['-c', `command -v ${bin}`]).status === 0;
@@ -51,7 +51,10 @@ export class Processes {
     for (const d of this.dirs.splice(0)) rmSync(d, { recursive: true, force: true });
   }
 
-  /** The test Kubernetes API server with a namespace `kv`; masters use the Lease kv/<cluster>-leader (no POD_NAME: no pod label). */
+  /**
+   * The test Kubernetes API server with a namespace `kv`; masters use the Lease kv/<cluster>-leader
+   * (no POD_NAME: no pod label), clients discover the leader on it with the same KUBECONFIG.
+   */
   async k8s(cluster: string): Promise<HaBackend> {
     const server = await startKubeApiServer();
     this.servers.push(server);
@@ -62,7 +65,8 @@ export class Processes {
     });
     if (r.status >= 300) throw new Error(`creating namespace kv: ${r.status} ${await r.text()}`);
     const kubeconfig = writeKubeconfig(join(this.tempDir('ha-k8s-'), 'kubeconfig'), server.url, 'kv');
-    return { masterArgs: ['--ha_backend_type=k8s', `--ha_backend_connstring=kv/${cluster.replace(/_/g, '-')}-leader`, `--cluster_id=${cluster}`], env: { KUBECONFIG: kubeconfig } };
+    const lease = `kv/${cluster.replace(/_/g, '-')}-leader`;
+    return { masterArgs: ['--ha_backend_type=k8s', `--ha_backend_connstring=${lease}`, `--cluster_id=${cluster}`], env: { KUBECONFIG: kubeconfig }, discovery: `k8s://${lease}` };
   }
 
   async etcd(cluster: string): Promise<HaBackend> {

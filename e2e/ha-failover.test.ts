@@ -1,85 +1,42 @@
 // End to end, HA with data (issue 12): three store_master processes elect a leader through a real
-// etcd or redis-server; the standbys follow the leader's state (docs/ha.md "Standbys"); two
+// etcd, a real redis-server or a Lease on the test Kubernetes API server (clients discover the
+// leader on each: etcd://, redis://, k8s://); the standbys follow the leader's state (docs/ha.md "Standbys"); two
 // clients, each with a segment of its own, write checksummed objects with two replicas through
 // the leader, and keep writing while the leader is SIGKILLed (or SIGSTOPped past its lease, then
 // SIGCONTed: it must not serve again): the new leader holds every committed object, the clients
 // mount their memory again on it, and every object is read back by both clients, byte for byte.
 // Run `npm run build` first.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '../client/client.js';
 import { MasterClient } from '../client/master-client.js';
 import { ErrorCode } from '../common/error-code.js';
-import { distRoot, track, type ProcessHandle } from '../sidecar/local-cluster.js';
-import { freePort } from './free-port.js';
+import { distRoot, type ProcessHandle } from '../sidecar/local-cluster.js';
+import { have, Processes, type HaBackend } from './ha-backends.js';
 
 const MAIN = join(distRoot(), 'master', 'main.js');
-const have = (bin: string): boolean => spawnSync('sh', ['-c', `command -v ${bin}`]).status === 0;
 const KiB = 1024;
 const LIVE_PUTS = 300;
 
-const procs: ChildProcess[] = [];
-const dirs: string[] = [];
-afterAll(async () => {
-  const running = procs.filter((p) => p.exitCode === null && p.signalCode === null);
-  for (const p of running) p.kill('SIGKILL');
-  await Promise.all(running.map((p) => once(p, 'exit')));
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-
-function start(name: string, cmd: string, args: string[]): ProcessHandle {
-  const p = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  procs.push(p);
-  return track(name, p);
-}
-
-async function etcd(): Promise<{ masterArgs: string[]; discovery: string }> {
-  const dir = mkdtempSync(join(tmpdir(), 'ha-failover-etcd-'));
-  dirs.push(dir);
-  const [client, peer] = [await freePort(), await freePort()];
-  const endpoint = `127.0.0.1:${client}`;
-  await start('etcd', 'etcd', [
-    '--name=failover',
-    `--data-dir=${dir}`,
-    `--listen-client-urls=http://${endpoint}`,
-    `--advertise-client-urls=http://${endpoint}`,
-    `--listen-peer-urls=http://127.0.0.1:${peer}`,
-    `--initial-advertise-peer-urls=http://127.0.0.1:${peer}`,
-    `--initial-cluster=failover=http://127.0.0.1:${peer}`,
-  ]).waitFor(/ready to serve client requests/);
-  return { masterArgs: [`--etcd_endpoints=${endpoint}`, '--cluster_id=failover_etcd'], discovery: `etcd://${endpoint}/failover_etcd` };
-}
-
-async function redis(): Promise<{ masterArgs: string[]; discovery: string }> {
-  const port = await freePort();
-  await start('redis', 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']).waitFor(/Ready to accept connections/);
-  const url = `redis://127.0.0.1:${port}`;
-  return { masterArgs: ['--ha_backend_type=redis', `--ha_backend_connstring=${url}`, '--cluster_id=failover_redis'], discovery: `${url}/failover_redis` };
-}
+const ps = new Processes();
+afterEach(() => ps.stopAll());
 
 /**
  * `kill`: the leader is SIGKILLed while both clients keep putting. `pause`: it is SIGSTOPped past
  * its lease; once another leads, SIGCONT: it must answer no RPC as leader, and it follows the new one.
  */
-async function scenario(backend: () => Promise<{ masterArgs: string[]; discovery: string }>, how: 'kill' | 'pause'): Promise<void> {
-  const { masterArgs, discovery } = await backend();
+async function scenario(backend: () => Promise<HaBackend>, how: 'kill' | 'pause'): Promise<void> {
+  const { masterArgs, discovery, env } = await backend();
   const masters: (ProcessHandle & { rpc: string; metrics: string })[] = [];
   for (let i = 0; i < 3; i++) {
     // --ha_commit_acks=2: every commit is on both standbys before its reply, whichever is elected next.
-    const h = start(`master-${i}`, process.execPath, [
-      MAIN,
-      '--enable_ha=true',
-      '--rpc_address=127.0.0.1',
-      '--rpc_port=0',
-      '--metrics_port=0',
-      '--enable_metric_reporting=false',
-      '--ha_commit_acks=2',
-      ...masterArgs,
-    ]);
+    const h = ps.start(
+      `master-${i}`,
+      process.execPath,
+      [MAIN, '--enable_ha=true', '--rpc_address=127.0.0.1', '--rpc_port=0', '--metrics_port=0', '--enable_metric_reporting=false', '--ha_commit_acks=2', ...masterArgs],
+      env,
+    );
     const m = await h.waitFor(/store_master listening: rpc=(\S+) metrics=(\S+)/);
     masters.push({ ...h, rpc: m[1], metrics: m[2] });
   }
@@ -102,7 +59,12 @@ async function scenario(backend: () => Promise<{ masterArgs: string[]; discovery
           protocol: 'tcp',
           master_server_address: discovery,
         },
-        { checksums: true, heartbeatIntervalMs: 200, log: (_l, msg) => /remounted 1 segment\(s\) on master leader/.test(msg) && switched[c]() },
+        {
+          checksums: true,
+          heartbeatIntervalMs: 200,
+          env: { ...process.env, ...env },
+          log: (_l, msg) => /remounted 1 segment\(s\) on master leader/.test(msg) && switched[c](),
+        },
       ),
     );
   }
@@ -192,20 +154,22 @@ async function scenario(backend: () => Promise<{ masterArgs: string[]; discovery
 }
 
 const ready = existsSync(MAIN);
-const backends: [string, boolean, () => Promise<{ masterArgs: string[]; discovery: string }>][] = [
-  ['etcd', have('etcd'), etcd],
-  ['redis', have('redis-server'), redis],
+// The test Kubernetes API server runs in this process: always there.
+const backends: [string, string, () => Promise<HaBackend>][] = [
+  ['etcd', have('etcd') ? '' : 'etcd (apt-get install etcd-server)', () => ps.etcd('failover_etcd')],
+  ['redis', have('redis-server') ? '' : 'redis-server (apt-get install redis-server)', () => ps.redis('failover_redis')],
+  ['k8s', '', () => ps.k8s('failover_k8s')],
 ];
-for (const [name, installed, backend] of backends) {
-  const why = `skipped without ${name === 'etcd' ? 'etcd (apt-get install etcd-server)' : 'redis-server (apt-get install redis-server)'} or dist/ (npm run build)`;
-  (installed && ready ? it : it.skip)(
+for (const [name, missing, backend] of backends) {
+  const why = `skipped without ${missing ? `${missing} or ` : ''}dist/ (npm run build)`;
+  (missing === '' && ready ? it : it.skip)(
     `${name}: SIGKILL of the leader while clients write loses no committed object (${why})`,
     async () => {
       await scenario(backend, 'kill');
     },
     90_000,
   );
-  (installed && ready ? it : it.skip)(
+  (missing === '' && ready ? it : it.skip)(
     `${name}: a leader paused past its lease serves nothing after SIGCONT and follows the new one; nothing lost (${why})`,
     async () => {
       await scenario(backend, 'pause');
