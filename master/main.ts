@@ -157,7 +157,7 @@ async function main(): Promise<void> {
         beforeServing: (v) => replication!.beginTerm(v),
       });
       const h = ha;
-      follower = new ReplicationFollower({ leader: () => h.knownLeader, self: () => h.advertisedAddress, clock, log, ended: () => h.publishPosition(), secret });
+      follower = new ReplicationFollower({ leader: () => h.knownLeader, self: () => h.advertisedAddress, clock, log, ended: () => h.streamEnded(), secret });
       replication = new ReplicationLeader({
         source: () => (h.gate.leading ? leading : undefined),
         seq: () => fanout.seq,

@@ -3,7 +3,9 @@
 // reads every record to decide whether its image may be imported (else it is discarded: this
 // master starts empty if elected) and whether to campaign at all (not while another live standby
 // holds a more advanced usable image). The position is also published when the leader's stream
-// ends, so that the records read at the next election are the standbys' last positions.
+// ends, so that the records read at the next election are the standbys' last positions. An
+// unchanged position is written again only after a tenth of the record's TTL (a retry period at
+// the defaults): a hurried election (election.ts) attempts ten times as often, not writes.
 import type { ElectionBackend } from './election-backend.js';
 import type { ElectorLog } from './leader-elector.js';
 import { decideCampaign, encodeStandby, standbyRecordName, type ImagePosition } from './standby-ranking.js';
@@ -20,6 +22,8 @@ export type PrecheckResult = { skip: false } | { skip: true; leader?: string };
 
 export class CampaignGuard {
   private lastAhead = '';
+  /** The record last written, and when its write was sent. */
+  private written: { value: string; at: number } | undefined;
 
   constructor(
     private readonly backend: ElectionBackend,
@@ -28,13 +32,19 @@ export class CampaignGuard {
     /** How long a standby's record outlives its last write. */
     private readonly ttlMs: number,
     private readonly log: ElectorLog,
+    /** Monotonic ms. */
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
-  /** Writes this master's standby record (where its image stands). */
+  /** Writes this master's standby record (where its image stands), unless written unchanged within a tenth of its TTL. */
   async publish(): Promise<void> {
     const self = this.self();
     if (self === '') return;
-    await this.backend.putRecord(standbyRecordName(self), encodeStandby({ address: self, image: this.image.position() }), this.ttlMs);
+    const value = encodeStandby({ address: self, image: this.image.position() });
+    const at = this.now();
+    if (this.written?.value === value && at - this.written.at < this.ttlMs / 10) return;
+    await this.backend.putRecord(standbyRecordName(self), value, this.ttlMs);
+    this.written = { value, at };
   }
 
   /** Before an acquire attempt: skip it while someone leads (no record read) or a more advanced standby lives. */

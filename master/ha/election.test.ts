@@ -39,6 +39,35 @@ describe('Election', () => {
     expect(e.next(1020)).toEqual({ do: 'acquire' });
   });
 
+  it('hurry: a follower tries at once, then every tenth of the retry period, for a lease and a retry period', () => {
+    const e = new Election(T);
+    e.acquireStarted(0);
+    e.acquireDone(0, 20, false, '10.0.0.2:50051');
+    expect(e.next(300)).toEqual({ do: 'wait', untilMs: 1020 });
+    e.hurry(300);
+    expect(e.isHurried(300)).toBe(true);
+    expect(e.next(300)).toEqual({ do: 'acquire' });
+    e.acquireStarted(300);
+    e.acquireDone(300, 310, false, '10.0.0.2:50051');
+    expect(e.next(310)).toEqual({ do: 'wait', untilMs: 410 });
+    // The window ends at 300 + 5000 + 1000: back to the retry period.
+    e.acquireStarted(6300);
+    e.acquireDone(6300, 6310, false, '10.0.0.2:50051');
+    expect(e.isHurried(6310)).toBe(false);
+    expect(e.next(6310)).toEqual({ do: 'wait', untilMs: 7310 });
+  });
+
+  it('hurry is ignored by a leader, and an election ends it', () => {
+    const e = new Election(T);
+    e.hurry(0);
+    e.acquireStarted(0);
+    expect(e.acquireDone(0, 10, true)).toBe('elected');
+    expect(e.isHurried(10)).toBe(false);
+    e.hurry(20);
+    expect(e.next(20)).toEqual({ do: 'wait', untilMs: 1010 });
+    expect(e.isHurried(20)).toBe(false);
+  });
+
   it('does not trust an acquire whose answer came after its own renew deadline', () => {
     const e = new Election(T);
     e.acquireStarted(0);

@@ -126,7 +126,7 @@ export class HaMaster {
     const timings = this.o.timings ?? (this.o.flags.ha_lease_ms ? timingsForLease(this.o.flags.ha_lease_ms) : DEFAULT_TIMINGS);
     // A standby's record outlives two leases: a live standby's position is still there when the
     // leader's lease runs out, even after a pause of its own.
-    const guard = this.o.standby ? new CampaignGuard(this.backend, () => this.address, this.o.standby, 2 * timings.leaseDurationMs, this.o.log) : undefined;
+    const guard = this.o.standby ? new CampaignGuard(this.backend, () => this.address, this.o.standby, 2 * timings.leaseDurationMs, this.o.log, this.o.clock) : undefined;
     this.guard = guard;
     this.elector = new LeaderElector(
       this.backend,
@@ -175,8 +175,12 @@ export class HaMaster {
     return this.backend.putLeaderRecord(INSYNC_RECORD, encodeInSync(r));
   }
 
-  /** Publishes this standby's position now (its stream ended); best effort. */
-  publishPosition(): void {
+  /**
+   * This standby's stream from the leader ended: the leader is likely gone, so its position is
+   * published now (best effort) and the election looks for the record's expiry more often.
+   */
+  streamEnded(): void {
+    this.elector?.hurry();
     this.guard?.publish().then(
       () => this.o.log.info('HA: standby position published after the stream ended'),
       (e: Error) => this.o.log.warn(`HA: publishing the standby position failed: ${e.message}`),

@@ -101,6 +101,38 @@ describe('LeaderElector', () => {
     expect(b.released).toBe(0);
   });
 
+  it('hurried (its stream from the leader ended), a follower takes a record freed within a tenth of the retry period', async () => {
+    const b = new MemoryBackend();
+    b.holder = 'other:1';
+    const { e, events, next, clock } = elector(b);
+    const elected = next();
+    e.start();
+    await clock.advance(100); // the first attempt failed: the next is a retry period (2 s) after it
+    e.hurry(); // tries at once, then every 200 ms
+    expect(b.attempts).toBe(2);
+    await clock.advance(300);
+    b.holder = undefined; // the old leader's record expired at t=400
+    await clock.advance(200);
+    await elected;
+    expect(events).toEqual(['elected']);
+    expect(clock.now()).toBeLessThan(TIMINGS.retryPeriodMs); // not hurried: no attempt before t=2000
+    await e.stop();
+  });
+
+  it('is hurried for one lease and one retry period, then tries every retry period again', async () => {
+    const b = new MemoryBackend();
+    b.holder = 'other:1'; // alive: the stream ended for another reason
+    const { e, clock } = elector(b);
+    e.start();
+    e.hurry();
+    await clock.advance(TIMINGS.leaseDurationMs + TIMINGS.retryPeriodMs);
+    const hurried = b.attempts;
+    expect(hurried).toBeGreaterThanOrEqual((TIMINGS.leaseDurationMs + TIMINGS.retryPeriodMs) / 200);
+    await clock.advance(4 * TIMINGS.retryPeriodMs);
+    expect(b.attempts - hurried).toBeLessThanOrEqual(4);
+    await e.stop();
+  });
+
   it('steps down at the renew deadline when a renewal hangs', async () => {
     const b = new MemoryBackend();
     const { e, events, next, clock } = elector(b);
