@@ -8,16 +8,17 @@
 // the new leader's election (its log line), to its serving (after its in-sync record), to the
 // first successful put and to the first successful get of an object put before, and how many of
 // the committed objects are unreadable or wrong on the new leader. The failover time is mostly
-// the election's: the old leader's lease must run out (5 s, or BENCH_HA_LEASE_MS as --ha_lease_ms).
+// the election's: the old leader's lease must run out (the default 4 s, or BENCH_HA_LEASE_MS as --ha_lease_ms).
 import { randomBytes } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '../client/client.js';
 import { clusterEnv, distRoot, type ProcessHandle } from '../sidecar/local-cluster.js';
 import { have, Processes, type HaBackend } from '../e2e/ha-backends.js';
+import { DEFAULT_TIMINGS } from '../master/ha/election.js';
 
 const OBJECTS = Number(process.env.BENCH_OBJECTS ?? 1000);
-const LEASE_MS = Number(process.env.BENCH_HA_LEASE_MS ?? 5000);
+const LEASE_MS = Number(process.env.BENCH_HA_LEASE_MS ?? DEFAULT_TIMINGS.leaseDurationMs);
 const SIZE = 4096;
 
 function percentile(sorted: number[], p: number): number {

@@ -67,8 +67,8 @@ describe('store_master flags', () => {
     expect(flags.default_kv_soft_pin_ttl).toBe(1_800_000);
   });
 
-  it('--ha_lease_ms: 5000 by default, durations in ms or with a unit, at least 1 s', () => {
-    expect(parseMasterFlags([]).flags.ha_lease_ms).toBe(5000);
+  it('--ha_lease_ms: 4000 by default, durations in ms or with a unit, at least 1 s', () => {
+    expect(parseMasterFlags([]).flags.ha_lease_ms).toBe(4000);
     expect(parseMasterFlags(['--ha_lease_ms=3000']).flags.ha_lease_ms).toBe(3000);
     expect(parseMasterFlags(['--ha_lease_ms=2s']).flags.ha_lease_ms).toBe(2000);
     expect(flagError(() => parseMasterFlags(['--ha_lease_ms=500'])).message).toMatch(/ha_lease_ms/);
