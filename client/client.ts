@@ -173,6 +173,23 @@ function defaultLog(level: 'info' | 'warn' | 'error', message: string): void {
   if (level !== 'info') process.stderr.write(`[client] ${level.toUpperCase()} ${message}\n`);
 }
 
+/** Pause between pings of a newly elected leader that does not serve yet, and how many. */
+const SERVING_POLL_MS = 50;
+const SERVING_POLLS = 100;
+
+/**
+ * Waits (at most SERVING_POLLS pings) until a newly elected leader serves: it publishes its
+ * address one backend write before it serves (docs/ha.md "What a new leader does"), and a mount
+ * refused meanwhile would wait for the next heartbeat (1 s) to be tried again.
+ */
+async function untilServing(master: MasterClient, clientId: string, stop: () => boolean): Promise<void> {
+  for (let i = 0; i < SERVING_POLLS && !stop(); i++) {
+    const r = await master.ping({ client_id: clientId });
+    if (r.status_code !== ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS) return;
+    await new Promise((resolve) => setTimeout(resolve, SERVING_POLL_MS));
+  }
+}
+
 /** Errors worth another registration attempt: anything but bad parameters. */
 function retryable(e: unknown): boolean {
   if (e instanceof MasterAuthError) return false;
@@ -585,6 +602,7 @@ export class Client implements StoreClient {
           this.serialized(async () => {
             try {
               const next = await MasterClient.connect(leader, { requestTimeoutMs: this.options.requestTimeoutMs, secret: this.secret });
+              await untilServing(next, this.clientId, () => this.closing);
               const old = this.master;
               this.master = next;
               this.masterEndpoint = leader;
