@@ -36,13 +36,16 @@ export class CampaignGuard {
     private readonly now: () => number = () => performance.now(),
   ) {}
 
-  /** Writes this master's standby record (where its image stands), unless written unchanged within a tenth of its TTL. */
-  async publish(): Promise<void> {
+  /**
+   * Writes this master's standby record (where its image stands), unless written unchanged within
+   * a tenth of its TTL. `force`: written anyway (the stream ended: the record's TTL must count from now).
+   */
+  async publish(force = false): Promise<void> {
     const self = this.self();
     if (self === '') return;
     const value = encodeStandby({ address: self, image: this.image.position() });
     const at = this.now();
-    if (this.written?.value === value && at - this.written.at < this.ttlMs / 10) return;
+    if (!force && this.written?.value === value && at - this.written.at < this.ttlMs / 10) return;
     await this.backend.putRecord(standbyRecordName(self), value, this.ttlMs);
     this.written = { value, at };
   }

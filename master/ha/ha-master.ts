@@ -180,11 +180,11 @@ export class HaMaster {
    * published now (best effort) and the election looks for the record's expiry more often.
    */
   streamEnded(): void {
-    this.elector?.hurry();
-    this.guard?.publish().then(
+    this.guard?.publish(true).then(
       () => this.o.log.info('HA: standby position published after the stream ended'),
       (e: Error) => this.o.log.warn(`HA: publishing the standby position failed: ${e.message}`),
     );
+    this.elector?.hurry();
   }
 
   /** This master's advertised host:port ('' before start). */
