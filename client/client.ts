@@ -514,6 +514,8 @@ export class Client implements StoreClient {
   private async register(): Promise<void> {
     const s = this.settings;
     const signal = this.options.signal;
+    const discovered = parseMasterAddress(s.masterAddress, this.options.env ?? process.env).kind !== 'direct';
+    let remountMounted = false; // segments mounted on a master given up since: a new incarnation on the next
     for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) throw setupAborted(signal, `before registration attempt ${attempt}`);
       try {
@@ -530,8 +532,8 @@ export class Client implements StoreClient {
         }
         // A mount in flight is awaited (at most requestTimeoutMs): its outcome decides what to unmount.
         for (const seg of this.segments.values()) {
-          if (this.mountedInSetup.has(seg)) continue;
-          await this.mount(seg, false);
+          if (this.mountedInSetup.has(seg) && !remountMounted) continue;
+          await this.mount(seg, this.mountedInSetup.has(seg));
           this.mountedInSetup.add(seg);
         }
         break;
@@ -541,6 +543,13 @@ export class Client implements StoreClient {
           const msg = `setup: registration with master ${s.masterAddress} failed after ${attempt} attempt(s): ${(e as Error).message}`;
           if (e instanceof MasterAuthError) throw new UnauthenticatedError(msg, { cause: e });
           throw e instanceof StoreError ? StoreError.fromCode(e.code, msg, { cause: e }) : new UnavailableError(msg, { cause: e });
+        }
+        if (discovered && this.master) {
+          // The master we reached may no longer lead (or never did: an election moved on since we
+          // read the record): the next attempt reads the leader again.
+          this.master.close();
+          this.master = undefined;
+          remountMounted = this.mountedInSetup.size > 0;
         }
         const wait = setupBackoffMs(attempt);
         this.log('warn', `registration attempt ${attempt} failed (${(e as Error).message}); retrying in ${wait} ms`);
