@@ -611,7 +611,10 @@ export class Client implements StoreClient {
           this.serialized(async () => {
             try {
               const next = await MasterClient.connect(leader, { requestTimeoutMs: this.options.requestTimeoutMs, secret: this.secret });
-              await untilServing(next, this.clientId, () => this.closing);
+              await untilServing(next, this.clientId, () => this.closing).catch((e: unknown) => {
+                next.close(); // not switched to: nothing else holds it
+                throw e;
+              });
               const old = this.master;
               this.master = next;
               this.masterEndpoint = leader;
