@@ -6,10 +6,13 @@
 // kept across polls (watchLeader) therefore sees a dead leader's claim run out; a one-shot read
 // believes any named holder (as an etcd key is believed until its TTL removes it). Credentials:
 // @kubernetes/client-node's default loading (KUBECONFIG, ~/.kube/config, else the pod's service
-// account), imported only when a k8s:// address is used (it is large).
+// account), imported only when a k8s:// address is used (it is large, and an optional dependency
+// of the package: without it a k8s:// address fails with INVALID_PARAMS naming it).
 import { delimiter } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
+import { ErrorCode } from '../common/error-code.js';
 import { LEADER_ADDRESS_ANNOTATION } from '../master/ha/lease-ref.js';
+import { StoreError } from './errors.js';
 
 type Env = Record<string, string | undefined>;
 
@@ -54,7 +57,14 @@ export function openK8sLeaderReader(a: K8sLeaseAddress, env: Env, monoNow: () =>
   const where = `k8s Lease ${a.namespace ?? '(default namespace)'}/${a.leaseName}`;
   let ready: Promise<{ read: () => Promise<string | undefined> }> | undefined;
   const open = async () => {
-    const [{ KubeConfig: KC }, { K8sLease }] = await Promise.all([import('@kubernetes/client-node'), import('../common/k8s-lease.js')]);
+    const [{ KubeConfig: KC }, { K8sLease }] = await Promise.all([import('@kubernetes/client-node'), import('../common/k8s-lease.js')]).catch((e: unknown) => {
+      // An optional dependency of the package (package.json): an application may have left it out.
+      if ((e as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && /@kubernetes\/client-node/.test(String(e)))
+        throw new StoreError(ErrorCode.INVALID_PARAMS, 'a k8s:// master address needs the optional package @kubernetes/client-node (npm install @kubernetes/client-node)', {
+          cause: e,
+        });
+      throw e;
+    });
     const kubeConfig = loadKubeConfig(KC, env);
     const namespace = a.namespace ?? (env.POD_NAMESPACE || kubeConfig.getContextObject(kubeConfig.getCurrentContext())?.namespace || 'default');
     // A reader never writes: an identity no master uses, so every holder is judged by observation.
