@@ -1,6 +1,7 @@
 // MasterCore's configuration (one field per master flag it obeys), its defaults and validation,
 // and the shapes of the core's read-only reports.
 import type { ReReplicationStats } from './re-replication.js';
+import type { TaskLimits, TaskStats } from './task-manager.js';
 
 export interface MasterCoreConfig {
   defaultKvLeaseTtlMs: number; // --default_kv_lease_ttl (5000)
@@ -16,6 +17,8 @@ export interface MasterCoreConfig {
   memoryAllocator: 'offset';
   enableCxl: boolean;
   viewVersion: number;
+  /** The task manager's flags (task-manager.ts; default DEFAULT_TASK_LIMITS). */
+  taskLimits?: TaskLimits;
 }
 
 export const defaultMasterCoreConfig: MasterCoreConfig = {
@@ -44,7 +47,7 @@ export interface SweepReport {
 }
 
 /** Totals, with re-replication's (re-replication.ts). */
-export interface MasterStats extends ReReplicationStats {
+export interface MasterStats extends ReReplicationStats, TaskStats {
   segments: number;
   capacityBytes: number;
   usedBytes: number;
@@ -72,6 +75,12 @@ export const EMPTY_STATS: Readonly<MasterStats> = Object.freeze({
   copied: 0,
   failed: 0,
   abandoned: 0,
+  tasksPending: 0,
+  tasksProcessing: 0,
+  tasksFinished: 0,
+  tasksSucceeded: 0,
+  tasksFailed: 0,
+  tasksRetried: 0,
 });
 
 export interface SegmentDetail {
@@ -109,6 +118,10 @@ export function validateMasterCoreConfig(c: MasterCoreConfig): void {
     problems.push(`allocationStrategy must be random, free_ratio_first or cxl, got ${String(c.allocationStrategy)}`);
   }
   if (c.allocationStrategy === 'cxl' && !c.enableCxl) problems.push('allocationStrategy cxl requires enableCxl');
+  const t = c.taskLimits;
+  if (t !== undefined) {
+    for (const [name, v] of Object.entries(t)) if (!Number.isSafeInteger(v) || v < 0) problems.push(`taskLimits.${name} must be a non-negative integer, got ${String(v)}`);
+  }
   if (c.memoryAllocator !== 'offset') problems.push(`memoryAllocator must be offset, got ${String(c.memoryAllocator)}`);
   if (problems.length > 0) throw new Error(`invalid master configuration: ${problems.join('; ')}`);
 }
