@@ -44,6 +44,14 @@ export interface SweepReport {
   releasedZombies: number;
   /** Objects that lost a replica and wait for a copy (re-replication.ts), after this sweep. */
   underReplicated: number;
+  /** Copy/move tasks that finished since the last sweep (task-path.ts); absent when none. */
+  finishedTasks?: FinishedTasks;
+}
+
+/** Tasks finished (listed up to FINISHED_REPORT_MAX of task-manager.ts; `more` counts the rest). */
+export interface FinishedTasks {
+  tasks: { id: number; kind: 'copy' | 'move'; key: string; ok: boolean; errorCode: number }[];
+  more: number;
 }
 
 /** Totals, with re-replication's (re-replication.ts). */

@@ -303,7 +303,8 @@ export class MasterCore implements MasterRpcSurface {
   /** Drops silent clients, finishes unmounts, pays eviction debt (membership.ts). */
   sweep(now: number): SweepReport {
     const report = this.membership.sweep(now);
-    this.taskPath.sweep(now);
+    const finished = this.taskPath.sweep(now);
+    if (finished !== undefined) report.finishedTasks = finished;
     return report;
   }
 

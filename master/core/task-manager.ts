@@ -18,6 +18,8 @@ export type TaskStateValue = (typeof TaskState)[keyof typeof TaskState];
 
 /** A failed attempt is retried this long after it failed (a full segment does not free space at once). */
 export const RETRY_DELAY_MS = 1000;
+/** Tasks finished since the last `takeFinished` that it reports (the rest are only counted). */
+export const FINISHED_REPORT_MAX = 100;
 /** Pending tasks looked at per `start` call past ones waiting for their retry time. */
 const START_SCAN = 1024;
 
@@ -88,6 +90,9 @@ export class TaskManager {
   private succeeded = 0;
   private failed = 0;
   private retried = 0;
+  /** Finished since the last takeFinished (at most FINISHED_REPORT_MAX), and how many more. */
+  private recent: Task[] = [];
+  private recentDropped = 0;
 
   /** `idBase`: task ids start there (a process passes its view version scaled up, so an id of an earlier master names no task here). */
   constructor(
@@ -168,6 +173,14 @@ export class TaskManager {
     return out;
   }
 
+  /** The tasks finished since the last call (for the master's log), and how many more finished that are not listed. */
+  takeFinished(): { tasks: Task[]; more: number } {
+    const out = { tasks: this.recent, more: this.recentDropped };
+    this.recent = [];
+    this.recentDropped = 0;
+    return out;
+  }
+
   isProcessing(task: Task): boolean {
     return this.processing.get(task.id) === task;
   }
@@ -193,6 +206,8 @@ export class TaskManager {
   private finish(task: Task, state: TaskStateValue, code: number, now: number): void {
     task.errorCode = code;
     this.enter(this.finished, task, state, now);
+    if (this.recent.length < FINISHED_REPORT_MAX) this.recent.push(task);
+    else this.recentDropped++;
     const max = this.limits.maxFinished;
     for (const old of this.finished.values()) {
       if (this.finished.size <= max) break;

@@ -70,6 +70,8 @@ describe('copy and move tasks', () => {
     expect(state(core, res.task_id, 5)).toMatchObject({ state: TaskState.TASK_STATE_SUCCESS, error_code: 0, updated_ms: 5 });
     expect(segmentsOf(core, 5)).toHaveLength(3);
     expect(core.stats(5)).toMatchObject({ tasksSucceeded: 1, tasksFinished: 1, underReplicated: 0 });
+    expect(core.sweep(6).finishedTasks).toEqual({ tasks: [{ id: res.task_id, kind: 'copy', key: 'k', ok: true, errorCode: 0 }], more: 0 });
+    expect(core.sweep(7).finishedTasks).toBeUndefined(); // reported once
     expect(core.checkIndexes()).toEqual([]);
   });
 

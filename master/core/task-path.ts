@@ -17,6 +17,8 @@ import type { CreateMoveTaskResponse__Output } from '../../proto/gen/store/Creat
 import type { QueryTaskRequest__Output } from '../../proto/gen/store/QueryTaskRequest.js';
 import type { QueryTaskResponse__Output } from '../../proto/gen/store/QueryTaskResponse.js';
 import { TaskKind } from '../../proto/gen/store/TaskKind.js';
+import { TaskState } from '../../proto/gen/store/TaskState.js';
+import type { FinishedTasks } from './master-core-config.js';
 import type { CoreShared } from './core-shared.js';
 import { HANDLE_FIELDS, type ObjectMeta } from './object-meta.js';
 import { freeHandles } from './replica-placement.js';
@@ -94,8 +96,8 @@ export class TaskPath {
     };
   }
 
-  /** Housekeeping (the core's sweep): timeouts, tasks started, moved-away space freed. */
-  sweep(now: number): void {
+  /** Housekeeping (the core's sweep): timeouts, tasks started, moved-away space freed. Returns the tasks finished since the last sweep. */
+  sweep(now: number): FinishedTasks | undefined {
     for (const task of this.tasks.expire(now)) this.cancelCopies(task);
     this.startTasks(now);
     let kept = 0;
@@ -104,6 +106,12 @@ export class TaskPath {
       else this.releases[kept++] = r;
     }
     this.releases.length = kept;
+    const { tasks, more } = this.tasks.takeFinished();
+    if (tasks.length === 0) return undefined;
+    return {
+      tasks: tasks.map((t) => ({ id: t.id, kind: t.kind === TaskKind.TASK_KIND_MOVE ? 'move' : 'copy', key: t.key, ok: t.state === TaskState.TASK_STATE_SUCCESS, errorCode: t.errorCode })),
+      more,
+    };
   }
 
   stats(): TaskStats {
