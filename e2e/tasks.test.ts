@@ -4,8 +4,11 @@
 // target whose store service dies fails the task and leaves the object as it was; bad requests
 // get their codes; a dummy client reaches the same calls through its store service.
 // Run `npm run build` first.
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { LocalCluster, type StoreServiceProcess } from '../sidecar/local-cluster.js';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { distRoot, LocalCluster, type StoreServiceProcess } from '../sidecar/local-cluster.js';
 import { Client } from '../client/client.js';
 import { DummyClient } from '../client/dummy-client.js';
 import { MasterClient } from '../client/master-client.js';
@@ -15,6 +18,7 @@ import { mapMemory, TransferEngine, type MappedRegion } from '../native/index.js
 import { runSecret } from '../native/test-fixtures/run-secret.js';
 import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
 
+const CLI = join(distRoot(), 'cli', 'main.js');
 const KiB = 1024;
 const MiB = 1024 * KiB;
 
@@ -144,6 +148,40 @@ describe('copy and move tasks', () => {
     }
   });
 
+  it('the CLI queues, waits for and shows tasks (store task copy|move|query)', async () => {
+    const value = randomBytes(64 * KiB);
+    await client.put('cli-task', value, { replica_num: 1, preferred_segment: s[0].segment });
+    const env = { ...process.env, STORE_MASTER_ADDRESS: cluster.master.rpc };
+    // Not spawnSync: this process's client copies too, and a blocked event loop would stall the copy the CLI waits for.
+    const cli = async (args: string[]) => {
+      const p = spawn(process.execPath, [CLI, 'task', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      const [status] = (await once(p, 'close')) as [number];
+      return { status, stdout, stderr };
+    };
+    const copied = await cli(['copy', 'cli-task', s[1].segment, '--wait', '--json']);
+    expect(copied.stderr).toBe('');
+    expect(copied.status).toBe(0);
+    const doc = JSON.parse(copied.stdout) as { id: number; state: string; kind: string };
+    expect(doc).toMatchObject({ state: 'success', kind: 'copy' });
+    const shown = await cli(['query', String(doc.id)]);
+    expect(shown.status).toBe(0);
+    expect(shown.stdout).toMatch(/state\s+success/);
+    const queued = await cli(['move', 'cli-task', s[0].segment, s[3].segment]);
+    expect(queued.status).toBe(0);
+    const id = Number(queued.stdout.trim());
+    expect((await finished(id))[2]).toBe('succeeded');
+    expect((await segmentsOf('cli-task')).sort()).toEqual([s[1].segment, s[3].segment].sort());
+    expect((await cli(['query', '987654321'])).status).toBe(1); // not found
+    const refused = await cli(['copy', 'cli-task', s[1].segment]);
+    expect(refused.status).toBe(4);
+    expect(refused.stderr).toMatch(/^store task: copy "cli-task" to .*REPLICA_ALREADY_ON_SEGMENT/);
+    expect((await cli(['fly', 'cli-task'])).status).toBe(2); // usage
+  });
+
   it('a target whose store service dies mid-task: the task fails, the object stays whole where it was', async () => {
     const value = randomBytes(MiB + 1);
     await client.put('doomed-target', value, { replica_num: 1, preferred_segment: s[0].segment });
@@ -158,7 +196,7 @@ describe('copy and move tasks', () => {
     expect((await client.get('doomed-target')).equals(value)).toBe(true);
 
     const metrics = await fetch(`http://${cluster.master.metrics}/metrics`).then((r) => r.text());
-    expect(Number(/store_master_tasks_succeeded_total (\d+)/.exec(metrics)![1])).toBe(3);
+    expect(Number(/store_master_tasks_succeeded_total (\d+)/.exec(metrics)![1])).toBe(5);
     expect(Number(/store_master_tasks_failed_total (\d+)/.exec(metrics)![1])).toBe(1);
     expect(metrics).toMatch(/store_master_tasks_pending 0/);
     expect(metrics).toMatch(/store_master_tasks_processing 0/);
