@@ -194,6 +194,7 @@ export class ReReplicator {
   private assignDirected(clientId: string, now: number, gen: number): ReplicaCopy__Output[] | undefined {
     let out: ReplicaCopy__Output[] | undefined;
     let scanned = 0;
+    const later: [number, Directed][] = [];
     for (const [tag, d] of this.directed) {
       if (this.copies.size >= COPIES_IN_FLIGHT_MAX || (out?.length ?? 0) >= COPIES_PER_PING || scanned++ >= SCAN_PER_PING) break;
       const meta = this.objects.get(d.key);
@@ -207,18 +208,21 @@ export class ReReplicator {
         this.settled(tag, code, now);
         continue;
       }
-      // Not now: a copy of the object or a write on it in flight, an unreachable target, no readable replica.
-      if (this.byKey.has(d.key) || !meta!.complete || seg!.suspectUntil > now) continue;
-      const source = this.readableReplica(meta!.h, meta!.slices, now);
-      if (source < 0) continue;
-      const target = this.allocateOn(d.segmentId, meta!.sliceLengths());
+      const source = this.byKey.has(d.key) || !meta!.complete || seg!.suspectUntil > now ? -1 : this.readableReplica(meta!.h, meta!.slices, now);
       this.directed.delete(tag);
+      if (source < 0) {
+        // Not now (a copy of the object or a write on it in flight, an unreachable target, no readable replica): to the back.
+        later.push([tag, d]);
+        continue;
+      }
+      const target = this.allocateOn(d.segmentId, meta!.sliceLengths());
       if (target === undefined) {
         this.settled(tag, ErrorCode.NO_AVAILABLE_HANDLE, now);
         continue;
       }
       (out ??= []).push(this.launch(d.key, meta!, source, target, clientId, now, gen, tag));
     }
+    for (const [tag, d] of later) this.directed.set(tag, d);
     return out;
   }
 

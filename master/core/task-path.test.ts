@@ -4,7 +4,7 @@
 import { ErrorCode } from '../../common/error-code.js';
 import { TaskState } from '../../proto/gen/store/TaskState.js';
 import type { MasterCore } from './master-core.js';
-import { makeCore, MEMORY, mountReq, putReq, usage } from './master-core-fixture.js';
+import { makeCore, MEMORY, mountReq, putObject, putReq, usage } from './master-core-fixture.js';
 import { COPY_TIMEOUT_MS } from './re-replication.js';
 import { RETRY_DELAY_MS } from './task-manager.js';
 
@@ -171,5 +171,22 @@ describe('copy and move tasks', () => {
     const core = setup({ taskLimits: { maxPending: 1, maxProcessing: 0, maxFinished: 10, pendingTimeoutMs: 0, processingTimeoutMs: 0, maxRetryAttempts: 10 } });
     expect(core.createCopyTask({ key: 'k', targets: ['b'] }, 1).status_code).toBe(ErrorCode.OK);
     expect(core.createCopyTask({ key: 'k', targets: ['c'] }, 1).status_code).toBe(ErrorCode.TASK_QUEUE_FULL);
+  });
+});
+
+describe('directed copies waiting on their target', () => {
+  it('do not hold up those behind them: a Ping looks at a bounded number, and those that must wait go to the back', () => {
+    const core = setup();
+    const n = 300; // more than a Ping looks at
+    for (let i = 0; i < n; i++) putObject(core, `w${i}`, 100, 1, { preferred_segment: 'a' });
+    for (let i = 0; i < n; i++) expect(core.createCopyTask({ key: `w${i}`, targets: ['b'] }, 2).status_code).toBe(ErrorCode.OK);
+    // b becomes unreachable (a copier says so): its copies wait
+    core.replicaCopied({ client_id: 'cc', copy_id: 424242, ok: false, failed_segments: ['b'] }, 3);
+    const id = core.createCopyTask({ key: 'k', targets: ['c'] }, 4).task_id;
+    expect(ping(core, 'ca', 5)).toEqual([]); // the first 256 all wait on b
+    const [copy] = ping(core, 'ca', 6);
+    expect(copy?.key).toBe('k');
+    reported(core, 'ca', copy.copy_id, true, 7);
+    expect(state(core, id, 7).state).toBe(TaskState.TASK_STATE_SUCCESS);
   });
 });
