@@ -53,8 +53,12 @@ async function main(): Promise<void> {
     const gbps = (s: number): string => ((OBJECTS * SIZE) / s / 1e9).toFixed(2);
 
     console.log(`tasks: ${OBJECTS} objects of ${SIZE / MiB} MiB on one store service, 3 store services + this client copying (load ${loadavg()[0].toFixed(1)})`);
-    console.log(`  copy a -> b:  queued in ${copy.queued.toFixed(2)} s (${(OBJECTS / copy.queued).toFixed(0)} tasks/s), all finished in ${copy.total.toFixed(2)} s: ${gbps(copy.total)} GB/s, ${copy.failed} failed`);
-    console.log(`  move a -> c:  queued in ${move.queued.toFixed(2)} s (${(OBJECTS / move.queued).toFixed(0)} tasks/s), all finished in ${move.total.toFixed(2)} s: ${gbps(move.total)} GB/s, ${move.failed} failed`);
+    console.log(
+      `  copy a -> b:  queued in ${copy.queued.toFixed(2)} s (${(OBJECTS / copy.queued).toFixed(0)} tasks/s), all finished in ${copy.total.toFixed(2)} s: ${gbps(copy.total)} GB/s, ${copy.failed} failed`,
+    );
+    console.log(
+      `  move a -> c:  queued in ${move.queued.toFixed(2)} s (${(OBJECTS / move.queued).toFixed(0)} tasks/s), all finished in ${move.total.toFixed(2)} s: ${gbps(move.total)} GB/s, ${move.failed} failed`,
+    );
     console.log(`  peer, put replica_num 1 x16: ${peer.gbps.toFixed(2)} GB/s`);
     console.log(`  ratio copy / put: ${((OBJECTS * SIZE) / copy.total / 1e9 / peer.gbps).toFixed(2)}x`);
   } finally {

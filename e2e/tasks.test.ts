@@ -57,7 +57,14 @@ async function readReplica(r: ReplicaInfo__Output): Promise<Buffer> {
   let at = 0;
   await engine.transfer(
     r.handles.map((h) => {
-      const op = { op: 'read' as const, endpoint: h.te_endpoint, remoteAddress: Number(h.buffer), localAddress: local.address + at, length: Number(h.size), incarnation: Number(h.incarnation) };
+      const op = {
+        op: 'read' as const,
+        endpoint: h.te_endpoint,
+        remoteAddress: Number(h.buffer),
+        localAddress: local.address + at,
+        length: Number(h.size),
+        incarnation: Number(h.incarnation),
+      };
       at += Number(h.size);
       return op;
     }),
@@ -106,7 +113,11 @@ describe('copy and move tasks', () => {
       expect(list.map((r) => r.handles[0].segment_name)).toEqual([s[3].segment]);
       expect((await readReplica(list[0])).equals(value)).toBe(true);
       const after = reads;
-      while (reads < after + 5) await client.get('move-me').then((got) => expect(got.equals(value)).toBe(true)).then(() => reads++);
+      while (reads < after + 5)
+        await client
+          .get('move-me')
+          .then((got) => expect(got.equals(value)).toBe(true))
+          .then(() => reads++);
     } finally {
       stop = true;
       await reader;

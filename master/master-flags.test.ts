@@ -93,7 +93,13 @@ describe('store_master flags', () => {
   });
 
   it('maps flags onto the core configuration', () => {
-    const { flags } = parseMasterFlags(['--default_kv_lease_ttl=1s', '--client_ttl=3', '--allocation_strategy=free_ratio_first', '--max_retry_attempts=3', '--pending_task_timeout_sec=0']);
+    const { flags } = parseMasterFlags([
+      '--default_kv_lease_ttl=1s',
+      '--client_ttl=3',
+      '--allocation_strategy=free_ratio_first',
+      '--max_retry_attempts=3',
+      '--pending_task_timeout_sec=0',
+    ]);
     expect(coreConfigFromFlags(flags, 7)).toEqual({
       defaultKvLeaseTtlMs: 1000,
       suspectSegmentMs: 5000,

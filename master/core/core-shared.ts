@@ -105,7 +105,11 @@ export class CoreShared {
     );
     this.placer = new ReplicaPlacer(makeStrategy(config.allocationStrategy), this.segments, rng);
     // Copy ids scoped by the view version (ms since the epoch of this master's start, or 0 in tests).
-    this.rereplicator = new ReReplicator(this.objects, this.segments, this.placer, config.viewVersion * 1024 + 1,
+    this.rereplicator = new ReReplicator(
+      this.objects,
+      this.segments,
+      this.placer,
+      config.viewVersion * 1024 + 1,
       (meta) => this.emitObject(meta),
       (tag, code, now) => this.directedCopySettled(tag, code, now),
     );

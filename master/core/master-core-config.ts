@@ -107,7 +107,7 @@ export interface SegmentDetail {
 /** Rejects a configuration the core cannot run with (thrown once, at construction). */
 export function validateMasterCoreConfig(c: MasterCoreConfig): void {
   const problems: string[] = [];
-  const nonNegative = (name: keyof MasterCoreConfig): void => {
+  const nonNegative = (name: Exclude<keyof MasterCoreConfig, 'taskLimits'>): void => {
     const v = c[name];
     if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) problems.push(`${name} must be a non-negative number, got ${String(v)}`);
   };
@@ -128,7 +128,9 @@ export function validateMasterCoreConfig(c: MasterCoreConfig): void {
   if (c.allocationStrategy === 'cxl' && !c.enableCxl) problems.push('allocationStrategy cxl requires enableCxl');
   const t = c.taskLimits;
   if (t !== undefined) {
-    for (const [name, v] of Object.entries(t)) if (!Number.isSafeInteger(v) || v < 0) problems.push(`taskLimits.${name} must be a non-negative integer, got ${String(v)}`);
+    for (const [name, v] of Object.entries(t) as [string, number][]) {
+      if (!Number.isSafeInteger(v) || v < 0) problems.push(`taskLimits.${name} must be a non-negative integer, got ${v}`);
+    }
   }
   if (c.memoryAllocator !== 'offset') problems.push(`memoryAllocator must be offset, got ${String(c.memoryAllocator)}`);
   if (problems.length > 0) throw new Error(`invalid master configuration: ${problems.join('; ')}`);

@@ -20,7 +20,7 @@ function setup(over: Parameters<typeof makeCore>[0] = {}): MasterCore {
   return core;
 }
 
-const segmentsOf = (core: MasterCore, now: number) => core.queryKey('k')!.map((r) => r.handles.map((h) => h.segment_name));
+const segmentsOf = (core: MasterCore, _now: number) => core.queryKey('k')!.map((r) => r.handles.map((h) => h.segment_name));
 const ping = (core: MasterCore, client: string, now: number) => core.ping({ client_id: client, fence_acks: [], can_copy: true }, now).copies;
 const state = (core: MasterCore, id: number, now: number) => core.queryTask({ task_id: id }, now).task!;
 const reported = (core: MasterCore, client: string, copyId: number, ok: boolean, now: number) =>

@@ -109,7 +109,13 @@ export class TaskPath {
     const { tasks, more } = this.tasks.takeFinished();
     if (tasks.length === 0) return undefined;
     return {
-      tasks: tasks.map((t) => ({ id: t.id, kind: t.kind === TaskKind.TASK_KIND_MOVE ? 'move' : 'copy', key: t.key, ok: t.state === TaskState.TASK_STATE_SUCCESS, errorCode: t.errorCode })),
+      tasks: tasks.map((t) => ({
+        id: t.id,
+        kind: t.kind === TaskKind.TASK_KIND_MOVE ? 'move' : 'copy',
+        key: t.key,
+        ok: t.state === TaskState.TASK_STATE_SUCCESS,
+        errorCode: t.errorCode,
+      })),
       more,
     };
   }
