@@ -14,7 +14,8 @@ import { DummyClient } from '../client/dummy-client.js';
 import { MasterClient } from '../client/master-client.js';
 import { ErrorCode } from '../common/error-code.js';
 import { InvalidParamsError, ObjectNotFoundError, StoreError } from '../client/errors.js';
-import { mapMemory, TransferEngine, type MappedRegion } from '../native/index.js';
+import { mapMemory, TransferEngine } from '../native/index.js';
+import type { MappedRegion } from '../client/native-port.js';
 import { runSecret } from '../native/test-fixtures/run-secret.js';
 import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
 
