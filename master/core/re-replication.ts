@@ -65,7 +65,9 @@ interface Directed {
 export interface ReReplicationStats {
   /** Objects with fewer replicas than they had (copies in flight included). */
   underReplicated: number;
+  /** Copies assigned and not yet reported, directed ones (tasks) included. */
   copiesInFlight: number;
+  /** Re-replication's own copies that joined, and that failed (a task counts its directed copies). */
   copied: number;
   failed: number;
   /** Objects left short after COPY_ATTEMPTS failures. */
@@ -301,8 +303,8 @@ export class ReReplicator {
     }
     meta.h = meta.h.concat(c.target);
     this.added(meta);
-    this.copied++;
-    if (c.tag > 0) this.settled(c.tag, ErrorCode.OK, now);
+    if (c.tag === 0) this.copied++; // (a task counts its own)
+    else if (c.tag > 0) this.settled(c.tag, ErrorCode.OK, now);
     const want = this.wants.get(c.key);
     if (want !== undefined && meta.replicaCount >= want.replicas) this.wants.delete(c.key);
     return ErrorCode.OK;
@@ -329,11 +331,11 @@ export class ReReplicator {
   /** A failed or lost copy: its bytes may still be on the way, so its space waits for a fence. */
   private giveUp(c: Copy, now: number): void {
     quarantineHandles(this.segments, c.target, c.gen);
-    this.failed++;
     if (c.tag !== 0) {
       if (c.tag > 0) this.settled(c.tag, ErrorCode.TRANSFER_FAILED, now);
       return; // a directed copy: its asker decides on another attempt
     }
+    this.failed++;
     const want = this.wants.get(c.key);
     if (want !== undefined && ++want.failures >= COPY_ATTEMPTS) {
       this.wants.delete(c.key);
