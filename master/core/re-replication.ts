@@ -196,7 +196,7 @@ export class ReReplicator {
   private assignDirected(clientId: string, now: number, gen: number): ReplicaCopy__Output[] | undefined {
     let out: ReplicaCopy__Output[] | undefined;
     let scanned = 0;
-    const later: [number, Directed][] = [];
+    const later: number[] = [];
     for (const [tag, d] of this.directed) {
       if (this.copies.size >= COPIES_IN_FLIGHT_MAX || (out?.length ?? 0) >= COPIES_PER_PING || scanned++ >= SCAN_PER_PING) break;
       const meta = this.objects.get(d.key);
@@ -211,12 +211,12 @@ export class ReReplicator {
         continue;
       }
       const source = this.byKey.has(d.key) || !meta!.complete || seg!.suspectUntil > now ? -1 : this.readableReplica(meta!.h, meta!.slices, now);
-      this.directed.delete(tag);
       if (source < 0) {
         // Not now (a copy of the object or a write on it in flight, an unreachable target, no readable replica): to the back.
-        later.push([tag, d]);
+        later.push(tag);
         continue;
       }
+      this.directed.delete(tag);
       const target = this.allocateOn(d.segmentId, meta!.sliceLengths());
       if (target === undefined) {
         this.settled(tag, ErrorCode.NO_AVAILABLE_HANDLE, now);
@@ -224,7 +224,13 @@ export class ReReplicator {
       }
       (out ??= []).push(this.launch(d.key, meta!, source, target, clientId, now, gen, tag));
     }
-    for (const [tag, d] of later) this.directed.set(tag, d);
+    // (A `settled` above may have withdrawn some of them meanwhile: those are gone from the map.)
+    for (const tag of later) {
+      const d = this.directed.get(tag);
+      if (d === undefined) continue;
+      this.directed.delete(tag);
+      this.directed.set(tag, d);
+    }
     return out;
   }
 

@@ -190,3 +190,18 @@ describe('directed copies waiting on their target', () => {
     expect(state(core, id, 7).state).toBe(TaskState.TASK_STATE_SUCCESS);
   });
 });
+
+describe('a task that fails while one of its copies waits', () => {
+  it('withdraws the waiting copy: no replica is made for a task that failed', () => {
+    const core = setup({ taskLimits: { maxPending: 10, maxProcessing: 10, maxFinished: 10, pendingTimeoutMs: 0, processingTimeoutMs: 0, maxRetryAttempts: 0 } });
+    core.mountSegment(mountReq('tiny', 1024, 'ct', 0x5000_0000, '10.0.0.9:1', INC), 0);
+    const id = core.createCopyTask({ key: 'k', targets: ['b', 'tiny'] }, 1).task_id;
+    core.replicaCopied({ client_id: 'cc', copy_id: 424242, ok: false, failed_segments: ['b'] }, 2); // b unreachable: its copy waits
+    expect(ping(core, 'cc', 3)).toEqual([]); // tiny has no room: the task fails
+    expect(state(core, id, 3)).toMatchObject({ state: TaskState.TASK_STATE_FAILED, error_code: ErrorCode.NO_AVAILABLE_HANDLE });
+    core.sweep(1e6); // b reachable again
+    expect(ping(core, 'cc', 1e6 + 1)).toEqual([]);
+    expect(segmentsOf(core, 1e6 + 1)).toEqual([['a', 'a']]);
+    expect(usage(core).b).toBe(0);
+  });
+});
