@@ -309,7 +309,8 @@ export class ReReplicator {
     }
     meta.h = meta.h.concat(c.target);
     this.added(meta);
-    if (c.tag === 0) this.copied++; // (a task counts its own)
+    if (c.tag === 0)
+      this.copied++; // (a task counts its own)
     else if (c.tag > 0) this.settled(c.tag, ErrorCode.OK, now);
     const want = this.wants.get(c.key);
     if (want !== undefined && meta.replicaCount >= want.replicas) this.wants.delete(c.key);
