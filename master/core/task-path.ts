@@ -189,7 +189,10 @@ export class TaskPath {
     const task = p.task;
     const tags = this.tagsOf.get(task.id) ?? [];
     const left = tags.filter((t) => t !== tag);
-    if (!this.tasks.isProcessing(task)) return this.cancelTags(left);
+    if (!this.tasks.isProcessing(task)) {
+      this.tagsOf.delete(task.id);
+      return this.cancelTags(left);
+    }
     if (code !== ErrorCode.OK) {
       // the attempt ends: its other copies are withdrawn; a retry asks again for the targets still without a replica
       this.cancelTags(left);
