@@ -142,6 +142,18 @@ export const COMMANDS: readonly CommandSpec[] = [
     },
   },
   {
+    name: 'task',
+    args: 'copy KEY SEGMENT... | move KEY SOURCE TARGET | query ID',
+    minArgs: 2,
+    maxArgs: 66,
+    summary: "the master's copy and move tasks: queue one (prints its id) or show one",
+    details: [
+      'copy gives KEY a replica on each SEGMENT; move puts its replica on SOURCE onto TARGET (docs/tiers.md).',
+      'With --wait, waits within --timeout until the task finished; exit 4 when it failed, 1 for an unknown ID.',
+    ],
+    options: { wait: { type: 'boolean', help: 'wait until the task finished and print it' } },
+  },
+  {
     name: 'secret',
     args: 'new FILE',
     minArgs: 2,

@@ -78,7 +78,7 @@ export function exitCodeOf(e: unknown): ExitCodeValue {
   if (e instanceof MasterAuthError || (e instanceof StoreError && e.code === ErrorCode.UNAUTHENTICATED)) return ExitCode.STORE_ERROR;
   if (e instanceof MasterChannelError) return ExitCode.UNREACHABLE;
   if (e instanceof StoreError) {
-    if (e.code === ErrorCode.OBJECT_NOT_FOUND) return ExitCode.NOT_FOUND;
+    if (e.code === ErrorCode.OBJECT_NOT_FOUND || e.code === ErrorCode.TASK_NOT_FOUND) return ExitCode.NOT_FOUND;
     if (e.code === ErrorCode.INVALID_KEY) return ExitCode.USAGE;
     if (UNREACHABLE_CODES.has(e.code) || e.cause instanceof MasterChannelError) return ExitCode.UNREACHABLE;
     return ExitCode.STORE_ERROR;

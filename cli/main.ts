@@ -20,6 +20,7 @@ const RUN: Record<string, () => Promise<Command>> = {
   unmount: async () => (await import('./commands/mount.js')).unmount,
   top: async () => (await import('./commands/top.js')).top,
   secret: async () => (await import('./commands/secret.js')).secret,
+  task: async () => (await import('./commands/task.js')).task,
 };
 
 function exit(code: number): never {

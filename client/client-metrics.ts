@@ -34,6 +34,9 @@ export const CLIENT_OPS = [
   'query_by_regex',
   'batch_query_ip',
   'batch_replica_clear',
+  'create_copy_task',
+  'create_move_task',
+  'query_task',
 ] as const;
 export type ClientOp = (typeof CLIENT_OPS)[number];
 

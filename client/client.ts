@@ -22,6 +22,8 @@ import { loadNative, type MappedRegion, type NativePort, type ResultArenaPort, t
 import type { DummyClientOptions } from './dummy-client.js';
 import type { StoreClient } from './store-client.js';
 import { ReplicaCopier } from './replica-copy.js';
+import { taskInfoOf, type TaskInfo } from './task-info.js';
+import type { TaskInfo__Output } from '../proto/gen/store/TaskInfo.js';
 import { resolveSettings, setupBackoffMs, type ClientSetupConfig, type ClientSettings } from './setup-config.js';
 import {
   batchBytes,
@@ -953,6 +955,50 @@ export class Client implements StoreClient {
     const res = await this.rpc('BatchReplicaClear', () => this.m().batchReplicaClear({ object_keys: [...objectKeys], client_id: clientId, segment_name: segmentName }));
     this.status(res.status_code, 'batchReplicaClear');
     return res.cleared_keys;
+  }
+
+  // ------------------------------------------------------------ copy and move tasks
+
+  /** Queues a task giving `key` a replica on each segment of `targets` (docs/tiers.md "Copy and move tasks"); returns the task id. */
+  createCopyTask(key: string, targets: readonly string[]): Promise<number> {
+    return this.measure('create_copy_task', () => this.createCopyTaskNow(key, targets), noBytes);
+  }
+
+  private async createCopyTaskNow(key: string, targets: readonly string[]): Promise<number> {
+    checkKey(key, 'createCopyTask');
+    const res = await this.rpc('CreateCopyTask', () => this.m().createCopyTask({ key, targets: [...targets] }));
+    this.status(res.status_code, `createCopyTask ${JSON.stringify(key)} to ${targets.join(', ')}`);
+    return Number(res.task_id);
+  }
+
+  /** Queues a task moving `key`'s replica from segment `source` to segment `target`; returns the task id. */
+  createMoveTask(key: string, source: string, target: string): Promise<number> {
+    return this.measure('create_move_task', () => this.createMoveTaskNow(key, source, target), noBytes);
+  }
+
+  private async createMoveTaskNow(key: string, source: string, target: string): Promise<number> {
+    checkKey(key, 'createMoveTask');
+    const res = await this.rpc('CreateMoveTask', () => this.m().createMoveTask({ key, source, target }));
+    this.status(res.status_code, `createMoveTask ${JSON.stringify(key)} from ${source} to ${target}`);
+    return Number(res.task_id);
+  }
+
+  /** A task's state (tasks live in the master's memory: a new master knows none, TASK_NOT_FOUND). */
+  queryTask(taskId: number): Promise<TaskInfo> {
+    return this.measure('query_task', () => this.queryTaskNow(taskId), noBytes);
+  }
+
+  private async queryTaskNow(taskId: number): Promise<TaskInfo> {
+    const { task, nowMs } = await this.queryTaskRaw(taskId);
+    return taskInfoOf(task, nowMs, Date.now());
+  }
+
+  /** queryTask's reply as the master sent it (the dummy-client service forwards it): the task and the master's clock. */
+  async queryTaskRaw(taskId: number): Promise<{ task: TaskInfo__Output; nowMs: number }> {
+    if (!Number.isSafeInteger(taskId) || taskId <= 0) throw new InvalidParamsError(`queryTask: task id must be a positive integer, got ${String(taskId)}`);
+    const res = await this.rpc('QueryTask', () => this.m().queryTask({ task_id: taskId }));
+    this.status(res.status_code, `queryTask ${taskId}`);
+    return { task: res.task!, nowMs: Number(res.now_ms) };
   }
 
   // ------------------------------------------------------------ segments

@@ -26,6 +26,8 @@ import { MasterAuthError } from './master-channel-errors.js';
 import { clientSecret } from '../common/cluster-secret.js';
 import { loadNative, type MappedRegion, type NativePort } from './native-port.js';
 import type { StoreClient } from './store-client.js';
+import { taskInfoOf, type TaskInfo } from './task-info.js';
+import type { TaskInfo__Output } from '../proto/gen/store/TaskInfo.js';
 
 const MAGIC = Buffer.from('KVD1', 'latin1');
 /** Prefix the real client requires of region file names. */
@@ -594,6 +596,20 @@ export class DummyClient implements StoreClient {
 
   async batchReplicaClear(objectKeys: readonly string[], segmentName = ''): Promise<string[]> {
     return (await this.run((c) => this.call(c, m('BatchReplicaClear'), { object_keys: [...objectKeys], segment_name: segmentName }))).cleared_keys as string[];
+  }
+
+  async createCopyTask(key: string, targets: readonly string[]): Promise<number> {
+    return Number((await this.run((c) => this.call(c, m('CreateCopyTask'), { key, targets: [...targets] }))).task_id);
+  }
+
+  async createMoveTask(key: string, source: string, target: string): Promise<number> {
+    return Number((await this.run((c) => this.call(c, m('CreateMoveTask'), { key, source, target }))).task_id);
+  }
+
+  async queryTask(taskId: number): Promise<TaskInfo> {
+    if (!Number.isSafeInteger(taskId) || taskId <= 0) throw new InvalidParamsError(`queryTask: task id must be a positive integer, got ${String(taskId)}`);
+    const r = await this.run((c) => this.call(c, m('QueryTask'), { task_id: taskId }));
+    return taskInfoOf(r.task as TaskInfo__Output, Number(r.now_ms), Date.now());
   }
 
   /** Closes the connection (the real client releases our regions), then unmaps and deletes them. */

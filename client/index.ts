@@ -3,6 +3,7 @@
 export { Client, type ClientOptions, type SegmentInfo } from './client.js';
 export { DummyClient, type DummyClientOptions } from './dummy-client.js';
 export type { StoreClient } from './store-client.js';
+export type { TaskInfo, TaskKindName, TaskStateName } from './task-info.js';
 export {
   ClientMetrics,
   clientMetricsSettings,

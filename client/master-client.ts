@@ -34,6 +34,12 @@ import type { PutRevokeResponse__Output } from '../proto/gen/store/PutRevokeResp
 import type { PutStartRequest } from '../proto/gen/store/PutStartRequest.js';
 import type { PutStartResponse__Output } from '../proto/gen/store/PutStartResponse.js';
 import type { ReplicaCopiedRequest } from '../proto/gen/store/ReplicaCopiedRequest.js';
+import type { CreateCopyTaskRequest } from '../proto/gen/store/CreateCopyTaskRequest.js';
+import type { CreateCopyTaskResponse__Output } from '../proto/gen/store/CreateCopyTaskResponse.js';
+import type { CreateMoveTaskRequest } from '../proto/gen/store/CreateMoveTaskRequest.js';
+import type { CreateMoveTaskResponse__Output } from '../proto/gen/store/CreateMoveTaskResponse.js';
+import type { QueryTaskRequest } from '../proto/gen/store/QueryTaskRequest.js';
+import type { QueryTaskResponse__Output } from '../proto/gen/store/QueryTaskResponse.js';
 import type { ReplicaCopiedResponse__Output } from '../proto/gen/store/ReplicaCopiedResponse.js';
 import type { RemoveAllRequest } from '../proto/gen/store/RemoveAllRequest.js';
 import type { RemoveAllResponse__Output } from '../proto/gen/store/RemoveAllResponse.js';
@@ -93,6 +99,9 @@ const M = {
   BatchQueryIp: method('BatchQueryIp'),
   BatchReplicaClear: method('BatchReplicaClear'),
   ReplicaCopied: method('ReplicaCopied'),
+  CreateCopyTask: method('CreateCopyTask'),
+  CreateMoveTask: method('CreateMoveTask'),
+  QueryTask: method('QueryTask'),
 };
 
 export class MasterClient {
@@ -281,5 +290,17 @@ export class MasterClient {
 
   replicaCopied(req: ReplicaCopiedRequest): Promise<ReplicaCopiedResponse__Output> {
     return this.call(M.ReplicaCopied, req);
+  }
+
+  createCopyTask(req: CreateCopyTaskRequest): Promise<CreateCopyTaskResponse__Output> {
+    return this.call(M.CreateCopyTask, req);
+  }
+
+  createMoveTask(req: CreateMoveTaskRequest): Promise<CreateMoveTaskResponse__Output> {
+    return this.call(M.CreateMoveTask, req);
+  }
+
+  queryTask(req: QueryTaskRequest): Promise<QueryTaskResponse__Output> {
+    return this.call(M.QueryTask, req);
   }
 }

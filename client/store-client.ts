@@ -4,6 +4,7 @@
 // Code written against StoreClient runs unchanged in both; Client.connect() picks one.
 import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
 import type { BufferLease } from './buffer-pool.js';
+import type { TaskInfo } from './task-info.js';
 import type { BatchGetIntoResult, BatchGetResult, BatchWriteResult, PutConfig, Value } from './data-path.js';
 
 export interface StoreClient {
@@ -30,5 +31,11 @@ export interface StoreClient {
   removeAll(): Promise<number>;
   batchQueryIp(clientIds?: readonly string[]): Promise<Map<string, string[]>>;
   batchReplicaClear(objectKeys: readonly string[], segmentName?: string): Promise<string[]>;
+  /** Queues a task giving `key` a replica on each segment of `targets`; returns the task id (docs/tiers.md "Copy and move tasks"). */
+  createCopyTask(key: string, targets: readonly string[]): Promise<number>;
+  /** Queues a task moving `key`'s replica from segment `source` to segment `target`; returns the task id. */
+  createMoveTask(key: string, source: string, target: string): Promise<number>;
+  /** A task's state; TaskNotFoundError-coded StoreError (TASK_NOT_FOUND) when the master has no such task. */
+  queryTask(taskId: number): Promise<TaskInfo>;
   close(): Promise<void>;
 }

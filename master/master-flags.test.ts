@@ -93,7 +93,13 @@ describe('store_master flags', () => {
   });
 
   it('maps flags onto the core configuration', () => {
-    const { flags } = parseMasterFlags(['--default_kv_lease_ttl=1s', '--client_ttl=3', '--allocation_strategy=free_ratio_first']);
+    const { flags } = parseMasterFlags([
+      '--default_kv_lease_ttl=1s',
+      '--client_ttl=3',
+      '--allocation_strategy=free_ratio_first',
+      '--max_retry_attempts=3',
+      '--pending_task_timeout_sec=0',
+    ]);
     expect(coreConfigFromFlags(flags, 7)).toEqual({
       defaultKvLeaseTtlMs: 1000,
       suspectSegmentMs: 5000,
@@ -108,6 +114,7 @@ describe('store_master flags', () => {
       memoryAllocator: 'offset',
       enableCxl: false,
       viewVersion: 7,
+      taskLimits: { maxPending: 10_000, maxProcessing: 10_000, maxFinished: 10_000, pendingTimeoutMs: 0, processingTimeoutMs: 300_000, maxRetryAttempts: 3 },
     });
   });
 
@@ -128,7 +135,7 @@ describe('store_master flags', () => {
   it('announces each accepted-but-unbuilt feature once', () => {
     const { flags, parsed } = parseMasterFlags(['--enable_offload', '--max_retry_attempts=3', '--root_fs_dir=/mnt/fs']);
     const lines = unbuiltFeatureNotices(flags, parsed.explicit);
-    expect(lines).toHaveLength(3);
+    expect(lines).toHaveLength(2); // the task manager is built: no notice for its flags
     expect(lines[0]).toBe('--enable_offload/--offload_*: SSD offload is not implemented yet; objects live in memory only');
     expect(unbuiltFeatureNotices(parseMasterFlags([]).flags, new Set())).toEqual([]);
     const snap = parseMasterFlags(['--snapshot_interval_seconds=60', '--snapshot_catalog_store_type=embedded']);

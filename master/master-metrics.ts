@@ -72,6 +72,9 @@ export class MasterMetrics {
     gauge('store_master_clients', 'live clients', (s) => s.clients);
     gauge('store_master_under_replicated_objects', 'objects with fewer replicas than they had (a segment was lost), waiting for a copy', (s) => s.underReplicated);
     gauge('store_master_replica_copies_in_flight', 'replica copies assigned to clients and not yet reported', (s) => s.copiesInFlight);
+    gauge('store_master_tasks_pending', 'copy/move tasks waiting for a processing slot or a retry', (s) => s.tasksPending);
+    gauge('store_master_tasks_processing', 'copy/move tasks whose copies are under way', (s) => s.tasksProcessing);
+    gauge('store_master_tasks_finished', 'copy/move tasks finished and still kept for QueryTask', (s) => s.tasksFinished);
     // Counters of totals the core keeps: each scrape adds what the total grew by.
     const total = (name: string, help: string, pick: (s: CoreStats) => number): void => {
       let last = 0;
@@ -89,6 +92,9 @@ export class MasterMetrics {
     total('store_master_evictions_total', 'objects evicted', (s) => s.evictionsTotal);
     total('store_master_replicas_copied_total', 'replicas copied to replace lost ones', (s) => s.copied);
     total('store_master_replica_copy_failures_total', 'replica copies that failed or were not reported in time', (s) => s.failed);
+    total('store_master_tasks_succeeded_total', 'copy/move tasks that succeeded', (s) => s.tasksSucceeded);
+    total('store_master_tasks_failed_total', 'copy/move tasks that failed (error, retries exhausted, timed out)', (s) => s.tasksFailed);
+    total('store_master_tasks_retried_total', 'copy/move task attempts that failed and were retried', (s) => s.tasksRetried);
     this.refused = new client.Counter({
       name: 'store_master_rpc_connections_refused_total',
       help: 'RPC connections closed on accept: limit (--rpc_max_connections reached), accept_error (no file descriptor or other accept failure)',

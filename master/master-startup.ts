@@ -4,6 +4,7 @@
 import { networkInterfaces, type NetworkInterfaceInfo } from 'node:os';
 import { FlagError } from '../common/flags.js';
 import type { MasterFlags } from './master-flags.js';
+import type { TaskLimits } from './core/task-manager.js';
 
 export interface CoreConfigFromFlags {
   defaultKvLeaseTtlMs: number;
@@ -19,6 +20,7 @@ export interface CoreConfigFromFlags {
   memoryAllocator: 'offset';
   enableCxl: boolean;
   viewVersion: number;
+  taskLimits: TaskLimits;
 }
 
 export function coreConfigFromFlags(f: MasterFlags, viewVersion: number): CoreConfigFromFlags {
@@ -36,6 +38,14 @@ export function coreConfigFromFlags(f: MasterFlags, viewVersion: number): CoreCo
     memoryAllocator: f.memory_allocator,
     enableCxl: f.enable_cxl,
     viewVersion,
+    taskLimits: {
+      maxPending: f.max_total_pending_tasks,
+      maxProcessing: f.max_total_processing_tasks,
+      maxFinished: f.max_total_finished_tasks,
+      pendingTimeoutMs: f.pending_task_timeout_sec,
+      processingTimeoutMs: f.processing_task_timeout_sec,
+      maxRetryAttempts: f.max_retry_attempts,
+    },
   };
 }
 
@@ -75,16 +85,6 @@ export function unbuiltFeatureNotices(f: MasterFlags, explicit: Set<string>): st
   if (f.enable_offload || f.offload_on_evict || f.offload_force_evict) out.push('--enable_offload/--offload_*: SSD offload is not implemented yet; objects live in memory only');
   if (f.promotion_on_hit) out.push('--promotion_on_hit: promotion from SSD is not implemented yet (there is no SSD tier)');
   if (f.root_fs_dir !== '') out.push(`--root_fs_dir=${f.root_fs_dir}: the file-system tier is not implemented yet; file-tier usage stays 0 B / 0 B`);
-  const taskFlags = [
-    'max_total_finished_tasks',
-    'max_total_pending_tasks',
-    'max_total_processing_tasks',
-    'pending_task_timeout_sec',
-    'processing_task_timeout_sec',
-    'max_retry_attempts',
-  ];
-  const setTask = taskFlags.filter((n) => explicit.has(n));
-  if (setTask.length > 0) out.push(`${setTask.map((n) => `--${n}`).join(', ')}: the copy/move task manager is not implemented yet; the value is validated and kept`);
   const diskFlags = ['quota_bytes', 'enable_disk_eviction', 'global_file_segment_size', 'promotion_admission_threshold', 'promotion_queue_limit'].filter((n) => explicit.has(n));
   if (diskFlags.length > 0) out.push(`${diskFlags.map((n) => `--${n}`).join(', ')}: disk tiers are not implemented yet; the value is validated and kept`);
   if (f.enable_cxl)

@@ -47,6 +47,28 @@ describe('Sweeper', () => {
     expect(logs[1]).toMatch(/re-replication done/);
   });
 
+  it('logs each copy/move task that finished, a failure with its code', () => {
+    const { s, logs } = setup(() => ({
+      droppedClients: [],
+      unmountedSegments: [],
+      evictedObjects: 0,
+      releasedZombies: 0,
+      underReplicated: 0,
+      finishedTasks: {
+        tasks: [
+          { id: 7, kind: 'copy', key: 'k1', ok: true, errorCode: 0 },
+          { id: 8, kind: 'move', key: 'k2', ok: false, errorCode: -400 },
+        ],
+        more: 3,
+      },
+    }));
+    s.tick();
+    expect(logs).toHaveLength(3);
+    expect(logs[0]).toMatch(/I.*task 7 \(copy of "k1"\) succeeded/);
+    expect(logs[1]).toMatch(/W.*task 8 \(move of "k2"\) failed: SEGMENT_NOT_FOUND/);
+    expect(logs[2]).toMatch(/3 more tasks finished/);
+  });
+
   it('logs a failing sweep and survives it', () => {
     const { s, logs } = setup(() => {
       throw new Error('bad state');

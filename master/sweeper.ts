@@ -5,6 +5,7 @@
 // heartbeats that arrived meanwhile are read before liveness is judged, so a stall of the master
 // does not make its live clients look silent and get dropped with their segments.
 import { every, type Cancel, type Clock } from '../common/clock.js';
+import { errorCodeName } from '../common/error-code.js';
 import type { Logger } from '../common/logger.js';
 import type { MasterCorePort } from './core-port.js';
 
@@ -50,6 +51,15 @@ export class Sweeper {
       if (r.underReplicated > 0 && this.short === 0) this.log.warn(`${r.underReplicated} objects lost a replica; copying them to other segments`);
       if (r.underReplicated === 0 && this.short > 0) this.log.info('re-replication done: no object waits for a replica copy');
       this.short = r.underReplicated;
+      const f = r.finishedTasks;
+      if (f !== undefined) {
+        for (const t of f.tasks) {
+          const line = `task ${t.id} (${t.kind} of ${JSON.stringify(t.key)}) ${t.ok ? 'succeeded' : `failed: ${errorCodeName(t.errorCode)}`}`;
+          if (t.ok) this.log.info(line);
+          else this.log.warn(line);
+        }
+        if (f.more > 0) this.log.info(`${f.more} more tasks finished`);
+      }
     } catch (e) {
       this.log.error(`sweep failed: ${(e as Error)?.stack ?? String(e)}`);
     }

@@ -13,6 +13,7 @@ import type { PutConfig } from '../client/data-path.js';
 import type { StoreClient } from '../client/store-client.js';
 import { InvalidParamsError, StoreError } from '../client/errors.js';
 import type { DummySession } from './dummy-session.js';
+import type { TaskInfo__Output } from '../proto/gen/store/TaskInfo.js';
 
 /** What the service needs of the real client (client/client.ts implements it). */
 export interface RealClient extends Omit<StoreClient, 'allocBuffer' | 'close'> {
@@ -20,6 +21,7 @@ export interface RealClient extends Omit<StoreClient, 'allocBuffer' | 'close'> {
   readonly endpoint: string;
   readonly mountedSegments: readonly { name: string }[];
   getBounded(key: string, maxBytes: number): Promise<{ size: number; value?: Buffer }>;
+  queryTaskRaw(taskId: number): Promise<{ task: TaskInfo__Output; nowMs: number }>;
 }
 
 export interface ClientServiceOptions {
@@ -153,6 +155,13 @@ export class ClientService {
       ...OK,
       cleared_keys: await this.client.batchReplicaClear(req.object_keys, req.segment_name),
     }),
+    // Tasks are the master's: forwarded as they are (the reply keeps the master's clock, now_ms).
+    createCopyTask: async (req: { key: string; targets: string[] }) => ({ ...OK, task_id: await this.client.createCopyTask(req.key, req.targets) }),
+    createMoveTask: async (req: { key: string; source: string; target: string }) => ({ ...OK, task_id: await this.client.createMoveTask(req.key, req.source, req.target) }),
+    queryTask: async (req: { task_id: number }) => {
+      const { task, nowMs } = await this.client.queryTaskRaw(Number(req.task_id));
+      return { ...OK, task, now_ms: nowMs };
+    },
   };
 
   private helloReply(): Reply {

@@ -78,6 +78,8 @@ export class CoreShared {
   removals = 0;
   /** Where committed changes are reported (change-sink.ts); undefined: nobody listens, nothing is built. */
   sink: ChangeSink | undefined;
+  /** Where a directed copy's outcome goes (re-replication.ts `direct`; task-path.ts sets it). */
+  directedCopySettled: (tag: number, code: number, now: number) => void = () => {};
 
   /**
    * `keyHashSeed` varies the key hashes (object table, batch key set). `heap.full`: the process's
@@ -103,7 +105,14 @@ export class CoreShared {
     );
     this.placer = new ReplicaPlacer(makeStrategy(config.allocationStrategy), this.segments, rng);
     // Copy ids scoped by the view version (ms since the epoch of this master's start, or 0 in tests).
-    this.rereplicator = new ReReplicator(this.objects, this.segments, this.placer, config.viewVersion * 1024 + 1, (meta) => this.emitObject(meta));
+    this.rereplicator = new ReReplicator(
+      this.objects,
+      this.segments,
+      this.placer,
+      config.viewVersion * 1024 + 1,
+      (meta) => this.emitObject(meta),
+      (tag, code, now) => this.directedCopySettled(tag, code, now),
+    );
   }
 
   /** Reports an object's whole record to the sink. */

@@ -1,6 +1,7 @@
 // Read-only views of the core, none of which grants a lease: the totals (/metrics), the listings
 // of segments, keys and an object's replicas (the management HTTP endpoints), BatchQueryIp, the
 // eviction order, and a cross-check of the derived structures for tests.
+import type { TaskStats } from './task-manager.js';
 import { ErrorCode } from '../../common/error-code.js';
 import { splitHostPort } from '../../common/host-port.js';
 import type { BatchQueryIpRequest__Output } from '../../proto/gen/store/BatchQueryIpRequest.js';
@@ -23,7 +24,7 @@ export class Diagnostics {
    * Totals, O(segments). softPinned counts objects written with a soft pin (each pin lapses after
    * the soft-pin TTL without access and returns with the next access; eviction honours that).
    */
-  stats(now: number): MasterStats {
+  stats(now: number): Omit<MasterStats, keyof TaskStats> {
     const s = this.s;
     let capacityBytes = 0;
     let usedBytes = 0;

@@ -1,6 +1,7 @@
 // MasterCore's configuration (one field per master flag it obeys), its defaults and validation,
 // and the shapes of the core's read-only reports.
 import type { ReReplicationStats } from './re-replication.js';
+import type { TaskLimits, TaskStats } from './task-manager.js';
 
 export interface MasterCoreConfig {
   defaultKvLeaseTtlMs: number; // --default_kv_lease_ttl (5000)
@@ -16,6 +17,8 @@ export interface MasterCoreConfig {
   memoryAllocator: 'offset';
   enableCxl: boolean;
   viewVersion: number;
+  /** The task manager's flags (task-manager.ts; default DEFAULT_TASK_LIMITS). */
+  taskLimits?: TaskLimits;
 }
 
 export const defaultMasterCoreConfig: MasterCoreConfig = {
@@ -41,10 +44,18 @@ export interface SweepReport {
   releasedZombies: number;
   /** Objects that lost a replica and wait for a copy (re-replication.ts), after this sweep. */
   underReplicated: number;
+  /** Copy/move tasks that finished since the last sweep (task-path.ts); absent when none. */
+  finishedTasks?: FinishedTasks;
+}
+
+/** Tasks finished (listed up to FINISHED_REPORT_MAX of task-manager.ts; `more` counts the rest). */
+export interface FinishedTasks {
+  tasks: { id: number; kind: 'copy' | 'move'; key: string; ok: boolean; errorCode: number }[];
+  more: number;
 }
 
 /** Totals, with re-replication's (re-replication.ts). */
-export interface MasterStats extends ReReplicationStats {
+export interface MasterStats extends ReReplicationStats, TaskStats {
   segments: number;
   capacityBytes: number;
   usedBytes: number;
@@ -72,6 +83,12 @@ export const EMPTY_STATS: Readonly<MasterStats> = Object.freeze({
   copied: 0,
   failed: 0,
   abandoned: 0,
+  tasksPending: 0,
+  tasksProcessing: 0,
+  tasksFinished: 0,
+  tasksSucceeded: 0,
+  tasksFailed: 0,
+  tasksRetried: 0,
 });
 
 export interface SegmentDetail {
@@ -90,7 +107,7 @@ export interface SegmentDetail {
 /** Rejects a configuration the core cannot run with (thrown once, at construction). */
 export function validateMasterCoreConfig(c: MasterCoreConfig): void {
   const problems: string[] = [];
-  const nonNegative = (name: keyof MasterCoreConfig): void => {
+  const nonNegative = (name: Exclude<keyof MasterCoreConfig, 'taskLimits'>): void => {
     const v = c[name];
     if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) problems.push(`${name} must be a non-negative number, got ${String(v)}`);
   };
@@ -109,6 +126,12 @@ export function validateMasterCoreConfig(c: MasterCoreConfig): void {
     problems.push(`allocationStrategy must be random, free_ratio_first or cxl, got ${String(c.allocationStrategy)}`);
   }
   if (c.allocationStrategy === 'cxl' && !c.enableCxl) problems.push('allocationStrategy cxl requires enableCxl');
+  const t = c.taskLimits;
+  if (t !== undefined) {
+    for (const [name, v] of Object.entries(t) as [string, number][]) {
+      if (!Number.isSafeInteger(v) || v < 0) problems.push(`taskLimits.${name} must be a non-negative integer, got ${v}`);
+    }
+  }
   if (c.memoryAllocator !== 'offset') problems.push(`memoryAllocator must be offset, got ${String(c.memoryAllocator)}`);
   if (problems.length > 0) throw new Error(`invalid master configuration: ${problems.join('; ')}`);
 }

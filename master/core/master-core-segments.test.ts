@@ -296,6 +296,12 @@ describe('read-only views', () => {
       copied: 0,
       failed: 0,
       abandoned: 0,
+      tasksPending: 0,
+      tasksProcessing: 0,
+      tasksFinished: 0,
+      tasksSucceeded: 0,
+      tasksFailed: 0,
+      tasksRetried: 0,
     });
   });
 });

@@ -11,6 +11,7 @@
 //   removals removal-path.ts, object-lifecycle.ts (how objects leave, for every part)
 //   reads    read-path.ts, table-walk.ts (the regex query in steps)
 //   views    diagnostics.ts (stats, listings, BatchQueryIp, index checks)
+//   tasks    task-path.ts (copy and move tasks), task-manager.ts (their queues)
 //   state    state-export.ts, state-import.ts
 import type { ChangeSink } from './change-sink.js';
 import { CoreShared } from './core-shared.js';
@@ -25,6 +26,8 @@ import { ReadPath } from './read-path.js';
 import { RemovalPath } from './removal-path.js';
 import type { Rng } from './rng.js';
 import { SeededRng } from './rng.js';
+import { DEFAULT_TASK_LIMITS } from './task-manager.js';
+import { TaskPath } from './task-path.js';
 import type { MasterRpcSurface } from './rpc-surface.js';
 import { objectRecordSteps, segmentRecords } from './state-export.js';
 import { importState, type ImportReport } from './state-import.js';
@@ -35,6 +38,12 @@ import { WritePath } from './write-path.js';
 import { WritePlacement } from './write-placement.js';
 import { ErrorCode } from '../../common/error-code.js';
 import type { ReplicaInfo__Output } from '../../proto/gen/store/ReplicaInfo.js';
+import type { CreateCopyTaskRequest__Output } from '../../proto/gen/store/CreateCopyTaskRequest.js';
+import type { CreateCopyTaskResponse__Output } from '../../proto/gen/store/CreateCopyTaskResponse.js';
+import type { CreateMoveTaskRequest__Output } from '../../proto/gen/store/CreateMoveTaskRequest.js';
+import type { CreateMoveTaskResponse__Output } from '../../proto/gen/store/CreateMoveTaskResponse.js';
+import type { QueryTaskRequest__Output } from '../../proto/gen/store/QueryTaskRequest.js';
+import type { QueryTaskResponse__Output } from '../../proto/gen/store/QueryTaskResponse.js';
 import type { BatchExistKeyRequest__Output } from '../../proto/gen/store/BatchExistKeyRequest.js';
 import type { BatchExistKeyResponse__Output } from '../../proto/gen/store/BatchExistKeyResponse.js';
 import type { BatchGetReplicaListRequest__Output } from '../../proto/gen/store/BatchGetReplicaListRequest.js';
@@ -101,6 +110,7 @@ export class MasterCore implements MasterRpcSurface {
   private readonly removals: RemovalPath;
   private readonly reads: ReadPath;
   private readonly views: Diagnostics;
+  private readonly taskPath: TaskPath;
   /** The table as the whole-table walks see it (table-walk.ts, state-export.ts). */
   private readonly walkHost: WalkHost;
 
@@ -136,6 +146,8 @@ export class MasterCore implements MasterRpcSurface {
     this.removals = new RemovalPath(s, life, this.walkHost);
     this.reads = new ReadPath(s.objects, s.segments, s.leases, s.order, this.config.defaultKvLeaseTtlMs);
     this.views = new Diagnostics(s);
+    // Task ids scoped by the view version like copy ids (an id from an earlier master names no task here).
+    this.taskPath = new TaskPath(s, this.config.taskLimits ?? DEFAULT_TASK_LIMITS, this.config.viewVersion * 1024 + 1);
   }
 
   // --- Liveness and segments (membership.ts) ---
@@ -268,6 +280,20 @@ export class MasterCore implements MasterRpcSurface {
     return this.removals.batchReplicaClear(req, now);
   }
 
+  // --- Copy and move tasks (task-path.ts) ---
+
+  createCopyTask(req: CreateCopyTaskRequest__Output, now: number): CreateCopyTaskResponse__Output {
+    return this.taskPath.createCopyTask(req, now);
+  }
+
+  createMoveTask(req: CreateMoveTaskRequest__Output, now: number): CreateMoveTaskResponse__Output {
+    return this.taskPath.createMoveTask(req, now);
+  }
+
+  queryTask(req: QueryTaskRequest__Output, now: number): QueryTaskResponse__Output {
+    return this.taskPath.queryTask(req, now);
+  }
+
   // --- Cluster queries and housekeeping ---
 
   batchQueryIp(req: BatchQueryIpRequest__Output, _now: number): BatchQueryIpResponse__Output {
@@ -276,7 +302,10 @@ export class MasterCore implements MasterRpcSurface {
 
   /** Drops silent clients, finishes unmounts, pays eviction debt (membership.ts). */
   sweep(now: number): SweepReport {
-    return this.membership.sweep(now);
+    const report = this.membership.sweep(now);
+    const finished = this.taskPath.sweep(now);
+    if (finished !== undefined) report.finishedTasks = finished;
+    return report;
   }
 
   /** One bounded eviction step (membership.ts). */
@@ -287,7 +316,7 @@ export class MasterCore implements MasterRpcSurface {
   // --- Read-only views, no lease granted (diagnostics.ts) ---
 
   stats(now: number): MasterStats {
-    return this.views.stats(now);
+    return { ...this.views.stats(now), ...this.taskPath.stats() };
   }
 
   segmentsDetail(): SegmentDetail[] {

@@ -65,7 +65,7 @@ export class Membership {
   replicaCopied(req: ReplicaCopiedRequest__Output, now: number): ReplicaCopiedResponse__Output {
     if (typeof req.client_id !== 'string' || req.client_id.length === 0) return { status_code: ErrorCode.INVALID_PARAMS };
     if (!req.ok) this.placement.suspect(req.failed_segments, now);
-    return { status_code: this.s.rereplicator.done(req.client_id, Number(req.copy_id), req.ok === true) };
+    return { status_code: this.s.rereplicator.done(req.client_id, Number(req.copy_id), req.ok === true, now) };
   }
 
   mountSegment(req: MountSegmentRequest__Output, now: number): MountSegmentResponse__Output {

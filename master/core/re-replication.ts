@@ -8,6 +8,10 @@
 // bytes read may have been overwritten by another object's write). A copy that fails or is never
 // reported may still have bytes on the way to its target, so its space is quarantined until the
 // target's owner fences the copy's write generation, like any write given up (write-fence.ts).
+//
+// The same copies serve other parts (copy and move tasks, task-path.ts): a *directed* copy puts
+// the new replica on a named segment and reports its outcome once, with a code, to `settled`:
+// OK once the replica joined, else why not (the asker decides whether to try again).
 import { ErrorCode } from '../../common/error-code.js';
 import type { ReplicaCopy__Output } from '../../proto/gen/store/ReplicaCopy.js';
 import type { ReplicaInfo__Output } from '../../proto/gen/store/ReplicaInfo.js';
@@ -48,12 +52,22 @@ interface Copy {
   deadline: number;
   /** The object changed since: the copy is not kept whatever its outcome. */
   stale: boolean;
+  /** A directed copy's tag (0: re-replication's own). */
+  tag: number;
+}
+
+/** A copy asked for by another part: a replica of `key` on segment `segmentId` (see `direct`). */
+interface Directed {
+  key: string;
+  segmentId: number;
 }
 
 export interface ReReplicationStats {
   /** Objects with fewer replicas than they had (copies in flight included). */
   underReplicated: number;
+  /** Copies assigned and not yet reported, directed ones (tasks) included. */
   copiesInFlight: number;
+  /** Re-replication's own copies that joined, and that failed (a task counts its directed copies). */
   copied: number;
   failed: number;
   /** Objects left short after COPY_ATTEMPTS failures. */
@@ -64,6 +78,8 @@ export class ReReplicator {
   private readonly wants = new Map<string, Want>();
   private readonly copies = new Map<number, Copy>();
   private readonly byKey = new Map<string, Copy>();
+  /** Directed copies not assigned yet, by tag, in the order asked. */
+  private readonly directed = new Map<number, Directed>();
   private nextId: number;
   private copied = 0;
   private failed = 0;
@@ -80,6 +96,8 @@ export class ReReplicator {
     idBase = 1,
     /** A replica joined the object (the core reports the change, change-sink.ts). */
     private readonly added: (meta: ObjectMeta) => void = () => {},
+    /** A directed copy's outcome: OK (the replica joined) or the code of why not. */
+    private readonly settled: (tag: number, code: number, now: number) => void = () => {},
   ) {
     this.nextId = idBase;
   }
@@ -103,6 +121,24 @@ export class ReReplicator {
     this.wants.delete(key);
   }
 
+  /**
+   * Asks for a replica of `key` on segment `segmentId`, made by the next client that can copy;
+   * `settled(tag, ...)` is called once with the outcome. Tags are the caller's (non-zero, unique).
+   */
+  direct(tag: number, key: string, segmentId: number): void {
+    this.directed.set(tag, { key, segmentId });
+  }
+
+  /** Withdraws a directed copy: not assigned any more, or (in flight) not kept and not reported. */
+  cancel(tag: number): void {
+    this.directed.delete(tag);
+    for (const c of this.copies.values()) {
+      if (c.tag !== tag) continue;
+      c.stale = true;
+      c.tag = -1; // reported to nobody
+    }
+  }
+
   /** The oldest generation of a copy in flight with space on the segment (write fences must not refuse it). */
   oldestGeneration(segmentId: number): number | undefined {
     let oldest: number | undefined;
@@ -118,7 +154,7 @@ export class ReReplicator {
    * `gen` is the write generation their targets get.
    */
   assign(clientId: string, now: number, gen: number): ReplicaCopy__Output[] {
-    let out: ReplicaCopy__Output[] | undefined;
+    let out: ReplicaCopy__Output[] | undefined = this.assignDirected(clientId, now, gen);
     let scanned = 0;
     const later: [string, Want][] = [];
     for (const [key, want] of this.wants) {
@@ -153,8 +189,71 @@ export class ReReplicator {
     for (let j = 0; j < slices; j++) excluded.push(new Set());
     for (let k = 0; k < h.length / HANDLE_FIELDS; k++) excluded[k % slices].add(h[k * HANDLE_FIELDS]);
     if (this.placer.place(meta.sliceLengths(), 1, [], excluded) !== ErrorCode.OK) return undefined;
-    const target = this.placer.handles();
-    const copy: Copy = { id: this.nextId++, key, meta, target, gen, clientId, deadline: now + COPY_TIMEOUT_MS, stale: false };
+    return this.launch(key, meta, source, this.placer.handles(), clientId, now, gen, 0);
+  }
+
+  /** Directed copies for this client, before re-replication's own (a task waits on them); the rest wait for the next Ping. */
+  private assignDirected(clientId: string, now: number, gen: number): ReplicaCopy__Output[] | undefined {
+    let out: ReplicaCopy__Output[] | undefined;
+    let scanned = 0;
+    const later: number[] = [];
+    for (const [tag, d] of this.directed) {
+      if (this.copies.size >= COPIES_IN_FLIGHT_MAX || (out?.length ?? 0) >= COPIES_PER_PING || scanned++ >= SCAN_PER_PING) break;
+      const meta = this.objects.get(d.key);
+      const seg = this.segments.byId(d.segmentId);
+      let code: number | undefined;
+      if (meta === undefined) code = ErrorCode.OBJECT_NOT_FOUND;
+      else if (seg === undefined || seg.status !== 'MOUNTED') code = ErrorCode.SEGMENT_NOT_FOUND;
+      else if (meta.hasHandleOn(d.segmentId)) code = ErrorCode.OK; // there already (a copy of re-replication, an earlier attempt)
+      if (code !== undefined) {
+        this.directed.delete(tag);
+        this.settled(tag, code, now);
+        continue;
+      }
+      const source = this.byKey.has(d.key) || !meta!.complete || seg!.suspectUntil > now ? -1 : this.readableReplica(meta!.h, meta!.slices, now);
+      if (source < 0) {
+        // Not now (a copy of the object or a write on it in flight, an unreachable target, no readable replica): to the back.
+        later.push(tag);
+        continue;
+      }
+      this.directed.delete(tag);
+      const target = this.allocateOn(d.segmentId, meta!.sliceLengths());
+      if (target === undefined) {
+        this.settled(tag, ErrorCode.NO_AVAILABLE_HANDLE, now);
+        continue;
+      }
+      (out ??= []).push(this.launch(d.key, meta!, source, target, clientId, now, gen, tag));
+    }
+    // (A `settled` above may have withdrawn some of them meanwhile: those are gone from the map.)
+    for (const tag of later) {
+      const d = this.directed.get(tag);
+      if (d === undefined) continue;
+      this.directed.delete(tag);
+      this.directed.set(tag, d);
+    }
+    return out;
+  }
+
+  /** One replica's handles with every slice on segment `segmentId`, or undefined (nothing left allocated) when it lacks room. */
+  private allocateOn(segmentId: number, lengths: readonly number[]): number[] | undefined {
+    const allocator = this.segments.byId(segmentId)!.allocator;
+    const h: number[] = [];
+    for (const length of lengths) {
+      const got = allocator.allocate(length);
+      if (got === null) {
+        for (let i = 1; i < h.length; i += HANDLE_FIELDS) allocator.freeBlock(h[i]);
+        return undefined;
+      }
+      h.push(segmentId, got.block, length);
+    }
+    return h;
+  }
+
+  /** Records a copy of replica `source` of `meta` to `target` and describes it for the copier. */
+  private launch(key: string, meta: ObjectMeta, source: number, target: number[], clientId: string, now: number, gen: number, tag: number): ReplicaCopy__Output {
+    const h = meta.h;
+    const slices = meta.slices;
+    const copy: Copy = { id: this.nextId++, key, meta, target, gen, clientId, deadline: now + COPY_TIMEOUT_MS, stale: false, tag };
     this.copies.set(copy.id, copy);
     this.byKey.set(key, copy);
     const stride = slices * HANDLE_FIELDS;
@@ -192,23 +291,27 @@ export class ReReplicator {
    * short after COPY_ATTEMPTS). Returns OBJECT_NOT_FOUND for a copy this master does not know
    * (given up already, or assigned by another master) and INVALID_PARAMS for another client's.
    */
-  done(clientId: string, copyId: number, ok: boolean): number {
+  done(clientId: string, copyId: number, ok: boolean, now = 0): number {
     const c = this.copies.get(copyId);
     if (c === undefined) return ErrorCode.OBJECT_NOT_FOUND;
     if (c.clientId !== clientId) return ErrorCode.INVALID_PARAMS;
     this.end(c);
     if (!ok) {
-      this.giveUp(c);
+      this.giveUp(c, now);
       return ErrorCode.OK;
     }
     const meta = this.objects.get(c.key);
     if (c.stale || meta !== c.meta || !meta.complete || !this.targetMounted(c.target)) {
       freeHandles(this.segments, c.target); // every byte landed: nothing can still arrive
+      const why = meta === undefined ? ErrorCode.OBJECT_NOT_FOUND : !this.targetMounted(c.target) ? ErrorCode.SEGMENT_NOT_FOUND : ErrorCode.REPLICA_IS_NOT_READY;
+      if (c.tag > 0) this.settled(c.tag, why, now);
       return ErrorCode.OK;
     }
     meta.h = meta.h.concat(c.target);
     this.added(meta);
-    this.copied++;
+    if (c.tag === 0)
+      this.copied++; // (a task counts its own)
+    else if (c.tag > 0) this.settled(c.tag, ErrorCode.OK, now);
     const want = this.wants.get(c.key);
     if (want !== undefined && meta.replicaCount >= want.replicas) this.wants.delete(c.key);
     return ErrorCode.OK;
@@ -219,7 +322,7 @@ export class ReReplicator {
     for (const c of this.copies.values()) {
       if (c.deadline > now) continue;
       this.end(c);
-      this.giveUp(c);
+      this.giveUp(c, now);
     }
   }
 
@@ -233,8 +336,12 @@ export class ReReplicator {
   }
 
   /** A failed or lost copy: its bytes may still be on the way, so its space waits for a fence. */
-  private giveUp(c: Copy): void {
+  private giveUp(c: Copy, now: number): void {
     quarantineHandles(this.segments, c.target, c.gen);
+    if (c.tag !== 0) {
+      if (c.tag > 0) this.settled(c.tag, ErrorCode.TRANSFER_FAILED, now);
+      return; // a directed copy: its asker decides on another attempt
+    }
     this.failed++;
     const want = this.wants.get(c.key);
     if (want !== undefined && ++want.failures >= COPY_ATTEMPTS) {

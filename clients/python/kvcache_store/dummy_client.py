@@ -34,6 +34,7 @@ from .dummy_adopt import AdoptCalls
 from .dummy_metadata import MetadataCalls
 from .cluster_auth import client_secret
 from .errors import DeadlineExceededError, InvalidParamsError, StoreError, UnauthenticatedError, UnavailableError
+from .dummy_tasks import TaskCalls
 from .protocol import METHODS
 from .shm_region import SharedRegion
 from .values import Buf, as_buffer, copy_in, copy_out
@@ -74,7 +75,7 @@ def _size_env(env, name: str, fallback: int) -> int:
     return n
 
 
-class DummyClient(MetadataCalls, AdoptCalls):
+class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
     def __init__(self, raise_errors: bool = False):
         self.raise_errors = raise_errors
         self._conn: Optional[_Conn] = None
