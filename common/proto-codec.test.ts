@@ -96,6 +96,8 @@ describe('compiled proto codec', () => {
       replica_list: [
         {
           status: 3,
+          replica_type: 1,
+          file: { path: 'a%2Fb', size: 2 ** 40 },
           handles: [
             {
               segment_name: long,
