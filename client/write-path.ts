@@ -117,6 +117,8 @@ export class WritePath {
         throw e;
       }
       check((await rpcs.end(key, sums[0])).status_code, `${what}: end refused`);
+      // The file tier's copy follows asynchronously (spec rule 4); staging copies the value now.
+      if (rpcs.verb === 'put') await this.core.d.files?.stage(key, slices);
       return;
     }
   }
@@ -311,6 +313,7 @@ export class WritePath {
       for (const g of done) {
         const code = ended.status_code !== ErrorCode.OK ? ended.status_code : (byKey.get(g.req.key!) ?? ErrorCode.OK);
         if (code !== ErrorCode.OK) results[g.i].error = StoreError.fromCode(code, `${rpcs.verb} ${JSON.stringify(g.req.key)}: end refused`);
+        else if (rpcs.verb === 'put') await this.core.d.files?.stage(g.req.key!, g.slices);
       }
     }
     return results;

@@ -42,6 +42,7 @@ export class Diagnostics {
       evictionsTotal: s.eviction.evictionsTotal,
       clients: s.clients.size,
       ...s.rereplicator.stats(),
+      ...s.files.stats(),
     };
   }
 

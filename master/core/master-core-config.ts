@@ -1,5 +1,6 @@
 // MasterCore's configuration (one field per master flag it obeys), its defaults and validation,
 // and the shapes of the core's read-only reports.
+import type { FileTierStats } from './file-index.js';
 import type { ReReplicationStats } from './re-replication.js';
 
 export interface MasterCoreConfig {
@@ -43,8 +44,8 @@ export interface SweepReport {
   underReplicated: number;
 }
 
-/** Totals, with re-replication's (re-replication.ts). */
-export interface MasterStats extends ReReplicationStats {
+/** Totals, with re-replication's (re-replication.ts) and the file tier's (file-index.ts). */
+export interface MasterStats extends ReReplicationStats, FileTierStats {
   segments: number;
   capacityBytes: number;
   usedBytes: number;
@@ -72,6 +73,12 @@ export const EMPTY_STATS: Readonly<MasterStats> = Object.freeze({
   copied: 0,
   failed: 0,
   abandoned: 0,
+  fileBudgetBytes: 0,
+  fileUsedBytes: 0,
+  fileObjects: 0,
+  filesWritten: 0,
+  filesRefused: 0,
+  filesBad: 0,
 });
 
 export interface SegmentDetail {

@@ -1,0 +1,264 @@
+// The client's side of the file tier (docs/tiers.md "File tier"): after a Put's memory write ended,
+// the value is copied (with each slice's CRC-32C, in the same pass) into a bounded staging area
+// and written, off the event loop, to <root>/<escaped key> through a temporary name in the same
+// directory: header + value, fsync, rename, so a crash never leaves a torn file under an object's
+// name. Then the writer reports it (PutEnd replica_type DISK) and the master indexes it. A Get the
+// master answers with a file replica reads the file straight into the destination, checking the
+// header (magic, key, length, the checksums the master recorded) and each slice's CRC-32C; a bad
+// file is never served (counted, and the read fails as not found or as a checksum mismatch).
+//
+// Why a staging copy rather than the store service writing from its memory replica: the put's
+// caller may reuse its buffer once put() returns, and the copy (a fused memcpy+CRC, ~10 GB/s) costs
+// far less than the file write it feeds; a store service writing from memory would need a read
+// lease, a Ping work item and a second report path, for no gain on a shared file system every
+// client reaches anyway. Staging is bounded: a Put waits for room (backpressure), nothing is dropped.
+import { randomUUID } from 'node:crypto';
+import { constants as fsc } from 'node:fs';
+import { access, open, rename, stat, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ErrorCode } from '../common/error-code.js';
+import { decodeHeader, encodeHeader, HEADER_PROBE_BYTES } from '../common/file-tier-header.js';
+import { keyFileName, tempFileName } from '../common/file-tier-name.js';
+import { ObjectNotFoundError, TransferError } from './errors.js';
+
+/** Staging bytes by default (values copied and waiting for their file write). */
+export const DEFAULT_FILE_STAGING_BYTES = 256 * 1024 * 1024;
+/** File writes in flight at once (the libuv threadpool has 4 threads by default). */
+const WRITES_IN_FLIGHT = 4;
+
+export interface FileTierDeps {
+  crc32c(data: Uint8Array): number;
+  copyWithCrc32c(dst: Uint8Array, src: Uint8Array): number;
+  /** Reports a complete file (PutEnd replica_type DISK): the master's status code. */
+  report(key: string, checksums: number[]): Promise<number>;
+  log(level: 'info' | 'warn', msg: string): void;
+  stagingBytes?: number;
+}
+
+/** Counters of this client's file tier (client metrics read them). */
+export interface FileTierCounts {
+  written: number;
+  refused: number;
+  failed: number;
+  bad: number;
+  read: number;
+  stagedBytes: number;
+}
+
+interface Staged {
+  key: string;
+  buf: Buffer;
+  sliceLengths: number[];
+  checksums: number[];
+}
+
+export class FileTier {
+  private root = '';
+  /** The root as the master last named it (checked or not). */
+  private named = '';
+  private checking: Promise<void> | undefined;
+  private readonly stagingLimit: number;
+  private staged = 0;
+  private readonly queue: Staged[] = [];
+  private writing = 0;
+  private readonly roomWaiters: (() => void)[] = [];
+  private readonly idleWaiters: (() => void)[] = [];
+  readonly counts: FileTierCounts = { written: 0, refused: 0, failed: 0, bad: 0, read: 0, stagedBytes: 0 };
+
+  constructor(private readonly d: FileTierDeps) {
+    this.stagingLimit = d.stagingBytes ?? DEFAULT_FILE_STAGING_BYTES;
+  }
+
+  /** Whether Puts write files (the master named a directory this host can read and write). */
+  get enabled(): boolean {
+    return this.root !== '';
+  }
+
+  /**
+   * The directory the master names (Ping replies; '' when the tier is off). A directory this host
+   * cannot reach is logged once and the tier stays off here: objects still work from memory.
+   */
+  setRoot(root: string): Promise<void> {
+    if (root === this.named) return this.checking ?? Promise.resolve();
+    this.named = root;
+    if (root === '') {
+      this.root = '';
+      return Promise.resolve();
+    }
+    const check = (async () => {
+      try {
+        await access(root, fsc.R_OK | fsc.W_OK | fsc.X_OK);
+        if (!(await stat(root)).isDirectory()) throw new Error('not a directory');
+        if (this.named === root) this.root = root;
+      } catch (e) {
+        if (this.named !== root) return;
+        this.root = '';
+        this.d.log('warn', `the file tier's directory ${root} is not usable on this host (${(e as Error).message}); this client neither writes nor reads files (objects still work from memory)`);
+      }
+    })();
+    this.checking = check;
+    return check;
+  }
+
+  /**
+   * Copies a Put's value into staging (waiting for room) and queues its file write; returns once
+   * the value is copied: the caller's buffer is not read afterwards.
+   */
+  async stage(key: string, slices: readonly Uint8Array[]): Promise<void> {
+    if (!this.enabled) return;
+    let total = 0;
+    for (const s of slices) total += s.byteLength;
+    // A value larger than the whole area waits until staging is empty, then goes alone.
+    while (this.staged > 0 && this.staged + total > this.stagingLimit) await new Promise<void>((r) => this.roomWaiters.push(r));
+    this.staged += total;
+    this.counts.stagedBytes = this.staged;
+    const buf = Buffer.allocUnsafe(total);
+    const checksums: number[] = [];
+    let at = 0;
+    for (const s of slices) {
+      checksums.push(this.d.copyWithCrc32c(buf.subarray(at, at + s.byteLength), s) >>> 0);
+      at += s.byteLength;
+    }
+    this.queue.push({ key, buf, sliceLengths: slices.map((s) => s.byteLength), checksums });
+    this.pump();
+  }
+
+  /** Resolves when every staged value has been written and reported (or failed). */
+  drain(): Promise<void> {
+    if (this.queue.length === 0 && this.writing === 0) return Promise.resolve();
+    return new Promise((r) => this.idleWaiters.push(r));
+  }
+
+  private pump(): void {
+    while (this.writing < WRITES_IN_FLIGHT && this.queue.length > 0) {
+      const job = this.queue.shift()!;
+      this.writing++;
+      void this.writeAndReport(job).finally(() => {
+        this.writing--;
+        this.staged -= job.buf.length;
+        this.counts.stagedBytes = this.staged;
+        for (const w of this.roomWaiters.splice(0)) w();
+        this.pump();
+        if (this.queue.length === 0 && this.writing === 0) for (const w of this.idleWaiters.splice(0)) w();
+      });
+    }
+  }
+
+  private async writeAndReport(job: Staged): Promise<void> {
+    const root = this.root;
+    if (root === '') return;
+    const what = `file of ${JSON.stringify(job.key)}`;
+    try {
+      await writeObjectFile(root, job.key, encodeHeader(job.key, job.sliceLengths, job.checksums, this.d.crc32c), job.buf);
+    } catch (e) {
+      this.counts.failed++;
+      this.d.log('warn', `writing the ${what} under ${root} failed: ${(e as Error).message}; the object stays in memory only`);
+      return;
+    }
+    try {
+      const code = await this.d.report(job.key, job.checksums);
+      if (code === ErrorCode.OK) this.counts.written++;
+      else this.counts.refused++; // the master deletes a file it refuses (over budget, removed meanwhile)
+    } catch (e) {
+      this.counts.failed++;
+      this.d.log('warn', `reporting the ${what} failed: ${(e as Error).message}`);
+    }
+  }
+
+  /**
+   * Reads the object's file into `out` (its exact length), checking it against `checksums` (the
+   * master's record; [] none) and its own header. Not found, torn or bad: never any bytes.
+   */
+  async readInto(path: string, key: string, out: Buffer, checksums: readonly number[]): Promise<void> {
+    const what = `get ${JSON.stringify(key)} from the file tier`;
+    if (!this.enabled) throw new ObjectNotFoundError(`${what}: the file tier's directory is not usable on this host`);
+    if (path.length === 0 || path.includes('/') || path.startsWith('.') || path !== keyFileName(key)) throw new ObjectNotFoundError(`${what}: the master named file ${JSON.stringify(path)}, not this key's`);
+    let fh;
+    try {
+      fh = await open(join(this.root, path), 'r');
+    } catch (e) {
+      throw new ObjectNotFoundError(`${what}: ${(e as Error).message}`, { cause: e });
+    }
+    try {
+      let probe = Buffer.allocUnsafe(HEADER_PROBE_BYTES);
+      let got = (await fh.read(probe, 0, probe.length, 0)).bytesRead;
+      let d = decodeHeader(probe.subarray(0, got), this.d.crc32c);
+      if (!d.ok && 'need' in d && d.need > got && got === probe.length) {
+        probe = Buffer.allocUnsafe(d.need);
+        got = (await fh.read(probe, 0, probe.length, 0)).bytesRead;
+        d = decodeHeader(probe.subarray(0, got), this.d.crc32c);
+      }
+      if (!d.ok) throw this.bad(new ObjectNotFoundError(`${what}: bad file (${'bad' in d ? d.bad : 'torn header'})`));
+      const h = d.header;
+      if (h.key !== key) throw this.bad(new ObjectNotFoundError(`${what}: the file holds another key`));
+      if (h.valueLength !== out.length) throw this.bad(new ObjectNotFoundError(`${what}: the file holds ${h.valueLength} B, the master recorded ${out.length} B`));
+      if (checksums.length !== 0 && (checksums.length !== h.checksums.length || checksums.some((c, i) => c >>> 0 !== h.checksums[i]))) {
+        throw this.bad(new TransferError(`${what}: the file's checksums are not the ones the master recorded (a stale or foreign file)`, { code: ErrorCode.CHECKSUM_MISMATCH }));
+      }
+      let at = 0;
+      while (at < out.length) {
+        const n = (await fh.read(out, at, out.length - at, h.headerLength + at)).bytesRead;
+        if (n === 0) throw this.bad(new ObjectNotFoundError(`${what}: the file is torn (${at} of ${out.length} B)`));
+        at += n;
+      }
+      at = 0;
+      for (let i = 0; i < h.sliceLengths.length; i++) {
+        const l = h.sliceLengths[i];
+        if (this.d.crc32c(out.subarray(at, at + l)) >>> 0 !== h.checksums[i]) {
+          throw this.bad(new TransferError(`${what}: slice ${i} does not have the CRC-32C its writer recorded`, { code: ErrorCode.CHECKSUM_MISMATCH }));
+        }
+        at += l;
+      }
+      this.counts.read++;
+    } finally {
+      await fh.close();
+    }
+  }
+
+  private bad<E extends Error>(e: E): E {
+    this.counts.bad++;
+    this.d.log('warn', e.message);
+    return e;
+  }
+}
+
+/**
+ * Writes header + value to <root>/<key's name>: a temporary name, fsync, rename. The data is
+ * durable before the name points at it, so a crash leaves the old file, no file, or the whole new
+ * one (the directory is not synced: after a power loss the rename may be undone, never torn).
+ */
+export async function writeObjectFile(root: string, key: string, header: Buffer, value: Buffer): Promise<void> {
+  const tmp = join(root, tempFileName(randomUUID()));
+  const fh = await open(tmp, 'wx', 0o644);
+  try {
+    try {
+      let buffers = [header, value];
+      let left = header.length + value.length;
+      while (left > 0) {
+        const { bytesWritten } = await fh.writev(buffers);
+        left -= bytesWritten;
+        buffers = remaining(buffers, bytesWritten);
+      }
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(tmp, join(root, keyFileName(key)));
+  } catch (e) {
+    await unlink(tmp).catch(() => {});
+    throw e;
+  }
+}
+
+function remaining(buffers: Buffer[], written: number): Buffer[] {
+  const out: Buffer[] = [];
+  for (const b of buffers) {
+    if (written >= b.length) {
+      written -= b.length;
+      continue;
+    }
+    out.push(written > 0 ? b.subarray(written) : b);
+    written = 0;
+  }
+  return out;
+}
