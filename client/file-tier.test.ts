@@ -32,7 +32,7 @@ describe('client file tier', () => {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('writes header + value under the key\'s name, reports the slices\' CRCs, and reads it back into the destination', async () => {
+  it("writes header + value under the key's name, reports the slices' CRCs, and reads it back into the destination", async () => {
     const tier = new FileTier(deps());
     await tier.setRoot(dir);
     expect(tier.enabled).toBe(true);

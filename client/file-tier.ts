@@ -93,7 +93,10 @@ export class FileTier {
       } catch (e) {
         if (this.named !== root) return;
         this.root = '';
-        this.d.log('warn', `the file tier's directory ${root} is not usable on this host (${(e as Error).message}); this client neither writes nor reads files (objects still work from memory)`);
+        this.d.log(
+          'warn',
+          `the file tier's directory ${root} is not usable on this host (${(e as Error).message}); this client neither writes nor reads files (objects still work from memory)`,
+        );
       }
     })();
     this.checking = check;
@@ -172,7 +175,8 @@ export class FileTier {
   async readInto(path: string, key: string, out: Buffer, checksums: readonly number[]): Promise<void> {
     const what = `get ${JSON.stringify(key)} from the file tier`;
     if (!this.enabled) throw new ObjectNotFoundError(`${what}: the file tier's directory is not usable on this host`);
-    if (path.length === 0 || path.includes('/') || path.startsWith('.') || path !== keyFileName(key)) throw new ObjectNotFoundError(`${what}: the master named file ${JSON.stringify(path)}, not this key's`);
+    if (path.length === 0 || path.includes('/') || path.startsWith('.') || path !== keyFileName(key))
+      throw new ObjectNotFoundError(`${what}: the master named file ${JSON.stringify(path)}, not this key's`);
     let fh;
     try {
       fh = await open(join(this.root, path), 'r');

@@ -128,7 +128,7 @@ describe('file tier', () => {
   it('Remove deletes the file; RemoveByRegex the matching ones', async () => {
     await start();
     await client!.remove('dir/sub/obj');
-    await until(() => !existsSync(join(dir(), keyFileName('dir/sub/obj'))), 'the removed object\'s file to go');
+    await until(() => !existsSync(join(dir(), keyFileName('dir/sub/obj'))), "the removed object's file to go");
     expect(await client!.isExist('dir/sub/obj')).toBe(false);
     expect(await client!.removeByRegex('^obj-1')).toBe(11); // obj-1, obj-10 .. obj-19
     await until(() => !existsSync(join(dir(), keyFileName('obj-15'))), 'the matching files to go');

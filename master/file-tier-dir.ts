@@ -59,7 +59,7 @@ async function readEntry(dir: string, name: string): Promise<{ key: string; size
     if (!d.ok) return 'bad' in d ? d.bad : 'torn header';
     const h = d.header;
     if (size !== h.headerLength + h.valueLength) return `${size} B, not header + value (${h.headerLength + h.valueLength} B): torn`;
-    if (keyFileName(h.key) !== name) return 'the name is not its key\'s';
+    if (keyFileName(h.key) !== name) return "the name is not its key's";
     return { key: h.key, size: h.valueLength, checksums: h.checksums };
   } finally {
     await fh.close();

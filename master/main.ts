@@ -132,8 +132,7 @@ async function main(): Promise<void> {
     );
     return idx;
   };
-  const makeCore = (version: number, fileIndex = files): MasterCore =>
-    new MasterCore(coreConfigFromFlags(flags, version), undefined, randomInt(2 ** 31), heap.state, fileIndex);
+  const makeCore = (version: number, fileIndex = files): MasterCore => new MasterCore(coreConfigFromFlags(flags, version), undefined, randomInt(2 ** 31), heap.state, fileIndex);
   let core: MasterCore;
   try {
     core = makeCore(viewVersion);

@@ -73,7 +73,7 @@ export class MasterMetrics {
     gauge('store_master_under_replicated_objects', 'objects with fewer replicas than they had (a segment was lost), waiting for a copy', (s) => s.underReplicated);
     gauge('store_master_replica_copies_in_flight', 'replica copies assigned to clients and not yet reported', (s) => s.copiesInFlight);
     gauge('store_master_file_tier_used_bytes', 'bytes of values held in file-tier files (--root_fs_dir)', (s) => s.fileUsedBytes);
-    gauge('store_master_file_tier_budget_bytes', 'the file tier\'s byte budget (--global_file_segment_size; 0 when the tier is off)', (s) => s.fileBudgetBytes);
+    gauge('store_master_file_tier_budget_bytes', "the file tier's byte budget (--global_file_segment_size; 0 when the tier is off)", (s) => s.fileBudgetBytes);
     gauge('store_master_file_tier_objects', 'objects with a complete file in the file tier', (s) => s.fileObjects);
     // Counters of totals the core keeps: each scrape adds what the total grew by.
     const total = (name: string, help: string, pick: (s: CoreStats) => number): void => {
@@ -93,7 +93,11 @@ export class MasterMetrics {
     total('store_master_replicas_copied_total', 'replicas copied to replace lost ones', (s) => s.copied);
     total('store_master_replica_copy_failures_total', 'replica copies that failed or were not reported in time', (s) => s.failed);
     total('store_master_file_tier_files_written_total', 'file-tier files reported complete and indexed', (s) => s.filesWritten);
-    total('store_master_file_tier_files_refused_total', 'file-tier files refused (over the budget, object removed meanwhile, checksums not the memory write\'s) and deleted', (s) => s.filesRefused);
+    total(
+      'store_master_file_tier_files_refused_total',
+      "file-tier files refused (over the budget, object removed meanwhile, checksums not the memory write's) and deleted",
+      (s) => s.filesRefused,
+    );
     total('store_master_file_tier_files_bad_total', 'file-tier files the rescan found unreadable (bad header, torn value) and left out', (s) => s.filesBad);
     this.refused = new client.Counter({
       name: 'store_master_rpc_connections_refused_total',

@@ -85,7 +85,8 @@ export function unbuiltFeatureNotices(f: MasterFlags, explicit: Set<string>): st
   const setTask = taskFlags.filter((n) => explicit.has(n));
   if (setTask.length > 0) out.push(`${setTask.map((n) => `--${n}`).join(', ')}: the copy/move task manager is not implemented yet; the value is validated and kept`);
   const diskFlags = ['quota_bytes', 'enable_disk_eviction', 'promotion_admission_threshold', 'promotion_queue_limit'].filter((n) => explicit.has(n));
-  if (explicit.has('global_file_segment_size') && f.root_fs_dir === '') out.push('--global_file_segment_size: used only with --root_fs_dir (the file tier is off); the value is validated and kept');
+  if (explicit.has('global_file_segment_size') && f.root_fs_dir === '')
+    out.push('--global_file_segment_size: used only with --root_fs_dir (the file tier is off); the value is validated and kept');
   if (diskFlags.length > 0) out.push(`${diskFlags.map((n) => `--${n}`).join(', ')}: disk tiers are not implemented yet; the value is validated and kept`);
   if (f.enable_cxl)
     out.push(`--enable_cxl: CXL segments are placed by the cxl strategy; the master never maps ${f.cxl_path} itself (store services do: store_service --enable_cxl)`);

@@ -85,7 +85,7 @@ describe('MasterCore with the file tier', () => {
     expect(files.get('early-evicted')?.size).toBe(64);
   });
 
-  it('Remove, RemoveByRegex and RemoveAll delete files too; a removed object\'s late file is refused', () => {
+  it("Remove, RemoveByRegex and RemoveAll delete files too; a removed object's late file is refused", () => {
     const { core, files } = coreWithFiles();
     for (const k of ['r/a', 'r/b', 'keep', 'mem-only']) putObject(core, k, 10, 1);
     for (const k of ['r/a', 'r/b', 'keep']) core.putEnd({ key: k, replica_type: DISK, slice_checksums: [] }, 2);

@@ -48,7 +48,8 @@ export class Membership {
     }
     // Clients learn the file tier's directory from every reply (docs/tiers.md "File tier"); '' when off.
     const file_tier_root = s.files.root;
-    if (!s.clients.has(req.client_id) || this.ownsRestored(req.client_id)) return { status_code: ErrorCode.OK, view_version, need_remount: true, fences: [], copies: [], file_tier_root };
+    if (!s.clients.has(req.client_id) || this.ownsRestored(req.client_id))
+      return { status_code: ErrorCode.OK, view_version, need_remount: true, fences: [], copies: [], file_tier_root };
     s.clients.touch(req.client_id, now);
     for (const ack of req.fence_acks ?? []) {
       const seg = s.segments.byName(ack.segment_name);

@@ -42,12 +42,18 @@ export class RemovalPath {
   removeByRegexSteps(req: RemoveByRegexRequest__Output, now: number): Steps<RemoveByRegexResponse__Output> {
     const re = compileKeyRegex(req.key_regex);
     if (re === null) return answered({ status_code: ErrorCode.INVALID_PARAMS, removed_count: 0 });
-    return this.withFiles(removeSteps(this.walkHost, (key, meta) => !meta.hardPinned && re.test(key), now), (key) => re.test(key));
+    return this.withFiles(
+      removeSteps(this.walkHost, (key, meta) => !meta.hardPinned && re.test(key), now),
+      (key) => re.test(key),
+    );
   }
 
   /** RemoveAll in bounded steps: every complete object without an active lease, hard-pinned ones included. */
   removeAllSteps(_req: RemoveAllRequest__Output, now: number): Steps<RemoveAllResponse__Output> {
-    return this.withFiles(removeSteps(this.walkHost, () => true, now), () => true);
+    return this.withFiles(
+      removeSteps(this.walkHost, () => true, now),
+      () => true,
+    );
   }
 
   /**
@@ -55,7 +61,10 @@ export class RemovalPath {
    * deletions remove the files of the objects it deletes: MasterCore's walk host). Counted in
    * the same reply; in steps of STEP_OBJECTS keys.
    */
-  private *withFiles(memory: Steps<RemoveAllResponse__Output & RemoveByRegexResponse__Output>, match: (key: string) => boolean): Steps<RemoveAllResponse__Output & RemoveByRegexResponse__Output> {
+  private *withFiles(
+    memory: Steps<RemoveAllResponse__Output & RemoveByRegexResponse__Output>,
+    match: (key: string) => boolean,
+  ): Steps<RemoveAllResponse__Output & RemoveByRegexResponse__Output> {
     const reply = yield* memory;
     const files = this.s.files;
     if (!files.enabled || files.size === 0 || reply.status_code !== ErrorCode.OK) return reply;
