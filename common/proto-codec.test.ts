@@ -108,6 +108,8 @@ describe('compiled proto codec', () => {
               generation: 2 ** 52 + 1,
             },
           ],
+          replica_type: 0,
+          file: null,
         },
       ],
       slice_checksums: [0, 1, 0xffffffff],
