@@ -108,6 +108,18 @@ describe('MasterCore with the file tier', () => {
     expect(core.stats(20_002)).toMatchObject({ fileUsedBytes: 0, fileObjects: 0 });
   });
 
+  it('a master that did not see the memory write end takes the file of a complete object it holds', () => {
+    const { core, files } = coreWithFiles();
+    putObject(core, 'restored', 10, 1);
+    const state = core.exportState(2);
+    const fresh = new FileIndex(ROOT, 1 << 20);
+    const next = new MasterCore({ ...defaultMasterCoreConfig }, new SeededRng(2), undefined, undefined, fresh);
+    next.importState(state, 3);
+    expect(next.putEnd({ key: 'restored', replica_type: DISK, slice_checksums: [] }, 4).status_code).toBe(ErrorCode.OK);
+    expect(fresh.get('restored')?.size).toBe(10);
+    expect(files.get('restored')).toBeUndefined();
+  });
+
   it('an upsert replaces the value: the old file leaves the index', () => {
     const { core, files } = coreWithFiles();
     putObject(core, 'u', 10, 1);

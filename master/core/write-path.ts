@@ -44,6 +44,11 @@ function checkKey(key: unknown, replicaType: number, meta: ObjectMeta | undefine
   return ErrorCode.OK;
 }
 
+/** The value's length: the slices of one replica. */
+function sizeOf(meta: ObjectMeta): number {
+  return meta.sliceLengths().reduce((a, b) => a + b, 0);
+}
+
 export class WritePath {
   /** Keys of the batch in progress that were absent when looked up (a key listed twice is looked up again). */
   private readonly batchSeen: BatchKeySet;
@@ -222,7 +227,11 @@ export class WritePath {
     // A writer's file of the object is complete (file tier): the index takes it or refuses it.
     if (replicaType === ReplicaType.DISK && this.s.files.enabled) {
       const keyCode = lookedUpKeyCode(key, meta);
-      return keyCode !== ErrorCode.OK ? keyCode : this.s.files.complete(key, checksums ?? []);
+      if (keyCode !== ErrorCode.OK) return keyCode;
+      // A master that did not see the memory write end (restarted, restored, a new leader) takes
+      // the file of a complete object it holds, as the object is now.
+      if (meta !== undefined && meta.complete && !this.s.files.has(key)) this.s.files.expect(key, sizeOf(meta), meta.checksums, now);
+      return this.s.files.complete(key, checksums ?? []);
     }
     const code = checkKey(key, replicaType, meta);
     if (code !== ErrorCode.OK) return code;
