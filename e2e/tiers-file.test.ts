@@ -3,11 +3,14 @@
 // bit-exact from their files; a full restart of master and store services over the same directory
 // serves them; a torn or flipped file is never served; awkward keys are safe file names; Remove
 // deletes the file; a file over the budget is refused and deleted. Run `npm run build` first.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LocalCluster } from '../sidecar/local-cluster.js';
+import { distRoot, LocalCluster, track, type ProcessHandle } from '../sidecar/local-cluster.js';
+import { freePort } from './free-port.js';
 import { Client } from '../client/client.js';
 import { ErrorCode } from '../common/error-code.js';
 import { keyFileName } from '../common/file-tier-name.js';
@@ -32,6 +35,15 @@ async function metric(cluster: LocalCluster, name: string): Promise<number> {
   if (!m) throw new Error(`no metric ${name}`);
   return Number(m[1]);
 }
+
+const hasRedis = (() => {
+  try {
+    execFileSync('which', ['redis-server'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
 
 describe('file tier', () => {
   let root: string;
@@ -150,4 +162,85 @@ describe('file tier', () => {
     await until(() => !existsSync(join(dir(), keyFileName('too-much'))), 'the refused file to go');
     expect((await client!.get('too-much')).equals(b)).toBe(true);
   }, 60_000);
+
+  const haIt = hasRedis
+    ? it
+    : (((name: string, fn?: jest.ProvidesCallback, timeout?: number) =>
+        it.skip(`${name} (skipped: no redis-server on PATH; apt-get install redis-server)`, fn, timeout)) as jest.It);
+
+  haIt(
+    'HA: a new leader rescans the directory and serves objects held only by files (skipped without redis-server)',
+    async () => {
+      const haRoot = mkdtempSync(join(tmpdir(), 'kv-file-tier-ha-'));
+      const procs: ChildProcess[] = [];
+      let ha: Client | undefined;
+      try {
+        const redisPort = await freePort();
+        const redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
+        procs.push(redis);
+        await track('redis', redis).waitFor(/Ready to accept connections/);
+        const masters: (ProcessHandle & { rpc: string })[] = [];
+        for (let i = 0; i < 2; i++) {
+          const p = spawn(
+            process.execPath,
+            [
+              join(distRoot(), 'master/main.js'),
+              '--rpc_port=0',
+              '--metrics_port=0',
+              '--rpc_address=127.0.0.1',
+              '--enable_ha=true',
+              '--ha_backend_type=redis',
+              `--ha_backend_connstring=redis://127.0.0.1:${redisPort}`,
+              '--enable_metric_reporting=false',
+              `--root_fs_dir=${haRoot}`,
+              '--cluster_id=ha_tier',
+            ],
+            { stdio: ['ignore', 'pipe', 'pipe'] },
+          );
+          procs.push(p);
+          const h = track(`master-${i}`, p);
+          const m = await h.waitFor(/store_master listening: rpc=(\S+)/);
+          masters.push({ ...h, rpc: m[1] });
+        }
+        const lines: string[] = [];
+        let onLine: ((l: string) => void) | undefined;
+        ha = await Client.setup(
+          {
+            local_hostname: '127.0.0.1',
+            metadata_server: 'P2PHANDSHAKE',
+            global_segment_size: 16 * MiB,
+            local_buffer_size: 8 * MiB,
+            master_server_address: `redis://127.0.0.1:${redisPort}/ha_tier`,
+          },
+          { heartbeatIntervalMs: 200, log: (_l, msg) => (lines.push(msg), onLine?.(msg)) },
+        );
+        const leader = await Promise.race(masters.map((m, i) => m.waitFor(/HA: elected leader/).then(() => i)));
+        const follower = masters[1 - leader];
+        const vals = new Map<string, Buffer>();
+        for (let i = 0; i < 5; i++) vals.set(`ha/${i}`, randomBytes(100 * KiB + i));
+        for (const [k, v] of vals) await ha.put(k, v);
+        await ha.fileTierIdle();
+        expect(ha.fileTierCounts).toMatchObject({ written: vals.size });
+        // Out of memory: only the files hold them now.
+        expect((await ha.batchReplicaClear([...vals.keys()])).sort()).toEqual([...vals.keys()].sort());
+        const rescanned = follower.waitFor(/HA: file tier \S+ rescanned as leader: 5 objects/);
+        const followed = `remounted 1 segment(s) on master leader ${follower.rpc}`;
+        const switched = new Promise<void>((resolve) => {
+          onLine = (l) => l.includes(followed) && resolve();
+          if (lines.some((l) => l.includes(followed))) resolve();
+        });
+        masters[leader].proc.kill('SIGKILL');
+        await rescanned;
+        await switched;
+        for (const [k, v] of vals) expect((await ha.get(k)).equals(v)).toBe(true);
+      } finally {
+        await ha?.close();
+        const running = procs.filter((p) => p.exitCode === null && p.signalCode === null);
+        for (const p of running) p.kill('SIGKILL');
+        await Promise.all(running.map((p) => once(p, 'exit')));
+        rmSync(haRoot, { recursive: true, force: true });
+      }
+    },
+    60_000,
+  );
 });
