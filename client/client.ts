@@ -451,7 +451,12 @@ export class Client implements StoreClient {
       this.files = new FileTier({
         crc32c: (d) => this.native.crc32c(d),
         copyWithCrc32c: (dst, src) => this.native.copyWithCrc32c(dst, src),
-        report: async (key, checksums) => (await this.m().putEnd({ key, replica_type: ReplicaType.DISK, slice_checksums: checksums })).status_code,
+        report: async (done) => {
+          const keys = done.map((f) => f.key);
+          const res = await this.m().batchPutEnd({ keys, replica_type: ReplicaType.DISK, checksums: done.map((f) => ({ crc32c: f.checksums })) });
+          if (res.status_code !== ErrorCode.OK) return keys.map(() => res.status_code);
+          return keys.map((_, i) => res.results[i]?.status_code ?? ErrorCode.INTERNAL_ERROR);
+        },
         log: (level, msg) => this.log(level, msg),
         stagingBytes: this.options.fileStagingBytes,
       });

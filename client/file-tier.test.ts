@@ -18,9 +18,9 @@ describe('client file tier', () => {
   const deps = (extra: Partial<FileTierDeps> = {}): FileTierDeps => ({
     crc32c: (d) => crc32c(d),
     copyWithCrc32c: (dst, src) => copyWithCrc32c(dst, src),
-    report: async (key, checksums) => {
-      reports.push({ key, checksums });
-      return ErrorCode.OK;
+    report: async (files) => {
+      reports.push(...files);
+      return files.map(() => ErrorCode.OK);
     },
     log: (_level, msg) => logs.push(msg),
     ...extra,
@@ -100,33 +100,46 @@ describe('client file tier', () => {
     await expect(tier.readInto(keyFileName('k'), 'k', Buffer.alloc(1), [])).rejects.toBeInstanceOf(ObjectNotFoundError);
   });
 
-  it('staging is bounded: a Put waits for room while earlier files are being written', async () => {
+  it('staging is bounded: a Put waits for room until earlier values are written, nothing dropped', async () => {
+    const tier = new FileTier(deps({ stagingBytes: 100_000 }));
+    await tier.setRoot(dir);
+    await tier.stage('a', [randomBytes(60_000)]);
+    expect(tier.counts.stagedBytes).toBe(60_000);
+    // 'b' does not fit beside 'a': it is staged only once 'a' is in its file.
+    const b = tier.stage('b', [randomBytes(60_000)]).then(() => readdirSync(dir).includes(keyFileName('a')));
+    expect(await b).toBe(true);
+    await tier.drain();
+    expect(reports.map((r) => r.key).sort()).toEqual(['a', 'b']);
+    expect(tier.counts).toMatchObject({ written: 2, stagedBytes: 0 });
+  });
+
+  it('files written while a report is on its way are reported together in the next batch', async () => {
     const held: (() => void)[] = [];
+    const batches: string[][] = [];
     const tier = new FileTier(
       deps({
-        stagingBytes: 100_000,
-        report: (key, checksums) =>
+        report: (files) =>
           new Promise((resolve) => {
-            reports.push({ key, checksums });
-            held.push(() => resolve(ErrorCode.OK));
+            batches.push(files.map((f) => f.key));
+            held.push(() => resolve(files.map(() => ErrorCode.OK)));
           }),
       }),
     );
     await tier.setRoot(dir);
-    await tier.stage('a', [randomBytes(60_000)]);
-    let second = false;
-    const p = tier.stage('b', [randomBytes(60_000)]).then(() => (second = true));
-    // 'a' is written and its report waits: 'b' cannot be staged until 'a' leaves staging.
-    while (held.length === 0) await new Promise((r) => setImmediate(r));
-    expect(second).toBe(false);
-    expect(tier.counts.stagedBytes).toBe(60_000);
+    await tier.stage('first', [randomBytes(10)]);
+    while (held.length === 0) await new Promise((r) => setTimeout(r, 5));
+    for (let i = 0; i < 6; i++) await tier.stage(`next-${i}`, [randomBytes(10)]);
+    // Wait until all six are written (their files exist), then let the first report answer.
+    // (polled: a file's appearance has no event here; a setImmediate loop would starve the fs callbacks)
+    while (readdirSync(dir).filter((n) => n.startsWith('next-')).length < 6) await new Promise((r) => setTimeout(r, 5));
+    let drained = false;
+    const d = tier.drain().then(() => (drained = true));
     held.shift()!();
-    await p;
-    expect(second).toBe(true);
-    while (held.length === 0) await new Promise((r) => setImmediate(r));
+    while (held.length === 0) await new Promise((r) => setTimeout(r, 5));
+    expect(drained).toBe(false); // the second batch is still unanswered
     held.shift()!();
-    await tier.drain();
-    expect(reports.map((r) => r.key)).toEqual(['a', 'b']);
-    expect(tier.counts).toMatchObject({ written: 2, stagedBytes: 0 });
+    await d;
+    expect(batches.map((b) => b.sort())).toEqual([['first'], ['next-0', 'next-1', 'next-2', 'next-3', 'next-4', 'next-5']]);
+    expect(tier.counts.written).toBe(7);
   });
 });

@@ -2,7 +2,7 @@
 // the value is copied (with each slice's CRC-32C, in the same pass) into a bounded staging area
 // and written, off the event loop, to <root>/<escaped key> through a temporary name in the same
 // directory: header + value, fsync, rename, so a crash never leaves a torn file under an object's
-// name. Then the writer reports it (PutEnd replica_type DISK) and the master indexes it. A Get the
+// name. Then the writer reports it (BatchPutEnd replica_type DISK) and the master indexes it. A Get the
 // master answers with a file replica reads the file straight into the destination, checking the
 // header (magic, key, length, the checksums the master recorded) and each slice's CRC-32C; a bad
 // file is never served (counted, and the read fails as not found or as a checksum mismatch).
@@ -29,8 +29,8 @@ const WRITES_IN_FLIGHT = 4;
 export interface FileTierDeps {
   crc32c(data: Uint8Array): number;
   copyWithCrc32c(dst: Uint8Array, src: Uint8Array): number;
-  /** Reports a complete file (PutEnd replica_type DISK): the master's status code. */
-  report(key: string, checksums: number[]): Promise<number>;
+  /** Reports complete files (BatchPutEnd replica_type DISK): the master's status code per file, in order. */
+  report(files: { key: string; checksums: number[] }[]): Promise<number[]>;
   log(level: 'info' | 'warn', msg: string): void;
   stagingBytes?: number;
 }
@@ -63,6 +63,9 @@ export class FileTier {
   private writing = 0;
   private readonly roomWaiters: (() => void)[] = [];
   private readonly idleWaiters: (() => void)[] = [];
+  /** Files written and not yet reported, and whether a report is on its way. */
+  private readonly unreported: { key: string; checksums: number[] }[] = [];
+  private reporting = false;
   readonly counts: FileTierCounts = { written: 0, refused: 0, failed: 0, bad: 0, read: 0, stagedBytes: 0 };
 
   constructor(private readonly d: FileTierDeps) {
@@ -128,44 +131,77 @@ export class FileTier {
 
   /** Resolves when every staged value has been written and reported (or failed). */
   drain(): Promise<void> {
-    if (this.queue.length === 0 && this.writing === 0) return Promise.resolve();
+    if (this.idle) return Promise.resolve();
     return new Promise((r) => this.idleWaiters.push(r));
+  }
+
+  private get idle(): boolean {
+    return this.queue.length === 0 && this.writing === 0 && this.unreported.length === 0 && !this.reporting;
+  }
+
+  private settle(): void {
+    if (this.idle) for (const w of this.idleWaiters.splice(0)) w();
   }
 
   private pump(): void {
     while (this.writing < WRITES_IN_FLIGHT && this.queue.length > 0) {
       const job = this.queue.shift()!;
       this.writing++;
-      void this.writeAndReport(job).finally(() => {
+      void this.write(job).then((ok) => {
         this.writing--;
+        // The staged copy is done with once its file is written; the report needs only the key and CRCs.
         this.staged -= job.buf.length;
         this.counts.stagedBytes = this.staged;
         for (const w of this.roomWaiters.splice(0)) w();
+        if (ok) this.unreported.push({ key: job.key, checksums: job.checksums });
+        this.report();
         this.pump();
-        if (this.queue.length === 0 && this.writing === 0) for (const w of this.idleWaiters.splice(0)) w();
+        this.settle();
       });
     }
   }
 
-  private async writeAndReport(job: Staged): Promise<void> {
+  /** Writes a staged value's file; false (logged, counted) when that failed. */
+  private async write(job: Staged): Promise<boolean> {
     const root = this.root;
-    if (root === '') return;
-    const what = `file of ${JSON.stringify(job.key)}`;
+    if (root === '') return false;
     try {
       await writeObjectFile(root, job.key, encodeHeader(job.key, job.sliceLengths, job.checksums, this.d.crc32c), job.buf);
+      return true;
     } catch (e) {
       this.counts.failed++;
-      this.d.log('warn', `writing the ${what} under ${root} failed: ${(e as Error).message}; the object stays in memory only`);
-      return;
+      this.d.log('warn', `writing the file of ${JSON.stringify(job.key)} under ${root} failed: ${(e as Error).message}; the object stays in memory only`);
+      return false;
     }
-    try {
-      const code = await this.d.report(job.key, job.checksums);
-      if (code === ErrorCode.OK) this.counts.written++;
-      else this.counts.refused++; // the master deletes a file it refuses (over budget, removed meanwhile)
-    } catch (e) {
-      this.counts.failed++;
-      this.d.log('warn', `reporting the ${what} failed: ${(e as Error).message}`);
-    }
+  }
+
+  /**
+   * Reports the written files to the master, one batch at a time: files completed while a batch
+   * is on its way go together in the next (one BatchPutEnd for many files under load).
+   */
+  private report(): void {
+    if (this.reporting || this.unreported.length === 0) return;
+    const batch = this.unreported.splice(0);
+    this.reporting = true;
+    void this.d
+      .report(batch)
+      .then(
+        (codes) => {
+          codes.forEach((code) => {
+            if (code === ErrorCode.OK) this.counts.written++;
+            else this.counts.refused++; // the master deletes a file it refuses (over budget, removed meanwhile)
+          });
+        },
+        (e: unknown) => {
+          this.counts.failed += batch.length;
+          this.d.log('warn', `reporting ${batch.length} file(s) of the file tier failed: ${(e as Error).message}`);
+        },
+      )
+      .finally(() => {
+        this.reporting = false;
+        this.report();
+        this.settle();
+      });
   }
 
   /**
