@@ -108,6 +108,15 @@ describe('MasterCore with the file tier', () => {
     expect(core.stats(20_002)).toMatchObject({ fileUsedBytes: 0, fileObjects: 0 });
   });
 
+  it('files are reported in batches: BatchPutEnd with replica_type DISK, per-key results', () => {
+    const { core, files } = coreWithFiles();
+    putObject(core, 'b1', 10, 1);
+    putObject(core, 'b2', 20, 1);
+    const res = core.batchPutEnd({ keys: ['b1', 'never', 'b2'], replica_type: DISK, checksums: [], failed_segments: [] }, 2);
+    expect(res.results.map((r) => r.status_code)).toEqual([ErrorCode.OK, ErrorCode.OBJECT_NOT_FOUND, ErrorCode.OK]);
+    expect([files.get('b1')?.size, files.get('b2')?.size]).toEqual([10, 20]);
+  });
+
   it('a master that did not see the memory write end takes the file of a complete object it holds', () => {
     const { core, files } = coreWithFiles();
     putObject(core, 'restored', 10, 1);
