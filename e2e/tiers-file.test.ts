@@ -101,7 +101,9 @@ describe('file tier', () => {
   }, 60_000);
 
   it('a full restart of master and store services over the same directory serves every object from its file', async () => {
+    writeFileSync(join(dir(), '.tmp-left-by-a-crash'), 'half a value'); // a writer died before its rename
     await start();
+    expect(existsSync(join(dir(), '.tmp-left-by-a-crash'))).toBe(false);
     expect(await metric(cluster!, 'store_master_objects')).toBe(0); // memory is empty: new processes
     expect(await metric(cluster!, 'store_master_file_tier_objects')).toBe(values.size);
     for (const [k, v] of values) expect((await client!.get(k)).equals(v)).toBe(true);
@@ -243,4 +245,17 @@ describe('file tier', () => {
     },
     60_000,
   );
+
+  it('a --root_fs_dir the master cannot use is a startup error: exit 2 with a clear message', async () => {
+    const notADir = join(root, 'plain-file');
+    writeFileSync(notADir, 'x');
+    const p = spawn(process.execPath, [join(distRoot(), 'master/main.js'), '--rpc_port=0', '--metrics_port=0', '--rpc_address=127.0.0.1', `--root_fs_dir=${notADir}`], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let err = '';
+    p.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const [code] = (await once(p, 'exit')) as [number | null];
+    expect(code).toBe(2);
+    expect(err).toMatch(/--root_fs_dir=.*plain-file: the file tier's directory .* is not accessible to the master/);
+  }, 30_000);
 });
