@@ -209,6 +209,7 @@ export class Client implements StoreClient {
   private copier: ReplicaCopier | undefined;
   /** The file tier (file-tier.ts); undefined for a pure server (no Puts, no Gets). */
   private files: FileTier | undefined;
+  private fileCounter: { inc(labels: { outcome: string }, n: number): void } | undefined;
   /** Checksum mismatches seen, by segment (metrics). */
   private mismatches: { inc(labels: { segment: string }): void } | undefined;
   /** The remount in progress (they run one at a time). */
@@ -459,6 +460,7 @@ export class Client implements StoreClient {
         },
         log: (level, msg) => this.log(level, msg),
         stagingBytes: this.options.fileStagingBytes,
+        onCount: (what, n) => this.fileCounter?.inc({ outcome: what }, n),
       });
     }
     this.data = new DataPath({
@@ -515,6 +517,15 @@ export class Client implements StoreClient {
         'replicas whose bytes did not have the CRC-32C their writer recorded (the read tried the next replica)',
         ['segment'],
       );
+      if (this.files) {
+        const files = this.files;
+        this.fileCounter = this.metrics.addCounter(
+          'store_client_file_tier_files_total',
+          'file-tier files by outcome: written (reported and indexed), refused (by the master: budget, removed meanwhile), failed (write or report), bad (a read found it torn or foreign), read',
+          ['outcome'],
+        );
+        this.metrics.addGauge('store_client_file_tier_staged_bytes', 'bytes of Put values copied and waiting for their file-tier write', () => files.counts.stagedBytes);
+      }
     }
   }
 

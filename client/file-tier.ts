@@ -33,7 +33,11 @@ export interface FileTierDeps {
   report(files: { key: string; checksums: number[] }[]): Promise<number[]>;
   log(level: 'info' | 'warn', msg: string): void;
   stagingBytes?: number;
+  /** Told each time a counter of FileTierCounts grows (client metrics). */
+  onCount?: (what: CountName, n: number) => void;
 }
+
+export type CountName = 'written' | 'refused' | 'failed' | 'bad' | 'read';
 
 /** Counters of this client's file tier (client metrics read them). */
 export interface FileTierCounts {
@@ -169,7 +173,7 @@ export class FileTier {
       await writeObjectFile(root, job.key, encodeHeader(job.key, job.sliceLengths, job.checksums, this.d.crc32c), job.buf);
       return true;
     } catch (e) {
-      this.counts.failed++;
+      this.count('failed');
       this.d.log('warn', `writing the file of ${JSON.stringify(job.key)} under ${root} failed: ${(e as Error).message}; the object stays in memory only`);
       return false;
     }
@@ -188,12 +192,12 @@ export class FileTier {
       .then(
         (codes) => {
           codes.forEach((code) => {
-            if (code === ErrorCode.OK) this.counts.written++;
-            else this.counts.refused++; // the master deletes a file it refuses (over budget, removed meanwhile)
+            if (code === ErrorCode.OK) this.count('written');
+            else this.count('refused'); // the master deletes a file it refuses (over budget, removed meanwhile)
           });
         },
         (e: unknown) => {
-          this.counts.failed += batch.length;
+          this.count('failed', batch.length);
           this.d.log('warn', `reporting ${batch.length} file(s) of the file tier failed: ${(e as Error).message}`);
         },
       )
@@ -249,14 +253,19 @@ export class FileTier {
         }
         at += l;
       }
-      this.counts.read++;
+      this.count('read');
     } finally {
       await fh.close();
     }
   }
 
+  private count(what: CountName, n = 1): void {
+    this.counts[what] += n;
+    this.d.onCount?.(what, n);
+  }
+
   private bad<E extends Error>(e: E): E {
-    this.counts.bad++;
+    this.count('bad');
     this.d.log('warn', e.message);
     return e;
   }

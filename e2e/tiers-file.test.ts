@@ -98,6 +98,9 @@ describe('file tier', () => {
     // An object in the file tier exists: a second Put of it is refused.
     await expect(client!.put('obj-0', Buffer.from('other'))).rejects.toMatchObject({ code: ErrorCode.OBJECT_ALREADY_EXISTS });
     expect(client!.fileTierCounts!.read).toBeGreaterThan(0);
+    const text = await client!.metrics!.text();
+    expect(text).toMatch(new RegExp(`store_client_file_tier_files_total\\{[^}]*outcome="written"[^}]*\\} ${values.size}\\b`));
+    expect(text).toMatch(/store_client_file_tier_staged_bytes(\{[^}]*\})? 0\b/);
   }, 60_000);
 
   it('a full restart of master and store services over the same directory serves every object from its file', async () => {
