@@ -74,6 +74,9 @@ describe('MasterCore with the file tier', () => {
     expect(core.putStart(putReq('k/1', 5), 10_004).status_code).toBe(ErrorCode.OBJECT_ALREADY_EXISTS);
     expect(core.ping({ client_id: 'client-a', fence_acks: [], can_copy: false }, 10_005).file_tier_root).toBe(ROOT);
     expect(core.stats(10_006)).toMatchObject({ fileUsedBytes: 128, fileBudgetBytes: 1 << 20, fileObjects: 1, filesWritten: 1 });
+    // The management views (/get_all_keys, /query_key) list it too.
+    expect([...core.allKeys()]).toEqual(['k/1']);
+    expect(core.queryKey('k/1')).toEqual([{ handles: [], status: 3, replica_type: ReplicaType.DISK, file: { path: keyFileName('k/1'), size: 128 } }]);
   });
 
   it('the file reported after the memory copy was evicted still joins the object (the write ended before)', () => {
