@@ -11,6 +11,11 @@ import { copyWithCrc32c, crc32c } from '../native/checksum.js';
 import { ObjectNotFoundError, StoreError } from './errors.js';
 import { FileTier, type FileTierDeps } from './file-tier.js';
 
+/** A Put's staging whose PutEnd succeeded at once: the file is queued. */
+async function stageNow(tier: FileTier, key: string, slices: Uint8Array[]): Promise<void> {
+  (await tier.stage(key, slices))?.commit();
+}
+
 describe('client file tier', () => {
   let dir: string;
   let reports: { key: string; checksums: number[] }[];
@@ -39,7 +44,7 @@ describe('client file tier', () => {
     const slices = [randomBytes(1000), randomBytes(0), randomBytes(70_001)];
     const key = 'a/../ключ';
     const first = Buffer.from(slices[0]);
-    await tier.stage(key, slices);
+    await stageNow(tier, key, slices);
     slices[0].fill(0); // the caller reuses its buffer: the staged copy is what is written
     await tier.drain();
     expect(readdirSync(dir)).toEqual([keyFileName(key)]); // no temporary file left
@@ -54,7 +59,7 @@ describe('client file tier', () => {
     const tier = new FileTier(deps());
     await tier.setRoot(dir);
     const value = randomBytes(50_000);
-    await tier.stage('k', [value]);
+    await stageNow(tier, 'k', [value]);
     await tier.drain();
     const path = join(dir, keyFileName('k'));
     const good = readFileSync(path);
@@ -94,7 +99,7 @@ describe('client file tier', () => {
     await tier.setRoot(missing); // the next Ping names it again: no second line
     expect(tier.enabled).toBe(false);
     expect(logs).toEqual([expect.stringContaining(`${missing} is not usable on this host`)]);
-    await tier.stage('k', [Buffer.from('v')]);
+    await stageNow(tier, 'k', [Buffer.from('v')]);
     await tier.drain();
     expect(reports).toEqual([]);
     await expect(tier.readInto(keyFileName('k'), 'k', Buffer.alloc(1), [])).rejects.toBeInstanceOf(ObjectNotFoundError);
@@ -103,14 +108,28 @@ describe('client file tier', () => {
   it('staging is bounded: a Put waits for room until earlier values are written, nothing dropped', async () => {
     const tier = new FileTier(deps({ stagingBytes: 100_000 }));
     await tier.setRoot(dir);
-    await tier.stage('a', [randomBytes(60_000)]);
+    await stageNow(tier, 'a', [randomBytes(60_000)]);
     expect(tier.counts.stagedBytes).toBe(60_000);
     // 'b' does not fit beside 'a': it is staged only once 'a' is in its file.
-    const b = tier.stage('b', [randomBytes(60_000)]).then(() => readdirSync(dir).includes(keyFileName('a')));
+    const b = stageNow(tier, 'b', [randomBytes(60_000)]).then(() => readdirSync(dir).includes(keyFileName('a')));
     expect(await b).toBe(true);
     await tier.drain();
     expect(reports.map((r) => r.key).sort()).toEqual(['a', 'b']);
     expect(tier.counts).toMatchObject({ written: 2, stagedBytes: 0 });
+  });
+
+  it('a Put whose PutEnd failed drops its staged copy: no file, staging given back', async () => {
+    const tier = new FileTier(deps({ stagingBytes: 100_000 }));
+    await tier.setRoot(dir);
+    const v = await tier.stage('failed-put', [randomBytes(60_000)]);
+    expect(v!.checksums).toHaveLength(1);
+    expect(tier.counts.stagedBytes).toBe(60_000);
+    v!.cancel();
+    v!.commit(); // too late: settled
+    await tier.drain();
+    expect(tier.counts.stagedBytes).toBe(0);
+    expect(readdirSync(dir)).toEqual([]);
+    expect(reports).toEqual([]);
   });
 
   it('files written while a report is on its way are reported together in the next batch', async () => {
@@ -126,9 +145,9 @@ describe('client file tier', () => {
       }),
     );
     await tier.setRoot(dir);
-    await tier.stage('first', [randomBytes(10)]);
+    await stageNow(tier, 'first', [randomBytes(10)]);
     while (held.length === 0) await new Promise((r) => setTimeout(r, 5));
-    for (let i = 0; i < 6; i++) await tier.stage(`next-${i}`, [randomBytes(10)]);
+    for (let i = 0; i < 6; i++) await stageNow(tier, `next-${i}`, [randomBytes(10)]);
     // Wait until all six are written (their files exist), then let the first report answer.
     // (polled: a file's appearance has no event here; a setImmediate loop would starve the fs callbacks)
     while (readdirSync(dir).filter((n) => n.startsWith('next-')).length < 6) await new Promise((r) => setTimeout(r, 5));

@@ -49,6 +49,16 @@ export interface FileTierCounts {
   stagedBytes: number;
 }
 
+/** A value copied into staging for its file (FileTier.stage). */
+export interface StagedValue {
+  /** CRC-32C of each slice (unsigned). */
+  readonly checksums: number[];
+  /** The Put's PutEnd succeeded: write the file. */
+  commit(): void;
+  /** The Put failed: drop the copy. */
+  cancel(): void;
+}
+
 interface Staged {
   key: string;
   buf: Buffer;
@@ -111,11 +121,13 @@ export class FileTier {
   }
 
   /**
-   * Copies a Put's value into staging (waiting for room) and queues its file write; returns once
-   * the value is copied: the caller's buffer is not read afterwards.
+   * Copies a Put's value into staging (waiting for room), computing each slice's CRC-32C; the
+   * caller's buffer is not read afterwards. The Put's PutEnd then carries these checksums (so the
+   * master can tell this value's file from a stale one of the same key), and `commit()` queues the
+   * file write once the PutEnd succeeded (`cancel()` drops it otherwise). Undefined: tier off here.
    */
-  async stage(key: string, slices: readonly Uint8Array[]): Promise<void> {
-    if (!this.enabled) return;
+  async stage(key: string, slices: readonly Uint8Array[]): Promise<StagedValue | undefined> {
+    if (!this.enabled) return undefined;
     let total = 0;
     for (const s of slices) total += s.byteLength;
     // A value larger than the whole area waits until staging is empty, then goes alone.
@@ -129,8 +141,30 @@ export class FileTier {
       checksums.push(this.d.copyWithCrc32c(buf.subarray(at, at + s.byteLength), s) >>> 0);
       at += s.byteLength;
     }
-    this.queue.push({ key, buf, sliceLengths: slices.map((s) => s.byteLength), checksums });
-    this.pump();
+    const job: Staged = { key, buf, sliceLengths: slices.map((s) => s.byteLength), checksums };
+    let settled = false;
+    return {
+      checksums,
+      commit: () => {
+        if (settled) return;
+        settled = true;
+        this.queue.push(job);
+        this.pump();
+      },
+      cancel: () => {
+        if (settled) return;
+        settled = true;
+        this.release(total);
+        this.settle();
+      },
+    };
+  }
+
+  /** Staging bytes given back: waiting Puts may go on. */
+  private release(bytes: number): void {
+    this.staged -= bytes;
+    this.counts.stagedBytes = this.staged;
+    for (const w of this.roomWaiters.splice(0)) w();
   }
 
   /** Resolves when every staged value has been written and reported (or failed). */
@@ -154,9 +188,7 @@ export class FileTier {
       void this.write(job).then((ok) => {
         this.writing--;
         // The staged copy is done with once its file is written; the report needs only the key and CRCs.
-        this.staged -= job.buf.length;
-        this.counts.stagedBytes = this.staged;
-        for (const w of this.roomWaiters.splice(0)) w();
+        this.release(job.buf.length);
         if (ok) this.unreported.push({ key: job.key, checksums: job.checksums });
         this.report();
         this.pump();

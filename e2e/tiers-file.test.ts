@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { distRoot, LocalCluster, track, type ProcessHandle } from '../sidecar/local-cluster.js';
 import { freePort } from './free-port.js';
 import { Client } from '../client/client.js';
+import { MasterClient } from '../client/master-client.js';
 import { ErrorCode } from '../common/error-code.js';
 import { keyFileName } from '../common/file-tier-name.js';
 import { StoreError } from '../client/errors.js';
@@ -86,6 +87,16 @@ describe('file tier', () => {
     expect(await metric(cluster!, 'store_master_file_tier_used_bytes')).toBe(bytes);
     expect(await cluster!.admin('/metrics/summary')).toMatch(/file tier: \S+ \S+ \/ 4\.00 GB \(45 objects; files written 45, refused 0, bad 0\)/);
 
+    // Checksums are off in this client, yet every Put's PutEnd carried its staged copy's CRCs:
+    // the master can tell this value's file from a stale one of the same key.
+    const master = await MasterClient.connect(cluster!.master.rpc);
+    try {
+      const last = await master.getReplicaList({ key: 'obj-39' });
+      expect(last.replica_list[0].replica_type).toBe(0); // still in memory
+      expect(last.slice_checksums).toHaveLength(1);
+    } finally {
+      master.close();
+    }
     for (const [k, v] of values) expect((await client!.get(k)).equals(v)).toBe(true);
     const keys = [...values.keys()];
     const batch = await client!.getBatch(keys);

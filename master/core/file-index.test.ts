@@ -22,8 +22,8 @@ describe('FileIndex', () => {
     expect(idx.complete('never-put', [1])).toBe(ErrorCode.OBJECT_NOT_FOUND);
     expect(idx.takeDoomed()).toEqual([keyFileName('never-put')]);
     idx.expect('a', 60, [7], 0);
-    expect(idx.complete('a', [8])).toBe(ErrorCode.INVALID_PARAMS);
-    idx.expect('a', 60, [7], 0);
+    expect(idx.complete('a', [8])).toBe(ErrorCode.INVALID_PARAMS); // a stale value's file: not deleted, 'a' still expected
+    expect(idx.takeDoomed()).toEqual([]);
     expect(idx.complete('a', [7])).toBe(ErrorCode.OK);
     expect(idx.complete('a', [7])).toBe(ErrorCode.OK); // twice: no change
     idx.expect('b', 50, [], 0);
@@ -31,7 +31,7 @@ describe('FileIndex', () => {
     expect(idx.get('a')).toEqual({ size: 60, checksums: [7], name: 'a' });
     expect(idx.get('b')).toBeUndefined();
     expect(idx.stats()).toEqual({ fileBudgetBytes: 100, fileUsedBytes: 60, fileObjects: 1, filesWritten: 1, filesRefused: 3, filesBad: 0 });
-    expect(idx.takeDoomed()).toEqual(['a', 'b']);
+    expect(idx.takeDoomed()).toEqual(['b']);
   });
 
   it('removes entries and expected files, dooming the file; stops waiting for a writer that never reports', () => {
@@ -130,6 +130,22 @@ describe('MasterCore with the file tier', () => {
     expect(next.putEnd({ key: 'restored', replica_type: DISK, slice_checksums: [] }, 4).status_code).toBe(ErrorCode.OK);
     expect(fresh.get('restored')?.size).toBe(10);
     expect(files.get('restored')).toBeUndefined();
+  });
+
+  it("a stale writer's file (the key removed and put again meanwhile) is refused; the current value's is taken", () => {
+    const { core, files } = coreWithFiles();
+    const put = (sum: number, now: number) => {
+      expect(core.putStart(putReq('re', 10), now).status_code).toBe(ErrorCode.OK);
+      expect(core.putEnd({ key: 're', replica_type: MEMORY, slice_checksums: [sum] }, now).status_code).toBe(ErrorCode.OK);
+    };
+    put(111, 1);
+    expect(core.remove({ key: 're', force: false }, 10_000).status_code).toBe(ErrorCode.OK);
+    put(222, 10_001);
+    files.takeDoomed();
+    expect(core.putEnd({ key: 're', replica_type: DISK, slice_checksums: [111] }, 10_002).status_code).toBe(ErrorCode.INVALID_PARAMS);
+    expect(files.takeDoomed()).toEqual([]); // the name may hold the current value's file already
+    expect(core.putEnd({ key: 're', replica_type: DISK, slice_checksums: [222] }, 10_003).status_code).toBe(ErrorCode.OK);
+    expect(files.get('re')?.checksums).toEqual([222]);
   });
 
   it('an upsert replaces the value: the old file leaves the index', () => {

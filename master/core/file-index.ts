@@ -90,8 +90,9 @@ export class FileIndex {
   /**
    * A writer reports the file of `key` complete (PutEnd with replica_type DISK), with the slices'
    * checksums of its header. OK: it is in the index. Refused (the file is doomed): the object was
-   * removed meanwhile or was never put (OBJECT_NOT_FOUND), the checksums differ from the memory
-   * write's (INVALID_PARAMS), or the budget has no room (NO_AVAILABLE_HANDLE).
+   * removed meanwhile or was never put (OBJECT_NOT_FOUND), or the budget has no room
+   * (NO_AVAILABLE_HANDLE). Refused and kept: the checksums differ from the memory write's
+   * (INVALID_PARAMS: another value's file; the expected one may still come).
    */
   complete(key: string, checksums: readonly number[]): number {
     if (!this.enabled) return ErrorCode.INVALID_PARAMS;
@@ -102,13 +103,16 @@ export class FileIndex {
       this.refused++;
       return ErrorCode.OBJECT_NOT_FOUND;
     }
-    this.expected.delete(key);
     const sums = checksums.map((c) => c >>> 0);
     if (exp.checksums.length !== 0 && (exp.checksums.length !== sums.length || exp.checksums.some((c, i) => c >>> 0 !== sums[i]))) {
-      this.doom(keyFileName(key));
+      // A stale writer's file (an earlier value of a key removed and put again): the current
+      // value's file is still expected, and its rename replaces this one, or, when it came
+      // first, readers find checksums other than the index's and serve nothing. Not deleted:
+      // the name may already hold the current value's file.
       this.refused++;
       return ErrorCode.INVALID_PARAMS;
     }
+    this.expected.delete(key);
     const old = this.entries.get(key);
     const after = this.used - (old?.size ?? 0) + exp.size;
     if (after > this.budget) {

@@ -254,13 +254,7 @@ export class WritePath {
     if (s.files.enabled) {
       // A Put's file follows (written by the client, rule 4); an upsert replaced the value any file held.
       if ((meta.flags & FLAG_UPSERT) !== 0) s.files.remove(key);
-      else
-        s.files.expect(
-          key,
-          meta.sliceLengths().reduce((a, b) => a + b, 0),
-          meta.checksums,
-          now,
-        );
+      else s.files.expect(key, sizeOf(meta), meta.checksums, now);
     }
     meta.flags &= ~(FLAG_UPSERT | FLAG_REUSED);
     meta.status = ReplicaStatus.COMPLETE;
