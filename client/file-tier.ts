@@ -1,6 +1,6 @@
-// The client's side of the file tier (docs/tiers.md "File tier"): after a Put's memory write ended,
-// the value is copied (with each slice's CRC-32C, in the same pass) into a bounded staging area
-// and written, off the event loop, to <root>/<escaped key> through a temporary name in the same
+// The client's side of the file tier (docs/tiers.md "File tier"): once a Put's memory write is
+// done, before its PutEnd, the value is copied (with each slice's CRC-32C, in the same pass) into
+// a bounded staging area; after the PutEnd succeeded it is written, off the event loop, to <root>/<escaped key> through a temporary name in the same
 // directory: header + value, fsync, rename, so a crash never leaves a torn file under an object's
 // name. Then the writer reports it (BatchPutEnd replica_type DISK) and the master indexes it. A Get the
 // master answers with a file replica reads the file straight into the destination, checking the
@@ -9,7 +9,8 @@
 //
 // Why a staging copy rather than the store service writing from its memory replica: the put's
 // caller may reuse its buffer once put() returns, and the copy (a fused memcpy+CRC, ~10 GB/s) costs
-// far less than the file write it feeds; a store service writing from memory would need a read
+// far less than the file write it feeds (bench:file-tier: 3.5 us of a 64 KiB Put, 0.4 ms of a
+// 4 MiB one); a store service writing from memory would need a read
 // lease, a Ping work item and a second report path, for no gain on a shared file system every
 // client reaches anyway. Staging is bounded: a Put waits for room (backpressure), nothing is dropped.
 import { randomUUID } from 'node:crypto';
