@@ -2,6 +2,8 @@
 // endpoint to the metadata service, mounts its global segment with the master and keeps it alive
 // with a heartbeat; Put/Get and the other object operations run through the data path. One class,
 // two roles: global_segment_size 0 = pure client, local_buffer_size 0 = pure server.
+import { FileTier, type FileTierCounts } from './file-tier.js';
+import { ReplicaType } from '../proto/gen/store/ReplicaType.js';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { ErrorCode } from '../common/error-code.js';
@@ -110,6 +112,11 @@ export interface ClientOptions {
    * accepts (others refuse it with UnauthenticatedError).
    */
   clusterSecretFile?: string;
+  /**
+   * Bytes of Put values copied and waiting for their file-tier write (client/file-tier.ts; default
+   * 256 MiB). A Put waits for room when it is full: nothing is dropped.
+   */
+  fileStagingBytes?: number;
 }
 
 /** A segment of this client: mounted, draining (unmounted with a grace period) or unmounted (memory still held). */
@@ -219,6 +226,9 @@ export class Client implements StoreClient {
   private fences!: FenceKeeper;
   /** Replica copies the master asks for (replica-copy.ts); undefined for a pure server (no staging). */
   private copier: ReplicaCopier | undefined;
+  /** The file tier (file-tier.ts); undefined for a pure server (no Puts, no Gets). */
+  private files: FileTier | undefined;
+  private fileCounter: { inc(labels: { outcome: string }, n: number): void } | undefined;
   /** Checksum mismatches seen, by segment (metrics). */
   private mismatches: { inc(labels: { segment: string }): void } | undefined;
   /** The remount in progress (they run one at a time). */
@@ -378,6 +388,7 @@ export class Client implements StoreClient {
     await this.mapSegment();
     this.buildDataPath();
     await this.register();
+    await this.learnFileTier();
     this.startHeartbeat();
     this.startSummary();
     if (parseMasterAddress(this.settings.masterAddress, this.options.env ?? process.env).kind !== 'direct') this.followLeader();
@@ -456,6 +467,21 @@ export class Client implements StoreClient {
       setFence: (address, fence) => this.engine.setFence(address, fence),
       log: (msg) => this.log('warn', msg),
     });
+    if (this.pool) {
+      this.files = new FileTier({
+        crc32c: (d) => this.native.crc32c(d),
+        copyWithCrc32c: (dst, src) => this.native.copyWithCrc32c(dst, src),
+        report: async (done) => {
+          const keys = done.map((f) => f.key);
+          const res = await this.m().batchPutEnd({ keys, replica_type: ReplicaType.DISK, checksums: done.map((f) => ({ crc32c: f.checksums })) });
+          if (res.status_code !== ErrorCode.OK) return keys.map(() => res.status_code);
+          return keys.map((_, i) => res.results[i]?.status_code ?? ErrorCode.INTERNAL_ERROR);
+        },
+        log: (level, msg) => this.log(level, msg),
+        stagingBytes: this.options.fileStagingBytes,
+        onCount: (what, n) => this.fileCounter?.inc({ outcome: what }, n),
+      });
+    }
     this.data = new DataPath({
       master: {
         putStart: (r) => this.m().putStart(r),
@@ -491,6 +517,7 @@ export class Client implements StoreClient {
       lookupEndpoint: async (name) => (await this.metadata.lookup(name))?.te_endpoint ?? null,
       rpc: (what, call) => this.rpc(what, call),
       rpcThen: (what, call, then) => this.rpcThen(what, call, then),
+      files: this.files,
     });
     if (this.pool) {
       this.copier = new ReplicaCopier({
@@ -509,6 +536,15 @@ export class Client implements StoreClient {
         'replicas whose bytes did not have the CRC-32C their writer recorded (the read tried the next replica)',
         ['segment'],
       );
+      if (this.files) {
+        const files = this.files;
+        this.fileCounter = this.metrics.addCounter(
+          'store_client_file_tier_files_total',
+          'file-tier files by outcome: written (reported and indexed), refused (by the master: budget, removed meanwhile), failed (write or report), bad (a read found it torn or foreign), read',
+          ['outcome'],
+        );
+        this.metrics.addGauge('store_client_file_tier_staged_bytes', 'bytes of Put values copied and waiting for their file-tier write', () => files.counts.stagedBytes);
+      }
     }
   }
 
@@ -560,6 +596,30 @@ export class Client implements StoreClient {
     }
   }
 
+  /**
+   * The file tier's directory, from one Ping before setup returns (later Pings keep it current),
+   * so the first Puts already write files. A failed ping leaves it to the heartbeat.
+   */
+  private async learnFileTier(): Promise<void> {
+    if (!this.files) return;
+    try {
+      const res = await this.m().ping({ client_id: this.clientId, fence_acks: [], can_copy: false });
+      await this.files.setRoot(res.file_tier_root ?? '');
+    } catch (e) {
+      this.log('warn', `learning the file tier's directory failed (${(e as Error).message}); the heartbeat retries`);
+    }
+  }
+
+  /** File-tier counters of this client (files written, refused, failed, bad files met, reads). */
+  get fileTierCounts(): FileTierCounts | undefined {
+    return this.files?.counts;
+  }
+
+  /** Resolves once every Put's file-tier write so far has been written and reported. */
+  fileTierIdle(): Promise<void> {
+    return this.files?.drain() ?? Promise.resolve();
+  }
+
   /** Liveness pings (with fence acks and replica copies), and remounts when the master asks. */
   private startHeartbeat(): void {
     const s = this.settings;
@@ -568,6 +628,7 @@ export class Client implements StoreClient {
       ping: async () => {
         const copier = this.closing ? undefined : this.copier;
         const res = await this.m().ping({ client_id: this.clientId, fence_acks: this.fences.takeAcks(), can_copy: copier?.canTake ?? false });
+        void this.files?.setRoot(res.file_tier_root ?? '');
         this.fences.install(res.fences);
         if (res.copies.length > 0) copier?.start(res.copies);
         return res;
@@ -887,6 +948,7 @@ export class Client implements StoreClient {
     this.status(res.status_code, `getSize ${JSON.stringify(key)}`);
     const r = res.replica_list.find((x) => x.status === 3 /* COMPLETE */);
     if (!r) throw new ObjectNotFoundError(`getSize ${JSON.stringify(key)}: no complete replica`);
+    if (r.file) return Number(r.file.size); // held only by the file tier
     return r.handles.reduce((n, h) => n + Number(h.size), 0);
   }
 
@@ -1100,6 +1162,7 @@ export class Client implements StoreClient {
     this.stopLeaderWatch?.();
     await this.heartbeat?.stop();
     await this.copier?.drain(); // a copy may be writing into memory about to be unmounted
+    await this.files?.drain(); // staged values still go to their files
     await this.unmountAll(this.segments.values());
     await this.release();
   }

@@ -1,7 +1,7 @@
 import { Heartbeat } from './heartbeat.js';
 import { FakeClock } from '../common/clock.js';
 import type { PingResponse__Output } from '../proto/gen/store/PingResponse.js';
-const answer = (need_remount: boolean): PingResponse__Output => ({ status_code: 0, view_version: 1, need_remount, fences: [], copies: [] });
+const answer = (need_remount: boolean): PingResponse__Output => ({ status_code: 0, view_version: 1, need_remount, fences: [], copies: [], file_tier_root: '' });
 
 describe('heartbeat', () => {
   it('pings every interval and remounts when the master no longer knows the client', async () => {

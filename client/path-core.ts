@@ -2,6 +2,7 @@
 // together): the types of the data path's API, its dependencies, and PathCore: staging memory,
 // which memory is registered, own-segment views, borrowed caller buffers, endpoints of segments and
 // the engine op of a piece (with its incarnation and generation).
+import type { FileTier } from './file-tier.js';
 import type { BufHandle__Output } from '../proto/gen/store/BufHandle.js';
 import type { ReplicateConfig } from '../proto/gen/store/ReplicateConfig.js';
 import type { MasterClient } from './master-client.js';
@@ -113,6 +114,8 @@ export interface DataPathDeps {
    * (docs/integrity.md). Absent: none recorded, none checked.
    */
   checksums?: Checksummer;
+  /** The file tier (file-tier.ts): Puts stage their value for a file; Gets read file replicas. */
+  files?: FileTier;
   /** Told of every replica whose bytes did not have their recorded CRC-32C (client metrics). */
   onChecksumMismatch?: (key: string, segment: string) => void;
 }

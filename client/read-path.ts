@@ -5,6 +5,7 @@
 import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
 import type { GetReplicaListResponse__Output } from '../proto/gen/store/GetReplicaListResponse.js';
 import { ErrorCode } from '../common/error-code.js';
+import { ReplicaType } from '../proto/gen/store/ReplicaType.js';
 import { keyProblem } from '../common/key-rules.js';
 import type { BufferLease } from './buffer-pool.js';
 import { InvalidParamsError, LeaseExpiredError, ObjectNotFoundError, StoreError, TransferError } from './errors.js';
@@ -22,6 +23,14 @@ import {
   type PathCore,
   type ResultBuffer,
 } from './path-core.js';
+
+/** The file of a reply whose object is held only by the file tier (docs/tiers.md), else undefined. */
+export function fileReplicaOf(res: GetReplicaListResponse__Output): { path: string; size: number } | undefined {
+  const list = res.replica_list;
+  if (res.status_code !== ErrorCode.OK || list.length !== 1) return undefined;
+  const r = list[0];
+  return r.replica_type === ReplicaType.DISK && r.file ? { path: r.file.path, size: Number(r.file.size) } : undefined;
+}
 
 /** Replica lists the cache keeps by default (a few hundred bytes each). */
 export const DEFAULT_REPLICA_CACHE_ENTRIES = 65_536;
@@ -51,6 +60,11 @@ export class ReadPath {
     const refused = this.refusal(key);
     if (refused) return refused;
     return this.withReplicas(key, (res, start) => {
+      const file = fileReplicaOf(res);
+      if (file) {
+        const out = this.core.allocOut(file.size).out;
+        return this.readFile(file.path, key, out, res).then(() => out);
+      }
       const replicas = this.readable(res, key);
       const result = this.core.allocOut(replicaSize(replicas[0]));
       const sums = this.expected(res, replicas[0]);
@@ -68,6 +82,12 @@ export class ReadPath {
     const refused = this.refusal(key);
     if (refused) return refused;
     return this.withReplicas(key, (res, start) => {
+      const file = fileReplicaOf(res);
+      if (file) {
+        if (file.size > maxBytes) return { size: file.size };
+        const out = this.core.allocOut(file.size).out;
+        return this.readFile(file.path, key, out, res).then(() => ({ size: file.size, value: out }));
+      }
       const replicas = this.readable(res, key);
       const size = replicaSize(replicas[0]);
       if (size > maxBytes) return { size };
@@ -84,6 +104,11 @@ export class ReadPath {
     if (refused) return refused;
     if (!(target instanceof Uint8Array)) return Promise.reject(new InvalidParamsError(`${getWhat(key)}: the target must be a Buffer/Uint8Array`));
     return this.withReplicas(key, (res, start) => {
+      const file = fileReplicaOf(res);
+      if (file) {
+        if (target.byteLength < file.size) throw new InvalidParamsError(`${getWhat(key)}: the target holds ${target.byteLength} B, the object is ${file.size} B`);
+        return this.readFile(file.path, key, asBuffer(target).subarray(0, file.size), res).then(() => file.size);
+      }
       const replicas = this.readable(res, key);
       const size = replicaSize(replicas[0]);
       if (target.byteLength < size) throw new InvalidParamsError(`${getWhat(key)}: the target holds ${target.byteLength} B, the object is ${size} B`);
@@ -92,6 +117,17 @@ export class ReadPath {
       if (this.readInline(replicas[0], out, sums, key)) return this.leaseChecked(size, start, res, key);
       return this.readFrom(replicas, out, leaseDeadline(start, Number(res.lease_ttl_ms)), getWhat(key), undefined, sums, key).then(() => size);
     });
+  }
+
+  /**
+   * Reads an object held only by the file tier straight into `out` (off the event loop, checked
+   * against the master's record and the file's CRCs: file-tier.ts). No lease check: the file is
+   * not the lease's to protect (a removal unlinks the name; the open file stays readable).
+   */
+  private readFile(path: string, key: string, out: Buffer, res: GetReplicaListResponse__Output): Promise<void> {
+    const files = this.core.d.files;
+    if (!files) return Promise.reject(new ObjectNotFoundError(`${getWhat(key)}: held only by the file tier, which this client does not use`));
+    return files.readInto(path, key, out, res.slice_checksums ?? []);
   }
 
   /** The rejection of a Get refused before any I/O (pure server, bad key), else undefined. */
@@ -395,12 +431,25 @@ export class ReadPath {
     check(res.status_code, what);
     const results: BatchGetResult[] = keys.map((key) => ({ key }));
     const wanted: { i: number; replicas: ReplicaInfo__Output[]; deadline: number; result: ResultBuffer; what: string; sums?: readonly number[] }[] = [];
+    const fileReads: Promise<void>[] = [];
     keys.forEach((key, i) => {
       const w = `get ${JSON.stringify(key)}`;
       const r = res.results[i];
       try {
         if (!r) throw new StoreError(ErrorCode.INTERNAL_ERROR, `${w}: the master returned no result`);
         check(r.status_code, w);
+        const file = fileReplicaOf(r);
+        if (file) {
+          // Held only by the file tier: read beside the batch's transfers.
+          const out = outFor(i, file.size, w).out;
+          fileReads.push(
+            this.readFile(file.path, key, out, r).then(
+              () => void (results[i].value = out),
+              (e: unknown) => void (results[i].error = e as StoreError),
+            ),
+          );
+          return;
+        }
         const replicas = orderReplicas(r.replica_list, this.core.isOwn);
         if (replicas.length === 0) throw new ObjectNotFoundError(`${w}: no complete replica`);
         wanted.push({
@@ -416,6 +465,7 @@ export class ReadPath {
       }
     });
     let batchOk = true;
+    const filesDone = Promise.all(fileReads);
     try {
       await this.readReplicas(
         wanted.map((w) => ({ pieces: replicaPieces(w.replicas[0], this.core.isOwn), out: w.result.out, result: w.result, sums: w.sums, key: keys[w.i] })),
@@ -433,6 +483,7 @@ export class ReadPath {
         results[w.i].error = e as StoreError;
       }
     }
+    await filesDone;
     return results;
   }
 }

@@ -7,6 +7,7 @@ import type { PutStartRequest } from '../proto/gen/store/PutStartRequest.js';
 import type { BatchKeysResponse__Output } from '../proto/gen/store/BatchKeysResponse.js';
 import { ErrorCode } from '../common/error-code.js';
 import type { BufferLease } from './buffer-pool.js';
+import type { StagedValue } from './file-tier.js';
 import { InvalidParamsError, StoreError } from './errors.js';
 import { replicaPieces, type Piece, type TransferOp } from './transfer-plan.js';
 import {
@@ -116,7 +117,19 @@ export class WritePath {
         if (attempt < WRITE_ATTEMPTS && unreachable.length > 0) continue;
         throw e;
       }
-      check((await rpcs.end(key, sums[0])).status_code, `${what}: end refused`);
+      // The file tier's copy (spec rule 4): staged now, written after the PutEnd, asynchronously.
+      // Its checksums go with the PutEnd when the write recorded none (file-tier.ts says why).
+      const staged = rpcs.verb === 'put' ? await this.core.d.files?.stage(key, slices) : undefined;
+      let ended;
+      try {
+        ended = await rpcs.end(key, sums[0].length > 0 || !staged ? sums[0] : staged.checksums);
+      } catch (e) {
+        staged?.cancel();
+        throw e;
+      }
+      if (ended.status_code !== ErrorCode.OK) staged?.cancel();
+      check(ended.status_code, `${what}: end refused`);
+      staged?.commit();
       return;
     }
   }
@@ -303,14 +316,35 @@ export class WritePath {
       again.forEach((g, k) => (results[g.i] = retried[k]!));
     }
     if (done.length > 0) {
-      const ended = await rpcs.batchEnd(
-        done.map((g) => g.req.key!),
-        done.map((g) => sums.get(g.i)!),
-      );
+      // The file tier's copies, staged before the end as for a single put (writeOne).
+      const staged = new Map<number, StagedValue>();
+      const files = rpcs.verb === 'put' ? this.core.d.files : undefined;
+      if (files) {
+        for (const g of done) {
+          const v = await files.stage(g.req.key!, g.slices);
+          if (v) staged.set(g.i, v);
+        }
+      }
+      let ended;
+      try {
+        ended = await rpcs.batchEnd(
+          done.map((g) => g.req.key!),
+          done.map((g) => {
+            const own = sums.get(g.i)!;
+            return own.length > 0 ? own : (staged.get(g.i)?.checksums ?? own);
+          }),
+        );
+      } catch (e) {
+        for (const v of staged.values()) v.cancel();
+        throw e;
+      }
       const byKey = new Map(ended.results.map((r) => [r.key, r.status_code]));
       for (const g of done) {
         const code = ended.status_code !== ErrorCode.OK ? ended.status_code : (byKey.get(g.req.key!) ?? ErrorCode.OK);
-        if (code !== ErrorCode.OK) results[g.i].error = StoreError.fromCode(code, `${rpcs.verb} ${JSON.stringify(g.req.key)}: end refused`);
+        if (code !== ErrorCode.OK) {
+          staged.get(g.i)?.cancel();
+          results[g.i].error = StoreError.fromCode(code, `${rpcs.verb} ${JSON.stringify(g.req.key)}: end refused`);
+        } else staged.get(g.i)?.commit();
       }
     }
     return results;

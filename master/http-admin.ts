@@ -162,6 +162,7 @@ export async function summary(d: AdminDeps): Promise<string> {
     `objects: ${s.objects} (active leases ${s.activeLeases}, soft pinned ${s.softPinned}, hard pinned ${s.hardPinned})`,
     `evictions: ${s.evictionsTotal}`,
     `re-replication: ${s.underReplicated} objects short, ${s.copiesInFlight} copies in flight, ${s.copied} copied, ${s.failed} failed, ${s.abandoned} given up`,
+    `file tier: ${formatSize(s.fileUsedBytes)} / ${formatSize(s.fileBudgetBytes)} (${s.fileObjects} objects; files written ${s.filesWritten}, refused ${s.filesRefused}, bad ${s.filesBad})`,
     `rpc requests: ${t.requests}, errors: ${t.errors}`,
   ];
   for (const m of await d.metrics.perMethod()) lines.push(`  ${m.method}: ${m.requests} requests, mean ${m.meanMs.toFixed(3)} ms`);

@@ -19,6 +19,8 @@ import type { MasterCorePort } from './core-port.js';
 import { createGrpcServer } from './grpc-service.js';
 import { HaMaster } from './ha/ha-master.js';
 import { createAdminServer, summary, type AdminDeps } from './http-admin.js';
+import { deleteDoomedFiles, loadFileTier, openFileTierDir, scanFileTier } from './file-tier-dir.js';
+import { FileIndex } from './core/file-index.js';
 import { MasterMetrics } from './master-metrics.js';
 import { parseMasterFlags, type MasterFlags } from './master-flags.js';
 import { coreConfigFromFlags, effectiveMaxConnections, openFilesLimit, resolveRpcAddress, unbuiltFeatureNotices } from './master-startup.js';
@@ -105,7 +107,32 @@ async function main(): Promise<void> {
   const viewVersion = Date.now();
   // Each core gets a random key-hash seed: clients cannot choose keys that collide in its object table.
   const heap = new HeapGuard(log);
-  const makeCore = (version: number): MasterCore => new MasterCore(coreConfigFromFlags(flags, version), undefined, randomInt(2 ** 31), heap.state);
+  // The file tier (docs/tiers.md "File tier"): its directory must be usable (else exit 2), and a
+  // single master serves only once its index is rebuilt from the directory. Under HA every new
+  // leader rescans (the index is not part of the replicated state): the directory is the truth.
+  let fileDir = '';
+  let files: FileIndex | undefined;
+  if (flags.root_fs_dir !== '') {
+    try {
+      fileDir = await openFileTierDir(flags.root_fs_dir, flags.cluster_id);
+      if (!flags.enable_ha) files = await loadFileTier(fileDir, flags.global_file_segment_size, log);
+    } catch (e) {
+      process.stderr.write(`store_master: ${(e as Error).message}\n`);
+      process.exit(2);
+    }
+  }
+  /** The index of a new leader's core: empty, filled by a scan in the background. */
+  const leaderFiles = (): FileIndex | undefined => {
+    if (fileDir === '') return undefined;
+    const idx = new FileIndex(fileDir, flags.global_file_segment_size);
+    deleteDoomedFiles(fileDir, idx, log);
+    scanFileTier(fileDir, idx, log).then(
+      (r) => log.info(`HA: file tier ${fileDir} rescanned as leader: ${r.files} objects, ${r.bytes} B${r.bad ? `, ${r.bad} bad files left out` : ''}`),
+      (e: Error) => log.error(`HA: rescanning the file tier ${fileDir} failed: ${e.message}`),
+    );
+    return idx;
+  };
+  const makeCore = (version: number, fileIndex = files): MasterCore => new MasterCore(coreConfigFromFlags(flags, version), undefined, randomInt(2 ** 31), heap.state, fileIndex);
   let core: MasterCore;
   try {
     core = makeCore(viewVersion);
@@ -121,7 +148,7 @@ async function main(): Promise<void> {
   let replication: ReplicationLeader | undefined;
   let leading: MasterCore | undefined;
   const makeLeaderCore = (v: number): MasterCore => {
-    const c = makeCore(v);
+    const c = makeCore(v, leaderFiles());
     const image = follower?.stop();
     if (image) {
       const now = clock();

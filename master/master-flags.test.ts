@@ -135,9 +135,14 @@ describe('store_master flags', () => {
   it('announces each accepted-but-unbuilt feature once', () => {
     const { flags, parsed } = parseMasterFlags(['--enable_offload', '--max_retry_attempts=3', '--root_fs_dir=/mnt/fs']);
     const lines = unbuiltFeatureNotices(flags, parsed.explicit);
-    expect(lines).toHaveLength(2); // the task manager is built: no notice for its flags
+    expect(lines).toHaveLength(2); // the task manager and the file tier are built: no notice for their flags
+    expect(lines.some((l) => l.includes('--root_fs_dir'))).toBe(false);
     expect(lines[0]).toBe('--enable_offload/--offload_*: SSD offload is not implemented yet; objects live in memory only');
     expect(unbuiltFeatureNotices(parseMasterFlags([]).flags, new Set())).toEqual([]);
+    const budgetOnly = parseMasterFlags(['--global_file_segment_size=1GB']);
+    expect(unbuiltFeatureNotices(budgetOnly.flags, budgetOnly.parsed.explicit)).toEqual([
+      '--global_file_segment_size: used only with --root_fs_dir (the file tier is off); the value is validated and kept',
+    ]);
     const snap = parseMasterFlags(['--snapshot_interval_seconds=60', '--snapshot_catalog_store_type=embedded']);
     expect(unbuiltFeatureNotices(snap.flags, snap.parsed.explicit)).toEqual([
       '--snapshot_interval_seconds, --snapshot_catalog_store_type: used only with --enable_snapshot or --enable_snapshot_restore; the value is validated and kept',

@@ -75,6 +75,9 @@ export class MasterMetrics {
     gauge('store_master_tasks_pending', 'copy/move tasks waiting for a processing slot or a retry', (s) => s.tasksPending);
     gauge('store_master_tasks_processing', 'copy/move tasks whose copies are under way', (s) => s.tasksProcessing);
     gauge('store_master_tasks_finished', 'copy/move tasks finished and still kept for QueryTask', (s) => s.tasksFinished);
+    gauge('store_master_file_tier_used_bytes', 'bytes of values held in file-tier files (--root_fs_dir)', (s) => s.fileUsedBytes);
+    gauge('store_master_file_tier_budget_bytes', "the file tier's byte budget (--global_file_segment_size; 0 when the tier is off)", (s) => s.fileBudgetBytes);
+    gauge('store_master_file_tier_objects', 'objects with a complete file in the file tier', (s) => s.fileObjects);
     // Counters of totals the core keeps: each scrape adds what the total grew by.
     const total = (name: string, help: string, pick: (s: CoreStats) => number): void => {
       let last = 0;
@@ -95,6 +98,13 @@ export class MasterMetrics {
     total('store_master_tasks_succeeded_total', 'copy/move tasks that succeeded', (s) => s.tasksSucceeded);
     total('store_master_tasks_failed_total', 'copy/move tasks that failed (error, retries exhausted, timed out)', (s) => s.tasksFailed);
     total('store_master_tasks_retried_total', 'copy/move task attempts that failed and were retried', (s) => s.tasksRetried);
+    total('store_master_file_tier_files_written_total', 'file-tier files reported complete and indexed', (s) => s.filesWritten);
+    total(
+      'store_master_file_tier_files_refused_total',
+      "file-tier files refused (over the budget, object removed meanwhile, checksums not the memory write's) and deleted",
+      (s) => s.filesRefused,
+    );
+    total('store_master_file_tier_files_bad_total', 'file-tier files the rescan found unreadable (bad header, torn value) and left out', (s) => s.filesBad);
     this.refused = new client.Counter({
       name: 'store_master_rpc_connections_refused_total',
       help: 'RPC connections closed on accept: limit (--rpc_max_connections reached), accept_error (no file descriptor or other accept failure)',

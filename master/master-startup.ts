@@ -84,8 +84,9 @@ export function unbuiltFeatureNotices(f: MasterFlags, explicit: Set<string>): st
   }
   if (f.enable_offload || f.offload_on_evict || f.offload_force_evict) out.push('--enable_offload/--offload_*: SSD offload is not implemented yet; objects live in memory only');
   if (f.promotion_on_hit) out.push('--promotion_on_hit: promotion from SSD is not implemented yet (there is no SSD tier)');
-  if (f.root_fs_dir !== '') out.push(`--root_fs_dir=${f.root_fs_dir}: the file-system tier is not implemented yet; file-tier usage stays 0 B / 0 B`);
-  const diskFlags = ['quota_bytes', 'enable_disk_eviction', 'global_file_segment_size', 'promotion_admission_threshold', 'promotion_queue_limit'].filter((n) => explicit.has(n));
+  const diskFlags = ['quota_bytes', 'enable_disk_eviction', 'promotion_admission_threshold', 'promotion_queue_limit'].filter((n) => explicit.has(n));
+  if (explicit.has('global_file_segment_size') && f.root_fs_dir === '')
+    out.push('--global_file_segment_size: used only with --root_fs_dir (the file tier is off); the value is validated and kept');
   if (diskFlags.length > 0) out.push(`${diskFlags.map((n) => `--${n}`).join(', ')}: disk tiers are not implemented yet; the value is validated and kept`);
   if (f.enable_cxl)
     out.push(`--enable_cxl: CXL segments are placed by the cxl strategy; the master never maps ${f.cxl_path} itself (store services do: store_service --enable_cxl)`);

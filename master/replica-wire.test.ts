@@ -153,3 +153,23 @@ describe('replica replies', () => {
     expect(() => encodeWith(codecOf(GRL), start)).toThrow(/PutStartResponse encoding itself where a GetReplicaListResponse is expected/);
   });
 });
+
+describe('file-tier replies (docs/tiers.md "File tier")', () => {
+  it('carry replica_type DISK and file {path, size} through the fast channel codec, as protobufjs reads them', async () => {
+    const { fileReplicaReply } = await import('./core/file-replica.js');
+    const reply = fileReplicaReply({ size: 5_000_000_000, checksums: [1, 0xffffffff], name: 'a%2Fb' }, LEASE);
+    const [own, , pb] = encodings(GRL, reply);
+    const back = decodeWith<GetReplicaListResponse__Output>(codecOf(GRL), own);
+    expect(back.replica_list).toEqual([{ handles: [], status: ReplicaStatus.COMPLETE, replica_type: 1, file: { path: 'a%2Fb', size: 5_000_000_000 } }]);
+    expect(back.slice_checksums).toEqual([1, 0xffffffff]);
+    expect(back.lease_ttl_ms).toBe(LEASE);
+    expect(pb).toMatchObject({ replica_list: [{ replica_type: 1, file: { path: 'a%2Fb', size: 5000000000 } }] });
+    // A memory replica's reply leaves both fields out (proto3 defaults): its bytes did not change.
+    const core = makeCore();
+    core.mountSegment(mountReq('seg', 1 << 20), 0);
+    putObject(core, 'k', 10, 1);
+    const mem = decodeWith<GetReplicaListResponse__Output>(codecOf(GRL), encodeWith(codecOf(GRL), core.getReplicaList({ key: 'k' }, 2)));
+    expect(mem.replica_list[0].replica_type).toBe(0);
+    expect(mem.replica_list[0].file).toBeNull();
+  });
+});

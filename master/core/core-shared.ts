@@ -9,6 +9,7 @@ import { ClientRegistry } from './client-registry.js';
 import { CxlStrategy } from './cxl-strategy.js';
 import { EvictionOrder } from './eviction.js';
 import { EvictionRound } from './eviction-round.js';
+import { FileIndex } from './file-index.js';
 import { FreeRatioFirstStrategy } from './free-ratio-first-strategy.js';
 import { InFlightList } from './in-flight-list.js';
 import { LeaseTracker } from './lease-tracker.js';
@@ -76,6 +77,8 @@ export class CoreShared {
   hardPinnedCount = 0;
   /** Objects deleted so far: a batch's looked-up objects are stale once this moves. */
   removals = 0;
+  /** The file tier's index (file-index.ts); a disabled one when --root_fs_dir is not set. */
+  files: FileIndex = new FileIndex('', 0);
   /** Where committed changes are reported (change-sink.ts); undefined: nobody listens, nothing is built. */
   sink: ChangeSink | undefined;
   /** Where a directed copy's outcome goes (re-replication.ts `direct`; task-path.ts sets it). */

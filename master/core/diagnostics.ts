@@ -12,6 +12,7 @@ import type { CoreShared } from './core-shared.js';
 import type { MasterStats, SegmentDetail } from './master-core-config.js';
 import { FLAG_HARD_PIN, FLAG_SOFT_PIN } from './object-meta.js';
 import { replicaList } from './replica-capture.js';
+import { fileReplicaReply } from './file-replica.js';
 import { servedView } from './served-view.js';
 
 /** Host part of `host:port` (IPv6 in brackets allowed); anything else as it is. */
@@ -43,6 +44,7 @@ export class Diagnostics {
       evictionsTotal: s.eviction.evictionsTotal,
       clients: s.clients.size,
       ...s.rereplicator.stats(),
+      ...s.files.stats(),
     };
   }
 
@@ -64,13 +66,18 @@ export class Diagnostics {
   /** Keys of complete (readable) objects. */
   *allKeys(): IterableIterator<string> {
     for (const [key, meta] of this.s.objects) if (meta.complete) yield key;
+    // Objects held only by the file tier are readable too.
+    for (const key of this.s.files.keys()) if (this.s.objects.get(key) === undefined) yield key;
   }
 
   /** COMPLETE replicas of an object; [] while it is being written; undefined when absent. */
   queryKey(key: string): ReplicaInfo__Output[] | undefined {
     const s = this.s;
     const meta = s.objects.get(key);
-    if (meta === undefined) return undefined;
+    if (meta === undefined) {
+      const file = s.files.get(key);
+      return file === undefined ? undefined : fileReplicaReply(file, 0).replica_list;
+    }
     if (!meta.complete) return [];
     const view = servedView(s.segments, meta);
     return view === null ? [] : replicaList(s.segments, view);

@@ -1,5 +1,6 @@
 // MasterCore's configuration (one field per master flag it obeys), its defaults and validation,
 // and the shapes of the core's read-only reports.
+import type { FileTierStats } from './file-index.js';
 import type { ReReplicationStats } from './re-replication.js';
 import type { TaskLimits, TaskStats } from './task-manager.js';
 
@@ -54,8 +55,8 @@ export interface FinishedTasks {
   more: number;
 }
 
-/** Totals, with re-replication's (re-replication.ts). */
-export interface MasterStats extends ReReplicationStats, TaskStats {
+/** Totals, with re-replication's (re-replication.ts), the task manager's and the file tier's (file-index.ts). */
+export interface MasterStats extends ReReplicationStats, TaskStats, FileTierStats {
   segments: number;
   capacityBytes: number;
   usedBytes: number;
@@ -89,6 +90,12 @@ export const EMPTY_STATS: Readonly<MasterStats> = Object.freeze({
   tasksSucceeded: 0,
   tasksFailed: 0,
   tasksRetried: 0,
+  fileBudgetBytes: 0,
+  fileUsedBytes: 0,
+  fileObjects: 0,
+  filesWritten: 0,
+  filesRefused: 0,
+  filesBad: 0,
 });
 
 export interface SegmentDetail {

@@ -10,11 +10,25 @@ const TTL = defaultMasterCoreConfig.clientTtlMs;
 describe('mount', () => {
   it('registers a segment and its client, generating a UUID segment id', () => {
     const core = makeCore({ viewVersion: 7 });
-    expect(core.ping({ client_id: 'c1', fence_acks: [], can_copy: false }, 0)).toEqual({ status_code: ErrorCode.OK, view_version: 7, need_remount: true, fences: [], copies: [] });
+    expect(core.ping({ client_id: 'c1', fence_acks: [], can_copy: false }, 0)).toEqual({
+      status_code: ErrorCode.OK,
+      view_version: 7,
+      need_remount: true,
+      fences: [],
+      copies: [],
+      file_tier_root: '',
+    });
     const r = core.mountSegment(mountReq('seg-a', 1 << 20, 'c1', 0x7f00_0000_0000, '10.1.1.1:15000'), 5);
     expect(r.status_code).toBe(ErrorCode.OK);
     expect(r.segment_id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-    expect(core.ping({ client_id: 'c1', fence_acks: [], can_copy: false }, 6)).toEqual({ status_code: ErrorCode.OK, view_version: 7, need_remount: false, fences: [], copies: [] });
+    expect(core.ping({ client_id: 'c1', fence_acks: [], can_copy: false }, 6)).toEqual({
+      status_code: ErrorCode.OK,
+      view_version: 7,
+      need_remount: false,
+      fences: [],
+      copies: [],
+      file_tier_root: '',
+    });
     expect(core.segmentsDetail()).toEqual([
       {
         segment_name: 'seg-a',
@@ -302,6 +316,12 @@ describe('read-only views', () => {
       tasksSucceeded: 0,
       tasksFailed: 0,
       tasksRetried: 0,
+      fileBudgetBytes: 0,
+      fileUsedBytes: 0,
+      fileObjects: 0,
+      filesWritten: 0,
+      filesRefused: 0,
+      filesBad: 0,
     });
   });
 });

@@ -16,6 +16,7 @@
 import type { ChangeSink } from './change-sink.js';
 import { CoreShared } from './core-shared.js';
 import { Diagnostics } from './diagnostics.js';
+import { FileIndex } from './file-index.js';
 import type { EvictionResult } from './eviction-round.js';
 import type { MasterCoreConfig, MasterStats, SegmentDetail, SweepReport } from './master-core-config.js';
 import { validateMasterCoreConfig } from './master-core-config.js';
@@ -100,6 +101,8 @@ export type { EvictionResult } from './eviction-round.js';
 export type { MasterCoreConfig, MasterStats, SegmentDetail, SweepReport } from './master-core-config.js';
 export { defaultMasterCoreConfig, EMPTY_STATS, validateMasterCoreConfig } from './master-core-config.js';
 export { MOUNT_LIMITS } from './membership.js';
+export { FileIndex } from './file-index.js';
+export type { FileEntry, FileTierStats } from './file-index.js';
 
 export class MasterCore implements MasterRpcSurface {
   readonly config: Readonly<MasterCoreConfig>;
@@ -120,8 +123,16 @@ export class MasterCore implements MasterRpcSurface {
    * reproducible). `heap.full`: the process's heap is near its limit (master/heap-guard.ts), so no
    * new placement is made: PutStart and UpsertStart get NO_AVAILABLE_HANDLE instead of the master
    * running out of memory and losing every object. Reads, ends, removals and in-place upserts go on.
+   * `files`: the file tier's index (file-index.ts), which the process shell fills from the
+   * directory and whose doomed files it deletes; absent: the tier is off.
    */
-  constructor(config: MasterCoreConfig, rng: Rng = new SeededRng(0x5eed), keyHashSeed?: number, heap: { readonly full: boolean } = { full: false }) {
+  constructor(
+    config: MasterCoreConfig,
+    rng: Rng = new SeededRng(0x5eed),
+    keyHashSeed?: number,
+    heap: { readonly full: boolean } = { full: false },
+    files: FileIndex = new FileIndex('', 0),
+  ) {
     validateMasterCoreConfig(config);
     this.config = { ...config };
     // Eviction needs the lifecycle, which needs the shared state: bound once both exist.
@@ -129,6 +140,7 @@ export class MasterCore implements MasterRpcSurface {
       release: (meta) => life.abortWrite(meta.key, meta),
       evict: (meta) => life.deleteObject(meta.key, meta),
     });
+    s.files = files;
     const life = new ObjectLifecycle(s);
     const placement = new WritePlacement(s);
     this.shared = s;
@@ -138,13 +150,17 @@ export class MasterCore implements MasterRpcSurface {
       get removals() {
         return s.removals;
       },
-      deleteObject: (key, meta) => life.deleteObject(key, meta),
+      // The removal walks' deletions: the object's file goes with it.
+      deleteObject: (key, meta) => {
+        life.deleteObject(key, meta);
+        s.files.remove(key);
+      },
     };
     this.writes = new WritePath(s, life, placement);
     this.upserts = new UpsertPath(s, life, placement, this.writes);
     this.membership = new Membership(s, life, placement);
     this.removals = new RemovalPath(s, life, this.walkHost);
-    this.reads = new ReadPath(s.objects, s.segments, s.leases, s.order, this.config.defaultKvLeaseTtlMs);
+    this.reads = new ReadPath(s.objects, s.segments, s.leases, s.order, this.config.defaultKvLeaseTtlMs, files);
     this.views = new Diagnostics(s);
     // Task ids scoped by the view version like copy ids (an id from an earlier master names no task here).
     this.taskPath = new TaskPath(s, this.config.taskLimits ?? DEFAULT_TASK_LIMITS, this.config.viewVersion * 1024 + 1);
@@ -302,6 +318,7 @@ export class MasterCore implements MasterRpcSurface {
 
   /** Drops silent clients, finishes unmounts, pays eviction debt (membership.ts). */
   sweep(now: number): SweepReport {
+    this.shared.files.expire(now);
     const report = this.membership.sweep(now);
     const finished = this.taskPath.sweep(now);
     if (finished !== undefined) report.finishedTasks = finished;
@@ -317,6 +334,11 @@ export class MasterCore implements MasterRpcSurface {
 
   stats(now: number): MasterStats {
     return { ...this.views.stats(now), ...this.taskPath.stats() };
+  }
+
+  /** The file tier's index (the shell loads it and deletes the files it dooms). */
+  get files(): FileIndex {
+    return this.shared.files;
   }
 
   segmentsDetail(): SegmentDetail[] {

@@ -44,9 +44,12 @@ export class Membership {
     const s = this.s;
     const view_version = s.config.viewVersion;
     if (typeof req.client_id !== 'string' || req.client_id.length === 0) {
-      return { status_code: ErrorCode.INVALID_PARAMS, view_version, need_remount: false, fences: [], copies: [] };
+      return { status_code: ErrorCode.INVALID_PARAMS, view_version, need_remount: false, fences: [], copies: [], file_tier_root: '' };
     }
-    if (!s.clients.has(req.client_id) || this.ownsRestored(req.client_id)) return { status_code: ErrorCode.OK, view_version, need_remount: true, fences: [], copies: [] };
+    // Clients learn the file tier's directory from every reply (docs/tiers.md "File tier"); '' when off.
+    const file_tier_root = s.files.root;
+    if (!s.clients.has(req.client_id) || this.ownsRestored(req.client_id))
+      return { status_code: ErrorCode.OK, view_version, need_remount: true, fences: [], copies: [], file_tier_root };
     s.clients.touch(req.client_id, now);
     for (const ack of req.fence_acks ?? []) {
       const seg = s.segments.byName(ack.segment_name);
@@ -55,7 +58,7 @@ export class Membership {
     }
     const fences = this.fencesOf(req.client_id, now);
     const copies = req.can_copy === true && !s.heap.full ? s.rereplicator.assign(req.client_id, now, now + 1) : NO_COPIES;
-    return { status_code: ErrorCode.OK, view_version, need_remount: false, fences, copies };
+    return { status_code: ErrorCode.OK, view_version, need_remount: false, fences, copies, file_tier_root };
   }
 
   /**

@@ -16,6 +16,8 @@ import type { ExistKeyResponse__Output } from '../../proto/gen/store/ExistKeyRes
 import type { GetReplicaListResponse__Output } from '../../proto/gen/store/GetReplicaListResponse.js';
 import type { ReplicaInfo__Output } from '../../proto/gen/store/ReplicaInfo.js';
 import type { EvictionOrder } from './eviction.js';
+import type { FileIndex } from './file-index.js';
+import { fileReplicaReply } from './file-replica.js';
 import type { LeaseTracker } from './lease-tracker.js';
 import type { ObjectMeta } from './object-meta.js';
 import type { ObjectTable } from './object-table.js';
@@ -34,12 +36,15 @@ export class ReadPath {
     private readonly leases: LeaseTracker,
     private readonly order: EvictionOrder,
     private readonly leaseTtlMs: number,
+    /** The file tier: an object absent from memory may be served from its file (spec rule 5). */
+    private readonly files: FileIndex,
   ) {}
 
   existKey(key: string, now: number): ExistKeyResponse__Output {
     const meta = typeof key === 'string' ? this.objects.get(key) : undefined;
     const code = lookedUpKeyCode(key, meta);
     if (code !== ErrorCode.OK) return { status_code: code, exists: false, lease_ttl_ms: 0 };
+    if (meta === undefined && this.files.get(key) !== undefined) return { status_code: ErrorCode.OK, exists: true, lease_ttl_ms: 0 };
     if (meta === undefined || !meta.complete) return { status_code: ErrorCode.OK, exists: false, lease_ttl_ms: 0 };
     this.leases.advance(now);
     this.access(meta, now + this.leaseTtlMs, now);
@@ -54,6 +59,7 @@ export class ReadPath {
     let advanced = false;
     const yes: ExistKeyResponse__Output = Object.freeze({ status_code: ErrorCode.OK, exists: true, lease_ttl_ms: ttl });
     const no: ExistKeyResponse__Output = Object.freeze({ status_code: ErrorCode.OK, exists: false, lease_ttl_ms: 0 });
+    const fileYes: ExistKeyResponse__Output = Object.freeze({ status_code: ErrorCode.OK, exists: true, lease_ttl_ms: 0 });
     const results = new Array<ExistKeyResponse__Output>(keys.length);
     const found = this.objects.getMany(keys);
     for (let i = 0; i < keys.length; i++) {
@@ -64,7 +70,7 @@ export class ReadPath {
         continue;
       }
       if (meta === undefined || !meta.complete) {
-        results[i] = no;
+        results[i] = meta === undefined && this.files.get(keys[i]) !== undefined ? fileYes : no;
         continue;
       }
       if (!advanced) this.leases.advance(now);
@@ -79,7 +85,11 @@ export class ReadPath {
     const meta = typeof key === 'string' ? this.objects.get(key) : undefined;
     const code = lookedUpKeyCode(key, meta);
     if (code !== ErrorCode.OK) return { status_code: code, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
-    if (meta === undefined) return { status_code: ErrorCode.OBJECT_NOT_FOUND, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
+    if (meta === undefined) {
+      const file = this.files.get(key);
+      if (file !== undefined) return fileReplicaReply(file, this.leaseTtlMs);
+      return { status_code: ErrorCode.OBJECT_NOT_FOUND, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
+    }
     if (!meta.complete) return { status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
     // Replicas on RESTORED segments wait for their owner (served-view.ts); none left: not ready yet.
     const view = this.segments.restored === 0 ? meta : servedView(this.segments, meta);
@@ -114,6 +124,8 @@ export class ReadPath {
         found[i] = undefined;
         if (code !== ErrorCode.OK) {
           results[i] = { status_code: code, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
+        } else if (meta === undefined && this.files.get(keys[i]) !== undefined) {
+          results[i] = fileReplicaReply(this.files.get(keys[i])!, ttl);
         } else if (meta === undefined) {
           results[i] = notFound ??= Object.freeze({ status_code: ErrorCode.OBJECT_NOT_FOUND, replica_list: NO_REPLICAS, lease_ttl_ms: 0, slice_checksums: [] });
         } else {

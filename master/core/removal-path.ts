@@ -15,7 +15,7 @@ import { compileKeyRegex } from './key-regex.js';
 import type { ObjectMeta } from './object-meta.js';
 import type { ObjectLifecycle } from './object-lifecycle.js';
 import type { Segment } from './segment-registry.js';
-import { answered, removeSteps, type Steps, type WalkHost } from './table-walk.js';
+import { answered, removeSteps, STEP_OBJECTS, type Steps, type WalkHost } from './table-walk.js';
 import { lookedUpKeyCode } from './write-validation.js';
 
 export class RemovalPath {
@@ -29,11 +29,12 @@ export class RemovalPath {
     const meta = typeof req.key === 'string' ? this.s.objects.get(req.key) : undefined;
     const code = lookedUpKeyCode(req.key, meta);
     if (code !== ErrorCode.OK) return { status_code: code };
-    if (meta === undefined) return { status_code: ErrorCode.OBJECT_NOT_FOUND };
+    if (meta === undefined) return { status_code: this.s.files.remove(req.key) ? ErrorCode.OK : ErrorCode.OBJECT_NOT_FOUND };
     if (!meta.complete) return { status_code: ErrorCode.REPLICA_IS_NOT_READY };
     if (meta.hardPinned && req.force !== true) return { status_code: ErrorCode.OBJECT_HARD_PINNED };
     if (meta.leased(now)) return { status_code: ErrorCode.OBJECT_HAS_LEASE };
     this.life.deleteObject(req.key, meta);
+    this.s.files.remove(req.key);
     return { status_code: ErrorCode.OK };
   }
 
@@ -41,12 +42,40 @@ export class RemovalPath {
   removeByRegexSteps(req: RemoveByRegexRequest__Output, now: number): Steps<RemoveByRegexResponse__Output> {
     const re = compileKeyRegex(req.key_regex);
     if (re === null) return answered({ status_code: ErrorCode.INVALID_PARAMS, removed_count: 0 });
-    return removeSteps(this.walkHost, (key, meta) => !meta.hardPinned && re.test(key), now);
+    return this.withFiles(
+      removeSteps(this.walkHost, (key, meta) => !meta.hardPinned && re.test(key), now),
+      (key) => re.test(key),
+    );
   }
 
   /** RemoveAll in bounded steps: every complete object without an active lease, hard-pinned ones included. */
   removeAllSteps(_req: RemoveAllRequest__Output, now: number): Steps<RemoveAllResponse__Output> {
-    return removeSteps(this.walkHost, () => true, now);
+    return this.withFiles(
+      removeSteps(this.walkHost, () => true, now),
+      () => true,
+    );
+  }
+
+  /**
+   * A removal walk over memory, then over the file tier's objects held only there (the walk's
+   * deletions remove the files of the objects it deletes: MasterCore's walk host). Counted in
+   * the same reply; in steps of STEP_OBJECTS keys.
+   */
+  private *withFiles(
+    memory: Steps<RemoveAllResponse__Output & RemoveByRegexResponse__Output>,
+    match: (key: string) => boolean,
+  ): Steps<RemoveAllResponse__Output & RemoveByRegexResponse__Output> {
+    const reply = yield* memory;
+    const files = this.s.files;
+    if (!files.enabled || files.size === 0 || reply.status_code !== ErrorCode.OK) return reply;
+    let removed = Number(reply.removed_count ?? 0);
+    let n = 0;
+    for (const key of [...files.keys()]) {
+      if (++n % STEP_OBJECTS === 0) yield;
+      if (this.s.objects.get(key) !== undefined || !match(key)) continue;
+      if (files.remove(key)) removed++;
+    }
+    return { status_code: ErrorCode.OK, removed_count: removed };
   }
 
   /**

@@ -39,9 +39,14 @@ export function pinFlags(softPin: boolean, hardPin: boolean): number {
 function checkKey(key: unknown, replicaType: number, meta: ObjectMeta | undefined): number {
   const code = lookedUpKeyCode(key, meta);
   if (code !== ErrorCode.OK) return code;
-  // Only memory replicas exist: there is no file tier to end or revoke a write in.
+  // Memory writes are ended and revoked here; a file-tier file is only ever reported complete (endWriteOf).
   if (replicaType !== ReplicaType.MEMORY) return ErrorCode.INVALID_PARAMS;
   return ErrorCode.OK;
+}
+
+/** The value's length: the slices of one replica. */
+function sizeOf(meta: ObjectMeta): number {
+  return meta.sliceLengths().reduce((a, b) => a + b, 0);
 }
 
 export class WritePath {
@@ -109,6 +114,8 @@ export class WritePath {
     const replicaNum = replicaNumOf(cfg);
     const preferred = cfg?.preferred_segment ?? '';
     let code: number | undefined;
+    // An object held only by the file tier exists too (spec: immutable until removed).
+    if (existing === undefined && s.files.enabled && s.files.has(key)) return { status_code: ErrorCode.OBJECT_ALREADY_EXISTS, replica_list: [] };
     if (existing !== undefined) {
       if (existing.complete || !placement.preemptible(existing, now)) return { status_code: ErrorCode.OBJECT_ALREADY_EXISTS, replica_list: [] };
       // The zombie writer may still write into its buffers: place first so the new space is not
@@ -217,6 +224,15 @@ export class WritePath {
 
   /** endWrite of the object already looked up for `key` (`meta`: objects.get(key)). */
   private endWriteOf(key: string, replicaType: number, meta: ObjectMeta | undefined, now: number, checksums?: readonly number[]): number {
+    // A writer's file of the object is complete (file tier): the index takes it or refuses it.
+    if (replicaType === ReplicaType.DISK && this.s.files.enabled) {
+      const keyCode = lookedUpKeyCode(key, meta);
+      if (keyCode !== ErrorCode.OK) return keyCode;
+      // A master that did not see the memory write end (restarted, restored, a new leader) takes
+      // the file of a complete object it holds, as the object is now.
+      if (meta !== undefined && meta.complete && !this.s.files.has(key)) this.s.files.expect(key, sizeOf(meta), meta.checksums, now);
+      return this.s.files.complete(key, checksums ?? []);
+    }
     const code = checkKey(key, replicaType, meta);
     if (code !== ErrorCode.OK) return code;
     if (meta === undefined) return ErrorCode.OBJECT_NOT_FOUND;
@@ -234,6 +250,11 @@ export class WritePath {
         s.previous.delete(key);
         freeHandles(s.segments, prev.h);
       }
+    }
+    if (s.files.enabled) {
+      // A Put's file follows (written by the client, rule 4); an upsert replaced the value any file held.
+      if ((meta.flags & FLAG_UPSERT) !== 0) s.files.remove(key);
+      else s.files.expect(key, sizeOf(meta), meta.checksums, now);
     }
     meta.flags &= ~(FLAG_UPSERT | FLAG_REUSED);
     meta.status = ReplicaStatus.COMPLETE;

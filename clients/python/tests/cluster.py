@@ -92,7 +92,7 @@ class Proc:
 
 
 class Master(Proc):
-    def __init__(self):
+    def __init__(self, extra: Optional[List[str]] = None):
         ensure_cluster_secret()
         super().__init__(
             "store_master",
@@ -108,7 +108,8 @@ class Master(Proc):
                 "--enable_metric_reporting=false",
                 # reads hold a lease this long: longer than a large read on a busy machine (a read that outlives its lease fails with LeaseExpiredError), short enough for the tests to see leases end
                 "--default_kv_lease_ttl=2000ms",
-            ],
+            ]
+            + (extra or []),
         )
         m = self.wait_for(MASTER_READY)
         self.rpc, self.metrics, self.metadata = m.group(1), m.group(2), m.group(3)

@@ -1,0 +1,193 @@
+// The master's index of the file tier (docs/tiers.md "File tier"): which objects have a complete
+// file under <root_fs_dir>/<cluster_id> (key -> value size, slice checksums, file name), the bytes
+// they hold against --global_file_segment_size, and the files expected from Puts whose memory
+// write has ended (a writer reports its file with PutEnd replica_type DISK; only then is it part
+// of the object). Pure data: the shell scans the directory into it at start (load) and deletes
+// the files it names as doomed (takeDoomed), off the event loop. There is no eviction of files
+// (spec): a file that would pass the budget is refused and deleted.
+import { ErrorCode } from '../../common/error-code.js';
+import { keyFileName } from '../../common/file-tier-name.js';
+
+export interface FileEntry {
+  /** The value's length (the file holds a header before it). */
+  size: number;
+  /** CRC-32C of each slice (unsigned), as in the file's header. */
+  checksums: number[];
+  /** The file's name in the tier's directory. */
+  name: string;
+}
+
+/** A file expected from a Put whose memory write ended (the writer is still writing it). */
+interface Expected {
+  size: number;
+  checksums: number[];
+  since: number;
+}
+
+/** An expected file not reported within this long is no longer waited for (its writer died). */
+export const EXPECTED_FILE_TIMEOUT_MS = 10 * 60 * 1000;
+/** Expected files dropped per expire() call at most (a bounded step). */
+const EXPIRE_BATCH = 1024;
+
+export interface FileTierStats {
+  fileBudgetBytes: number;
+  fileUsedBytes: number;
+  fileObjects: number;
+  filesWritten: number;
+  filesRefused: number;
+  filesBad: number;
+}
+
+export class FileIndex {
+  private readonly entries = new Map<string, FileEntry>();
+  private readonly expected = new Map<string, Expected>();
+  private doomed: string[] = [];
+  private used = 0;
+  private written = 0;
+  private refused = 0;
+  /** Files found unreadable (a bad header, a torn value) by the rescan; the shell adds them. */
+  bad = 0;
+  /** Called when a file is doomed (the shell schedules its deletion). */
+  onDoomed: (() => void) | undefined;
+
+  /**
+   * `root`: the tier's directory as clients reach it (<root_fs_dir>/<cluster_id>), '' when the
+   * tier is off; `budget`: --global_file_segment_size.
+   */
+  constructor(
+    readonly root: string,
+    readonly budget: number,
+  ) {}
+
+  get enabled(): boolean {
+    return this.root !== '';
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** Whether `key` has a file or one is expected. */
+  has(key: string): boolean {
+    return this.entries.has(key) || this.expected.has(key);
+  }
+
+  get(key: string): FileEntry | undefined {
+    return this.entries.get(key);
+  }
+
+  keys(): IterableIterator<string> {
+    return this.entries.keys();
+  }
+
+  /** A Put's memory write ended: its writer will report the file (size and checksums as recorded now). */
+  expect(key: string, size: number, checksums: readonly number[], now: number): void {
+    if (!this.enabled) return;
+    this.expected.delete(key); // re-inserted: the map's order is the order of expiry
+    this.expected.set(key, { size, checksums: [...checksums], since: now });
+  }
+
+  /**
+   * A writer reports the file of `key` complete (PutEnd with replica_type DISK), with the slices'
+   * checksums of its header. OK: it is in the index. Refused (the file is doomed): the object was
+   * removed meanwhile or was never put (OBJECT_NOT_FOUND), or the budget has no room
+   * (NO_AVAILABLE_HANDLE). Refused and kept: the checksums differ from the memory write's
+   * (INVALID_PARAMS: another value's file; the expected one may still come).
+   */
+  complete(key: string, checksums: readonly number[]): number {
+    if (!this.enabled) return ErrorCode.INVALID_PARAMS;
+    const exp = this.expected.get(key);
+    if (exp === undefined) {
+      if (this.entries.has(key)) return ErrorCode.OK; // reported twice
+      this.doom(keyFileName(key));
+      this.refused++;
+      return ErrorCode.OBJECT_NOT_FOUND;
+    }
+    const sums = checksums.map((c) => c >>> 0);
+    if (exp.checksums.length !== 0 && (exp.checksums.length !== sums.length || exp.checksums.some((c, i) => c >>> 0 !== sums[i]))) {
+      // A stale writer's file (an earlier value of a key removed and put again): the current
+      // value's file is still expected, and its rename replaces this one, or, when it came
+      // first, readers find checksums other than the index's and serve nothing. Not deleted:
+      // the name may already hold the current value's file.
+      this.refused++;
+      return ErrorCode.INVALID_PARAMS;
+    }
+    this.expected.delete(key);
+    const old = this.entries.get(key);
+    const after = this.used - (old?.size ?? 0) + exp.size;
+    if (after > this.budget) {
+      if (old !== undefined) {
+        this.entries.delete(key);
+        this.used -= old.size;
+      }
+      this.doom(keyFileName(key));
+      this.refused++;
+      return ErrorCode.NO_AVAILABLE_HANDLE;
+    }
+    this.entries.set(key, { size: exp.size, checksums: sums, name: keyFileName(key) });
+    this.used = after;
+    this.written++;
+    return ErrorCode.OK;
+  }
+
+  /**
+   * A file found by the rescan (its header read and checked). A file over the budget is still
+   * indexed (it was accepted once, perhaps under a larger budget): nothing is deleted at start.
+   */
+  load(key: string, entry: FileEntry): void {
+    const old = this.entries.get(key);
+    if (old !== undefined) this.used -= old.size;
+    this.entries.set(key, entry);
+    this.used += entry.size;
+  }
+
+  /**
+   * Removes `key` from the tier: its entry, its expected file, and the file (doomed by name even
+   * when not indexed: a rescan may not have reached it yet). Whether it had an entry.
+   */
+  remove(key: string): boolean {
+    if (!this.enabled) return false;
+    const old = this.entries.get(key);
+    if (old !== undefined) {
+      this.entries.delete(key);
+      this.used -= old.size;
+    }
+    const wasExpected = this.expected.delete(key);
+    if (old !== undefined || wasExpected) this.doom(keyFileName(key));
+    return old !== undefined;
+  }
+
+  /** Drops expected files not reported within EXPECTED_FILE_TIMEOUT_MS (oldest first, bounded). */
+  expire(now: number): number {
+    let n = 0;
+    for (const [key, e] of this.expected) {
+      if (now - e.since < EXPECTED_FILE_TIMEOUT_MS || n >= EXPIRE_BATCH) break;
+      this.expected.delete(key);
+      n++;
+    }
+    return n;
+  }
+
+  /** The names of files to delete, once each. */
+  takeDoomed(): string[] {
+    const d = this.doomed;
+    this.doomed = [];
+    return d;
+  }
+
+  stats(): FileTierStats {
+    return {
+      fileBudgetBytes: this.enabled ? this.budget : 0,
+      fileUsedBytes: this.used,
+      fileObjects: this.entries.size,
+      filesWritten: this.written,
+      filesRefused: this.refused,
+      filesBad: this.bad,
+    };
+  }
+
+  private doom(name: string): void {
+    this.doomed.push(name);
+    this.onDoomed?.();
+  }
+}

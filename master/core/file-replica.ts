@@ -1,0 +1,19 @@
+// The read reply of an object held only by the file tier (docs/tiers.md "File tier"): one replica
+// of type DISK with no handles and `file` {path, size}, the slices' checksums from the file's
+// header as the writer recorded them (the reader checks the file against them), and the read
+// lease TTL (the file is not pinned by it: a removal unlinks the name, and an open file stays
+// readable on Linux). A plain message: the fast channel's generic codec writes it.
+import { ErrorCode } from '../../common/error-code.js';
+import type { GetReplicaListResponse__Output } from '../../proto/gen/store/GetReplicaListResponse.js';
+import { ReplicaStatus } from '../../proto/gen/store/ReplicaStatus.js';
+import { ReplicaType } from '../../proto/gen/store/ReplicaType.js';
+import type { FileEntry } from './file-index.js';
+
+export function fileReplicaReply(file: FileEntry, leaseTtlMs: number): GetReplicaListResponse__Output {
+  return {
+    status_code: ErrorCode.OK,
+    replica_list: [{ handles: [], status: ReplicaStatus.COMPLETE, replica_type: ReplicaType.DISK, file: { path: file.name, size: file.size } }],
+    lease_ttl_ms: leaseTtlMs,
+    slice_checksums: file.checksums,
+  };
+}
