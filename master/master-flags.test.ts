@@ -108,6 +108,14 @@ describe('store_master flags', () => {
       memoryAllocator: 'offset',
       enableCxl: false,
       viewVersion: 7,
+      enableOffload: false,
+      offloadOnEvict: false,
+      offloadForceEvict: false,
+      promotionOnHit: false,
+      promotionAdmissionThreshold: 2,
+      promotionQueueLimit: 50_000,
+      quotaBytes: 0,
+      enableDiskEviction: true,
     });
   });
 
@@ -126,10 +134,11 @@ describe('store_master flags', () => {
   });
 
   it('announces each accepted-but-unbuilt feature once', () => {
-    const { flags, parsed } = parseMasterFlags(['--enable_offload', '--max_retry_attempts=3', '--root_fs_dir=/mnt/fs']);
+    const { flags, parsed } = parseMasterFlags(['--offload_on_evict', '--max_retry_attempts=3', '--root_fs_dir=/mnt/fs']);
     const lines = unbuiltFeatureNotices(flags, parsed.explicit);
     expect(lines).toHaveLength(3);
-    expect(lines[0]).toBe('--enable_offload/--offload_*: SSD offload is not implemented yet; objects live in memory only');
+    expect(lines[0]).toBe('--offload_on_evict/--offload_force_evict: used only with --enable_offload; nothing is offloaded');
+    expect(unbuiltFeatureNotices(parseMasterFlags(['--enable_offload', '--offload_on_evict']).flags, new Set())).toEqual([]);
     expect(unbuiltFeatureNotices(parseMasterFlags([]).flags, new Set())).toEqual([]);
     const snap = parseMasterFlags(['--snapshot_interval_seconds=60', '--snapshot_catalog_store_type=embedded']);
     expect(unbuiltFeatureNotices(snap.flags, snap.parsed.explicit)).toEqual([

@@ -7,6 +7,7 @@ import type { AllocationStrategy } from './allocation-strategy.js';
 import type { ChangeSink } from './change-sink.js';
 import { ClientRegistry } from './client-registry.js';
 import { CxlStrategy } from './cxl-strategy.js';
+import type { DiskTier } from './disk-tier.js';
 import { EvictionOrder } from './eviction.js';
 import { EvictionRound } from './eviction-round.js';
 import { FreeRatioFirstStrategy } from './free-ratio-first-strategy.js';
@@ -62,6 +63,8 @@ export class CoreShared {
   readonly placer: ReplicaPlacer;
   /** Objects that lost replicas with a segment, and the copies that give them back (re-replication.ts). */
   readonly rereplicator: ReReplicator;
+  /** The SSD tier: offload, promotion, disk quota (disk-tier.ts); set by MasterCore once the lifecycle exists. */
+  disk!: DiskTier;
   /**
    * Metadata of deleted objects, for the next inserts to reuse: an object that lives as long as
    * the data it describes is copied twice by V8's young-generation collector on its way to the old
@@ -103,7 +106,14 @@ export class CoreShared {
     );
     this.placer = new ReplicaPlacer(makeStrategy(config.allocationStrategy), this.segments, rng);
     // Copy ids scoped by the view version (ms since the epoch of this master's start, or 0 in tests).
-    this.rereplicator = new ReReplicator(this.objects, this.segments, this.placer, config.viewVersion * 1024 + 1, (meta) => this.emitObject(meta));
+    this.rereplicator = new ReReplicator(
+      this.objects,
+      this.segments,
+      this.placer,
+      config.viewVersion * 1024 + 1,
+      (meta) => this.emitObject(meta),
+      (purpose, key, meta) => this.disk.copyEnded(purpose, key, meta),
+    );
   }
 
   /** Reports an object's whole record to the sink. */

@@ -15,6 +15,7 @@
 import type { ChangeSink } from './change-sink.js';
 import { CoreShared } from './core-shared.js';
 import { Diagnostics } from './diagnostics.js';
+import { DiskTier } from './disk-tier.js';
 import type { EvictionResult } from './eviction-round.js';
 import type { MasterCoreConfig, MasterStats, SegmentDetail, SweepReport } from './master-core-config.js';
 import { validateMasterCoreConfig } from './master-core-config.js';
@@ -117,9 +118,10 @@ export class MasterCore implements MasterRpcSurface {
     // Eviction needs the lifecycle, which needs the shared state: bound once both exist.
     const s: CoreShared = new CoreShared(this.config, rng, keyHashSeed, heap, {
       release: (meta) => life.abortWrite(meta.key, meta),
-      evict: (meta) => life.deleteObject(meta.key, meta),
+      evict: (meta) => s.disk.evictFromMemory(meta), // frees memory only when a DISK replica holds the object
     });
     const life = new ObjectLifecycle(s);
+    s.disk = new DiskTier(s, life);
     const placement = new WritePlacement(s);
     this.shared = s;
     this.walkHost = {
@@ -134,7 +136,7 @@ export class MasterCore implements MasterRpcSurface {
     this.upserts = new UpsertPath(s, life, placement, this.writes);
     this.membership = new Membership(s, life, placement);
     this.removals = new RemovalPath(s, life, this.walkHost);
-    this.reads = new ReadPath(s.objects, s.segments, s.leases, s.order, this.config.defaultKvLeaseTtlMs);
+    this.reads = new ReadPath(s.objects, s.segments, s.leases, s.order, this.config.defaultKvLeaseTtlMs, (meta) => s.disk.read(meta));
     this.views = new Diagnostics(s);
   }
 

@@ -8,6 +8,10 @@
 // bytes read may have been overwritten by another object's write). A copy that fails or is never
 // reported may still have bytes on the way to its target, so its space is quarantined until the
 // target's owner fences the copy's write generation, like any write given up (write-fence.ts).
+//
+// The same copies serve the disk tier (disk-tier.ts): it places the target itself (an SSD segment
+// to offload to, memory to promote to) and starts the copy with `direct`; the outcome is judged
+// by the same rules and told back to it.
 import { ErrorCode } from '../../common/error-code.js';
 import type { ReplicaCopy__Output } from '../../proto/gen/store/ReplicaCopy.js';
 import type { ReplicaInfo__Output } from '../../proto/gen/store/ReplicaInfo.js';
@@ -30,6 +34,12 @@ export const COPY_ATTEMPTS = 5;
 /** Objects looked at per Ping (the rest wait for the next): a Ping stays O(1). */
 const SCAN_PER_PING = 256;
 
+/** Why a copy is made: a lost replica restored (this file), or one the disk tier directs (disk-tier.ts). */
+export type CopyPurpose = 'restore' | 'offload' | 'promote';
+
+/** A directed copy ended: `meta` is the object the new replica joined, undefined when it did not join. */
+export type DirectedCopyEnd = (purpose: CopyPurpose, key: string, meta: ObjectMeta | undefined) => void;
+
 interface Want {
   /** Replicas the object had before it lost some. */
   replicas: number;
@@ -48,6 +58,7 @@ interface Copy {
   deadline: number;
   /** The object changed since: the copy is not kept whatever its outcome. */
   stale: boolean;
+  purpose: CopyPurpose;
 }
 
 export interface ReReplicationStats {
@@ -80,6 +91,8 @@ export class ReReplicator {
     idBase = 1,
     /** A replica joined the object (the core reports the change, change-sink.ts). */
     private readonly added: (meta: ObjectMeta) => void = () => {},
+    /** A copy started by `direct` ended (joined or not). */
+    private readonly directed: DirectedCopyEnd = () => {},
   ) {
     this.nextId = idBase;
   }
@@ -154,7 +167,25 @@ export class ReReplicator {
     for (let k = 0; k < h.length / HANDLE_FIELDS; k++) excluded[k % slices].add(h[k * HANDLE_FIELDS]);
     if (this.placer.place(meta.sliceLengths(), 1, [], excluded) !== ErrorCode.OK) return undefined;
     const target = this.placer.handles();
-    const copy: Copy = { id: this.nextId++, key, meta, target, gen, clientId, deadline: now + COPY_TIMEOUT_MS, stale: false };
+    return this.begin('restore', key, meta, source, target, clientId, now, gen);
+  }
+
+  /**
+   * A copy the disk tier directs: the first readable replica of `meta` to `target` (allocated by
+   * the caller, in no object yet; the copy owns it from here). Undefined, nothing taken, when it
+   * cannot start now (a copy of the key in flight, too many copies, no readable replica).
+   */
+  direct(purpose: CopyPurpose, key: string, meta: ObjectMeta, target: number[], clientId: string, now: number, gen: number): ReplicaCopy__Output | undefined {
+    if (this.byKey.has(key) || this.copies.size >= COPIES_IN_FLIGHT_MAX || !meta.complete) return undefined;
+    const source = this.readableReplica(meta.h, meta.slices, now);
+    if (source < 0) return undefined;
+    return this.begin(purpose, key, meta, source, target, clientId, now, gen);
+  }
+
+  private begin(purpose: CopyPurpose, key: string, meta: ObjectMeta, source: number, target: number[], clientId: string, now: number, gen: number): ReplicaCopy__Output {
+    const h = meta.h;
+    const slices = meta.slices;
+    const copy: Copy = { id: this.nextId++, key, meta, target, gen, clientId, deadline: now + COPY_TIMEOUT_MS, stale: false, purpose };
     this.copies.set(copy.id, copy);
     this.byKey.set(key, copy);
     const stride = slices * HANDLE_FIELDS;
@@ -204,11 +235,16 @@ export class ReReplicator {
     const meta = this.objects.get(c.key);
     if (c.stale || meta !== c.meta || !meta.complete || !this.targetMounted(c.target)) {
       freeHandles(this.segments, c.target); // every byte landed: nothing can still arrive
+      if (c.purpose !== 'restore') this.directed(c.purpose, c.key, undefined);
       return ErrorCode.OK;
     }
     meta.h = meta.h.concat(c.target);
     this.added(meta);
     this.copied++;
+    if (c.purpose !== 'restore') {
+      this.directed(c.purpose, c.key, meta);
+      return ErrorCode.OK;
+    }
     const want = this.wants.get(c.key);
     if (want !== undefined && meta.replicaCount >= want.replicas) this.wants.delete(c.key);
     return ErrorCode.OK;
@@ -236,6 +272,10 @@ export class ReReplicator {
   private giveUp(c: Copy): void {
     quarantineHandles(this.segments, c.target, c.gen);
     this.failed++;
+    if (c.purpose !== 'restore') {
+      this.directed(c.purpose, c.key, undefined);
+      return;
+    }
     const want = this.wants.get(c.key);
     if (want !== undefined && ++want.failures >= COPY_ATTEMPTS) {
       this.wants.delete(c.key);

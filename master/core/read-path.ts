@@ -17,7 +17,7 @@ import type { GetReplicaListResponse__Output } from '../../proto/gen/store/GetRe
 import type { ReplicaInfo__Output } from '../../proto/gen/store/ReplicaInfo.js';
 import type { EvictionOrder } from './eviction.js';
 import type { LeaseTracker } from './lease-tracker.js';
-import type { ObjectMeta } from './object-meta.js';
+import { FLAG_DISK_ONLY, type ObjectMeta } from './object-meta.js';
 import type { ObjectTable } from './object-table.js';
 import { GrantedReplicas } from './replica-capture.js';
 import type { SegmentRegistry } from './segment-registry.js';
@@ -34,6 +34,8 @@ export class ReadPath {
     private readonly leases: LeaseTracker,
     private readonly order: EvictionOrder,
     private readonly leaseTtlMs: number,
+    /** A replica list was granted for an object held only on SSD (disk-tier.ts counts it toward promotion). */
+    private readonly diskRead: (meta: ObjectMeta) => void = () => {},
   ) {}
 
   existKey(key: string, now: number): ExistKeyResponse__Output {
@@ -86,6 +88,7 @@ export class ReadPath {
     if (view === null) return { status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
     this.leases.advance(now);
     this.access(meta, now + this.leaseTtlMs, now);
+    if ((meta.flags & FLAG_DISK_ONLY) !== 0) this.diskRead(meta);
     return new GrantedReplicas(this.segments, view, this.leaseTtlMs);
   }
 
@@ -125,7 +128,9 @@ export class ReadPath {
       this.leases.advance(now);
       for (let i = 0; i < keys.length; i++) {
         const meta = found[i];
-        if (meta !== undefined) this.access(meta, until, now);
+        if (meta === undefined) continue;
+        this.access(meta, until, now);
+        if ((meta.flags & FLAG_DISK_ONLY) !== 0) this.diskRead(meta);
       }
     }
     return { status_code: ErrorCode.OK, results };
