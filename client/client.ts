@@ -117,8 +117,8 @@ export interface SegmentInfo {
   address: number;
   size: number;
   state: 'mounted' | 'draining' | 'unmounted';
-  /** 'cxl' for CXL memory (a DAX device or file), else 'dram'. */
-  memory: 'dram' | 'cxl';
+  /** 'cxl' for CXL memory (a DAX device or file), 'ssd' for an offload segment (a file on SSD), else 'dram'. */
+  memory: 'dram' | 'cxl' | 'ssd';
 }
 
 /** Waits `ms`, or less when `signal` aborts first (the caller checks the signal afterwards). */
@@ -325,7 +325,7 @@ export class Client implements StoreClient {
       address: s.region.address,
       size: s.region.size,
       state: this.unmounting.get(s) ?? 'mounted',
-      memory: s.kind === 'cxl' ? 'cxl' : 'dram',
+      memory: s.kind ?? 'dram',
     }));
   }
 
@@ -930,15 +930,16 @@ export class Client implements StoreClient {
    * owns the region (unmapped by releaseSegment() or close()); on failure nothing is left
    * registered, published or mounted, and the region is still the caller's. `memory: 'cxl'`
    * mounts it as CXL memory (a DAX device or a file standing in for one): the master's cxl
-   * allocation strategy places there.
+   * allocation strategy places there. `memory: 'ssd'` mounts it as an offload segment (a file on
+   * this host's SSD, docs/tiers.md): the master places only DISK replicas there.
    */
-  async addSegment(region: MappedRegion, opts: { memory?: 'dram' | 'cxl' } = {}): Promise<{ name: string; id: string }> {
+  async addSegment(region: MappedRegion, opts: { memory?: 'dram' | 'cxl' | 'ssd' } = {}): Promise<{ name: string; id: string }> {
     if (this.closing) throw new UnavailableError('addSegment: the client is closed');
-    if (opts.memory !== undefined && opts.memory !== 'dram' && opts.memory !== 'cxl')
-      throw new InvalidParamsError(`addSegment: memory must be 'dram' or 'cxl', got ${String(opts.memory)}`);
+    if (opts.memory !== undefined && opts.memory !== 'dram' && opts.memory !== 'cxl' && opts.memory !== 'ssd')
+      throw new InvalidParamsError(`addSegment: memory must be 'dram', 'cxl' or 'ssd', got ${String(opts.memory)}`);
     const name = `${this.engine.endpoint}/${++this.extraSegments}`;
     const seg: OwnSegment = { name, id: randomUUID(), region, incarnation: this.engine.registerRegion(region.address, region.size, { serve: true }) };
-    if (opts.memory === 'cxl') seg.kind = 'cxl';
+    if (opts.memory === 'cxl' || opts.memory === 'ssd') seg.kind = opts.memory;
     try {
       await this.mount(seg, false);
     } catch (e) {

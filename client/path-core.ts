@@ -53,7 +53,7 @@ export interface OwnSegment {
   /** Its current registration with the engine (docs/integrity.md): handles of another are stale. */
   incarnation: number;
   /** What the master records as its protocol when it is not the client's transport: 'cxl' marks CXL memory (the cxl strategy places there). */
-  kind?: 'cxl';
+  kind?: 'cxl' | 'ssd';
 }
 
 export type MasterApi = Pick<
