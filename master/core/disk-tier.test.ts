@@ -95,8 +95,7 @@ describe('SSD tier in the core', () => {
 
   it('promotes an SSD-only object after --promotion_admission_threshold reads', () => {
     const core = setup({ promotionOnHit: true, promotionAdmissionThreshold: 3 });
-    overfill(core);
-    core.evict(20_000); // room in memory for the promotion
+    overfill(core); // memory full: the promotion's placement makes room as a PutStart does
     expect(tiers(core, 'k0', 20_001)).toEqual([[ReplicaType.DISK, [['ssd', MemoryType.SSD]]]]);
     expect(copiesFor(core, 20_002)).toEqual([]); // one read: below the threshold
     tiers(core, 'k0', 20_003);

@@ -209,7 +209,7 @@ export class DiskTier {
       }
       const wanted = purpose === 'offload' ? !this.hasDiskReplica(meta) : (meta.flags & FLAG_DISK_ONLY) !== 0;
       if (!wanted) continue;
-      const target = purpose === 'offload' ? this.placeOnDisk(meta, now) : this.placeInMemory(meta);
+      const target = purpose === 'offload' ? this.placeOnDisk(meta, now) : this.placeInMemory(meta, now);
       if (target === undefined) {
         if (purpose === 'promote') this.promotionsFailed++;
         else this.evictAfter.delete(key); // nowhere to go: eviction may delete it
@@ -389,11 +389,16 @@ export class DiskTier {
     return h;
   }
 
-  /** A memory placement for a promotion (the core's allocation strategy), or undefined. */
-  private placeInMemory(meta: ObjectMeta): number[] | undefined {
+  /**
+   * A memory placement for a promotion (the core's allocation strategy; memory full: an eviction
+   * round makes room, as for a PutStart), or undefined.
+   */
+  private placeInMemory(meta: ObjectMeta, now: number): number[] | undefined {
     const placer = this.s.placer;
-    if (placer.place(meta.sliceLengths(), 1, []) !== ErrorCode.OK) return undefined;
-    return placer.handles();
+    const lengths = meta.sliceLengths();
+    let placed = placer.place(lengths, 1, []) === ErrorCode.OK;
+    if (!placed) this.s.eviction.makeRoom(now, meta.bytes(), () => (placed = placer.place(lengths, 1, []) === ErrorCode.OK));
+    return placed ? placer.handles() : undefined;
   }
 
   stats(): DiskTierStats {
