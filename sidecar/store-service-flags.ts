@@ -259,7 +259,8 @@ export function parseStoreServiceArgs(
 function offloadTier(v: Record<string, FlagValue>, explicit: ReadonlySet<string>, env: Record<string, string | undefined>): { dir: string; size: number } | undefined {
   const dir = (v.offload_dir as string) || env.STORE_OFFLOAD_DIR || '';
   let size = v.offload_size as number;
-  if (!explicit.has('offload_size') && env.STORE_OFFLOAD_SIZE) size = storeServiceFlags.convert(storeServiceFlags.spec('offload_size')!, env.STORE_OFFLOAD_SIZE, 'STORE_OFFLOAD_SIZE') as number;
+  if (!explicit.has('offload_size') && env.STORE_OFFLOAD_SIZE)
+    size = storeServiceFlags.convert(storeServiceFlags.spec('offload_size')!, env.STORE_OFFLOAD_SIZE, 'STORE_OFFLOAD_SIZE') as number;
   if (dir === '' && size === 0) return undefined;
   if (dir === '') throw new FlagError('--offload_dir', `--offload_size=${size} needs an --offload_dir (a directory on this host's SSD)`);
   if (size <= 0 || size % 4096 !== 0) throw new FlagError('--offload_size', `--offload_dir needs an --offload_size that is a positive multiple of 4096 bytes, got ${size}`);

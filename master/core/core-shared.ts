@@ -36,8 +36,8 @@ export class PreviousPlacement {
 export interface EvictionEnds {
   /** Cancels a zombie write, freeing its space. */
   release(meta: ObjectMeta): void;
-  /** Deletes a complete object, freeing its space. */
-  evict(meta: ObjectMeta): void;
+  /** Frees a complete object's memory; false when it waits for its offload copy (eviction-round.ts). */
+  evict(meta: ObjectMeta): boolean;
 }
 
 function makeStrategy(name: MasterCoreConfig['allocationStrategy']): AllocationStrategy {

@@ -129,27 +129,29 @@ export class DiskTier {
 
   /**
    * Memory eviction picked `meta` (complete, not leased, not hard-pinned). Frees its memory
-   * replicas when a DISK replica holds it, else (offload on) has it copied first, else deletes it.
+   * replicas when a DISK replica holds it, else (offload on) has it copied first (false: nothing
+   * freed now), else deletes it.
    */
-  evictFromMemory(meta: ObjectMeta): void {
+  evictFromMemory(meta: ObjectMeta): boolean {
     const key = meta.key;
     if (this.hasDiskReplica(meta)) {
       this.evictAfter.delete(key);
       this.dropMemoryReplicas(meta);
-      return;
+      return true;
     }
     const c = this.s.config;
     if (c.enableOffload && this.canPlace(meta.bytes() / Math.max(1, meta.replicaCount))) {
       if (!this.evictAfter.has(key)) {
         if (this.queueOffload(key)) {
           this.evictAfter.add(key);
-          return;
+          return false;
         }
-      } else if (!c.offloadForceEvict) return; // its copy is on the way
+      } else if (!c.offloadForceEvict) return false; // its copy is on the way
     }
     if (c.enableOffload) this.forcedEvictions++;
     this.evictAfter.delete(key);
     this.ends.deleteObject(key, meta);
+    return true;
   }
 
   /** Keeps only the DISK replicas of `meta` (its memory space freed) and moves it to the disk list. */
