@@ -81,6 +81,11 @@ describe('SSD tier', () => {
     expect(summary).toMatch(/ssd tier: .* used/);
   }, 120_000);
 
+  it('a directory that cannot hold the offload file stops the store service with exit 2, naming --offload_dir', async () => {
+    const svc = cluster.addService(['--global_segment_size=4MB', `--offload_dir=${join(dir, 'no-such-dir')}`, '--offload_size=4MB']);
+    await expect(svc).rejects.toThrow(/exited \(2\)[\s\S]*--offload_dir: [\s\S]*no-such-dir/);
+  });
+
   it('promotes an SSD-only object read past the admission threshold back to memory', async () => {
     const keys = [...(await client.queryByRegex('^fill-')).entries()].filter(([, rs]) => rs.every((r) => r.replica_type === ReplicaType.DISK)).map(([k]) => k);
     expect(keys.length).toBeGreaterThan(0);
