@@ -2,6 +2,7 @@
 // endpoint to the metadata service, mounts its global segment with the master and keeps it alive
 // with a heartbeat; Put/Get and the other object operations run through the data path. One class,
 // two roles: global_segment_size 0 = pure client, local_buffer_size 0 = pure server.
+import { HotCache, hotCacheSettings } from './hot-cache.js';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { ErrorCode } from '../common/error-code.js';
@@ -187,6 +188,9 @@ export class Client implements StoreClient {
   private pool: BufferPool | undefined;
   private localRegion: MappedRegion | undefined;
   private resultArena: ResultArenaPort | undefined;
+  private hotRegion: MappedRegion | undefined;
+  /** The local hot cache (MC_STORE_LOCAL_HOT_CACHE_SIZE), if on: its hits and misses are in `stats()`. */
+  hotCache: HotCache | undefined;
   private heartbeat: Heartbeat | undefined;
   private stopLeaderWatch: (() => void) | undefined;
   /** host:port of the master in use (the elected leader in HA mode). */
@@ -401,6 +405,13 @@ export class Client implements StoreClient {
       this.engine.registerRegion(arena.address, arena.size, { serve: false });
       this.resultArena = arena;
     }
+    // The local hot cache over SSD-tier reads (hot-cache.ts): its memory is mapped once, memfd with _USE_SHM.
+    const hot = hotCacheSettings(this.options.env ?? process.env);
+    if (hot) {
+      const region = this.native.mapMemory({ size: hot.capacityBytes, kind: hot.useShm ? 'memfd' : 'anonymous', name: `store-hot-cache-${this.clientId}` });
+      this.hotRegion = region;
+      this.hotCache = new HotCache(Buffer.from(region.buffer), hot.blockSize, hot.admissionThreshold);
+    }
   }
 
   /** The global segment this client contributes (mounted by register()). */
@@ -459,6 +470,7 @@ export class Client implements StoreClient {
       segments: this.segments,
       addressOf: (v) => this.native.addressOf(v),
       resultArena: this.resultArena,
+      hotCache: this.hotCache,
       attachedRegions: this.attached,
       replicaCacheEntries: this.options.replicaCacheEntries,
       checksums: this.checksumsOn() ? { of: (d) => this.native.crc32c(d), copy: (dst, src) => this.native.copyWithCrc32c(dst, src) } : undefined,
@@ -1056,6 +1068,9 @@ export class Client implements StoreClient {
     this.localRegion = undefined;
     this.resultArena?.close(); // results the caller still holds stay valid
     this.resultArena = undefined;
+    this.hotCache = undefined;
+    this.hotRegion?.release(); // values handed out were copies
+    this.hotRegion = undefined;
     await this.metadata.close().catch(() => {});
   }
 }

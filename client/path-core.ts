@@ -2,6 +2,7 @@
 // together): the types of the data path's API, its dependencies, and PathCore: staging memory,
 // which memory is registered, own-segment views, borrowed caller buffers, endpoints of segments and
 // the engine op of a piece (with its incarnation and generation).
+import type { HotCache } from './hot-cache.js';
 import type { BufHandle__Output } from '../proto/gen/store/BufHandle.js';
 import type { ReplicateConfig } from '../proto/gen/store/ReplicateConfig.js';
 import type { MasterClient } from './master-client.js';
@@ -115,6 +116,8 @@ export interface DataPathDeps {
   checksums?: Checksummer;
   /** Told of every replica whose bytes did not have their recorded CRC-32C (client metrics). */
   onChecksumMismatch?: (key: string, segment: string) => void;
+  /** The local hot cache of values read from DISK replicas (hot-cache.ts; MC_STORE_LOCAL_HOT_CACHE_SIZE), if on. */
+  hotCache?: HotCache;
 }
 
 /** CRC-32C where the data path has the bytes in hand anyway. */

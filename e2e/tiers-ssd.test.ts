@@ -81,6 +81,33 @@ describe('SSD tier', () => {
     expect(summary).toMatch(/ssd tier: .* used/);
   }, 120_000);
 
+  it('serves an SSD-only value read again from the local hot cache, and never a rewritten object from it', async () => {
+    const env = { ...process.env, MC_STORE_LOCAL_HOT_CACHE_SIZE: '8mb', MC_STORE_LOCAL_HOT_BLOCK_SIZE: '64kb', MC_STORE_LOCAL_HOT_ADMISSION_THRESHOLD: '1' };
+    const reader = await Client.setup(cluster.clientConfig(), { checksums: true, env });
+    try {
+      const keys = [...(await reader.queryByRegex('^fill-')).entries()].filter(([, rs]) => rs.every((r) => r.replica_type === ReplicaType.DISK)).map(([k]) => k);
+      const key = keys[0];
+      const first = await reader.get(key); // from the SSD, admitted
+      expect((await reader.get(key)).equals(first)).toBe(true);
+      expect(reader.hotCache!.stats()).toMatchObject({ hits: 1, admitted: 1 });
+      // rewritten by another client: the new replica list names other bytes, never the cached ones
+      const next = randomBytes(first.length);
+      // (removable once the reader's read lease ran out)
+      await eventually(
+        () =>
+          client.remove(key).then(
+            () => true,
+            () => false,
+          ),
+        `${key} removed`,
+      );
+      await putRetry(client, key, next);
+      expect((await reader.get(key)).equals(next)).toBe(true);
+    } finally {
+      await reader.close();
+    }
+  }, 60_000);
+
   it('a directory that cannot hold the offload file stops the store service with exit 2, naming --offload_dir', async () => {
     const svc = cluster.addService(['--global_segment_size=4MB', `--offload_dir=${join(dir, 'no-such-dir')}`, '--offload_size=4MB']);
     await expect(svc).rejects.toThrow(/exited \(2\)[\s\S]*--offload_dir: [\s\S]*no-such-dir/);
