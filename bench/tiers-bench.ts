@@ -68,7 +68,11 @@ function rawDevice(dir: string): { write: number; read: number; how: string } {
 function fio(dir: string): string | undefined {
   if (spawnSync('fio', ['--version']).status !== 0) return undefined;
   const out = (rw: string): string => {
-    const r = execFileSync('fio', ['--name=raw', `--directory=${dir}`, `--rw=${rw}`, '--bs=1M', `--size=${RAW_MB}M`, '--direct=1', '--ioengine=psync', '--output-format=terse', '--terse-version=3'], { encoding: 'utf8' });
+    const r = execFileSync(
+      'fio',
+      ['--name=raw', `--directory=${dir}`, `--rw=${rw}`, '--bs=1M', `--size=${RAW_MB}M`, '--direct=1', '--ioengine=psync', '--output-format=terse', '--terse-version=3'],
+      { encoding: 'utf8' },
+    );
     const f = r.trim().split(';');
     return rw === 'write' ? `${(Number(f[47]) / 1024).toFixed(0)} MB/s` : `${(Number(f[6]) / 1024).toFixed(0)} MB/s`;
   };
@@ -93,6 +97,7 @@ async function ssdTier(dir: string, raw: { write: number; read: number }): Promi
     await cluster.addService(['--global_segment_size=64MB', `--offload_dir=${dir}`, '--offload_size=2GB', '--local_buffer_size=256MB']);
     client = await Client.setup(cluster.clientConfig({ local_buffer_size: 256 * MiB }));
     const c = client;
+    let offloaded = 0;
     for (const [size, count] of [
       [64 * KiB, 2048],
       [4 * MiB, 64],
@@ -100,13 +105,15 @@ async function ssdTier(dir: string, raw: { write: number; read: number }): Promi
       const value = randomBytes(size);
       const prefix = `t${size}-`;
       const t0 = performance.now();
-      await measure(count, size, 8, 1, (i) => putRetry(c, `${prefix}${i}`, value));
-      // every object offloaded: each has a DISK replica
+      const puts = await measure(count, size, 8, 1, (i) => putRetry(c, `${prefix}${i}`, value));
+      // every object offloaded: none queued or in flight (the summary is cheap to ask for; a
+      // listing of every replica would load the master it measures)
       for (;;) {
-        const all = await c.queryByRegex(`^${prefix}`);
-        if ([...all.values()].every((rs) => rs.some((r) => r.replica_type === ReplicaType.DISK))) break;
-        await new Promise((r) => setTimeout(r, 5));
+        const m = /offload: (\d+) queued, (\d+) in flight, (\d+) done/.exec(await cluster.admin('/metrics/summary'));
+        if (m && m[1] === '0' && m[2] === '0' && Number(m[3]) >= offloaded + count) break;
+        await new Promise((r) => setTimeout(r, 2));
       }
+      offloaded += count;
       const putBps = (count * size) / ((performance.now() - t0) / 1000);
       // push them out of memory, then read those held only on SSD
       const flush = randomBytes(MiB);
@@ -116,7 +123,7 @@ async function ssdTier(dir: string, raw: { write: number; read: number }): Promi
         await c.get(diskOnly[i]);
       });
       console.log(
-        `  ${fmtSize(size).padStart(7)}: put to SSD tier ${(putBps / 1e9).toFixed(2)} GB/s (${(putBps / raw.write).toFixed(2)}x raw write); ` +
+        `  ${fmtSize(size).padStart(7)}: put to SSD tier ${(putBps / 1e9).toFixed(2)} GB/s (${(putBps / raw.write).toFixed(2)}x raw write; the puts alone ${puts.gbps.toFixed(2)} GB/s); ` +
           `get of ${diskOnly.length} SSD-only objects (warm) ${get.gbps.toFixed(2)} GB/s (${((get.gbps * 1e9) / raw.read).toFixed(2)}x raw read), p50 ${get.p50ms.toFixed(2)} ms, p99 ${get.p99ms.toFixed(2)} ms`,
       );
       await c.removeAll();

@@ -111,6 +111,11 @@ export interface ClientOptions {
   clusterSecretFile?: string;
 }
 
+/** After a Ping brought copies, Pings come this often while no more do... */
+const COPY_POLL_MS = 20;
+/** ...for this long (then at the heartbeat interval again). */
+const COPY_POLL_WINDOW_MS = 2000;
+
 /** A segment of this client: mounted, draining (unmounted with a grace period) or unmounted (memory still held). */
 export interface SegmentInfo {
   name: string;
@@ -189,6 +194,8 @@ export class Client implements StoreClient {
   private localRegion: MappedRegion | undefined;
   private resultArena: ResultArenaPort | undefined;
   private hotRegion: MappedRegion | undefined;
+  /** When a Ping last brought replica copies (monotonic ms). */
+  private copiesSeenAt = -Infinity;
   /** The local hot cache (MC_STORE_LOCAL_HOT_CACHE_SIZE), if on: its hits and misses are in `stats()`. */
   hotCache: HotCache | undefined;
   private heartbeat: Heartbeat | undefined;
@@ -553,7 +560,13 @@ export class Client implements StoreClient {
         const copier = this.closing ? undefined : this.copier;
         const res = await this.m().ping({ client_id: this.clientId, fence_acks: this.fences.takeAcks(), can_copy: copier?.canTake ?? false });
         this.fences.install(res.fences);
-        if (res.copies.length > 0) copier?.start(res.copies);
+        if (res.copies.length > 0) {
+          copier?.start(res.copies);
+          this.copiesSeenAt = this.now();
+        } else if (copier !== undefined && this.now() - this.copiesSeenAt < COPY_POLL_WINDOW_MS) {
+          // Copies came lately (the SSD tier's offloads follow puts): ask again soon, not at the next heartbeat.
+          setTimeout(() => this.heartbeat?.nudge(), COPY_POLL_MS).unref();
+        }
         return res;
       },
       remount: () =>

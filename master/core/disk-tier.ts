@@ -32,11 +32,17 @@ import type { Segment } from './segment-registry.js';
 /** Objects waiting for an offload copy, at most (more are counted as dropped). */
 export const OFFLOAD_QUEUE_MAX = 100_000;
 /** Directed copies (offload and promotion) handed to one client per Ping. */
-export const DIRECTED_PER_PING = 16;
+export const DIRECTED_PER_PING = 64;
 /** Queued keys looked at per Ping: a Ping stays O(1). */
 const SCAN_PER_PING = 256;
 /** Default quota: this share of the SSD segments' capacity. */
 export const DEFAULT_QUOTA_RATIO = 0.9;
+/**
+ * A client that offered to copy within this long gets the copies of the objects it holds: it
+ * copies between its own segments by memcpy, where another copier would move the bytes twice
+ * over the network.
+ */
+const COPIER_FRESH_MS = 3_000;
 /** Counters per row of the promotion sketch. */
 const SKETCH_WIDTH = 1 << 16;
 
@@ -76,6 +82,8 @@ export class DiskTier {
   private readonly freeable = new Set<string>();
   private readonly promoteQueue = new Set<string>();
   private readonly sketch: CountMinSketch | undefined;
+  /** Clients that offered to copy, and when they last did. */
+  private readonly copiers = new Map<string, number>();
   private offloadsInFlight = 0;
   private promotionsInFlight = 0;
   private offloadsDone = 0;
@@ -192,6 +200,7 @@ export class DiskTier {
 
   /** Copies for a client that can make them (Ping): promotions first, then offloads. `gen`: the targets' write generation. */
   assign(clientId: string, now: number, gen: number, out: ReplicaCopy__Output[]): void {
+    this.copiers.set(clientId, now);
     if (this.promoteQueue.size > 0) this.drain(this.promoteQueue, 'promote', clientId, now, gen, out);
     if (this.offloadQueue.size > 0 && this.s.segments.diskAllocatable().length > 0) this.drain(this.offloadQueue, 'offload', clientId, now, gen, out);
   }
@@ -202,8 +211,9 @@ export class DiskTier {
     const later: string[] = [];
     for (const key of queue) {
       if (out.length >= DIRECTED_PER_PING || scanned++ >= SCAN_PER_PING) break;
-      queue.delete(key);
       const meta = s.objects.get(key);
+      if (meta !== undefined && !this.copiesFor(clientId, meta, now)) continue; // left for its owner
+      queue.delete(key);
       if (meta === undefined) continue;
       if (!meta.complete) {
         later.push(key); // an upsert in flight: after it ends
@@ -228,6 +238,17 @@ export class DiskTier {
       out.push(copy);
     }
     for (const key of later) queue.add(key);
+  }
+
+  /** Whether `clientId` should copy `meta`: it owns the source replica, or its owner is no copier now. */
+  private copiesFor(clientId: string, meta: ObjectMeta, now: number): boolean {
+    const owner = this.s.segments.byId(meta.segAt(0))?.clientId;
+    if (owner === undefined || owner === clientId) return true;
+    const last = this.copiers.get(owner);
+    if (last === undefined) return true;
+    if (last > now - COPIER_FRESH_MS) return false;
+    this.copiers.delete(owner); // silent since: anyone copies
+    return true;
   }
 
   /** A directed copy ended (re-replication.ts): `meta` the object it joined, undefined when it did not. */
