@@ -51,6 +51,24 @@ describe('SSD tier in the core', () => {
     expect(core.checkIndexes()).toEqual([]);
   });
 
+  it('no allocation strategy places a put on an SSD segment, even when it is named as preferred', () => {
+    for (const strategy of ['random', 'free_ratio_first', 'cxl'] as const) {
+      const core = makeCore({ allocationStrategy: strategy, enableCxl: true });
+      core.mountSegment({ ...mountReq('ssd', 1 << 20, 'store', 0x4000_0000, '10.0.0.1:1', 5), protocol: 'ssd' }, 0);
+      expect(core.putStart(putReq('k', 4 * KB, { preferred_segment: 'ssd' }), 1).status_code).toBe(ErrorCode.NO_AVAILABLE_HANDLE);
+      expect(core.stats(1)).toMatchObject({ capacityBytes: 0, diskCapacityBytes: 1 << 20 });
+    }
+  });
+
+  it('--offload_force_evict: an object picked again while its copy is on the way is evicted without one (counted)', () => {
+    const core = setup({ offloadOnEvict: true, offloadForceEvict: true });
+    put(core, 'k', 4 * KB, 1);
+    expect(core.evict(100, 10).evicted).toBe(0); // first pick: queued for a copy
+    expect(core.evict(200, 10).evicted).toBe(1); // picked again, no copy yet: gone
+    expect(core.stats(200)).toMatchObject({ objects: 0, forcedEvictions: 1, usedBytes: 0 });
+    expect(copiesFor(core, 201)).toEqual([]);
+  });
+
   it('a failed or stale copy never joins: an object rewritten meanwhile keeps no old DISK replica', () => {
     const core = setup();
     put(core, 'a', 4 * KB, 1);

@@ -214,7 +214,10 @@ export class DiskTier {
       const meta = s.objects.get(key);
       if (meta !== undefined && !this.copiesFor(clientId, meta, now)) continue; // left for its owner
       queue.delete(key);
-      if (meta === undefined) continue;
+      if (meta === undefined) {
+        this.evictAfter.delete(key); // removed meanwhile
+        continue;
+      }
       if (!meta.complete) {
         later.push(key); // an upsert in flight: after it ends
         continue;
