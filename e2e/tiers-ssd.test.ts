@@ -14,7 +14,6 @@ import { ReplicaType } from '../proto/gen/store/ReplicaType.js';
 import { LocalCluster } from '../sidecar/local-cluster.js';
 
 const KiB = 1024;
-const MiB = 1024 * KiB;
 
 /** Put, retried while memory is full of objects whose offload copy is still on the way (backpressure). */
 async function putRetry(client: Client, key: string, value: Buffer): Promise<void> {
