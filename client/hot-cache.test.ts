@@ -4,13 +4,12 @@ import { ErrorCode } from '../common/error-code.js';
 import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
 import { HotCache, hotCacheId, hotCacheSettings } from './hot-cache.js';
 
-const replica = (segment: string, incarnation: number, buffer: number, size: number): ReplicaInfo__Output =>
-  ({
-    status: 4,
-    replica_type: 1,
-    file: null,
-    handles: [{ segment_name: segment, incarnation, buffer, size, status: 1, te_endpoint: '', memory_type: 2, generation: 0 }],
-  }) as ReplicaInfo__Output;
+const replica = (segment: string, incarnation: number, buffer: number, size: number): ReplicaInfo__Output => ({
+  status: 4,
+  replica_type: 1,
+  file: null,
+  handles: [{ segment_name: segment, incarnation, buffer, size, status: 1, te_endpoint: '', memory_type: 2, generation: 0 }],
+});
 
 describe('hot cache', () => {
   it('never serves a stale entry: a rewrite (new place, new registration, or new checksum) has a new identity', () => {
