@@ -2,6 +2,8 @@
 // endpoint to the metadata service, mounts its global segment with the master and keeps it alive
 // with a heartbeat; Put/Get and the other object operations run through the data path. One class,
 // two roles: global_segment_size 0 = pure client, local_buffer_size 0 = pure server.
+import { rmSync } from 'node:fs';
+import { createOffloadFile } from './offload-file.js';
 import { HotCache, hotCacheSettings } from './hot-cache.js';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -109,6 +111,11 @@ export interface ClientOptions {
    * accepts (others refuse it with UnauthenticatedError).
    */
   clusterSecretFile?: string;
+  /**
+   * An SSD tier of this client (docs/tiers.md): a sparse file of `size` bytes (a multiple of
+   * 4096) in `dir`, mounted at setup as an offload segment (see addOffloadFile).
+   */
+  offload?: { dir: string; size: number };
 }
 
 /** After a Ping brought copies, Pings come this often while no more do... */
@@ -299,6 +306,7 @@ export class Client implements StoreClient {
     try {
       await client.init();
       if (signal?.aborted) throw setupAborted(signal, 'as registration completed');
+      if (options.offload) await client.addOffloadFile(options.offload.dir, options.offload.size);
     } catch (e) {
       if (client.mountedInSetup.size > 0) await client.unmountAll(client.mountedInSetup); // only an abort gets here with mounts
       await client.release();
@@ -978,6 +986,34 @@ export class Client implements StoreClient {
     }
     this.segments.set(seg.name, seg);
     return { name: seg.name, id: seg.id };
+  }
+
+  /**
+   * Adds an SSD tier: a new sparse file of `size` bytes (a positive multiple of 4096) in `dir`,
+   * mapped shared and mounted as an offload segment (addSegment with memory 'ssd'); the file is
+   * unlinked once mapped. INVALID_PARAMS for a bad size or a directory that cannot hold the file.
+   */
+  async addOffloadFile(dir: string, size: number): Promise<{ name: string; id: string }> {
+    if (!Number.isSafeInteger(size) || size <= 0 || size % 4096 !== 0)
+      throw new InvalidParamsError(`addOffloadFile: the size must be a positive multiple of 4096 bytes, got ${size}`);
+    let path: string;
+    try {
+      path = createOffloadFile(dir, size);
+    } catch (e) {
+      throw new InvalidParamsError(`addOffloadFile: offload file in ${dir}: ${(e as Error).message}`, { cause: e });
+    }
+    let region: MappedRegion;
+    try {
+      region = this.native.mapMemory({ kind: 'file', path, size, offset: 0, create: false });
+    } finally {
+      rmSync(path, { force: true });
+    }
+    try {
+      return await this.addSegment(region, { memory: 'ssd' });
+    } catch (e) {
+      region.release(); // addSegment left it to us
+      throw e;
+    }
   }
 
   /** Best effort: unmount (the master may have taken a mount whose answer was lost), unpublish, unregister. */

@@ -107,6 +107,20 @@ describe('SSD tier', () => {
     }
   }, 60_000);
 
+  it('an embedded client takes an SSD tier of its own (the offload option), mounted with protocol ssd', async () => {
+    const own = await Client.setup(cluster.clientConfig(), { offload: { dir, size: 4 * 1024 * 1024 } });
+    try {
+      const seg = own.mountedSegments.find((x) => x.memory === 'ssd');
+      expect(seg).toBeDefined();
+      const detail = JSON.parse(await cluster.admin('/get_segments_detail')) as { segments: { segment_name: string; protocol: string }[] };
+      expect(detail.segments.find((x) => x.segment_name === seg!.name)?.protocol).toBe('ssd');
+      await expect(own.addOffloadFile(dir, 1000)).rejects.toMatchObject({ code: ErrorCode.INVALID_PARAMS });
+      await expect(own.addOffloadFile(join(dir, 'missing'), 4096)).rejects.toMatchObject({ code: ErrorCode.INVALID_PARAMS });
+    } finally {
+      await own.close();
+    }
+  }, 60_000);
+
   it('a directory that cannot hold the offload file stops the store service with exit 2, naming --offload_dir', async () => {
     const svc = cluster.addService(['--global_segment_size=4MB', `--offload_dir=${join(dir, 'no-such-dir')}`, '--offload_size=4MB']);
     await expect(svc).rejects.toThrow(/exited \(2\)[\s\S]*--offload_dir: [\s\S]*no-such-dir/);

@@ -12,9 +12,8 @@
 // no read that can still succeed is using it. g = 0 unmounts and frees at once. The store
 // service's CXL memory and SSD offload file are mounted here too (mountCxl, mountSsd). Shutdown
 // (SIGTERM) applies the same rule to every segment, the global one included.
-import { randomBytes } from 'node:crypto';
-import { closeSync, ftruncateSync, openSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
+import { createOffloadFile } from '../client/offload-file.js';
 import type { SegmentInfo } from '../client/client.js';
 import type { MapMemoryOptions, MappedRegion } from '../client/native-port.js';
 import { StoreError } from '../client/errors.js';
@@ -136,18 +135,12 @@ export class SegmentMounts {
    * registration at the master anyway).
    */
   async mountSsd(dir: string, size: number): Promise<string[]> {
-    const path = join(dir, `kvstore-offload-${process.pid}-${randomBytes(4).toString('hex')}.seg`);
     const pieces = splitRegion(size, this.o.maxSegmentSize, 'offload');
+    let path: string;
     try {
-      const fd = openSync(path, 'wx', 0o600);
-      try {
-        ftruncateSync(fd, size);
-      } finally {
-        closeSync(fd);
-      }
+      path = createOffloadFile(dir, size);
     } catch (e) {
-      rmSync(path, { force: true });
-      throw new RestError(400, `offload file ${path}: ${(e as Error).message}`, { cause: e });
+      throw new RestError(400, `offload file in ${dir}: ${(e as Error).message}`, { cause: e });
     }
     let at = 0;
     const maps = pieces.map((piece) => {
