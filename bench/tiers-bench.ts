@@ -9,10 +9,12 @@
 //    the same file system as part 1). Objects of 64 KiB and 4 MiB are put until they all have a
 //    DISK replica (Put to the SSD tier: memory write + offload copy), pushed out of memory by more
 //    puts, then read back while held only on SSD (Get from the SSD tier through the transfer
-//    engine, page cache warm). Ratios against the raw figures. Cold reads (page cache dropped)
-//    are not measured: the offload file is mapped by the store service, and neither
-//    posix_fadvise(DONTNEED) nor drop_caches evicts mapped pages; that needs madvise in the store
-//    service, which is not built.
+//    engine): cold, then warm. Cold: the offload file is mapped by the store service, and neither
+//    posix_fadvise(DONTNEED) nor drop_caches evicts mapped pages, so its pages are reclaimed with
+//    process_madvise(MADV_PAGEOUT) on the store service's mapping (Linux >= 5.10, python3 ctypes,
+//    root or CAP_SYS_NICE; without them the cold figure is left out and said why). The reader
+//    uses TCP (MC_STORE_SHM_TRANSPORT=0), as one on another host: a same-host reader maps the file
+//    too, and pages mapped twice are not paged out. Ratios against the raw figures.
 // 3. Hit rate of a Zipf(0.99) workload over a working set 4x the DRAM tier, on the master core
 //    alone (copies reported at once: the hit rate is a property of placement and eviction, not of
 //    I/O): memory only, with the SSD tier, with the SSD tier and promotion.
@@ -28,7 +30,7 @@ import { makeCore, MEMORY, mountReq, putReq } from '../master/core/master-core-f
 import type { MasterCore, MasterCoreConfig } from '../master/core/master-core.js';
 import { ReplicaType } from '../proto/gen/store/ReplicaType.js';
 import { LocalCluster } from '../sidecar/local-cluster.js';
-import { fmtSize, KiB, measure, MiB } from './bench-util.js';
+import { fmtSize, KiB, measure, MiB, type Row } from './bench-util.js';
 
 const RAW_MB = Number(process.env.BENCH_RAW_MB ?? 512);
 
@@ -79,6 +81,39 @@ function fio(dir: string): string | undefined {
   return `fio seq write ${out('write')}, seq read ${out('read')}`;
 }
 
+/**
+ * Reclaims the pages of a store service's offload mapping (process_madvise MADV_PAGEOUT: written
+ * back and dropped from the page cache, so the next reads go to the device). Returns the bytes
+ * still resident after, or throws why it cannot.
+ */
+const PAGEOUT = `
+import ctypes, sys
+pid = int(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+pidfd = libc.syscall(434, pid, 0)  # pidfd_open
+if pidfd < 0: sys.exit('pidfd_open: errno %d' % ctypes.get_errno())
+class iovec(ctypes.Structure): _fields_ = [('base', ctypes.c_void_p), ('len', ctypes.c_size_t)]
+for line in open('/proc/%d/maps' % pid):
+    if 'kvstore-offload' not in line: continue
+    a, b = (int(x, 16) for x in line.split()[0].split('-'))
+    for s in range(a, b, 1 << 30):
+        iov = iovec(s, min(1 << 30, b - s))
+        if libc.syscall(440, pidfd, ctypes.byref(iov), 1, 21, 0) < 0: sys.exit('process_madvise: errno %d' % ctypes.get_errno())  # MADV_PAGEOUT
+rss, inmap = 0, False
+for l in open('/proc/%d/smaps' % pid):
+    f = l.split()
+    if len(f) >= 5 and '-' in f[0]: inmap = 'kvstore-offload' in l
+    elif inmap and f[0] == 'Rss:': rss += int(f[1]) * 1024
+print(rss)
+`;
+
+function pageOut(pid: number): number {
+  const r = spawnSync('python3', ['-c', PAGEOUT, String(pid)], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error((r.stderr || r.error?.message || 'python3 failed').trim());
+  return Number(r.stdout.trim());
+}
+
 async function putRetry(client: Client, key: string, value: Buffer): Promise<void> {
   for (;;) {
     try {
@@ -91,11 +126,13 @@ async function putRetry(client: Client, key: string, value: Buffer): Promise<voi
 }
 
 async function ssdTier(dir: string, raw: { write: number; read: number }): Promise<void> {
-  const cluster = await LocalCluster.start({ masterArgs: ['--enable_offload', '--default_kv_lease_ttl=100'], echo: process.env.BENCH_DEBUG ? (l) => console.log(l) : undefined });
+  const cluster = await LocalCluster.start({ masterArgs: ['--enable_offload', '--default_kv_lease_ttl=1000'], echo: process.env.BENCH_DEBUG ? (l) => console.log(l) : undefined });
   let client: Client | undefined;
   try {
-    await cluster.addService(['--global_segment_size=64MB', `--offload_dir=${dir}`, '--offload_size=2GB', '--local_buffer_size=256MB']);
-    client = await Client.setup(cluster.clientConfig({ local_buffer_size: 256 * MiB }));
+    const svc = await cluster.addService(['--global_segment_size=64MB', `--offload_dir=${dir}`, '--offload_size=2GB', '--local_buffer_size=256MB']);
+    // TCP to the store service, as a reader on another host: a same-host reader would map the
+    // offload file too (shared-memory transport), and pages mapped twice are not paged out.
+    client = await Client.setup(cluster.clientConfig({ local_buffer_size: 256 * MiB }), { env: { ...process.env, MC_STORE_SHM_TRANSPORT: '0' } });
     const c = client;
     let offloaded = 0;
     for (const [size, count] of [
@@ -119,13 +156,30 @@ async function ssdTier(dir: string, raw: { write: number; read: number }): Promi
       const flush = randomBytes(MiB);
       for (let i = 0; i < 128; i++) await putRetry(c, `flush-${size}-${i}`, flush);
       const diskOnly = [...(await c.queryByRegex(`^${prefix}`)).entries()].filter(([, rs]) => rs.every((r) => r.replica_type === ReplicaType.DISK)).map(([k]) => k);
-      const get = await measure(diskOnly.length, size, 8, 1, async (i) => {
-        await c.get(diskOnly[i]);
-      });
+      const getAll = (): Promise<Row> =>
+        measure(diskOnly.length, size, 8, 1, async (i) => {
+          await c.get(diskOnly[i]);
+        });
+      const row = (what: string, r: Row): string =>
+        `get ${what} ${r.gbps.toFixed(2)} GB/s (${((r.gbps * 1e9) / raw.read).toFixed(2)}x raw read), p50 ${r.p50ms.toFixed(2)} ms, p99 ${r.p99ms.toFixed(2)} ms`;
+      let cold: string;
+      try {
+        // dirty pages are written back by the first pageout and reclaimed by a later one
+        let resident = pageOut(svc.proc.pid!);
+        for (let i = 0; i < 10 && resident > 0; i++) {
+          await new Promise((r) => setTimeout(r, 200));
+          resident = pageOut(svc.proc.pid!);
+        }
+        cold = `${row('cold', await getAll())} (${fmtSize(resident)} of the file resident after pageout)`;
+      } catch (e) {
+        cold = `cold: not measured (${(e as Error).message})`;
+      }
+      const warm = await getAll();
       console.log(
-        `  ${fmtSize(size).padStart(7)}: put to SSD tier ${(putBps / 1e9).toFixed(2)} GB/s (${(putBps / raw.write).toFixed(2)}x raw write; the puts alone ${puts.gbps.toFixed(2)} GB/s); ` +
-          `get of ${diskOnly.length} SSD-only objects (warm) ${get.gbps.toFixed(2)} GB/s (${((get.gbps * 1e9) / raw.read).toFixed(2)}x raw read), p50 ${get.p50ms.toFixed(2)} ms, p99 ${get.p99ms.toFixed(2)} ms`,
+        `  ${fmtSize(size).padStart(7)}: put to SSD tier ${(putBps / 1e9).toFixed(2)} GB/s (${(putBps / raw.write).toFixed(2)}x raw write; the puts alone ${puts.gbps.toFixed(2)} GB/s)`,
       );
+      console.log(`           ${diskOnly.length} SSD-only objects: ${cold}`);
+      console.log(`           ${diskOnly.length} SSD-only objects: ${row('warm', warm)}`);
       await c.removeAll();
     }
     if (process.env.BENCH_DEBUG) console.log(await cluster.admin('/metrics/summary'));
@@ -208,7 +262,7 @@ async function main(): Promise<void> {
     console.log(`raw file system of ${dir} (${RAW_MB} MiB, ${raw.how}): write ${(raw.write / 1e9).toFixed(2)} GB/s, read ${(raw.read / 1e9).toFixed(2)} GB/s`);
     const f = fio(dir);
     console.log(f ? `  ${f}` : '  fio: not installed (apt-get install -y fio), dd only');
-    console.log('SSD tier through the store (1 store service, 64 MB memory, 2 GB SSD tier, 8 in flight):');
+    console.log('SSD tier through the store (1 store service, 64 MB memory, 2 GB SSD tier; the reader over TCP, 8 in flight):');
     await ssdTier(dir, raw);
     console.log('hit rate, Zipf(0.99) over 1024 objects of 64 KiB, DRAM tier 16 MiB (a quarter of the working set), 200k reads:');
     const mem = hitRate({}, false);
