@@ -512,6 +512,13 @@ export class Client implements StoreClient {
 
     if (this.metrics) {
       addRegionGauges(this.metrics, () => this.regionTotals());
+      const hot = this.hotCache;
+      if (hot) {
+        // totals kept by the cache (hot-cache.ts); gauges of monotonic counts, read at each scrape
+        this.metrics.addGauge('store_client_hot_cache_hits', 'Gets of SSD-tier objects served from the local hot cache (total)', () => hot.stats().hits);
+        this.metrics.addGauge('store_client_hot_cache_misses', 'Gets of SSD-tier objects the local hot cache did not hold (total)', () => hot.stats().misses);
+        this.metrics.addGauge('store_client_hot_cache_used_bytes', 'bytes of the local hot cache holding values', () => hot.stats().usedBytes);
+      }
       this.mismatches = this.metrics.addCounter(
         'store_client_checksum_mismatches_total',
         'replicas whose bytes did not have the CRC-32C their writer recorded (the read tried the next replica)',
