@@ -171,6 +171,8 @@ describe('SSD tier: a store service killed mid-offload', () => {
       await client.put(`kill-${i}`, value);
       values.set(`kill-${i}`, value);
     }
+    // killed once the first copies joined, others still queued or on the way
+    await eventually(async () => Number(/offload: \d+ queued, \d+ in flight, (\d+) done/.exec(await cluster.admin('/metrics/summary'))?.[1] ?? 0) > 0, 'a first offload');
     ssd.proc.kill('SIGKILL');
     for (const [key, value] of values) {
       const got = await client.get(key);
@@ -182,5 +184,50 @@ describe('SSD tier: a store service killed mid-offload', () => {
       return true;
     }, 'DISK replicas on the dead service dropped');
     for (const [key, value] of values) expect((await client.get(key)).equals(value)).toBe(true);
+  }, 120_000);
+});
+
+describe('SSD tier: the store service holding the memory replicas killed mid-offload', () => {
+  let dir: string;
+  let cluster: LocalCluster;
+  let client: Client;
+
+  afterAll(async () => {
+    await client?.close();
+    await cluster?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }, 30_000);
+
+  it('each object is then read bit-exact from its DISK replica, or is gone: never other bytes', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'kvstore-ssd-kill-mem-'));
+    cluster = await LocalCluster.start({ masterArgs: ['--enable_offload', '--client_ttl=2s'] });
+    const mem = await cluster.addService(['--global_segment_size=64MB']);
+    await cluster.addService(['--global_segment_size=0', `--offload_dir=${dir}`, '--offload_size=64MB']);
+    client = await Client.setup(cluster.clientConfig(), { checksums: true });
+    const values = new Map<string, Buffer>();
+    for (let i = 0; i < 60; i++) {
+      const value = randomBytes(256 * KiB);
+      await client.put(`m-${i}`, value);
+      values.set(`m-${i}`, value);
+    }
+    // killed once the first copies joined, others still queued or on the way
+    await eventually(async () => Number(/offload: \d+ queued, \d+ in flight, (\d+) done/.exec(await cluster.admin('/metrics/summary'))?.[1] ?? 0) > 0, 'a first offload');
+    mem.proc.kill('SIGKILL');
+    await eventually(async () => {
+      for (const key of values.keys()) if ((await replicaTypes(client, key)).includes(ReplicaType.MEMORY)) return false;
+      return true;
+    }, 'memory replicas on the dead service dropped');
+    let readable = 0;
+    for (const [key, value] of values) {
+      const types = await replicaTypes(client, key);
+      if (types.length === 0) {
+        await expect(client.get(key)).rejects.toMatchObject({ code: ErrorCode.OBJECT_NOT_FOUND });
+        continue;
+      }
+      expect(types).toEqual([ReplicaType.DISK]);
+      expect((await client.get(key)).equals(value)).toBe(true);
+      readable++;
+    }
+    expect(readable).toBeGreaterThan(0); // the copies made before the kill serve
   }, 120_000);
 });
