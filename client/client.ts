@@ -4,6 +4,9 @@
 // two roles: global_segment_size 0 = pure client, local_buffer_size 0 = pure server.
 import { FileTier, type FileTierCounts } from './file-tier.js';
 import { ReplicaType } from '../proto/gen/store/ReplicaType.js';
+import { rmSync } from 'node:fs';
+import { createOffloadFile } from './offload-file.js';
+import { HotCache, hotCacheSettings } from './hot-cache.js';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { ErrorCode } from '../common/error-code.js';
@@ -117,7 +120,17 @@ export interface ClientOptions {
    * 256 MiB). A Put waits for room when it is full: nothing is dropped.
    */
   fileStagingBytes?: number;
+  /**
+   * An SSD tier of this client (docs/tiers.md): a sparse file of `size` bytes (a multiple of
+   * 4096) in `dir`, mounted at setup as an offload segment (see addOffloadFile).
+   */
+  offload?: { dir: string; size: number };
 }
+
+/** After a Ping brought copies, Pings come this often while no more do... */
+const COPY_POLL_MS = 20;
+/** ...for this long (then at the heartbeat interval again). */
+const COPY_POLL_WINDOW_MS = 2000;
 
 /** A segment of this client: mounted, draining (unmounted with a grace period) or unmounted (memory still held). */
 export interface SegmentInfo {
@@ -126,8 +139,8 @@ export interface SegmentInfo {
   address: number;
   size: number;
   state: 'mounted' | 'draining' | 'unmounted';
-  /** 'cxl' for CXL memory (a DAX device or file), else 'dram'. */
-  memory: 'dram' | 'cxl';
+  /** 'cxl' for CXL memory (a DAX device or file), 'ssd' for an offload segment (a file on SSD), else 'dram'. */
+  memory: 'dram' | 'cxl' | 'ssd';
 }
 
 /** Waits `ms`, or less when `signal` aborts first (the caller checks the signal afterwards). */
@@ -213,6 +226,11 @@ export class Client implements StoreClient {
   private pool: BufferPool | undefined;
   private localRegion: MappedRegion | undefined;
   private resultArena: ResultArenaPort | undefined;
+  private hotRegion: MappedRegion | undefined;
+  /** When a Ping last brought replica copies (monotonic ms). */
+  private copiesSeenAt = -Infinity;
+  /** The local hot cache (MC_STORE_LOCAL_HOT_CACHE_SIZE), if on: its hits and misses are in `stats()`. */
+  hotCache: HotCache | undefined;
   private heartbeat: Heartbeat | undefined;
   private stopLeaderWatch: (() => void) | undefined;
   /** host:port of the master in use (the elected leader in HA mode). */
@@ -317,6 +335,7 @@ export class Client implements StoreClient {
     try {
       await client.init();
       if (signal?.aborted) throw setupAborted(signal, 'as registration completed');
+      if (options.offload) await client.addOffloadFile(options.offload.dir, options.offload.size);
     } catch (e) {
       if (client.mountedInSetup.size > 0) await client.unmountAll(client.mountedInSetup); // only an abort gets here with mounts
       await client.release();
@@ -354,7 +373,7 @@ export class Client implements StoreClient {
       address: s.region.address,
       size: s.region.size,
       state: this.unmounting.get(s) ?? 'mounted',
-      memory: s.kind === 'cxl' ? 'cxl' : 'dram',
+      memory: s.kind ?? 'dram',
     }));
   }
 
@@ -431,6 +450,13 @@ export class Client implements StoreClient {
       this.engine.registerRegion(arena.address, arena.size, { serve: false });
       this.resultArena = arena;
     }
+    // The local hot cache over SSD-tier reads (hot-cache.ts): its memory is mapped once, memfd with _USE_SHM.
+    const hot = hotCacheSettings(this.options.env ?? process.env);
+    if (hot) {
+      const region = this.native.mapMemory({ size: hot.capacityBytes, kind: hot.useShm ? 'memfd' : 'anonymous', name: `store-hot-cache-${this.clientId}` });
+      this.hotRegion = region;
+      this.hotCache = new HotCache(Buffer.from(region.buffer), hot.blockSize, hot.admissionThreshold);
+    }
   }
 
   /** The global segment this client contributes (mounted by register()). */
@@ -504,6 +530,7 @@ export class Client implements StoreClient {
       segments: this.segments,
       addressOf: (v) => this.native.addressOf(v),
       resultArena: this.resultArena,
+      hotCache: this.hotCache,
       attachedRegions: this.attached,
       replicaCacheEntries: this.options.replicaCacheEntries,
       checksums: this.checksumsOn() ? { of: (d) => this.native.crc32c(d), copy: (dst, src) => this.native.copyWithCrc32c(dst, src) } : undefined,
@@ -531,6 +558,13 @@ export class Client implements StoreClient {
 
     if (this.metrics) {
       addRegionGauges(this.metrics, () => this.regionTotals());
+      const hot = this.hotCache;
+      if (hot) {
+        // totals kept by the cache (hot-cache.ts); gauges of monotonic counts, read at each scrape
+        this.metrics.addGauge('store_client_hot_cache_hits', 'Gets of SSD-tier objects served from the local hot cache (total)', () => hot.stats().hits);
+        this.metrics.addGauge('store_client_hot_cache_misses', 'Gets of SSD-tier objects the local hot cache did not hold (total)', () => hot.stats().misses);
+        this.metrics.addGauge('store_client_hot_cache_used_bytes', 'bytes of the local hot cache holding values', () => hot.stats().usedBytes);
+      }
       this.mismatches = this.metrics.addCounter(
         'store_client_checksum_mismatches_total',
         'replicas whose bytes did not have the CRC-32C their writer recorded (the read tried the next replica)',
@@ -630,7 +664,13 @@ export class Client implements StoreClient {
         const res = await this.m().ping({ client_id: this.clientId, fence_acks: this.fences.takeAcks(), can_copy: copier?.canTake ?? false });
         void this.files?.setRoot(res.file_tier_root ?? '');
         this.fences.install(res.fences);
-        if (res.copies.length > 0) copier?.start(res.copies);
+        if (res.copies.length > 0) {
+          copier?.start(res.copies);
+          this.copiesSeenAt = this.now();
+        } else if (copier !== undefined && this.now() - this.copiesSeenAt < COPY_POLL_WINDOW_MS) {
+          // Copies came lately (the SSD tier's offloads follow puts): ask again soon, not at the next heartbeat.
+          setTimeout(() => this.heartbeat?.nudge(), COPY_POLL_MS).unref();
+        }
         return res;
       },
       remount: () =>
@@ -1073,15 +1113,16 @@ export class Client implements StoreClient {
    * owns the region (unmapped by releaseSegment() or close()); on failure nothing is left
    * registered, published or mounted, and the region is still the caller's. `memory: 'cxl'`
    * mounts it as CXL memory (a DAX device or a file standing in for one): the master's cxl
-   * allocation strategy places there.
+   * allocation strategy places there. `memory: 'ssd'` mounts it as an offload segment (a file on
+   * this host's SSD, docs/tiers.md): the master places only DISK replicas there.
    */
-  async addSegment(region: MappedRegion, opts: { memory?: 'dram' | 'cxl' } = {}): Promise<{ name: string; id: string }> {
+  async addSegment(region: MappedRegion, opts: { memory?: 'dram' | 'cxl' | 'ssd' } = {}): Promise<{ name: string; id: string }> {
     if (this.closing) throw new UnavailableError('addSegment: the client is closed');
-    if (opts.memory !== undefined && opts.memory !== 'dram' && opts.memory !== 'cxl')
-      throw new InvalidParamsError(`addSegment: memory must be 'dram' or 'cxl', got ${String(opts.memory)}`);
+    if (opts.memory !== undefined && opts.memory !== 'dram' && opts.memory !== 'cxl' && opts.memory !== 'ssd')
+      throw new InvalidParamsError(`addSegment: memory must be 'dram', 'cxl' or 'ssd', got ${String(opts.memory)}`);
     const name = `${this.engine.endpoint}/${++this.extraSegments}`;
     const seg: OwnSegment = { name, id: randomUUID(), region, incarnation: this.engine.registerRegion(region.address, region.size, { serve: true }) };
-    if (opts.memory === 'cxl') seg.kind = 'cxl';
+    if (opts.memory === 'cxl' || opts.memory === 'ssd') seg.kind = opts.memory;
     try {
       await this.mount(seg, false);
     } catch (e) {
@@ -1095,6 +1136,34 @@ export class Client implements StoreClient {
     }
     this.segments.set(seg.name, seg);
     return { name: seg.name, id: seg.id };
+  }
+
+  /**
+   * Adds an SSD tier: a new sparse file of `size` bytes (a positive multiple of 4096) in `dir`,
+   * mapped shared and mounted as an offload segment (addSegment with memory 'ssd'); the file is
+   * unlinked once mapped. INVALID_PARAMS for a bad size or a directory that cannot hold the file.
+   */
+  async addOffloadFile(dir: string, size: number): Promise<{ name: string; id: string }> {
+    if (!Number.isSafeInteger(size) || size <= 0 || size % 4096 !== 0)
+      throw new InvalidParamsError(`addOffloadFile: the size must be a positive multiple of 4096 bytes, got ${size}`);
+    let path: string;
+    try {
+      path = createOffloadFile(dir, size);
+    } catch (e) {
+      throw new InvalidParamsError(`addOffloadFile: offload file in ${dir}: ${(e as Error).message}`, { cause: e });
+    }
+    let region: MappedRegion;
+    try {
+      region = this.native.mapMemory({ kind: 'file', path, size, offset: 0, create: false });
+    } finally {
+      rmSync(path, { force: true });
+    }
+    try {
+      return await this.addSegment(region, { memory: 'ssd' });
+    } catch (e) {
+      region.release(); // addSegment left it to us
+      throw e;
+    }
   }
 
   /** Best effort: unmount (the master may have taken a mount whose answer was lost), unpublish, unregister. */
@@ -1199,6 +1268,9 @@ export class Client implements StoreClient {
     this.localRegion = undefined;
     this.resultArena?.close(); // results the caller still holds stay valid
     this.resultArena = undefined;
+    this.hotCache = undefined;
+    this.hotRegion?.release(); // values handed out were copies
+    this.hotRegion = undefined;
     await this.metadata.close().catch(() => {});
   }
 }

@@ -3,6 +3,7 @@
 // which memory is registered, own-segment views, borrowed caller buffers, endpoints of segments and
 // the engine op of a piece (with its incarnation and generation).
 import type { FileTier } from './file-tier.js';
+import type { HotCache } from './hot-cache.js';
 import type { BufHandle__Output } from '../proto/gen/store/BufHandle.js';
 import type { ReplicateConfig } from '../proto/gen/store/ReplicateConfig.js';
 import type { MasterClient } from './master-client.js';
@@ -54,7 +55,7 @@ export interface OwnSegment {
   /** Its current registration with the engine (docs/integrity.md): handles of another are stale. */
   incarnation: number;
   /** What the master records as its protocol when it is not the client's transport: 'cxl' marks CXL memory (the cxl strategy places there). */
-  kind?: 'cxl';
+  kind?: 'cxl' | 'ssd';
 }
 
 export type MasterApi = Pick<
@@ -118,6 +119,8 @@ export interface DataPathDeps {
   files?: FileTier;
   /** Told of every replica whose bytes did not have their recorded CRC-32C (client metrics). */
   onChecksumMismatch?: (key: string, segment: string) => void;
+  /** The local hot cache of values read from DISK replicas (hot-cache.ts; MC_STORE_LOCAL_HOT_CACHE_SIZE), if on. */
+  hotCache?: HotCache;
 }
 
 /** CRC-32C where the data path has the bytes in hand anyway. */

@@ -10,6 +10,7 @@ import { keyProblem } from '../common/key-rules.js';
 import type { BufferLease } from './buffer-pool.js';
 import { InvalidParamsError, LeaseExpiredError, ObjectNotFoundError, StoreError, TransferError } from './errors.js';
 import { ReplicaCache } from './replica-cache.js';
+import { hotCacheId } from './hot-cache.js';
 import { leaseDeadline, orderReplicas, replicaPieces, replicaSize, withinLease, type Piece, type TransferOp } from './transfer-plan.js';
 import {
   asBuffer,
@@ -66,10 +67,25 @@ export class ReadPath {
         return this.readFile(file.path, key, out, res).then(() => out);
       }
       const replicas = this.readable(res, key);
+      // No MEMORY replica complete: the value comes from the SSD tier, through the local hot cache if on.
+      const hot = replicas[0].replica_type === ReplicaType.DISK ? this.core.d.hotCache : undefined;
+      const hotId = hot === undefined ? undefined : hotCacheId(key, replicas[0], res.slice_checksums);
+      if (hotId !== undefined) {
+        const hit = hot!.get(key, hotId);
+        if (hit !== undefined) return hit;
+      }
       const result = this.core.allocOut(replicaSize(replicas[0]));
       const sums = this.expected(res, replicas[0]);
-      if (this.readInline(replicas[0], result.out, sums, key)) return this.leaseChecked(result.out, start, res, key);
-      return this.readFrom(replicas, result.out, leaseDeadline(start, Number(res.lease_ttl_ms)), getWhat(key), result, sums, key).then(() => result.out);
+      if (this.readInline(replicas[0], result.out, sums, key)) {
+        const out = this.leaseChecked(result.out, start, res, key);
+        if (hotId !== undefined) hot!.admit(key, hotId, out);
+        return out;
+      }
+      return this.readFrom(replicas, result.out, leaseDeadline(start, Number(res.lease_ttl_ms)), getWhat(key), result, sums, key).then(() => {
+        // admitted only once read within its lease and checked against its recorded CRC-32C
+        if (hotId !== undefined) hot!.admit(key, hotId, result.out);
+        return result.out;
+      });
     });
   }
 

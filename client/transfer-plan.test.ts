@@ -14,6 +14,13 @@ describe('replica order', () => {
     expect(orderReplicas([a, b, c, d], (s) => s === 'mine')).toEqual([c, d, a]);
     expect(orderReplicas([b], () => true)).toEqual([]);
   });
+
+  it('reads a DISK (SSD tier) replica only after every complete MEMORY one, even its own', () => {
+    const disk = { ...replica(ReplicaStatus.COMPLETE, h('mine-ssd', 1, 10)), replica_type: 1 } as ReplicaInfo__Output;
+    const far = replica(ReplicaStatus.COMPLETE, h('far', 1, 10));
+    expect(orderReplicas([disk, far], (s) => s === 'mine-ssd')).toEqual([far, disk]);
+    expect(orderReplicas([disk], () => false)).toEqual([disk]);
+  });
 });
 
 describe('pieces and transfer ops', () => {

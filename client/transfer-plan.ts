@@ -4,6 +4,7 @@
 import type { BufHandle__Output } from '../proto/gen/store/BufHandle.js';
 import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
 import { ReplicaStatus } from '../proto/gen/store/ReplicaStatus.js';
+import { ReplicaType } from '../proto/gen/store/ReplicaType.js';
 import { StoreError } from './errors.js';
 import { ErrorCode } from '../common/error-code.js';
 
@@ -39,9 +40,10 @@ export function orderReplicas(replicas: readonly ReplicaInfo__Output[], isOwn: (
     const r = replicas[0];
     return r.status === ReplicaStatus.COMPLETE && r.handles.length > 0 ? [r] : [];
   }
+  // MEMORY replicas before DISK ones (an SSD tier's copy is read only when no memory one is complete)
   const score = (r: ReplicaInfo__Output) => {
     const local = r.handles.filter((h) => isOwn(h.segment_name)).length;
-    return local === r.handles.length ? 0 : local > 0 ? 1 : 2;
+    return (r.replica_type === ReplicaType.DISK ? 3 : 0) + (local === r.handles.length ? 0 : local > 0 ? 1 : 2);
   };
   return replicas
     .filter((r) => r.status === ReplicaStatus.COMPLETE && r.handles.length > 0)

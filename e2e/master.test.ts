@@ -97,7 +97,7 @@ describe('store_master process', () => {
   let c: MasterClient;
 
   beforeAll(async () => {
-    m = await startMaster(['--enable_http_metadata_server', '--enable-offload', '--default_kv_lease_ttl=3s']);
+    m = await startMaster(['--enable_http_metadata_server', '--offload-on-evict', '--default_kv_lease_ttl=3s']);
     g = grpcClient(m.rpc);
     c = await MasterClient.connect(m.rpc, { requestTimeoutMs: 10_000 });
   });
@@ -108,7 +108,7 @@ describe('store_master process', () => {
   });
 
   it('says once that accepted-but-unbuilt flags are not implemented', () => {
-    expect(m.stderr().match(/SSD offload is not implemented yet; objects live in memory only/g)).toHaveLength(1);
+    expect(m.stderr().match(/--offload_on_evict\/--offload_force_evict: used only with --enable_offload; nothing is offloaded/g)).toHaveLength(1);
   });
 
   it('serves a mount/put/get/remove flow over gRPC', async () => {

@@ -161,6 +161,13 @@ export async function summary(d: AdminDeps): Promise<string> {
     `used: ${formatSize(s.usedBytes)} (${s.usedBytes} bytes, ${s.capacityBytes ? ((100 * s.usedBytes) / s.capacityBytes).toFixed(1) : '0.0'}%)`,
     `objects: ${s.objects} (active leases ${s.activeLeases}, soft pinned ${s.softPinned}, hard pinned ${s.hardPinned})`,
     `evictions: ${s.evictionsTotal}`,
+    ...(s.diskCapacityBytes > 0 || s.offloadsDone > 0
+      ? [
+          `ssd tier: ${formatSize(s.diskUsedBytes)} of ${formatSize(s.diskCapacityBytes)} used (${s.diskUsedBytes} bytes, quota ${s.diskQuotaBytes} bytes), ${s.diskEvictions} disk evictions`,
+          `offload: ${s.offloadsQueued} queued, ${s.offloadsInFlight} in flight, ${s.offloadsDone} done, ${s.offloadsFailed} failed, ${s.offloadsDropped} dropped (queue full), ${s.offloadsSkippedFull} skipped (disk full), ${s.forcedEvictions} evicted without a copy`,
+          `promotion: ${s.promotionsQueued} queued, ${s.promotionsInFlight} in flight, ${s.promotionsDone} done, ${s.promotionsFailed} failed`,
+        ]
+      : []),
     `re-replication: ${s.underReplicated} objects short, ${s.copiesInFlight} copies in flight, ${s.copied} copied, ${s.failed} failed, ${s.abandoned} given up`,
     `file tier: ${formatSize(s.fileUsedBytes)} / ${formatSize(s.fileBudgetBytes)} (${s.fileObjects} objects; files written ${s.filesWritten}, refused ${s.filesRefused}, bad ${s.filesBad})`,
     `rpc requests: ${t.requests}, errors: ${t.errors}`,

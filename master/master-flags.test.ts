@@ -115,6 +115,14 @@ describe('store_master flags', () => {
       enableCxl: false,
       viewVersion: 7,
       taskLimits: { maxPending: 10_000, maxProcessing: 10_000, maxFinished: 10_000, pendingTimeoutMs: 0, processingTimeoutMs: 300_000, maxRetryAttempts: 3 },
+      enableOffload: false,
+      offloadOnEvict: false,
+      offloadForceEvict: false,
+      promotionOnHit: false,
+      promotionAdmissionThreshold: 2,
+      promotionQueueLimit: 50_000,
+      quotaBytes: 0,
+      enableDiskEviction: true,
     });
   });
 
@@ -133,11 +141,10 @@ describe('store_master flags', () => {
   });
 
   it('announces each accepted-but-unbuilt feature once', () => {
-    const { flags, parsed } = parseMasterFlags(['--enable_offload', '--max_retry_attempts=3', '--root_fs_dir=/mnt/fs']);
+    const { flags, parsed } = parseMasterFlags(['--offload_on_evict', '--max_retry_attempts=3', '--root_fs_dir=/mnt/fs']);
     const lines = unbuiltFeatureNotices(flags, parsed.explicit);
-    expect(lines).toHaveLength(1); // the task manager and the file tier are built: no notice for their flags
-    expect(lines.some((l) => l.includes('--root_fs_dir'))).toBe(false);
-    expect(lines[0]).toBe('--enable_offload/--offload_*: SSD offload is not implemented yet; objects live in memory only');
+    expect(lines).toEqual(['--offload_on_evict/--offload_force_evict: used only with --enable_offload; nothing is offloaded']); // tasks and the file tier are built
+    expect(unbuiltFeatureNotices(parseMasterFlags(['--enable_offload', '--offload_on_evict']).flags, new Set())).toEqual([]);
     expect(unbuiltFeatureNotices(parseMasterFlags([]).flags, new Set())).toEqual([]);
     const budgetOnly = parseMasterFlags(['--global_file_segment_size=1GB']);
     expect(unbuiltFeatureNotices(budgetOnly.flags, budgetOnly.parsed.explicit)).toEqual([

@@ -92,6 +92,20 @@ export class MasterMetrics {
         },
       });
     };
+    gauge('store_master_disk_capacity_bytes', 'bytes of mounted SSD (offload) segments', (s) => s.diskCapacityBytes);
+    gauge('store_master_disk_used_bytes', 'bytes of SSD segments held by DISK replicas', (s) => s.diskUsedBytes);
+    gauge('store_master_disk_quota_bytes', 'disk quota (--quota_bytes, or 90% of the SSD capacity)', (s) => s.diskQuotaBytes);
+    gauge('store_master_offloads_queued', 'objects waiting for an offload copy to SSD', (s) => s.offloadsQueued);
+    gauge('store_master_offloads_in_flight', 'offload copies assigned and not yet reported', (s) => s.offloadsInFlight);
+    gauge('store_master_promotions_queued', 'SSD-only objects waiting for a promotion copy to memory', (s) => s.promotionsQueued);
+    total('store_master_offloads_total', 'DISK replicas that joined their object (offload copies reported complete)', (s) => s.offloadsDone);
+    total('store_master_offload_failures_total', 'offload copies that failed, went stale or were not reported in time', (s) => s.offloadsFailed);
+    total('store_master_offloads_dropped_total', 'completed writes not queued for offload: the queue was full', (s) => s.offloadsDropped);
+    total('store_master_offloads_skipped_full_total', 'offloads not placed: no SSD room within the quota', (s) => s.offloadsSkippedFull);
+    total('store_master_promotions_total', 'SSD-only objects given a memory replica again', (s) => s.promotionsDone);
+    total('store_master_promotion_failures_total', 'promotions not placed or whose copy failed', (s) => s.promotionsFailed);
+    total('store_master_disk_evictions_total', 'objects or DISK replicas removed to keep SSD use within the quota', (s) => s.diskEvictions);
+    total('store_master_forced_evictions_total', 'objects evicted from memory without a disk copy while offload was on', (s) => s.forcedEvictions);
     total('store_master_evictions_total', 'objects evicted', (s) => s.evictionsTotal);
     total('store_master_replicas_copied_total', 'replicas copied to replace lost ones', (s) => s.copied);
     total('store_master_replica_copy_failures_total', 'replica copies that failed or were not reported in time', (s) => s.failed);

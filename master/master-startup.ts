@@ -21,6 +21,14 @@ export interface CoreConfigFromFlags {
   enableCxl: boolean;
   viewVersion: number;
   taskLimits: TaskLimits;
+  enableOffload: boolean;
+  offloadOnEvict: boolean;
+  offloadForceEvict: boolean;
+  promotionOnHit: boolean;
+  promotionAdmissionThreshold: number;
+  promotionQueueLimit: number;
+  quotaBytes: number;
+  enableDiskEviction: boolean;
 }
 
 export function coreConfigFromFlags(f: MasterFlags, viewVersion: number): CoreConfigFromFlags {
@@ -46,6 +54,14 @@ export function coreConfigFromFlags(f: MasterFlags, viewVersion: number): CoreCo
       processingTimeoutMs: f.processing_task_timeout_sec,
       maxRetryAttempts: f.max_retry_attempts,
     },
+    enableOffload: f.enable_offload,
+    offloadOnEvict: f.offload_on_evict,
+    offloadForceEvict: f.offload_force_evict,
+    promotionOnHit: f.promotion_on_hit,
+    promotionAdmissionThreshold: f.promotion_admission_threshold,
+    promotionQueueLimit: f.promotion_queue_limit,
+    quotaBytes: f.quota_bytes,
+    enableDiskEviction: f.enable_disk_eviction,
   };
 }
 
@@ -82,12 +98,10 @@ export function unbuiltFeatureNotices(f: MasterFlags, explicit: Set<string>): st
   if (snapshotFlags.length > 0 && !f.enable_snapshot && !f.enable_snapshot_restore) {
     out.push(`${snapshotFlags.map((n) => `--${n}`).join(', ')}: used only with --enable_snapshot or --enable_snapshot_restore; the value is validated and kept`);
   }
-  if (f.enable_offload || f.offload_on_evict || f.offload_force_evict) out.push('--enable_offload/--offload_*: SSD offload is not implemented yet; objects live in memory only');
-  if (f.promotion_on_hit) out.push('--promotion_on_hit: promotion from SSD is not implemented yet (there is no SSD tier)');
-  const diskFlags = ['quota_bytes', 'enable_disk_eviction', 'promotion_admission_threshold', 'promotion_queue_limit'].filter((n) => explicit.has(n));
+  if ((f.offload_on_evict || f.offload_force_evict) && !f.enable_offload)
+    out.push('--offload_on_evict/--offload_force_evict: used only with --enable_offload; nothing is offloaded');
   if (explicit.has('global_file_segment_size') && f.root_fs_dir === '')
     out.push('--global_file_segment_size: used only with --root_fs_dir (the file tier is off); the value is validated and kept');
-  if (diskFlags.length > 0) out.push(`${diskFlags.map((n) => `--${n}`).join(', ')}: disk tiers are not implemented yet; the value is validated and kept`);
   if (f.enable_cxl)
     out.push(`--enable_cxl: CXL segments are placed by the cxl strategy; the master never maps ${f.cxl_path} itself (store services do: store_service --enable_cxl)`);
   return out;

@@ -5,6 +5,7 @@ import type { GetReplicaListResponse__Output } from '../proto/gen/store/GetRepli
 import { MemoryType } from '../proto/gen/store/MemoryType.js';
 import type { PutStartResponse__Output } from '../proto/gen/store/PutStartResponse.js';
 import { ReplicaStatus } from '../proto/gen/store/ReplicaStatus.js';
+import { ReplicaType } from '../proto/gen/store/ReplicaType.js';
 import { makeCore, MEMORY, mountReq, putObject, putReq } from './core/master-core-fixture.js';
 import { GrantedReplicas, PlacedReplicas } from './core/replica-capture.js';
 import './replica-wire.js';
@@ -112,6 +113,36 @@ describe('replica replies', () => {
     expect(plain(got.replica_list)).toEqual(before);
     expect(encodeWith(codecOf(GRL), got).equals(bytes)).toBe(true);
     expect(decodeWith<GetReplicaListResponse__Output>(codecOf(GRL), bytes)).toEqual(plain(got));
+  });
+
+  it('mark a replica on an SSD segment DISK, its handles SSD, byte for byte as the plain messages', () => {
+    const core = makeCore({ defaultKvLeaseTtlMs: LEASE, enableOffload: true });
+    core.mountSegment(mountReq('mem', 1 << 20, 'client-a', 0x1000_0000, 'host0:1', 3), 0);
+    core.mountSegment({ ...mountReq('ssd', 1 << 20, 'client-a', 0x5000_0000, 'host0:1', 3), protocol: 'ssd' }, 0);
+    putObject(core, 'k', [100, 200], 0);
+    const [copy] = core.ping({ client_id: 'client-a', fence_acks: [], can_copy: true }, 1).copies;
+    expect(core.replicaCopied({ client_id: 'client-a', copy_id: copy.copy_id, ok: true, failed_segments: [] }, 2).status_code).toBe(ErrorCode.OK);
+    const got = core.getReplicaList({ key: 'k' }, 3);
+    const [own, generic, reference] = encodings(GRL, got);
+    expect(own.equals(generic)).toBe(true);
+    expect(reference).toEqual(plain(got));
+    const decoded = decodeWith<GetReplicaListResponse__Output>(codecOf(GRL), own);
+    expect(decoded.replica_list.map((r) => [r.replica_type, r.handles.map((h) => [h.segment_name, h.memory_type])])).toEqual([
+      [
+        ReplicaType.MEMORY,
+        [
+          ['mem', MemoryType.DRAM],
+          ['mem', MemoryType.DRAM],
+        ],
+      ],
+      [
+        ReplicaType.DISK,
+        [
+          ['ssd', MemoryType.SSD],
+          ['ssd', MemoryType.SSD],
+        ],
+      ],
+    ]);
   });
 
   it('inside a batch reply, encode as the plain batch does', () => {

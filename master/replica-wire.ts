@@ -9,6 +9,8 @@ import { encodeInstancesAs, Writer } from '../common/proto-codec.js';
 import { GrantedReplicas, PlacedReplicas, type ReplicaCapture } from './core/replica-capture.js';
 import { HANDLE_FIELDS } from './core/object-meta.js';
 import type { Segment } from './core/segment-registry.js';
+import { MemoryType } from '../proto/gen/store/MemoryType.js';
+import { ReplicaType } from '../proto/gen/store/ReplicaType.js';
 
 // Tags (field number << 3 | wire type) of the fields written here; see proto/store_master.proto.
 const REPLY_REPLICA_LIST = 0x12; // GetReplicaListResponse.replica_list = 2, PutStartResponse.replica_list = 2
@@ -16,6 +18,7 @@ const REPLY_LEASE_TTL_MS = 0x18; // GetReplicaListResponse.lease_ttl_ms = 3
 const REPLY_SLICE_CHECKSUMS = 0x22; // GetReplicaListResponse.slice_checksums = 4 (packed)
 const REPLICA_HANDLES = 0x0a; // ReplicaInfo.handles = 1
 const REPLICA_STATUS = 0x10; // ReplicaInfo.status = 2
+const REPLICA_TYPE = 0x18; // ReplicaInfo.replica_type = 3
 const HANDLE_SEGMENT_NAME = 0x0a; // BufHandle.segment_name = 1
 const HANDLE_SIZE = 0x10; // BufHandle.size = 2
 const HANDLE_BUFFER = 0x18; // BufHandle.buffer = 3
@@ -73,25 +76,30 @@ function writeReplicaList(w: Writer, c: ReplicaCapture): void {
   const more = c.more;
   const slices = c.slices;
   let replica = -1;
+  let disk = false;
   for (let k = 0; k < count; k++) {
+    const i = (k - 1) * HANDLE_FIELDS;
+    const seg = k === 0 ? c.seg0! : (more![i] as Segment);
     if (k % slices === 0) {
-      if (replica >= 0) endReplica(w, c, replica);
+      if (replica >= 0) endReplica(w, c, replica, disk);
       w.byte(REPLY_REPLICA_LIST);
       replica = w.beginLen();
+      disk = seg.disk; // a replica on offload segments is DISK (replica-capture.ts)
     }
-    if (k === 0) writeHandle(w, c, c.seg0!, c.addr0, c.size0);
-    else {
-      const i = (k - 1) * HANDLE_FIELDS;
-      writeHandle(w, c, more![i] as Segment, more![i + 1] as number, more![i + 2] as number);
-    }
+    if (k === 0) writeHandle(w, c, seg, c.addr0, c.size0);
+    else writeHandle(w, c, seg, more![i + 1] as number, more![i + 2] as number);
   }
-  endReplica(w, c, replica);
+  endReplica(w, c, replica, disk);
 }
 
-function endReplica(w: Writer, c: ReplicaCapture, start: number): void {
+function endReplica(w: Writer, c: ReplicaCapture, start: number, disk: boolean): void {
   if (c.status !== 0) {
     w.byte(REPLICA_STATUS);
     w.varint(c.status);
+  }
+  if (disk) {
+    w.byte(REPLICA_TYPE);
+    w.varint(ReplicaType.DISK);
   }
   w.endLen(start);
 }
@@ -115,9 +123,10 @@ function writeHandle(w: Writer, c: ReplicaCapture, seg: Segment, addr: number, s
     w.varint(bufStatus);
   }
   w.raw(sw.endpoint);
-  if (c.memoryType !== 0) {
+  const memoryType = seg.disk ? MemoryType.SSD : c.memoryType;
+  if (memoryType !== 0) {
     w.byte(HANDLE_MEMORY_TYPE);
-    w.varint(c.memoryType);
+    w.varint(memoryType);
   }
   w.raw(sw.incarnation);
   if (c.generation !== 0) {

@@ -199,7 +199,7 @@ async function main(): Promise<void> {
         shmPeerUids: allowedPeerUids(process.geteuid?.() ?? 0, cfg.shmPeerUids),
       },
       prefaultSegment: cfg.values.prefault_segment as boolean,
-      segmentsLater: cfg.cxl !== undefined,
+      segmentsLater: cfg.cxl !== undefined || cfg.offload !== undefined,
       log: (level, msg) => (level === 'error' ? log.error(msg) : level === 'warn' ? log.warn(msg) : log.info(msg)),
       signal: setupAbort.signal,
       ...(auth.secret ? { clusterSecretFile: secretFile } : {}),
@@ -240,6 +240,19 @@ async function main(): Promise<void> {
     } catch (e) {
       // a device or file that cannot be used is a setting to fix: exit 2, as for a bad flag
       log.error(`--cxl_path: ${(e as Error).message}`);
+      await dummies.close().catch(() => {});
+      await real.close().catch(() => {});
+      log.close();
+      process.exit(2);
+    }
+  }
+  if (cfg.offload) {
+    try {
+      const ids = await mounts.mountSsd(cfg.offload.dir, cfg.offload.size);
+      log.info(`SSD tier: ${cfg.offload.size} bytes in ${cfg.offload.dir} mounted as ${ids.length} offload segment(s)`);
+    } catch (e) {
+      // a directory that cannot hold the file is a setting to fix: exit 2, as for a bad flag
+      log.error(`--offload_dir: ${(e as Error).message}`);
       await dummies.close().catch(() => {});
       await real.close().catch(() => {});
       log.close();

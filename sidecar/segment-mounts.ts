@@ -9,8 +9,11 @@
 //
 // A read granted before t0 + g holds a lease of at most --default_kv_lease_ttl (the master's
 // read lease), and a reader that outlives its lease returns no data; so when the memory goes,
-// no read that can still succeed is using it. g = 0 unmounts and frees at once. Shutdown
+// no read that can still succeed is using it. g = 0 unmounts and frees at once. The store
+// service's CXL memory and SSD offload file are mounted here too (mountCxl, mountSsd). Shutdown
 // (SIGTERM) applies the same rule to every segment, the global one included.
+import { rmSync } from 'node:fs';
+import { createOffloadFile } from '../client/offload-file.js';
 import type { SegmentInfo } from '../client/client.js';
 import type { MapMemoryOptions, MappedRegion } from '../client/native-port.js';
 import { StoreError } from '../client/errors.js';
@@ -20,13 +23,13 @@ import { alignUp, RestError, splitRegion, type MemoryMountRequest, type ShmMount
 
 /** What segment mounting needs from the client. */
 export interface SegmentOwner {
-  addSegment(region: MappedRegion, opts?: { memory?: 'dram' | 'cxl' }): Promise<{ name: string; id: string }>;
+  addSegment(region: MappedRegion, opts?: { memory?: 'dram' | 'cxl' | 'ssd' }): Promise<{ name: string; id: string }>;
   unmountSegment(id: string, graceSeconds: number): Promise<void>;
   releaseSegment(id: string): Promise<void>;
   readonly mountedSegments: SegmentInfo[];
 }
 
-export type SegmentOrigin = 'shm' | 'memory' | 'cxl';
+export type SegmentOrigin = 'shm' | 'memory' | 'cxl' | 'ssd';
 
 export interface SegmentMountsOptions {
   owner: SegmentOwner;
@@ -123,8 +126,37 @@ export class SegmentMounts {
     return this.mountAll('cxl', path, maps, `CXL memory ${path}`, 'cxl');
   }
 
+  /**
+   * --offload_dir/--offload_size: the store service's SSD tier (docs/tiers.md). A new sparse file
+   * of `size` bytes in `dir` (ftruncate: no block is written until a DISK replica is), mapped
+   * MAP_SHARED like a CXL file and mounted as offload segments (protocol ssd: the master places
+   * only DISK replicas there). The file is unlinked once mapped: its blocks live as long as the
+   * mapping, so a store service that dies leaves nothing behind (its DISK replicas die with its
+   * registration at the master anyway).
+   */
+  async mountSsd(dir: string, size: number): Promise<string[]> {
+    const pieces = splitRegion(size, this.o.maxSegmentSize, 'offload');
+    let path: string;
+    try {
+      path = createOffloadFile(dir, size);
+    } catch (e) {
+      throw new RestError(400, `offload file in ${dir}: ${(e as Error).message}`, { cause: e });
+    }
+    let at = 0;
+    const maps = pieces.map((piece) => {
+      const offset = at;
+      at += piece;
+      return (): MappedRegion => this.o.mapMemory({ kind: 'file', path, size: piece, offset, create: false });
+    });
+    try {
+      return await this.mountAll('ssd', path, maps, `SSD offload file ${path}`, 'ssd');
+    } finally {
+      rmSync(path, { force: true }); // mapped (or failed): the name is not needed
+    }
+  }
+
   /** Maps and mounts each piece in turn; on any failure gives back every piece done so far. */
-  private async mountAll(origin: SegmentOrigin, location: string, maps: (() => MappedRegion)[], what: string, memory: 'dram' | 'cxl' = 'dram'): Promise<string[]> {
+  private async mountAll(origin: SegmentOrigin, location: string, maps: (() => MappedRegion)[], what: string, memory: 'dram' | 'cxl' | 'ssd' = 'dram'): Promise<string[]> {
     if (this.closed) throw new RestError(503, `${what}: the store service is shutting down`);
     const ids: string[] = [];
     try {

@@ -118,3 +118,20 @@ describe('CXL memory (--enable_cxl, MC_CXL_DEV_PATH, MC_CXL_DEV_SIZE)', () => {
     expect(() => parseStoreServiceArgs(['--global_segment_size=0', '--local_buffer_size=0'], read, {})).toThrow(FlagError);
   });
 });
+
+describe('the SSD tier (--offload_dir, --offload_size, STORE_OFFLOAD_DIR, STORE_OFFLOAD_SIZE)', () => {
+  it('is off by default; the flags or the environment give the directory and size', () => {
+    expect(parseStoreServiceArgs([], read, {}).offload).toBeUndefined();
+    expect(parseStoreServiceArgs(['--offload_dir=/mnt/ssd', '--offload_size=1GB'], read, {}).offload).toEqual({ dir: '/mnt/ssd', size: 1024 ** 3 });
+    expect(parseStoreServiceArgs([], read, { STORE_OFFLOAD_DIR: '/mnt/nvme', STORE_OFFLOAD_SIZE: '64MB' }).offload).toEqual({ dir: '/mnt/nvme', size: 64 * 1024 ** 2 });
+    // a flag given wins over the environment
+    expect(parseStoreServiceArgs(['--offload_size=8MB'], read, { STORE_OFFLOAD_DIR: '/d', STORE_OFFLOAD_SIZE: '64MB' }).offload).toEqual({ dir: '/d', size: 8 * 1024 ** 2 });
+  });
+
+  it('refuses a directory without a size, a size without a directory, and a size that is not whole pages', () => {
+    expect(() => parseStoreServiceArgs(['--offload_dir=/mnt/ssd'], read, {})).toThrow(/--offload_size that is a positive multiple of 4096/);
+    expect(() => parseStoreServiceArgs(['--offload_size=1GB'], read, {})).toThrow(/needs an --offload_dir/);
+    expect(() => parseStoreServiceArgs(['--offload_dir=/mnt/ssd', '--offload_size=1000'], read, {})).toThrow(FlagError);
+    expect(() => parseStoreServiceArgs(['--offload_dir=/mnt/ssd'], read, { STORE_OFFLOAD_SIZE: 'lots' })).toThrow(/STORE_OFFLOAD_SIZE/);
+  });
+});

@@ -105,6 +105,20 @@ const specs: FlagSpec[] = [
   { name: 'cxl_path', kind: 'string', default: '/dev/dax0.0', help: 'the DAX device or file mapped with --enable_cxl ($MC_CXL_DEV_PATH overrides it)' },
   { name: 'cxl_size', kind: 'size', default: 8 * 1024 ** 3, defaultText: '8GB', help: 'bytes of it mounted ($MC_CXL_DEV_SIZE overrides it); a file must hold at least that many' },
   {
+    name: 'offload_dir',
+    kind: 'string',
+    default: '',
+    defaultText: '$STORE_OFFLOAD_DIR or none',
+    help: "directory on this host's SSD for the SSD tier: a sparse file of --offload_size is mapped there and mounted as offload segments (the master's --enable_offload copies objects to it); empty: no SSD tier",
+  },
+  {
+    name: 'offload_size',
+    kind: 'size',
+    default: 0,
+    defaultText: '$STORE_OFFLOAD_SIZE or 0',
+    help: 'bytes of the SSD tier (a multiple of 4096; with --offload_dir)',
+  },
+  {
     name: 'tls_cert',
     kind: 'string',
     default: '',
@@ -151,6 +165,8 @@ export interface StoreServiceConfig {
   leaseTtlMs: number;
   /** CXL memory mounted as a segment of its own (--enable_cxl or MC_CXL_DEV_PATH), else undefined. */
   cxl: { path: string; size: number } | undefined;
+  /** The SSD tier (--offload_dir/--offload_size or STORE_OFFLOAD_DIR/STORE_OFFLOAD_SIZE), else undefined. */
+  offload: { dir: string; size: number } | undefined;
   /** --tls_cert/--tls_key/--tls_ca as given ('' when not). */
   tls: { cert: string; key: string; ca: string };
   values: Record<string, FlagValue>;
@@ -233,9 +249,22 @@ export function parseStoreServiceArgs(
     shutdownGraceSeconds: v.shutdown_grace_seconds as number,
     leaseTtlMs: v.default_kv_lease_ttl as number,
     cxl,
+    offload: offloadTier(v, explicit, env),
     tls: { cert: v.tls_cert as string, key: v.tls_key as string, ca: v.tls_ca as string },
     values: v,
   };
+}
+
+/** The SSD tier: the flags, else STORE_OFFLOAD_DIR / STORE_OFFLOAD_SIZE; a directory needs a size and a size a directory. */
+function offloadTier(v: Record<string, FlagValue>, explicit: ReadonlySet<string>, env: Record<string, string | undefined>): { dir: string; size: number } | undefined {
+  const dir = (v.offload_dir as string) || env.STORE_OFFLOAD_DIR || '';
+  let size = v.offload_size as number;
+  if (!explicit.has('offload_size') && env.STORE_OFFLOAD_SIZE)
+    size = storeServiceFlags.convert(storeServiceFlags.spec('offload_size')!, env.STORE_OFFLOAD_SIZE, 'STORE_OFFLOAD_SIZE') as number;
+  if (dir === '' && size === 0) return undefined;
+  if (dir === '') throw new FlagError('--offload_dir', `--offload_size=${size} needs an --offload_dir (a directory on this host's SSD)`);
+  if (size <= 0 || size % 4096 !== 0) throw new FlagError('--offload_size', `--offload_dir needs an --offload_size that is a positive multiple of 4096 bytes, got ${size}`);
+  return { dir, size };
 }
 
 /** The spec's client-side CXL settings: MC_CXL_DEV_PATH (which also enables it) and MC_CXL_DEV_SIZE override the flags. */

@@ -121,7 +121,7 @@ export class SliceAllocation {
   }
 
   eligible(seg: Segment): boolean {
-    if (seg.status !== 'MOUNTED') return false;
+    if (seg.status !== 'MOUNTED' || seg.disk) return false; // offload segments hold disk replicas only (disk-tier.ts)
     if (seg.suspectUntil !== 0 && !this.allowSuspect) return false;
     const id = seg.id;
     for (let i = 0; i < this.usedCount; i++) if (this.used[i] === id) return false;

@@ -7,6 +7,7 @@ import type { AllocationStrategy } from './allocation-strategy.js';
 import type { ChangeSink } from './change-sink.js';
 import { ClientRegistry } from './client-registry.js';
 import { CxlStrategy } from './cxl-strategy.js';
+import type { DiskTier } from './disk-tier.js';
 import { EvictionOrder } from './eviction.js';
 import { EvictionRound } from './eviction-round.js';
 import { FileIndex } from './file-index.js';
@@ -36,8 +37,8 @@ export class PreviousPlacement {
 export interface EvictionEnds {
   /** Cancels a zombie write, freeing its space. */
   release(meta: ObjectMeta): void;
-  /** Deletes a complete object, freeing its space. */
-  evict(meta: ObjectMeta): void;
+  /** Frees a complete object's memory; false when it waits for its offload copy (eviction-round.ts). */
+  evict(meta: ObjectMeta): boolean;
 }
 
 function makeStrategy(name: MasterCoreConfig['allocationStrategy']): AllocationStrategy {
@@ -63,6 +64,8 @@ export class CoreShared {
   readonly placer: ReplicaPlacer;
   /** Objects that lost replicas with a segment, and the copies that give them back (re-replication.ts). */
   readonly rereplicator: ReReplicator;
+  /** The SSD tier: offload, promotion, disk quota (disk-tier.ts); set by MasterCore once the lifecycle exists. */
+  disk!: DiskTier;
   /**
    * Metadata of deleted objects, for the next inserts to reuse: an object that lives as long as
    * the data it describes is copied twice by V8's young-generation collector on its way to the old
@@ -115,6 +118,7 @@ export class CoreShared {
       config.viewVersion * 1024 + 1,
       (meta) => this.emitObject(meta),
       (tag, code, now) => this.directedCopySettled(tag, code, now),
+      (purpose, key, meta) => this.disk.copyEnded(purpose, key, meta),
     );
   }
 

@@ -30,6 +30,7 @@ export class Diagnostics {
     let capacityBytes = 0;
     let usedBytes = 0;
     for (const seg of s.segments.all()) {
+      if (seg.disk) continue; // the SSD tier's are in disk*Bytes
       capacityBytes += seg.allocator.capacity;
       usedBytes += seg.allocator.used;
     }
@@ -45,6 +46,7 @@ export class Diagnostics {
       clients: s.clients.size,
       ...s.rereplicator.stats(),
       ...s.files.stats(),
+      ...s.disk.stats(),
     };
   }
 
@@ -136,7 +138,7 @@ export class Diagnostics {
     }
     const order = s.order;
     if (order.size !== listed) problems.push(`eviction lists hold ${order.size} objects, expected ${listed}`);
-    for (const list of [order.plain, order.soft]) {
+    for (const list of [order.plain, order.soft, order.disk]) {
       for (const meta of list) if (order.listOf(meta) !== list || s.objects.get(meta.key) !== meta) problems.push(`${meta.key}: on the wrong eviction list`);
     }
     if (soft !== s.softPinnedCount || hard !== s.hardPinnedCount) problems.push(`pin counts ${s.softPinnedCount}/${s.hardPinnedCount}, expected ${soft}/${hard}`);

@@ -24,8 +24,11 @@ export interface EvictionHost {
   objectCount(): number;
   /** Cancels a zombie write, freeing its space. */
   release(meta: ObjectMeta): void;
-  /** Deletes a complete object, freeing its space. */
-  evict(meta: ObjectMeta): void;
+  /**
+   * Frees a complete object's memory (deleting it, or keeping its DISK replica). False: not now
+   * (its offload copy is on the way, disk-tier.ts): the round moves on to the next candidate.
+   */
+  evict(meta: ObjectMeta): boolean;
 }
 
 type RoundConfig = Pick<MasterCoreConfig, 'evictionRatio' | 'putStartReleaseTimeoutMs' | 'allowEvictSoftPinnedObjects' | 'defaultKvSoftPinTtlMs'>;
@@ -88,6 +91,7 @@ export class EvictionRound {
     const policy = { allowEvictSoftPinned: this.config.allowEvictSoftPinnedObjects, softPinTtlMs: this.config.defaultKvSoftPinTtlMs };
     const cursor = host.order.cursor(now, policy, scanLimitFor(limit));
     let evicted = 0;
+    let deferred = 0;
     let exhausted = false;
     while (evicted < limit && freed < bytesGoal) {
       const meta = cursor.next();
@@ -95,8 +99,12 @@ export class EvictionRound {
         exhausted = !cursor.capped;
         break;
       }
-      freed += meta.bytes();
-      host.evict(meta);
+      const bytes = meta.bytes();
+      if (!host.evict(meta)) {
+        if (++deferred > scanLimitFor(limit)) break; // a bounded step, like the cursor's skips
+        continue;
+      }
+      freed += bytes;
       evicted++;
     }
     this.evictionsTotal += evicted;

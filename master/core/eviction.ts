@@ -14,7 +14,7 @@
 // the tails. Each victim therefore costs O(1) amortized, and one cursor skips at most `scanLimit`
 // entries (a bounded step).
 import { LruList } from './lru-list.js';
-import { FLAG_SOFT_PIN } from './object-meta.js';
+import { FLAG_DISK_ONLY, FLAG_SOFT_PIN } from './object-meta.js';
 import type { ObjectMeta } from './object-meta.js';
 
 export interface EvictionPolicy {
@@ -41,13 +41,18 @@ export function scanLimitFor(victims: number): number {
   return Math.max(EVICTION_MIN_SCAN, victims * EVICTION_SCAN_PER_VICTIM);
 }
 
-/** The two eviction lists. Holds exactly the complete, not hard-pinned objects. */
+/**
+ * The eviction lists. Holds exactly the complete, not hard-pinned objects: those with a replica in
+ * memory on `plain` or `soft`, those held only on SSD segments on `disk` (disk-tier.ts evicts them
+ * when the disk quota is passed; memory eviction never sees them).
+ */
 export class EvictionOrder {
   readonly plain = new LruList();
   readonly soft = new LruList();
+  readonly disk = new LruList();
 
   get size(): number {
-    return this.plain.size + this.soft.size;
+    return this.plain.size + this.soft.size + this.disk.size;
   }
 
   /** An object became complete: it is now the most recently used candidate (hard pins never are). */
@@ -68,6 +73,7 @@ export class EvictionOrder {
 
   /** Which list an object belongs on; its soft-pin flag must not change while it is listed. */
   listOf(meta: ObjectMeta): LruList {
+    if ((meta.flags & FLAG_DISK_ONLY) !== 0) return this.disk;
     return (meta.flags & FLAG_SOFT_PIN) !== 0 ? this.soft : this.plain;
   }
 

@@ -1,6 +1,7 @@
 // MasterCore's configuration (one field per master flag it obeys), its defaults and validation,
 // and the shapes of the core's read-only reports.
 import type { FileTierStats } from './file-index.js';
+import type { DiskTierStats } from './disk-tier.js';
 import type { ReReplicationStats } from './re-replication.js';
 import type { TaskLimits, TaskStats } from './task-manager.js';
 
@@ -20,6 +21,15 @@ export interface MasterCoreConfig {
   viewVersion: number;
   /** The task manager's flags (task-manager.ts; default DEFAULT_TASK_LIMITS). */
   taskLimits?: TaskLimits;
+  // The SSD tier (disk-tier.ts, docs/tiers.md "SSD tier"):
+  enableOffload: boolean; // --enable_offload (false): completed writes copied to an SSD segment
+  offloadOnEvict: boolean; // --offload_on_evict (false): copied only when eviction picks them
+  offloadForceEvict: boolean; // --offload_force_evict (false): evicted without a copy when offload cannot keep up
+  promotionOnHit: boolean; // --promotion_on_hit (false)
+  promotionAdmissionThreshold: number; // --promotion_admission_threshold (2; 1: every read of an SSD-only object promotes)
+  promotionQueueLimit: number; // --promotion_queue_limit (50000)
+  quotaBytes: number; // --quota_bytes (0: 90% of the SSD segments' capacity)
+  enableDiskEviction: boolean; // --enable_disk_eviction (true)
 }
 
 export const defaultMasterCoreConfig: MasterCoreConfig = {
@@ -36,6 +46,14 @@ export const defaultMasterCoreConfig: MasterCoreConfig = {
   memoryAllocator: 'offset',
   enableCxl: false,
   viewVersion: 0,
+  enableOffload: false,
+  offloadOnEvict: false,
+  offloadForceEvict: false,
+  promotionOnHit: false,
+  promotionAdmissionThreshold: 2,
+  promotionQueueLimit: 50_000,
+  quotaBytes: 0,
+  enableDiskEviction: true,
 };
 
 export interface SweepReport {
@@ -55,8 +73,8 @@ export interface FinishedTasks {
   more: number;
 }
 
-/** Totals, with re-replication's (re-replication.ts), the task manager's and the file tier's (file-index.ts). */
-export interface MasterStats extends ReReplicationStats, TaskStats, FileTierStats {
+/** Totals, with re-replication's (re-replication.ts), the task manager's, the file tier's (file-index.ts) and the SSD tier's (disk-tier.ts). */
+export interface MasterStats extends ReReplicationStats, TaskStats, FileTierStats, DiskTierStats {
   segments: number;
   capacityBytes: number;
   usedBytes: number;
@@ -96,6 +114,21 @@ export const EMPTY_STATS: Readonly<MasterStats> = Object.freeze({
   filesWritten: 0,
   filesRefused: 0,
   filesBad: 0,
+  diskCapacityBytes: 0,
+  diskUsedBytes: 0,
+  diskQuotaBytes: 0,
+  offloadsQueued: 0,
+  offloadsInFlight: 0,
+  offloadsDone: 0,
+  offloadsFailed: 0,
+  offloadsDropped: 0,
+  offloadsSkippedFull: 0,
+  promotionsQueued: 0,
+  promotionsInFlight: 0,
+  promotionsDone: 0,
+  promotionsFailed: 0,
+  diskEvictions: 0,
+  forcedEvictions: 0,
 });
 
 export interface SegmentDetail {
@@ -125,6 +158,10 @@ export function validateMasterCoreConfig(c: MasterCoreConfig): void {
   nonNegative('clientTtlMs');
   nonNegative('suspectSegmentMs');
   nonNegative('viewVersion');
+  nonNegative('quotaBytes');
+  if (!Number.isSafeInteger(c.promotionAdmissionThreshold) || c.promotionAdmissionThreshold < 1)
+    problems.push(`promotionAdmissionThreshold must be an integer >= 1, got ${c.promotionAdmissionThreshold}`);
+  if (!Number.isSafeInteger(c.promotionQueueLimit) || c.promotionQueueLimit < 1) problems.push(`promotionQueueLimit must be an integer >= 1, got ${c.promotionQueueLimit}`);
   if (!(c.evictionRatio > 0 && c.evictionRatio <= 1)) problems.push(`evictionRatio must be in (0, 1], got ${c.evictionRatio}`);
   if (!(c.evictionHighWatermarkRatio > 0 && c.evictionHighWatermarkRatio <= 1)) {
     problems.push(`evictionHighWatermarkRatio must be in (0, 1], got ${c.evictionHighWatermarkRatio}`);

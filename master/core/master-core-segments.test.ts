@@ -1,11 +1,16 @@
 // MasterCore segments and clients: mount/unmount (with grace), liveness expiry, remount hints,
 // BatchQueryIp, BatchReplicaClear and the read-only views.
 import { ErrorCode } from '../../common/error-code.js';
-import { defaultMasterCoreConfig, MOUNT_LIMITS } from './master-core.js';
+import { defaultMasterCoreConfig, EMPTY_STATS, MOUNT_LIMITS } from './master-core.js';
 import type { MasterCore } from './master-core.js';
 import { makeCore, MEMORY, mountReq, putObject, putReq, usage } from './master-core-fixture.js';
 
 const TTL = defaultMasterCoreConfig.clientTtlMs;
+
+/** The SSD tier's totals of a core without SSD segments. */
+const EMPTY_STATS_DISK = Object.fromEntries(
+  Object.entries(EMPTY_STATS).filter(([k]) => k.startsWith('disk') || k.startsWith('offloads') || k.startsWith('promotions') || k === 'forcedEvictions'),
+);
 
 describe('mount', () => {
   it('registers a segment and its client, generating a UUID segment id', () => {
@@ -322,6 +327,7 @@ describe('read-only views', () => {
       filesWritten: 0,
       filesRefused: 0,
       filesBad: 0,
+      ...EMPTY_STATS_DISK,
     });
   });
 });

@@ -17,6 +17,7 @@ import type { ChangeSink } from './change-sink.js';
 import { CoreShared } from './core-shared.js';
 import { Diagnostics } from './diagnostics.js';
 import { FileIndex } from './file-index.js';
+import { DiskTier } from './disk-tier.js';
 import type { EvictionResult } from './eviction-round.js';
 import type { MasterCoreConfig, MasterStats, SegmentDetail, SweepReport } from './master-core-config.js';
 import { validateMasterCoreConfig } from './master-core-config.js';
@@ -138,10 +139,11 @@ export class MasterCore implements MasterRpcSurface {
     // Eviction needs the lifecycle, which needs the shared state: bound once both exist.
     const s: CoreShared = new CoreShared(this.config, rng, keyHashSeed, heap, {
       release: (meta) => life.abortWrite(meta.key, meta),
-      evict: (meta) => life.deleteObject(meta.key, meta),
+      evict: (meta) => s.disk.evictFromMemory(meta), // frees memory only when a DISK replica holds the object
     });
     s.files = files;
     const life = new ObjectLifecycle(s);
+    s.disk = new DiskTier(s, life);
     const placement = new WritePlacement(s);
     this.shared = s;
     this.walkHost = {
@@ -160,7 +162,7 @@ export class MasterCore implements MasterRpcSurface {
     this.upserts = new UpsertPath(s, life, placement, this.writes);
     this.membership = new Membership(s, life, placement);
     this.removals = new RemovalPath(s, life, this.walkHost);
-    this.reads = new ReadPath(s.objects, s.segments, s.leases, s.order, this.config.defaultKvLeaseTtlMs, files);
+    this.reads = new ReadPath(s.objects, s.segments, s.leases, s.order, this.config.defaultKvLeaseTtlMs, files, (meta) => s.disk.read(meta));
     this.views = new Diagnostics(s);
     // Task ids scoped by the view version like copy ids (an id from an earlier master names no task here).
     this.taskPath = new TaskPath(s, this.config.taskLimits ?? DEFAULT_TASK_LIMITS, this.config.viewVersion * 1024 + 1);

@@ -57,7 +57,13 @@ export class Membership {
       for (const block of seg.fence.ack(Number(ack.version))) seg.allocator.freeBlock(block);
     }
     const fences = this.fencesOf(req.client_id, now);
-    const copies = req.can_copy === true && !s.heap.full ? s.rereplicator.assign(req.client_id, now, now + 1) : NO_COPIES;
+    let copies = NO_COPIES;
+    if (req.can_copy === true && !s.heap.full) {
+      copies = s.rereplicator.assign(req.client_id, now, now + 1);
+      const directed: ReplicaCopy__Output[] = [];
+      s.disk.assign(req.client_id, now, now + 1, directed); // offloads and promotions (disk-tier.ts)
+      if (directed.length > 0) copies = copies.concat(directed);
+    }
     return { status_code: ErrorCode.OK, view_version, need_remount: false, fences, copies, file_tier_root };
   }
 
@@ -158,6 +164,7 @@ export class Membership {
     }
     s.segments.clearSuspects(now);
     s.rereplicator.expire(now);
+    s.disk.sweep(now);
     s.leases.active(now); // lets expired lease entries go
     if (s.eviction.debt > 0 || this.usageRatio() >= s.config.evictionHighWatermarkRatio) {
       const e = this.evict(now, SWEEP_EVICTION_BATCH);
@@ -249,7 +256,8 @@ export class Membership {
       }
       if (meta.complete && meta.hasHandleOn(id)) {
         const had = life.dropReplicas(key, meta, id);
-        if (had > 0) s.rereplicator.lost(key, had); // copied back elsewhere (re-replication.ts)
+        // copied back elsewhere (re-replication.ts); a lost DISK replica is not (offload queues anew)
+        if (had > 0 && !seg.disk) s.rereplicator.lost(key, had);
       }
     }
     s.segments.delete(seg);

@@ -15,6 +15,7 @@ export const FLAG_CXL = 1 << 5; // buffers sit in CXL memory
 export const FLAG_UPSERT = 1 << 6; // the write in flight is an upsert
 export const FLAG_REUSED = 1 << 7; // ...overwriting the previous placement in place
 export const FLAG_LISTED = 1 << 8; // linked into an eviction list (lru-list.ts)
+export const FLAG_DISK_ONLY = 1 << 9; // every replica is on offload (SSD) segments: on the disk eviction list (disk-tier.ts)
 
 /** Stride of `h`: [segmentId, allocatorBlock, size] per handle. */
 export const HANDLE_FIELDS = 3;

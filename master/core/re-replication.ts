@@ -12,6 +12,10 @@
 // The same copies serve other parts (copy and move tasks, task-path.ts): a *directed* copy puts
 // the new replica on a named segment and reports its outcome once, with a code, to `settled`:
 // OK once the replica joined, else why not (the asker decides whether to try again).
+//
+// The disk tier (disk-tier.ts) places its targets itself (an SSD segment to offload to, memory to
+// promote to) and starts such a copy with `directPlaced`; the outcome is judged by the same rules
+// and told back to it (`placedEnded`).
 import { ErrorCode } from '../../common/error-code.js';
 import type { ReplicaCopy__Output } from '../../proto/gen/store/ReplicaCopy.js';
 import type { ReplicaInfo__Output } from '../../proto/gen/store/ReplicaInfo.js';
@@ -34,6 +38,12 @@ export const COPY_ATTEMPTS = 5;
 /** Objects looked at per Ping (the rest wait for the next): a Ping stays O(1). */
 const SCAN_PER_PING = 256;
 
+/** Why a copy is made: a lost replica restored or a task's (this file), or one the disk tier places (disk-tier.ts). */
+export type CopyPurpose = 'restore' | 'offload' | 'promote';
+
+/** A disk-tier copy ended: `meta` is the object the new replica joined, undefined when it did not join. */
+export type DirectedCopyEnd = (purpose: CopyPurpose, key: string, meta: ObjectMeta | undefined) => void;
+
 interface Want {
   /** Replicas the object had before it lost some. */
   replicas: number;
@@ -54,6 +64,8 @@ interface Copy {
   stale: boolean;
   /** A directed copy's tag (0: re-replication's own). */
   tag: number;
+  /** 'restore' for re-replication's and tasks' copies; the disk tier's otherwise. */
+  purpose: CopyPurpose;
 }
 
 /** A copy asked for by another part: a replica of `key` on segment `segmentId` (see `direct`). */
@@ -98,6 +110,8 @@ export class ReReplicator {
     private readonly added: (meta: ObjectMeta) => void = () => {},
     /** A directed copy's outcome: OK (the replica joined) or the code of why not. */
     private readonly settled: (tag: number, code: number, now: number) => void = () => {},
+    /** A copy started by `directPlaced` ended (joined or not). */
+    private readonly placedEnded: DirectedCopyEnd = () => {},
   ) {
     this.nextId = idBase;
   }
@@ -249,11 +263,23 @@ export class ReReplicator {
     return h;
   }
 
+  /**
+   * A copy the disk tier directs: the first readable replica of `meta` to `target` (allocated by
+   * the caller, in no object yet; the copy owns it from here). Undefined, nothing taken, when it
+   * cannot start now (a copy of the key in flight, too many copies, no readable replica).
+   */
+  directPlaced(purpose: CopyPurpose, key: string, meta: ObjectMeta, target: number[], clientId: string, now: number, gen: number): ReplicaCopy__Output | undefined {
+    if (this.byKey.has(key) || this.copies.size >= COPIES_IN_FLIGHT_MAX || !meta.complete) return undefined;
+    const source = this.readableReplica(meta.h, meta.slices, now);
+    if (source < 0) return undefined;
+    return this.launch(key, meta, source, target, clientId, now, gen, 0, purpose);
+  }
+
   /** Records a copy of replica `source` of `meta` to `target` and describes it for the copier. */
-  private launch(key: string, meta: ObjectMeta, source: number, target: number[], clientId: string, now: number, gen: number, tag: number): ReplicaCopy__Output {
+  private launch(key: string, meta: ObjectMeta, source: number, target: number[], clientId: string, now: number, gen: number, tag: number, purpose: CopyPurpose = 'restore'): ReplicaCopy__Output {
     const h = meta.h;
     const slices = meta.slices;
-    const copy: Copy = { id: this.nextId++, key, meta, target, gen, clientId, deadline: now + COPY_TIMEOUT_MS, stale: false, tag };
+    const copy: Copy = { id: this.nextId++, key, meta, target, gen, clientId, deadline: now + COPY_TIMEOUT_MS, stale: false, tag, purpose };
     this.copies.set(copy.id, copy);
     this.byKey.set(key, copy);
     const stride = slices * HANDLE_FIELDS;
@@ -305,10 +331,15 @@ export class ReReplicator {
       freeHandles(this.segments, c.target); // every byte landed: nothing can still arrive
       const why = meta === undefined ? ErrorCode.OBJECT_NOT_FOUND : !this.targetMounted(c.target) ? ErrorCode.SEGMENT_NOT_FOUND : ErrorCode.REPLICA_IS_NOT_READY;
       if (c.tag > 0) this.settled(c.tag, why, now);
+      if (c.purpose !== 'restore') this.placedEnded(c.purpose, c.key, undefined);
       return ErrorCode.OK;
     }
     meta.h = meta.h.concat(c.target);
     this.added(meta);
+    if (c.purpose !== 'restore') {
+      this.placedEnded(c.purpose, c.key, meta);
+      return ErrorCode.OK;
+    }
     if (c.tag === 0)
       this.copied++; // (a task counts its own)
     else if (c.tag > 0) this.settled(c.tag, ErrorCode.OK, now);
@@ -338,6 +369,11 @@ export class ReReplicator {
   /** A failed or lost copy: its bytes may still be on the way, so its space waits for a fence. */
   private giveUp(c: Copy, now: number): void {
     quarantineHandles(this.segments, c.target, c.gen);
+    if (c.purpose !== 'restore') {
+      this.failed++;
+      this.placedEnded(c.purpose, c.key, undefined);
+      return;
+    }
     if (c.tag !== 0) {
       if (c.tag > 0) this.settled(c.tag, ErrorCode.TRANSFER_FAILED, now);
       return; // a directed copy: its asker decides on another attempt

@@ -19,7 +19,7 @@ import type { EvictionOrder } from './eviction.js';
 import type { FileIndex } from './file-index.js';
 import { fileReplicaReply } from './file-replica.js';
 import type { LeaseTracker } from './lease-tracker.js';
-import type { ObjectMeta } from './object-meta.js';
+import { FLAG_DISK_ONLY, type ObjectMeta } from './object-meta.js';
 import type { ObjectTable } from './object-table.js';
 import { GrantedReplicas } from './replica-capture.js';
 import type { SegmentRegistry } from './segment-registry.js';
@@ -38,6 +38,8 @@ export class ReadPath {
     private readonly leaseTtlMs: number,
     /** The file tier: an object absent from memory may be served from its file (spec rule 5). */
     private readonly files: FileIndex,
+    /** A replica list was granted for an object held only on SSD (disk-tier.ts counts it toward promotion). */
+    private readonly diskRead: (meta: ObjectMeta) => void = () => {},
   ) {}
 
   existKey(key: string, now: number): ExistKeyResponse__Output {
@@ -96,6 +98,7 @@ export class ReadPath {
     if (view === null) return { status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
     this.leases.advance(now);
     this.access(meta, now + this.leaseTtlMs, now);
+    if ((meta.flags & FLAG_DISK_ONLY) !== 0) this.diskRead(meta);
     return new GrantedReplicas(this.segments, view, this.leaseTtlMs);
   }
 
@@ -137,7 +140,9 @@ export class ReadPath {
       this.leases.advance(now);
       for (let i = 0; i < keys.length; i++) {
         const meta = found[i];
-        if (meta !== undefined) this.access(meta, until, now);
+        if (meta === undefined) continue;
+        this.access(meta, until, now);
+        if ((meta.flags & FLAG_DISK_ONLY) !== 0) this.diskRead(meta);
       }
     }
     return { status_code: ErrorCode.OK, results };

@@ -88,14 +88,15 @@ export class ReplicaCapture {
     const list: ReplicaInfo__Output[] = [];
     const bufStatus = this.bufStatus;
     this.forEach((seg, addr, size, k) => {
-      if (k % slices === 0) list.push({ handles: [], status: this.status, replica_type: ReplicaType.MEMORY, file: null });
+      // A replica on offload segments is a DISK replica (its handles SSD).
+      if (k % slices === 0) list.push({ handles: [], status: this.status, replica_type: seg.disk ? ReplicaType.DISK : ReplicaType.MEMORY, file: null });
       const handle: BufHandle__Output = {
         segment_name: seg.name,
         size,
         buffer: addr,
         status: bufStatus,
         te_endpoint: seg.teEndpoint,
-        memory_type: this.memoryType,
+        memory_type: seg.disk ? MemoryType.SSD : this.memoryType,
         incarnation: seg.incarnation,
         generation: this.generation,
       };

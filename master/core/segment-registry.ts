@@ -2,10 +2,15 @@
 // metadata stores instead of the name), lookup by name and by id, and the list of segments open
 // for new allocations (MOUNTED, not in an unmount grace period) in mount order. A segment
 // imported from another master's state is RESTORED until its owner mounts it again (docs/ha.md):
-// its objects are kept but neither served nor placed on.
+// its objects are kept but neither served nor placed on. A segment mounted with protocol `ssd` is
+// a store service's offload segment (docs/tiers.md, "SSD tier"): disk, never in `allocatable`
+// (memory placement), listed by `diskAllocatable` for the disk tier (disk-tier.ts).
 import { OffsetAllocator } from '../../common/offset-allocator.js';
 import type { BufferAllocator } from '../../common/buffer-allocator.js';
 import { WriteFence } from './write-fence.js';
+
+/** The protocol a store service mounts its offload (SSD) segments with. */
+export const DISK_PROTOCOL = 'ssd';
 
 export type SegmentStatus = 'MOUNTED' | 'UNMOUNTING' | 'RESTORED';
 
@@ -18,6 +23,8 @@ export class Segment {
   readonly allocator: BufferAllocator;
   /** Space of given-up writes held until the owner fences them (write-fence.ts). */
   readonly fence = new WriteFence();
+  /** An offload segment (a file on the owner's SSD): holds DISK replicas only. */
+  readonly disk: boolean;
 
   constructor(
     readonly id: number,
@@ -33,6 +40,7 @@ export class Segment {
     allocator?: BufferAllocator,
   ) {
     this.allocator = allocator ?? new OffsetAllocator(name, baseAddress, size);
+    this.disk = protocol === DISK_PROTOCOL;
   }
 
   /** free bytes / capacity, 0 for an empty region. */
@@ -56,6 +64,7 @@ export class SegmentRegistry implements SegmentPool {
   private readonly bySegmentId = new Map<string, Segment>();
   private nextId = 1;
   private openCache: Segment[] | null = null;
+  private diskCache: Segment[] | null = null;
   private withSuspects = false;
   private restoredCount = 0;
 
@@ -68,7 +77,7 @@ export class SegmentRegistry implements SegmentPool {
     this.byNameMap.set(name, seg);
     this.byIdArr[seg.id] = seg;
     this.bySegmentId.set(segmentId, seg);
-    this.openCache = null;
+    this.openCache = this.diskCache = null;
     return seg;
   }
 
@@ -95,7 +104,7 @@ export class SegmentRegistry implements SegmentPool {
     this.byIdArr[seg.id] = seg;
     this.bySegmentId.set(segmentId, seg);
     this.restoredCount++;
-    this.openCache = null;
+    this.openCache = this.diskCache = null;
     return seg;
   }
 
@@ -110,7 +119,7 @@ export class SegmentRegistry implements SegmentPool {
     this.byIdArr[seg.id] = seg;
     this.bySegmentId.set(seg.segmentId, seg);
     if (old.status === 'RESTORED') this.restoredCount--;
-    this.openCache = null;
+    this.openCache = this.diskCache = null;
     return seg;
   }
 
@@ -124,21 +133,21 @@ export class SegmentRegistry implements SegmentPool {
     this.byNameMap.delete(seg.name);
     this.byIdArr[seg.id] = undefined;
     this.bySegmentId.delete(seg.segmentId);
-    this.openCache = null;
+    this.openCache = this.diskCache = null;
   }
 
   /** Closes a segment to new allocations until `at` (the grace period of an unmount). */
   beginUnmount(seg: Segment, at: number): void {
     seg.status = 'UNMOUNTING';
     seg.unmountAt = at;
-    this.openCache = null;
+    this.openCache = this.diskCache = null;
   }
 
   /** Takes a segment out of placement until `until` (a writer could not reach it). */
   suspect(seg: Segment, until: number): void {
     if (seg.suspectUntil >= until) return;
     seg.suspectUntil = until;
-    this.openCache = null;
+    this.openCache = this.diskCache = null;
   }
 
   /** Ends suspicions that ran out by `now`; whether any did. */
@@ -150,13 +159,13 @@ export class SegmentRegistry implements SegmentPool {
         changed = true;
       }
     }
-    if (changed) this.openCache = null;
+    if (changed) this.openCache = this.diskCache = null;
     return changed;
   }
 
   /** While true, suspect segments are placed on too (nothing else had room). */
   set includeSuspects(v: boolean) {
-    if (this.withSuspects !== v) this.openCache = null;
+    if (this.withSuspects !== v) this.openCache = this.diskCache = null;
     this.withSuspects = v;
   }
 
@@ -182,8 +191,15 @@ export class SegmentRegistry implements SegmentPool {
     return this.byNameMap.values();
   }
 
+  /** Memory segments open for placement (offload segments never are: disk-tier.ts places there). */
   allocatable(): readonly Segment[] {
-    if (this.openCache === null) this.openCache = [...this.byNameMap.values()].filter((s) => s.status === 'MOUNTED' && (this.withSuspects || s.suspectUntil === 0));
+    if (this.openCache === null) this.openCache = [...this.byNameMap.values()].filter((s) => !s.disk && s.status === 'MOUNTED' && (this.withSuspects || s.suspectUntil === 0));
     return this.openCache;
+  }
+
+  /** Offload (SSD) segments open for placement, in mount order. */
+  diskAllocatable(): readonly Segment[] {
+    if (this.diskCache === null) this.diskCache = [...this.byNameMap.values()].filter((s) => s.disk && s.status === 'MOUNTED' && s.suspectUntil === 0);
+    return this.diskCache;
   }
 }

@@ -3,7 +3,7 @@
 // until each owner mounts it again. The way out, the state as records, is state-export.ts.
 import { ReplicaStatus } from '../../proto/gen/store/ReplicaStatus.js';
 import type { CoreShared } from './core-shared.js';
-import { HANDLE_FIELDS, ObjectMeta } from './object-meta.js';
+import { FLAG_DISK_ONLY, HANDLE_FIELDS, ObjectMeta } from './object-meta.js';
 import { planImport, type CoreState } from './state-records.js';
 
 /** What an import took in, and the records it left out (one line each, why). */
@@ -40,6 +40,7 @@ export function importState(s: CoreShared, state: CoreState, now: number): Impor
     for (let i = 0; i < o.h.length; i += HANDLE_FIELDS) o.h[i] = ids[o.h[i]]!;
     const meta = ObjectMeta.create(o.h, o.slices, o.flags | ReplicaStatus.COMPLETE, 0, now - o.ageMs, o.key);
     meta.checksums = o.checksums;
+    if (s.disk.onDiskOnly(meta)) meta.flags |= FLAG_DISK_ONLY; // on the disk eviction list (disk-tier.ts)
     s.objects.set(o.key, meta);
     s.countPins(o.flags, 1);
     s.order.add(meta); // oldest access first: the lists stay in LRU order

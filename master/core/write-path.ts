@@ -262,6 +262,7 @@ export class WritePath {
     s.inFlight.delete(meta);
     s.order.add(meta);
     if (s.sink !== undefined) s.emitObject(meta);
+    s.disk.completed(meta); // queued for offload (disk-tier.ts)
     return ErrorCode.OK;
   }
 }

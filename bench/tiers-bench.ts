@@ -1,0 +1,282 @@
+// The SSD tier's benchmark (`npm run bench:tiers` after `npm run build`); not a test, asserts
+// nothing. Three parts, in one run:
+//
+// 1. Raw speed of the offload directory's file system: dd of BENCH_RAW_MB (default 512) MiB with
+//    direct I/O (oflag=direct / iflag=direct; without it when the file system refuses O_DIRECT,
+//    as tmpfs does, and then said), and fio when installed (`apt-get install -y fio`; optional).
+// 2. Real processes on 127.0.0.1: a store_master with --enable_offload and a store service with
+//    a 64 MB memory segment and an SSD tier (--offload_dir, BENCH_OFFLOAD_DIR or a directory in
+//    the same file system as part 1). Objects of 64 KiB and 4 MiB are put until they all have a
+//    DISK replica (Put to the SSD tier: memory write + offload copy), pushed out of memory by more
+//    puts, then read back while held only on SSD (Get from the SSD tier through the transfer
+//    engine): cold, then warm. Cold: the offload file is mapped by the store service, and neither
+//    posix_fadvise(DONTNEED) nor drop_caches evicts mapped pages, so its pages are reclaimed with
+//    process_madvise(MADV_PAGEOUT) on the store service's mapping (Linux >= 5.10, python3 ctypes,
+//    root or CAP_SYS_NICE; without them the cold figure is left out and said why). The reader
+//    uses TCP (MC_STORE_SHM_TRANSPORT=0), as one on another host: a same-host reader maps the file
+//    too, and pages mapped twice are not paged out. Ratios against the raw figures.
+// 3. Hit rate of a Zipf(0.99) workload over a working set 4x the DRAM tier, on the master core
+//    alone (copies reported at once: the hit rate is a property of placement and eviction, not of
+//    I/O): memory only, with the SSD tier, with the SSD tier and promotion.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '../client/client.js';
+import { StoreError } from '../client/errors.js';
+import { ErrorCode } from '../common/error-code.js';
+import { makeCore, MEMORY, mountReq, putReq } from '../master/core/master-core-fixture.js';
+import type { MasterCore, MasterCoreConfig } from '../master/core/master-core.js';
+import { ReplicaType } from '../proto/gen/store/ReplicaType.js';
+import { LocalCluster } from '../sidecar/local-cluster.js';
+import { fmtSize, KiB, measure, MiB, type Row } from './bench-util.js';
+
+const RAW_MB = Number(process.env.BENCH_RAW_MB ?? 512);
+
+/** MB/s dd reports on stderr ("..., 1.2 GB/s"), as bytes per second. */
+function ddRate(args: string[]): { bps: number; note: string } {
+  const r = spawnSync('dd', args, { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(r.stderr.trim());
+  const m = /copied, ([\d.]+) s/.exec(r.stderr);
+  const bytes = /^(\d+) bytes/m.exec(r.stderr);
+  if (!m || !bytes) throw new Error(`unexpected dd output: ${r.stderr}`);
+  return { bps: Number(bytes[1]) / Number(m[1]), note: '' };
+}
+
+function rawDevice(dir: string): { write: number; read: number; how: string } {
+  const file = join(dir, 'raw.bin');
+  try {
+    let how = 'dd bs=1M, O_DIRECT';
+    let write: number;
+    try {
+      write = ddRate(['if=/dev/zero', `of=${file}`, 'bs=1M', `count=${RAW_MB}`, 'oflag=direct', 'conv=fdatasync']).bps;
+    } catch {
+      how = 'dd bs=1M, buffered + fdatasync (this file system refuses O_DIRECT)';
+      write = ddRate(['if=/dev/zero', `of=${file}`, 'bs=1M', `count=${RAW_MB}`, 'conv=fdatasync']).bps;
+    }
+    let read: number;
+    try {
+      read = ddRate([`if=${file}`, 'of=/dev/null', 'bs=1M', 'iflag=direct']).bps;
+    } catch {
+      read = ddRate([`if=${file}`, 'of=/dev/null', 'bs=1M']).bps;
+    }
+    return { write, read, how };
+  } finally {
+    rmSync(file, { force: true });
+  }
+}
+
+function fio(dir: string): string | undefined {
+  if (spawnSync('fio', ['--version']).status !== 0) return undefined;
+  const out = (rw: string): string => {
+    const r = execFileSync(
+      'fio',
+      ['--name=raw', `--directory=${dir}`, `--rw=${rw}`, '--bs=1M', `--size=${RAW_MB}M`, '--direct=1', '--ioengine=psync', '--output-format=terse', '--terse-version=3'],
+      { encoding: 'utf8' },
+    );
+    const f = r.trim().split(';');
+    return rw === 'write' ? `${(Number(f[47]) / 1024).toFixed(0)} MB/s` : `${(Number(f[6]) / 1024).toFixed(0)} MB/s`;
+  };
+  return `fio seq write ${out('write')}, seq read ${out('read')}`;
+}
+
+/**
+ * Reclaims the pages of a store service's offload mapping (process_madvise MADV_PAGEOUT: written
+ * back and dropped from the page cache, so the next reads go to the device). Returns the bytes
+ * still resident after, or throws why it cannot.
+ */
+const PAGEOUT = `
+import ctypes, sys
+pid = int(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+pidfd = libc.syscall(434, pid, 0)  # pidfd_open
+if pidfd < 0: sys.exit('pidfd_open: errno %d' % ctypes.get_errno())
+class iovec(ctypes.Structure): _fields_ = [('base', ctypes.c_void_p), ('len', ctypes.c_size_t)]
+for line in open('/proc/%d/maps' % pid):
+    if 'kvstore-offload' not in line: continue
+    a, b = (int(x, 16) for x in line.split()[0].split('-'))
+    for s in range(a, b, 1 << 30):
+        iov = iovec(s, min(1 << 30, b - s))
+        if libc.syscall(440, pidfd, ctypes.byref(iov), 1, 21, 0) < 0: sys.exit('process_madvise: errno %d' % ctypes.get_errno())  # MADV_PAGEOUT
+rss, inmap = 0, False
+for l in open('/proc/%d/smaps' % pid):
+    f = l.split()
+    if len(f) >= 5 and '-' in f[0]: inmap = 'kvstore-offload' in l
+    elif inmap and f[0] == 'Rss:': rss += int(f[1]) * 1024
+print(rss)
+`;
+
+function pageOut(pid: number): number {
+  const r = spawnSync('python3', ['-c', PAGEOUT, String(pid)], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error((r.stderr || r.error?.message || 'python3 failed').trim());
+  return Number(r.stdout.trim());
+}
+
+async function putRetry(client: Client, key: string, value: Buffer): Promise<void> {
+  for (;;) {
+    try {
+      return await client.put(key, value);
+    } catch (e) {
+      if (!(e instanceof StoreError) || e.code !== ErrorCode.NO_AVAILABLE_HANDLE) throw e;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+}
+
+async function ssdTier(dir: string, raw: { write: number; read: number }): Promise<void> {
+  const cluster = await LocalCluster.start({ masterArgs: ['--enable_offload', '--default_kv_lease_ttl=1000'], echo: process.env.BENCH_DEBUG ? (l) => console.log(l) : undefined });
+  let client: Client | undefined;
+  try {
+    const svc = await cluster.addService(['--global_segment_size=64MB', `--offload_dir=${dir}`, '--offload_size=2GB', '--local_buffer_size=256MB']);
+    // TCP to the store service, as a reader on another host: a same-host reader would map the
+    // offload file too (shared-memory transport), and pages mapped twice are not paged out.
+    client = await Client.setup(cluster.clientConfig({ local_buffer_size: 256 * MiB }), { env: { ...process.env, MC_STORE_SHM_TRANSPORT: '0' } });
+    const c = client;
+    let offloaded = 0;
+    for (const [size, count] of [
+      [64 * KiB, 2048],
+      [4 * MiB, 64],
+    ] as const) {
+      const value = randomBytes(size);
+      const prefix = `t${size}-`;
+      const t0 = performance.now();
+      const puts = await measure(count, size, 8, 1, (i) => putRetry(c, `${prefix}${i}`, value));
+      // every object offloaded: none queued or in flight (the summary is cheap to ask for; a
+      // listing of every replica would load the master it measures)
+      for (;;) {
+        const m = /offload: (\d+) queued, (\d+) in flight, (\d+) done/.exec(await cluster.admin('/metrics/summary'));
+        if (m && m[1] === '0' && m[2] === '0' && Number(m[3]) >= offloaded + count) break;
+        await new Promise((r) => setTimeout(r, 2));
+      }
+      offloaded += count;
+      const putBps = (count * size) / ((performance.now() - t0) / 1000);
+      // push them out of memory, then read those held only on SSD
+      const flush = randomBytes(MiB);
+      for (let i = 0; i < 128; i++) await putRetry(c, `flush-${size}-${i}`, flush);
+      const diskOnly = [...(await c.queryByRegex(`^${prefix}`)).entries()].filter(([, rs]) => rs.every((r) => r.replica_type === ReplicaType.DISK)).map(([k]) => k);
+      const getAll = (): Promise<Row> =>
+        measure(diskOnly.length, size, 8, 1, async (i) => {
+          await c.get(diskOnly[i]);
+        });
+      const row = (what: string, r: Row): string =>
+        `get ${what} ${r.gbps.toFixed(2)} GB/s (${((r.gbps * 1e9) / raw.read).toFixed(2)}x raw read), p50 ${r.p50ms.toFixed(2)} ms, p99 ${r.p99ms.toFixed(2)} ms`;
+      let cold: string;
+      try {
+        // dirty pages are written back by the first pageout and reclaimed by a later one
+        let resident = pageOut(svc.proc.pid!);
+        for (let i = 0; i < 10 && resident > 0; i++) {
+          await new Promise((r) => setTimeout(r, 200));
+          resident = pageOut(svc.proc.pid!);
+        }
+        cold = `${row('cold', await getAll())} (${fmtSize(resident)} of the file resident after pageout)`;
+      } catch (e) {
+        cold = `cold: not measured (${(e as Error).message})`;
+      }
+      const warm = await getAll();
+      console.log(
+        `  ${fmtSize(size).padStart(7)}: put to SSD tier ${(putBps / 1e9).toFixed(2)} GB/s (${(putBps / raw.write).toFixed(2)}x raw write; the puts alone ${puts.gbps.toFixed(2)} GB/s)`,
+      );
+      console.log(`           ${diskOnly.length} SSD-only objects: ${cold}`);
+      console.log(`           ${diskOnly.length} SSD-only objects: ${row('warm', warm)}`);
+      await c.removeAll();
+    }
+    if (process.env.BENCH_DEBUG) console.log(await cluster.admin('/metrics/summary'));
+  } finally {
+    await client?.close();
+    await cluster.stop();
+  }
+}
+
+/** Keys 0..n-1 drawn with Zipf(s) probabilities (a precomputed CDF, binary search). */
+function zipf(n: number, s: number, seed: number): () => number {
+  const cdf = new Float64Array(n);
+  let sum = 0;
+  for (let i = 0; i < n; i++) cdf[i] = sum += 1 / Math.pow(i + 1, s);
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    const u = ((x >>> 0) / 2 ** 32) * sum;
+    let lo = 0;
+    let hi = n - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (cdf[mid] < u) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+}
+
+/** Reads of a Zipf(0.99) workload on the core: a miss writes the object again. Hit rates in %. */
+function hitRate(over: Partial<MasterCoreConfig>, ssd: boolean): { hit: number; memoryHit: number } {
+  const OBJ = 64 * KiB;
+  const MEM = 16 * MiB; // the DRAM tier: 256 objects
+  const N = (4 * MEM) / OBJ; // working set 4x the DRAM tier
+  const READS = 200_000;
+  const core: MasterCore = makeCore({ defaultKvLeaseTtlMs: 1, ...over });
+  core.mountSegment(mountReq('mem', MEM, 'store', 0x1000_0000, '127.0.0.1:1', 1), 0);
+  if (ssd) core.mountSegment({ ...mountReq('ssd', 8 * MEM, 'store', 0x4000_0000, '127.0.0.1:1', 1), protocol: 'ssd' }, 0);
+  const next = zipf(N, 0.99, 42);
+  let now = 10;
+  let hits = 0;
+  let memoryHits = 0;
+  const copier = (): void => {
+    for (const c of core.ping({ client_id: 'store', fence_acks: [], can_copy: true }, now).copies) {
+      core.replicaCopied({ client_id: 'store', copy_id: c.copy_id, ok: true, failed_segments: [] }, now);
+    }
+  };
+  for (let i = 0; i < READS; i++) {
+    now += 2; // leases (1 ms) over by the next read
+    const key = `k${next()}`;
+    const r = core.getReplicaList({ key }, now);
+    if (r.status_code === ErrorCode.OK) {
+      hits++;
+      if (r.replica_list.some((x) => x.replica_type === ReplicaType.MEMORY)) memoryHits++;
+    } else {
+      for (let tries = 0; tries < 4; tries++) {
+        const start = core.putStart(putReq(key, OBJ), now);
+        if (start.status_code === ErrorCode.OK) {
+          core.putEnd({ key, replica_type: MEMORY, slice_checksums: [] }, now);
+          break;
+        }
+        copier(); // memory full of objects waiting for their copy: let copies finish
+        core.sweep(now);
+      }
+    }
+    if (i % 16 === 0) {
+      copier();
+      core.sweep(now);
+    }
+  }
+  return { hit: (100 * hits) / READS, memoryHit: (100 * memoryHits) / READS };
+}
+
+async function main(): Promise<void> {
+  const dir = process.env.BENCH_OFFLOAD_DIR ? mkdtempSync(join(process.env.BENCH_OFFLOAD_DIR, 'tiers-bench-')) : mkdtempSync(join(tmpdir(), 'tiers-bench-'));
+  try {
+    const raw = rawDevice(dir);
+    console.log(`raw file system of ${dir} (${RAW_MB} MiB, ${raw.how}): write ${(raw.write / 1e9).toFixed(2)} GB/s, read ${(raw.read / 1e9).toFixed(2)} GB/s`);
+    const f = fio(dir);
+    console.log(f ? `  ${f}` : '  fio: not installed (apt-get install -y fio), dd only');
+    console.log('SSD tier through the store (1 store service, 64 MB memory, 2 GB SSD tier; the reader over TCP, 8 in flight):');
+    await ssdTier(dir, raw);
+    console.log('hit rate, Zipf(0.99) over 1024 objects of 64 KiB, DRAM tier 16 MiB (a quarter of the working set), 200k reads:');
+    const mem = hitRate({}, false);
+    const withSsd = hitRate({ enableOffload: true }, true);
+    const promo = hitRate({ enableOffload: true, promotionOnHit: true, promotionAdmissionThreshold: 2 }, true);
+    console.log(`  memory only:          hit ${mem.hit.toFixed(1)}%`);
+    console.log(`  with SSD:             hit ${withSsd.hit.toFixed(1)}% (from memory ${withSsd.memoryHit.toFixed(1)}%)`);
+    console.log(`  with SSD + promotion: hit ${promo.hit.toFixed(1)}% (from memory ${promo.memoryHit.toFixed(1)}%)`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,233 @@
+// The SSD tier end to end (docs/tiers.md, "SSD tier"), real processes: store services with
+// --offload_dir mount a sparse file as offload segments; a master with --enable_offload copies
+// completed writes there, keeps objects evicted from memory readable from their DISK replica, and
+// promotes SSD-only objects read past the admission threshold. Every Get returns the bytes put;
+// a store service killed mid-offload never leaves a torn copy served. Run `npm run build` first.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '../client/client.js';
+import { StoreError } from '../client/errors.js';
+import { ErrorCode } from '../common/error-code.js';
+import { ReplicaType } from '../proto/gen/store/ReplicaType.js';
+import { LocalCluster } from '../sidecar/local-cluster.js';
+
+const KiB = 1024;
+
+/** Put, retried while memory is full of objects whose offload copy is still on the way (backpressure). */
+async function putRetry(client: Client, key: string, value: Buffer): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await client.put(key, value);
+      return;
+    } catch (e) {
+      if (!(e instanceof StoreError) || e.code !== ErrorCode.NO_AVAILABLE_HANDLE || attempt >= 400) throw e;
+      await new Promise((r) => setTimeout(r, 25)); // a retry's backoff, as any writer would
+    }
+  }
+}
+
+async function replicaTypes(client: Client, key: string): Promise<number[]> {
+  return ((await client.queryByRegex(`^${key}$`)).get(key) ?? []).map((r) => r.replica_type);
+}
+
+/** Re-checks `probe` until it holds (the master's copies run in the background), failing after `ms`. */
+async function eventually(probe: () => Promise<boolean>, what: string, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await probe())) {
+    if (Date.now() > end) throw new Error(`not reached within ${ms} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('SSD tier', () => {
+  let dir: string;
+  let cluster: LocalCluster;
+  let client: Client;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'kvstore-ssd-'));
+    cluster = await LocalCluster.start({
+      masterArgs: ['--enable_offload', '--promotion_on_hit', '--promotion_admission_threshold=2', '--default_kv_lease_ttl=200'],
+    });
+    await cluster.addService(['--global_segment_size=4MB', `--offload_dir=${dir}`, '--offload_size=64MB']);
+    client = await Client.setup(cluster.clientConfig(), { checksums: true });
+  }, 60_000);
+
+  afterAll(async () => {
+    await client?.close();
+    await cluster?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }, 30_000);
+
+  it('fills memory three times over: every object stays readable bit-exact, the evicted ones from disk', async () => {
+    const values = new Map<string, Buffer>();
+    for (let i = 0; i < 48; i++) {
+      const value = randomBytes(i % 4 === 0 ? 64 * KiB + 7 : 256 * KiB);
+      await putRetry(client, `fill-${i}`, value);
+      values.set(`fill-${i}`, value);
+    }
+    let diskOnly = 0;
+    for (const [key, value] of values) {
+      const types = await replicaTypes(client, key);
+      expect(types.length).toBeGreaterThan(0); // nothing was lost
+      if (types.every((t) => t === ReplicaType.DISK)) diskOnly++;
+      expect((await client.get(key)).equals(value)).toBe(true);
+    }
+    expect(diskOnly).toBeGreaterThan(0); // 12 MiB in 4 MiB of memory: most live on SSD only
+    const summary = await cluster.admin('/metrics/summary');
+    expect(summary).toMatch(/ssd tier: .* used/);
+  }, 120_000);
+
+  it('serves an SSD-only value read again from the local hot cache, and never a rewritten object from it', async () => {
+    const env = { ...process.env, MC_STORE_LOCAL_HOT_CACHE_SIZE: '8mb', MC_STORE_LOCAL_HOT_BLOCK_SIZE: '64kb', MC_STORE_LOCAL_HOT_ADMISSION_THRESHOLD: '1' };
+    const reader = await Client.setup(cluster.clientConfig(), { checksums: true, env });
+    try {
+      const keys = [...(await reader.queryByRegex('^fill-')).entries()].filter(([, rs]) => rs.every((r) => r.replica_type === ReplicaType.DISK)).map(([k]) => k);
+      const key = keys[0];
+      const first = await reader.get(key); // from the SSD, admitted
+      expect((await reader.get(key)).equals(first)).toBe(true);
+      expect(reader.hotCache!.stats()).toMatchObject({ hits: 1, admitted: 1 });
+      // rewritten by another client: the new replica list names other bytes, never the cached ones
+      const next = randomBytes(first.length);
+      // (removable once the reader's read lease ran out)
+      await eventually(
+        () =>
+          client.remove(key).then(
+            () => true,
+            () => false,
+          ),
+        `${key} removed`,
+      );
+      await putRetry(client, key, next);
+      expect((await reader.get(key)).equals(next)).toBe(true);
+    } finally {
+      await reader.close();
+    }
+  }, 60_000);
+
+  it('an embedded client takes an SSD tier of its own (the offload option), mounted with protocol ssd', async () => {
+    const own = await Client.setup(cluster.clientConfig(), { offload: { dir, size: 4 * 1024 * 1024 } });
+    try {
+      const seg = own.mountedSegments.find((x) => x.memory === 'ssd');
+      expect(seg).toBeDefined();
+      const detail = JSON.parse(await cluster.admin('/get_segments_detail')) as { segments: { segment_name: string; protocol: string }[] };
+      expect(detail.segments.find((x) => x.segment_name === seg!.name)?.protocol).toBe('ssd');
+      await expect(own.addOffloadFile(dir, 1000)).rejects.toMatchObject({ code: ErrorCode.INVALID_PARAMS });
+      await expect(own.addOffloadFile(join(dir, 'missing'), 4096)).rejects.toMatchObject({ code: ErrorCode.INVALID_PARAMS });
+    } finally {
+      await own.close();
+    }
+  }, 60_000);
+
+  it('a directory that cannot hold the offload file stops the store service with exit 2, naming --offload_dir', async () => {
+    const svc = cluster.addService(['--global_segment_size=4MB', `--offload_dir=${join(dir, 'no-such-dir')}`, '--offload_size=4MB']);
+    await expect(svc).rejects.toThrow(/exited \(2\)[\s\S]*--offload_dir: [\s\S]*no-such-dir/);
+  });
+
+  it('promotes an SSD-only object read past the admission threshold back to memory', async () => {
+    const keys = [...(await client.queryByRegex('^fill-')).entries()].filter(([, rs]) => rs.every((r) => r.replica_type === ReplicaType.DISK)).map(([k]) => k);
+    expect(keys.length).toBeGreaterThan(0);
+    const key = keys[keys.length - 1];
+    // Two clients: each keeps replica lists it read under their lease (client/replica-cache.ts),
+    // so only the first read of each reaches the master and counts toward promotion.
+    const other = await Client.setup(cluster.clientConfig(), { checksums: true });
+    let value: Buffer;
+    try {
+      value = await client.get(key); // served from disk: one read
+      expect((await other.get(key)).equals(value)).toBe(true); // two: past the threshold
+    } finally {
+      await other.close();
+    }
+    await eventually(async () => (await replicaTypes(client, key)).includes(ReplicaType.MEMORY), `${key} promoted`).catch(async (e: Error) => {
+      throw new Error(`${e.message}\n${await cluster.admin('/metrics/summary')}`);
+    });
+    expect((await client.get(key)).equals(value)).toBe(true);
+  }, 60_000);
+});
+
+describe('SSD tier: a store service killed mid-offload', () => {
+  let dir: string;
+  let cluster: LocalCluster;
+  let client: Client;
+
+  afterAll(async () => {
+    await client?.close();
+    await cluster?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }, 30_000);
+
+  it('never serves a torn copy: each object is read from its memory replica, bit-exact', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'kvstore-ssd-kill-'));
+    cluster = await LocalCluster.start({ masterArgs: ['--enable_offload', '--client_ttl=2s'] });
+    await cluster.addService(['--global_segment_size=64MB']);
+    // the SSD tier on another store service, killed while copies land on it
+    const ssd = await cluster.addService(['--global_segment_size=0', `--offload_dir=${dir}`, '--offload_size=64MB']);
+    client = await Client.setup(cluster.clientConfig(), { checksums: true });
+    const values = new Map<string, Buffer>();
+    for (let i = 0; i < 40; i++) {
+      const value = randomBytes(512 * KiB);
+      await client.put(`kill-${i}`, value);
+      values.set(`kill-${i}`, value);
+    }
+    // killed once the first copies joined, others still queued or on the way
+    await eventually(async () => Number(/offload: \d+ queued, \d+ in flight, (\d+) done/.exec(await cluster.admin('/metrics/summary'))?.[1] ?? 0) > 0, 'a first offload');
+    ssd.proc.kill('SIGKILL');
+    for (const [key, value] of values) {
+      const got = await client.get(key);
+      expect(got.equals(value)).toBe(true);
+    }
+    // once the master dropped the dead service, no object names its disk replica
+    await eventually(async () => {
+      for (const key of values.keys()) if ((await replicaTypes(client, key)).includes(ReplicaType.DISK)) return false;
+      return true;
+    }, 'DISK replicas on the dead service dropped');
+    for (const [key, value] of values) expect((await client.get(key)).equals(value)).toBe(true);
+  }, 120_000);
+});
+
+describe('SSD tier: the store service holding the memory replicas killed mid-offload', () => {
+  let dir: string;
+  let cluster: LocalCluster;
+  let client: Client;
+
+  afterAll(async () => {
+    await client?.close();
+    await cluster?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }, 30_000);
+
+  it('each object is then read bit-exact from its DISK replica, or is gone: never other bytes', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'kvstore-ssd-kill-mem-'));
+    cluster = await LocalCluster.start({ masterArgs: ['--enable_offload', '--client_ttl=2s'] });
+    const mem = await cluster.addService(['--global_segment_size=64MB']);
+    await cluster.addService(['--global_segment_size=0', `--offload_dir=${dir}`, '--offload_size=64MB']);
+    client = await Client.setup(cluster.clientConfig(), { checksums: true });
+    const values = new Map<string, Buffer>();
+    for (let i = 0; i < 60; i++) {
+      const value = randomBytes(256 * KiB);
+      await client.put(`m-${i}`, value);
+      values.set(`m-${i}`, value);
+    }
+    // killed once the first copies joined, others still queued or on the way
+    await eventually(async () => Number(/offload: \d+ queued, \d+ in flight, (\d+) done/.exec(await cluster.admin('/metrics/summary'))?.[1] ?? 0) > 0, 'a first offload');
+    mem.proc.kill('SIGKILL');
+    await eventually(async () => {
+      for (const key of values.keys()) if ((await replicaTypes(client, key)).includes(ReplicaType.MEMORY)) return false;
+      return true;
+    }, 'memory replicas on the dead service dropped');
+    let readable = 0;
+    for (const [key, value] of values) {
+      const types = await replicaTypes(client, key);
+      if (types.length === 0) {
+        await expect(client.get(key)).rejects.toMatchObject({ code: ErrorCode.OBJECT_NOT_FOUND });
+        continue;
+      }
+      expect(types).toEqual([ReplicaType.DISK]);
+      expect((await client.get(key)).equals(value)).toBe(true);
+      readable++;
+    }
+    expect(readable).toBeGreaterThan(0); // the copies made before the kill serve
+  }, 120_000);
+});

@@ -1,0 +1,165 @@
+// The SSD tier in MasterCore (disk-tier.ts): offload copies to SSD segments that join only when
+// reported, memory eviction that keeps the DISK replica, promotion past the admission threshold,
+// the disk quota, offload at eviction time.
+import { ErrorCode } from '../../common/error-code.js';
+import { MemoryType } from '../../proto/gen/store/MemoryType.js';
+import type { ReplicaCopy__Output } from '../../proto/gen/store/ReplicaCopy.js';
+import { ReplicaType } from '../../proto/gen/store/ReplicaType.js';
+import type { MasterCore, MasterCoreConfig } from './master-core.js';
+import { makeCore, MEMORY, mountReq, putReq } from './master-core-fixture.js';
+
+const KB = 1024;
+
+/** Memory segment `mem` (64 KiB) and SSD segment `ssd` (1 MiB), both of client `store`. */
+function setup(over: Partial<MasterCoreConfig> = {}, diskSize = 1 << 20): MasterCore {
+  const core = makeCore({ enableOffload: true, defaultKvLeaseTtlMs: 10, clientTtlMs: 1e9, ...over });
+  expect(core.mountSegment(mountReq('mem', 64 * KB, 'store', 0x1000_0000, '10.0.0.1:1', 5), 0).status_code).toBe(ErrorCode.OK);
+  expect(core.mountSegment({ ...mountReq('ssd', diskSize, 'store', 0x4000_0000, '10.0.0.1:1', 5), protocol: 'ssd' }, 0).status_code).toBe(ErrorCode.OK);
+  return core;
+}
+
+function put(core: MasterCore, key: string, bytes: number, now: number): number {
+  const start = core.putStart(putReq(key, bytes), now);
+  if (start.status_code !== ErrorCode.OK) return start.status_code;
+  for (const r of start.replica_list) for (const h of r.handles) expect(h.segment_name).toBe('mem'); // never on SSD
+  return core.putEnd({ key, replica_type: MEMORY, slice_checksums: [7] }, now).status_code;
+}
+
+const copiesFor = (core: MasterCore, now: number): ReplicaCopy__Output[] => core.ping({ client_id: 'store', fence_acks: [], can_copy: true }, now).copies;
+const report = (core: MasterCore, c: ReplicaCopy__Output, ok = true) => core.replicaCopied({ client_id: 'store', copy_id: c.copy_id, ok, failed_segments: [] }, 0).status_code;
+const tiers = (core: MasterCore, key: string, now: number) =>
+  core.getReplicaList({ key }, now).replica_list.map((r) => [r.replica_type, r.handles.map((h) => [h.segment_name, h.memory_type])]);
+
+describe('SSD tier in the core', () => {
+  it('offloads a completed write to an SSD segment; the DISK replica joins only once reported', () => {
+    const core = setup();
+    expect(put(core, 'k', 4 * KB, 1)).toBe(ErrorCode.OK);
+    expect(core.stats(1)).toMatchObject({ offloadsQueued: 1, diskUsedBytes: 0 });
+    const [copy] = copiesFor(core, 2);
+    expect(copy.key).toBe('k');
+    expect(copy.source!.handles[0].segment_name).toBe('mem');
+    expect(copy.target!.replica_type).toBe(ReplicaType.DISK);
+    expect(copy.target!.handles[0]).toMatchObject({ segment_name: 'ssd', memory_type: MemoryType.SSD });
+    expect(copy.slice_checksums).toEqual([7]);
+    expect(tiers(core, 'k', 3)).toEqual([[ReplicaType.MEMORY, [['mem', MemoryType.DRAM]]]]); // not yet
+    expect(report(core, copy)).toBe(ErrorCode.OK);
+    expect(tiers(core, 'k', 4)).toEqual([
+      [ReplicaType.MEMORY, [['mem', MemoryType.DRAM]]],
+      [ReplicaType.DISK, [['ssd', MemoryType.SSD]]],
+    ]);
+    expect(core.stats(4)).toMatchObject({ offloadsDone: 1, diskUsedBytes: 4 * KB, usedBytes: 4 * KB, capacityBytes: 64 * KB, diskCapacityBytes: 1 << 20 });
+    expect(core.checkIndexes()).toEqual([]);
+  });
+
+  it('no allocation strategy places a put on an SSD segment, even when it is named as preferred', () => {
+    for (const strategy of ['random', 'free_ratio_first', 'cxl'] as const) {
+      const core = makeCore({ allocationStrategy: strategy, enableCxl: true });
+      core.mountSegment({ ...mountReq('ssd', 1 << 20, 'store', 0x4000_0000, '10.0.0.1:1', 5), protocol: 'ssd' }, 0);
+      expect(core.putStart(putReq('k', 4 * KB, { preferred_segment: 'ssd' }), 1).status_code).toBe(ErrorCode.NO_AVAILABLE_HANDLE);
+      expect(core.stats(1)).toMatchObject({ capacityBytes: 0, diskCapacityBytes: 1 << 20 });
+    }
+  });
+
+  it('--offload_force_evict: an object picked again while its copy is on the way is evicted without one (counted)', () => {
+    const core = setup({ offloadOnEvict: true, offloadForceEvict: true });
+    put(core, 'k', 4 * KB, 1);
+    expect(core.evict(100, 10).evicted).toBe(0); // first pick: queued for a copy
+    expect(core.evict(200, 10).evicted).toBe(1); // picked again, no copy yet: gone
+    expect(core.stats(200)).toMatchObject({ objects: 0, forcedEvictions: 1, usedBytes: 0 });
+    expect(copiesFor(core, 201)).toEqual([]);
+  });
+
+  it('a failed or stale copy never joins: an object rewritten meanwhile keeps no old DISK replica', () => {
+    const core = setup();
+    put(core, 'a', 4 * KB, 1);
+    put(core, 'b', 4 * KB, 1);
+    const [ca, cb] = copiesFor(core, 2);
+    expect(core.remove({ key: 'b', force: false }, 100).status_code).toBe(ErrorCode.OK);
+    expect(put(core, 'b', 4 * KB, 101)).toBe(ErrorCode.OK);
+    expect(report(core, cb)).toBe(ErrorCode.OK); // stale: b was removed and written again
+    expect(report(core, ca, false)).toBe(ErrorCode.OK);
+    expect(tiers(core, 'a', 102)).toEqual([[ReplicaType.MEMORY, [['mem', MemoryType.DRAM]]]]);
+    expect(tiers(core, 'b', 102)).toEqual([[ReplicaType.MEMORY, [['mem', MemoryType.DRAM]]]]);
+    expect(core.stats(102)).toMatchObject({ offloadsFailed: 2, offloadsDone: 0 });
+  });
+
+  /** Fills `mem` (64 KiB) with 16 objects of 4 KiB, each offloaded, then 16 more. */
+  function overfill(core: MasterCore): void {
+    let now = 1;
+    for (let i = 0; i < 32; i++) {
+      now += 100; // leases (10 ms) long over
+      let code = put(core, `k${i}`, 4 * KB, now);
+      for (let tries = 0; code === ErrorCode.NO_AVAILABLE_HANDLE && tries < 5; tries++) {
+        for (const c of copiesFor(core, now)) report(core, c);
+        core.sweep(now);
+        code = put(core, `k${i}`, 4 * KB, now);
+      }
+      expect(code).toBe(ErrorCode.OK);
+      for (const c of copiesFor(core, now)) report(core, c);
+    }
+  }
+
+  it('memory eviction frees only the memory replica of an offloaded object: it stays readable from disk', () => {
+    const core = setup();
+    overfill(core);
+    const s = core.stats(10_000);
+    expect(s.objects).toBe(32);
+    expect(s.usedBytes).toBeLessThanOrEqual(64 * KB);
+    expect(s.diskUsedBytes).toBe(32 * 4 * KB);
+    expect(s.forcedEvictions).toBe(0);
+    expect(tiers(core, 'k0', 10_000)).toEqual([[ReplicaType.DISK, [['ssd', MemoryType.SSD]]]]);
+    expect(core.checkIndexes()).toEqual([]);
+  });
+
+  it('promotes an SSD-only object after --promotion_admission_threshold reads', () => {
+    const core = setup({ promotionOnHit: true, promotionAdmissionThreshold: 3 });
+    overfill(core); // memory full: the promotion's placement makes room as a PutStart does
+    expect(tiers(core, 'k0', 20_001)).toEqual([[ReplicaType.DISK, [['ssd', MemoryType.SSD]]]]);
+    expect(copiesFor(core, 20_002)).toEqual([]); // one read: below the threshold
+    tiers(core, 'k0', 20_003);
+    tiers(core, 'k0', 20_004);
+    const [copy] = copiesFor(core, 20_005);
+    expect(copy.key).toBe('k0');
+    expect(copy.source!.handles[0].segment_name).toBe('ssd');
+    expect(copy.target!.handles[0].segment_name).toBe('mem');
+    report(core, copy);
+    expect(tiers(core, 'k0', 20_006).map((r) => r[0])).toEqual([ReplicaType.DISK, ReplicaType.MEMORY]);
+    expect(core.stats(20_006)).toMatchObject({ promotionsDone: 1 });
+    expect(core.checkIndexes()).toEqual([]);
+  });
+
+  it('--offload_on_evict copies nothing at PutEnd; the eviction pick is copied, then its memory freed', () => {
+    const core = setup({ offloadOnEvict: true });
+    put(core, 'k', 4 * KB, 1);
+    expect(copiesFor(core, 2)).toEqual([]);
+    expect(core.evict(100, 10).evicted).toBe(0); // picked: queued, memory kept until the copy is in
+    expect(core.stats(100)).toMatchObject({ objects: 1, usedBytes: 4 * KB, offloadsQueued: 1 });
+    const [copy] = copiesFor(core, 101);
+    report(core, copy);
+    core.sweep(200);
+    expect(core.stats(200)).toMatchObject({ objects: 1, usedBytes: 0, diskUsedBytes: 4 * KB });
+    expect(tiers(core, 'k', 201)).toEqual([[ReplicaType.DISK, [['ssd', MemoryType.SSD]]]]);
+  });
+
+  it('evicts SSD-only objects least recently used first past --quota_bytes', () => {
+    const core = setup({ quotaBytes: 80 * KB });
+    overfill(core);
+    core.sweep(50_000);
+    const s = core.stats(50_000);
+    expect(s.diskUsedBytes).toBeLessThanOrEqual(80 * KB);
+    expect(s.diskEvictions).toBeGreaterThan(0);
+    expect(core.getReplicaList({ key: 'k0' }, 50_001).status_code).toBe(ErrorCode.OBJECT_NOT_FOUND); // the oldest went
+    expect(core.getReplicaList({ key: 'k31' }, 50_001).status_code).toBe(ErrorCode.OK);
+    expect(core.checkIndexes()).toEqual([]);
+  });
+
+  it('without disk eviction, offload stops placing when the quota is reached (counted) and memory eviction deletes', () => {
+    const core = setup({ quotaBytes: 8 * KB, enableDiskEviction: false });
+    overfill(core);
+    const s = core.stats(50_000);
+    expect(s.diskUsedBytes).toBeLessThanOrEqual(8 * KB);
+    expect(s.offloadsSkippedFull).toBeGreaterThan(0);
+    expect(s.forcedEvictions).toBeGreaterThan(0);
+    expect(core.checkIndexes()).toEqual([]);
+  });
+});
