@@ -276,7 +276,17 @@ export class ReReplicator {
   }
 
   /** Records a copy of replica `source` of `meta` to `target` and describes it for the copier. */
-  private launch(key: string, meta: ObjectMeta, source: number, target: number[], clientId: string, now: number, gen: number, tag: number, purpose: CopyPurpose = 'restore'): ReplicaCopy__Output {
+  private launch(
+    key: string,
+    meta: ObjectMeta,
+    source: number,
+    target: number[],
+    clientId: string,
+    now: number,
+    gen: number,
+    tag: number,
+    purpose: CopyPurpose = 'restore',
+  ): ReplicaCopy__Output {
     const h = meta.h;
     const slices = meta.slices;
     const copy: Copy = { id: this.nextId++, key, meta, target, gen, clientId, deadline: now + COPY_TIMEOUT_MS, stale: false, tag, purpose };
