@@ -8,6 +8,7 @@ import { Client } from '../client/client.js';
 import { MasterClient } from '../client/master-client.js';
 import { mapMemory, TransferEngine } from '../native/index.js';
 import { runSecret } from '../native/test-fixtures/run-secret.js';
+import { readReplicaInto } from './replica-read.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -51,22 +52,7 @@ describe('re-replication', () => {
         expect(segs).not.toContain(dead.segment);
         // Each replica read on its own, straight from its segment.
         for (const r of list) {
-          let at = 0;
-          await engine.transfer(
-            r.handles.map((h) => {
-              const op = {
-                op: 'read' as const,
-                endpoint: h.te_endpoint,
-                remoteAddress: Number(h.buffer),
-                localAddress: local.address + at,
-                length: Number(h.size),
-                incarnation: Number(h.incarnation),
-              };
-              at += Number(h.size);
-              return op;
-            }),
-          );
-          expect(local.view(0, at).equals(Buffer.concat(slices))).toBe(true);
+          expect((await readReplicaInto(engine, local, r)).equals(Buffer.concat(slices))).toBe(true);
         }
         expect((await client.get(key)).equals(Buffer.concat(slices))).toBe(true);
       }

@@ -18,6 +18,7 @@ import { mapMemory, TransferEngine } from '../native/index.js';
 import type { MappedRegion } from '../client/native-port.js';
 import { runSecret } from '../native/test-fixtures/run-secret.js';
 import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
+import { readReplicaInto } from './replica-read.js';
 
 const CLI = join(distRoot(), 'cli', 'main.js');
 const KiB = 1024;
@@ -53,25 +54,7 @@ const replicas = async (key: string): Promise<ReplicaInfo__Output[]> => (await m
 const segmentsOf = async (key: string): Promise<string[]> => (await replicas(key)).map((r) => r.handles[0].segment_name);
 const finished = (id: number) => cluster.master.waitFor(new RegExp(`task ${id} \\((copy|move) of "[^"]*"\\) (succeeded|failed: \\w+)`));
 
-/** Reads one replica straight from its segment (not through the client's choice of replica). */
-async function readReplica(r: ReplicaInfo__Output): Promise<Buffer> {
-  let at = 0;
-  await engine.transfer(
-    r.handles.map((h) => {
-      const op = {
-        op: 'read' as const,
-        endpoint: h.te_endpoint,
-        remoteAddress: Number(h.buffer),
-        localAddress: local.address + at,
-        length: Number(h.size),
-        incarnation: Number(h.incarnation),
-      };
-      at += Number(h.size);
-      return op;
-    }),
-  );
-  return Buffer.from(local.view(0, at));
-}
+const readReplica = (r: ReplicaInfo__Output): Promise<Buffer> => readReplicaInto(engine, local, r);
 
 describe('copy and move tasks', () => {
   it('copies an object to the named segments; each new replica holds the bytes put', async () => {
