@@ -18,7 +18,7 @@ import { constants as fsc } from 'node:fs';
 import { access, open, rename, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ErrorCode } from '../common/error-code.js';
-import { decodeHeader, encodeHeader, HEADER_PROBE_BYTES } from '../common/file-tier-header.js';
+import { encodeHeader, readHeader } from '../common/file-tier-header.js';
 import { keyFileName, tempFileName } from '../common/file-tier-name.js';
 import { ObjectNotFoundError, TransferError } from './errors.js';
 
@@ -257,14 +257,7 @@ export class FileTier {
       throw new ObjectNotFoundError(`${what}: ${(e as Error).message}`, { cause: e });
     }
     try {
-      let probe = Buffer.allocUnsafe(HEADER_PROBE_BYTES);
-      let got = (await fh.read(probe, 0, probe.length, 0)).bytesRead;
-      let d = decodeHeader(probe.subarray(0, got), this.d.crc32c);
-      if (!d.ok && 'need' in d && d.need > got && got === probe.length) {
-        probe = Buffer.allocUnsafe(d.need);
-        got = (await fh.read(probe, 0, probe.length, 0)).bytesRead;
-        d = decodeHeader(probe.subarray(0, got), this.d.crc32c);
-      }
+      const d = await readHeader(fh, this.d.crc32c);
       if (!d.ok) throw this.bad(new ObjectNotFoundError(`${what}: bad file (${'bad' in d ? d.bad : 'torn header'})`));
       const h = d.header;
       if (h.key !== key) throw this.bad(new ObjectNotFoundError(`${what}: the file holds another key`));

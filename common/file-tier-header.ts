@@ -94,3 +94,25 @@ export function decodeHeader(b: Uint8Array, crc: Crc): HeaderDecode {
   if (!Buffer.from(key, 'utf8').equals(keyBytes)) return { ok: false, bad: 'key is not UTF-8' };
   return { ok: true, header: { key, sliceLengths, checksums, valueLength, headerLength: length } };
 }
+
+/** What readHeader needs of a file: a positioned read (a fs/promises FileHandle has it). */
+export interface PositionedReader {
+  read(buffer: Buffer, offset: number, length: number, position: number): Promise<{ bytesRead: number }>;
+}
+
+/**
+ * Reads and decodes the header at the start of a file: one probe of HEADER_PROBE_BYTES, and a
+ * second read only for a header larger than that. A file shorter than its header decodes as
+ * `need` (torn).
+ */
+export async function readHeader(file: PositionedReader, crc: Crc): Promise<HeaderDecode> {
+  let probe = Buffer.allocUnsafe(HEADER_PROBE_BYTES);
+  let got = (await file.read(probe, 0, probe.length, 0)).bytesRead;
+  let d = decodeHeader(probe.subarray(0, got), crc);
+  if (!d.ok && 'need' in d && d.need > got && got === probe.length) {
+    probe = Buffer.allocUnsafe(d.need);
+    got = (await file.read(probe, 0, probe.length, 0)).bytesRead;
+    d = decodeHeader(probe.subarray(0, got), crc);
+  }
+  return d;
+}

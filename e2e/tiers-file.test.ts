@@ -3,14 +3,14 @@
 // bit-exact from their files; a full restart of master and store services over the same directory
 // serves them; a torn or flipped file is never served; awkward keys are safe file names; Remove
 // deletes the file; a file over the budget is refused and deleted. Run `npm run build` first.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { distRoot, LocalCluster, track, type ProcessHandle } from '../sidecar/local-cluster.js';
-import { freePort } from './free-port.js';
+import { distRoot, LocalCluster, type ProcessHandle } from '../sidecar/local-cluster.js';
+import { have, Processes } from './ha-backends.js';
 import { Client } from '../client/client.js';
 import { MasterClient } from '../client/master-client.js';
 import { ErrorCode } from '../common/error-code.js';
@@ -37,14 +37,7 @@ async function metric(cluster: LocalCluster, name: string): Promise<number> {
   return Number(m[1]);
 }
 
-const hasRedis = (() => {
-  try {
-    execFileSync('which', ['redis-server'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const hasRedis = have('redis-server');
 
 describe('file tier', () => {
   let root: string;
@@ -187,34 +180,23 @@ describe('file tier', () => {
   haIt(
     'HA: a new leader rescans the directory and serves objects held only by files (skipped without redis-server)',
     async () => {
-      const haRoot = mkdtempSync(join(tmpdir(), 'kv-file-tier-ha-'));
-      const procs: ChildProcess[] = [];
+      const backends = new Processes();
       let ha: Client | undefined;
       try {
-        const redisPort = await freePort();
-        const redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
-        procs.push(redis);
-        await track('redis', redis).waitFor(/Ready to accept connections/);
+        const haRoot = backends.tempDir('kv-file-tier-ha-');
+        const redis = await backends.redis('ha_tier');
         const masters: (ProcessHandle & { rpc: string })[] = [];
         for (let i = 0; i < 2; i++) {
-          const p = spawn(
-            process.execPath,
-            [
-              join(distRoot(), 'master/main.js'),
-              '--rpc_port=0',
-              '--metrics_port=0',
-              '--rpc_address=127.0.0.1',
-              '--enable_ha=true',
-              '--ha_backend_type=redis',
-              `--ha_backend_connstring=redis://127.0.0.1:${redisPort}`,
-              '--enable_metric_reporting=false',
-              `--root_fs_dir=${haRoot}`,
-              '--cluster_id=ha_tier',
-            ],
-            { stdio: ['ignore', 'pipe', 'pipe'] },
-          );
-          procs.push(p);
-          const h = track(`master-${i}`, p);
+          const h = backends.start(`master-${i}`, process.execPath, [
+            join(distRoot(), 'master/main.js'),
+            '--rpc_port=0',
+            '--metrics_port=0',
+            '--rpc_address=127.0.0.1',
+            '--enable_ha=true',
+            ...redis.masterArgs,
+            '--enable_metric_reporting=false',
+            `--root_fs_dir=${haRoot}`,
+          ]);
           const m = await h.waitFor(/store_master listening: rpc=(\S+)/);
           masters.push({ ...h, rpc: m[1] });
         }
@@ -226,7 +208,7 @@ describe('file tier', () => {
             metadata_server: 'P2PHANDSHAKE',
             global_segment_size: 16 * MiB,
             local_buffer_size: 8 * MiB,
-            master_server_address: `redis://127.0.0.1:${redisPort}/ha_tier`,
+            master_server_address: redis.discovery,
           },
           { heartbeatIntervalMs: 200, log: (_l, msg) => (lines.push(msg), onLine?.(msg)) },
         );
@@ -251,10 +233,7 @@ describe('file tier', () => {
         for (const [k, v] of vals) expect((await ha.get(k)).equals(v)).toBe(true);
       } finally {
         await ha?.close();
-        const running = procs.filter((p) => p.exitCode === null && p.signalCode === null);
-        for (const p of running) p.kill('SIGKILL');
-        await Promise.all(running.map((p) => once(p, 'exit')));
-        rmSync(haRoot, { recursive: true, force: true });
+        await backends.stopAll();
       }
     },
     60_000,

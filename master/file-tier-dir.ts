@@ -8,7 +8,7 @@ import { constants as fsc } from 'node:fs';
 import { access, mkdir, open, readdir, unlink } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import { FlagError } from '../common/flags.js';
-import { decodeHeader, HEADER_PROBE_BYTES } from '../common/file-tier-header.js';
+import { readHeader } from '../common/file-tier-header.js';
 import { keyFileName, TEMP_PREFIX } from '../common/file-tier-name.js';
 import type { Logger } from '../common/logger.js';
 import { crc32c } from '../native/checksum.js';
@@ -48,14 +48,7 @@ async function readEntry(dir: string, name: string): Promise<{ key: string; size
   const fh = await open(join(dir, name), 'r');
   try {
     const size = (await fh.stat()).size;
-    let probe = Buffer.allocUnsafe(Math.min(HEADER_PROBE_BYTES, size));
-    await fh.read(probe, 0, probe.length, 0);
-    let d = decodeHeader(probe, crc32c);
-    if (!d.ok && 'need' in d && d.need <= size && d.need > probe.length) {
-      probe = Buffer.allocUnsafe(d.need);
-      await fh.read(probe, 0, probe.length, 0);
-      d = decodeHeader(probe, crc32c);
-    }
+    const d = await readHeader(fh, crc32c);
     if (!d.ok) return 'bad' in d ? d.bad : 'torn header';
     const h = d.header;
     if (size !== h.headerLength + h.valueLength) return `${size} B, not header + value (${h.headerLength + h.valueLength} B): torn`;
