@@ -41,6 +41,31 @@ async function eventually(probe: () => Promise<boolean>, what: string, ms = 20_0
   }
 }
 
+/** True when none of `keys` has a replica of type `type` any more (after its segments' service died). */
+async function noneOf(client: Client, keys: Iterable<string>, type: number): Promise<boolean> {
+  for (const key of keys) if ((await replicaTypes(client, key)).includes(type)) return false;
+  return true;
+}
+
+/**
+ * A memory store service and an SSD one (offload on), `count` random values put; returns once the
+ * first offload copies joined (others still queued or on the way): the moment the kill tests strike.
+ */
+async function offloadUnderWay(dir: string, count: number, size: number, prefix: string) {
+  const cluster = await LocalCluster.start({ masterArgs: ['--enable_offload', '--client_ttl=2s'] });
+  const mem = await cluster.addService(['--global_segment_size=64MB']);
+  const ssd = await cluster.addService(['--global_segment_size=0', `--offload_dir=${dir}`, '--offload_size=64MB']);
+  const client = await Client.setup(cluster.clientConfig(), { checksums: true });
+  const values = new Map<string, Buffer>();
+  for (let i = 0; i < count; i++) {
+    const value = randomBytes(size);
+    await client.put(`${prefix}-${i}`, value);
+    values.set(`${prefix}-${i}`, value);
+  }
+  await eventually(async () => Number(/offload: \d+ queued, \d+ in flight, (\d+) done/.exec(await cluster.admin('/metrics/summary'))?.[1] ?? 0) > 0, 'a first offload');
+  return { cluster, mem, ssd, client, values };
+}
+
 describe('SSD tier', () => {
   let dir: string;
   let cluster: LocalCluster;
@@ -160,29 +185,17 @@ describe('SSD tier: a store service killed mid-offload', () => {
 
   it('never serves a torn copy: each object is read from its memory replica, bit-exact', async () => {
     dir = mkdtempSync(join(tmpdir(), 'kvstore-ssd-kill-'));
-    cluster = await LocalCluster.start({ masterArgs: ['--enable_offload', '--client_ttl=2s'] });
-    await cluster.addService(['--global_segment_size=64MB']);
     // the SSD tier on another store service, killed while copies land on it
-    const ssd = await cluster.addService(['--global_segment_size=0', `--offload_dir=${dir}`, '--offload_size=64MB']);
-    client = await Client.setup(cluster.clientConfig(), { checksums: true });
-    const values = new Map<string, Buffer>();
-    for (let i = 0; i < 40; i++) {
-      const value = randomBytes(512 * KiB);
-      await client.put(`kill-${i}`, value);
-      values.set(`kill-${i}`, value);
-    }
-    // killed once the first copies joined, others still queued or on the way
-    await eventually(async () => Number(/offload: \d+ queued, \d+ in flight, (\d+) done/.exec(await cluster.admin('/metrics/summary'))?.[1] ?? 0) > 0, 'a first offload');
+    const run = await offloadUnderWay(dir, 40, 512 * KiB, 'kill');
+    ({ cluster, client } = run);
+    const { ssd, values } = run;
     ssd.proc.kill('SIGKILL');
     for (const [key, value] of values) {
       const got = await client.get(key);
       expect(got.equals(value)).toBe(true);
     }
     // once the master dropped the dead service, no object names its disk replica
-    await eventually(async () => {
-      for (const key of values.keys()) if ((await replicaTypes(client, key)).includes(ReplicaType.DISK)) return false;
-      return true;
-    }, 'DISK replicas on the dead service dropped');
+    await eventually(() => noneOf(client, values.keys(), ReplicaType.DISK), 'DISK replicas on the dead service dropped');
     for (const [key, value] of values) expect((await client.get(key)).equals(value)).toBe(true);
   }, 120_000);
 });
@@ -200,23 +213,11 @@ describe('SSD tier: the store service holding the memory replicas killed mid-off
 
   it('each object is then read bit-exact from its DISK replica, or is gone: never other bytes', async () => {
     dir = mkdtempSync(join(tmpdir(), 'kvstore-ssd-kill-mem-'));
-    cluster = await LocalCluster.start({ masterArgs: ['--enable_offload', '--client_ttl=2s'] });
-    const mem = await cluster.addService(['--global_segment_size=64MB']);
-    await cluster.addService(['--global_segment_size=0', `--offload_dir=${dir}`, '--offload_size=64MB']);
-    client = await Client.setup(cluster.clientConfig(), { checksums: true });
-    const values = new Map<string, Buffer>();
-    for (let i = 0; i < 60; i++) {
-      const value = randomBytes(256 * KiB);
-      await client.put(`m-${i}`, value);
-      values.set(`m-${i}`, value);
-    }
-    // killed once the first copies joined, others still queued or on the way
-    await eventually(async () => Number(/offload: \d+ queued, \d+ in flight, (\d+) done/.exec(await cluster.admin('/metrics/summary'))?.[1] ?? 0) > 0, 'a first offload');
+    const run = await offloadUnderWay(dir, 60, 256 * KiB, 'm');
+    ({ cluster, client } = run);
+    const { mem, values } = run;
     mem.proc.kill('SIGKILL');
-    await eventually(async () => {
-      for (const key of values.keys()) if ((await replicaTypes(client, key)).includes(ReplicaType.MEMORY)) return false;
-      return true;
-    }, 'memory replicas on the dead service dropped');
+    await eventually(() => noneOf(client, values.keys(), ReplicaType.MEMORY), 'memory replicas on the dead service dropped');
     let readable = 0;
     for (const [key, value] of values) {
       const types = await replicaTypes(client, key);
