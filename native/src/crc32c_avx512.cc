@@ -121,9 +121,9 @@ uint32_t Avx512Update(uint32_t reg, const uint8_t* src, size_t n) {
   return Sse42Update(reg, src, n);
 }
 
-uint32_t Avx512CopyUpdate(uint32_t reg, uint8_t* dst, const uint8_t* src, size_t n) {
-  if (n < kMinVectorBytes) return Sse42CopyUpdate(reg, dst, src, n);
-  if (n < kNonTemporalMinBytes) {
+uint32_t Avx512CopyUpdate(uint32_t reg, uint8_t* dst, const uint8_t* src, size_t n, bool stream) {
+  if (n < kMinVectorBytes) return Sse42CopyUpdate(reg, dst, src, n, false);  // too short to gain from streaming
+  if (!stream) {
     // memcpy a chunk, then fold the destination bytes while they sit in L1. Measured against
     // folding with our own vector stores: as fast when hot, and faster when the destination is
     // cold, because memcpy (rep movsb) writes whole lines without reading them first.
@@ -137,11 +137,11 @@ uint32_t Avx512CopyUpdate(uint32_t reg, uint8_t* dst, const uint8_t* src, size_t
   }
   // Streaming 64-byte stores need an aligned destination: copy the head through the small path.
   const size_t head = (64 - reinterpret_cast<uintptr_t>(dst) % 64) % 64;
-  reg = Sse42CopyUpdate(reg, dst, src, head);
+  reg = Sse42CopyUpdate(reg, dst, src, head, false);
   dst += head, src += head, n -= head;
-  reg = Vectors<Copy::kStream>(reg, dst, src, n);
+  if (n >= kMinVectorBytes) reg = Vectors<Copy::kStream>(reg, dst, src, n);
   _mm_sfence();  // streaming stores are weakly ordered: make them visible before we return
-  return Sse42CopyUpdate(reg, dst, src, n);
+  return Sse42CopyUpdate(reg, dst, src, n, false);
 }
 
 }  // namespace kvstore::crc32c_backend
@@ -151,8 +151,8 @@ uint32_t Avx512CopyUpdate(uint32_t reg, uint8_t* dst, const uint8_t* src, size_t
 namespace kvstore::crc32c_backend {
 bool Avx512Supported() { return false; }
 uint32_t Avx512Update(uint32_t reg, const uint8_t* src, size_t n) { return PortableUpdate(reg, src, n); }
-uint32_t Avx512CopyUpdate(uint32_t reg, uint8_t* dst, const uint8_t* src, size_t n) {
-  return PortableCopyUpdate(reg, dst, src, n);
+uint32_t Avx512CopyUpdate(uint32_t reg, uint8_t* dst, const uint8_t* src, size_t n, bool stream) {
+  return PortableCopyUpdate(reg, dst, src, n, stream);
 }
 }  // namespace kvstore::crc32c_backend
 
