@@ -17,7 +17,7 @@ import { Client } from '../client/client.js';
 import { DummyClient } from '../client/dummy-client.js';
 import type { StoreClient } from '../client/store-client.js';
 import { LocalCluster } from '../sidecar/local-cluster.js';
-import { fmtSize, memcpyGbps, MiB, pct } from './bench-util.js';
+import { fmtSize, KiB, memcpyGbps, MiB, pct } from './bench-util.js';
 
 const SIZES = (process.env.BENCH_SIZES ?? `${MiB},${4 * MiB}`).split(',').map(Number);
 const OPS = Number(process.env.BENCH_OPS ?? 60);
@@ -176,6 +176,18 @@ async function main(): Promise<void> {
       'per op: minor page faults and CPU time of all processes (this one, the master, A, B); p50s of the phases, "rest" = p50 of the whole minus theirs (JS between them)\n',
     );
 
+    // Warm-up, not reported: the master's and clients' JIT, connections, shm grants.
+    let warm = 0;
+    for (const [c, segment] of [
+      [embedded, a.segment],
+      [embedded, b.segment],
+      [owner, owner.mountedSegments[0].name],
+      [copier, copier.mountedSegments[0].name],
+      [dummy, a.segment],
+      [dummy, b.segment],
+    ] as const) {
+      await rows('', c, segment, 64 * KiB, undefined, `warm${warm++}`);
+    }
     for (const size of SIZES) {
       const out: Row[] = [];
       out.push(...(await rows('embedded   in A', embedded, a.segment, size, clocks.embedded, 'ea')));
@@ -185,6 +197,20 @@ async function main(): Promise<void> {
       out.push(...(await rows('ts-dummy   in A', dummy, a.segment, size, undefined, 'da')));
       out.push(...(await rows('ts-dummy   in B', dummy, b.segment, size, undefined, 'db')));
       for (const r of out) print(r);
+      // What A does for a dummy's object is the embedded row of the same path: its own segment
+      // through its engine ("in A"), or another store service's ("in B"); the rest is the hop.
+      for (const [dummyRow, likeRow] of [
+        ['ts-dummy   in A', 'embedded   own segment'],
+        ['ts-dummy   in B', 'embedded   in B'],
+      ]) {
+        for (const verb of ['put', 'get']) {
+          const d = out.find((r) => r.name.startsWith(`${dummyRow} ${verb}`))!;
+          const e = out.find((r) => r.name.startsWith(`${likeRow} ${verb}`))!;
+          console.log(
+            ` ${d.name}: p50 ${(d.p50 * 1000).toFixed(0)} us = A's part ~${(e.p50 * 1000).toFixed(0)} us (as "${e.name}") + the hop ~${((d.p50 - e.p50) * 1000).toFixed(0)} us`,
+          );
+        }
+      }
       console.log();
     }
     // The dummy's hop by itself: a call that is one master round trip for the embedded client.

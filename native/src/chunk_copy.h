@@ -1,10 +1,11 @@
 // The copy of the memcpy paths (shm mappings, memcpyLocal, inline batches and reads): a plain
 // memcpy, or, when the op asked for its checksum, the copy fused with the CRC-32C of the bytes it
 // moves (one pass over them; CopyCrc32c is as fast as memcpy from 64 KiB up, docs/native.md).
-// The chunks of a large op are copied with streaming stores (crc32c.h CopyStores, stream_copy.h):
-// a READ's from kStreamingCopyMinBytes, as one copy of that size would be (the destination is the
-// caller's buffer, which it reads next: kept in cache unless larger than a core's L2), a WRITE's
-// from kStreamedWriteMinBytes (the destination is a segment, which this process does not read back).
+// The chunks of a large WRITE are copied with streaming stores (crc32c.h CopyStores,
+// stream_copy.h): its destination is a segment, which this process does not read back and which
+// is rarely in any cache (a Put lands in newly placed space). A READ's destination is the caller's
+// buffer, read next and often cache-resident, and so may be its source (an object read again):
+// its chunks keep ordinary stores, as separate copies (docs/native.md "Large ops").
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -21,9 +22,7 @@ namespace kvstore {
 constexpr uint64_t kStreamedWriteMinBytes = 256 * 1024;
 
 // Whether the chunks of an op (WireOp) of `length` bytes are copied with streaming stores.
-inline bool StreamedOp(uint16_t op, uint64_t length) {
-  return length >= (op == static_cast<uint16_t>(WireOp::kWrite) ? kStreamedWriteMinBytes : kStreamingCopyMinBytes);
-}
+inline bool StreamedOp(uint16_t op, uint64_t length) { return op == static_cast<uint16_t>(WireOp::kWrite) && length >= kStreamedWriteMinBytes; }
 
 // dst and src must not overlap. crc: where the CRC of the bytes goes (nullptr: none wanted).
 // stream: the chunk is part of a streamed op (StreamedOp).
