@@ -1,9 +1,9 @@
-// The chunks of large ops are copied with streaming (non-temporal) stores on the memcpy paths
-// (the shm transport and memcpyLocal; chunk_copy.h StreamedOp): WRITEs from 256 KiB, READs from
-// 2 MiB. Those copies have their own head and tail handling (a destination not aligned to a cache
-// line, lengths that are not whole lines), so every case here lands at odd offsets with odd
-// lengths and odd chunk sizes, with and without the fused CRC-32C, and checks that every byte
-// arrived, that the bytes just before and after the range were not touched, and the CRC.
+// The chunks of large WRITEs are copied with streaming (non-temporal) stores on the memcpy paths
+// (the shm transport and memcpyLocal; chunk_copy.h StreamedOp), from 256 KiB. Those copies have
+// their own head and tail handling (a destination not aligned to a cache line, lengths that are not
+// whole lines), so every case here lands at odd offsets with odd lengths and odd chunk sizes, with
+// and without the fused CRC-32C, and checks that every byte arrived, that the bytes just before and
+// after the range were not touched, and the CRC. READs (ordinary stores) are checked the same way.
 import { createHash, randomFillSync } from 'node:crypto';
 import { crc32c, mapMemory, TransferEngine, type MemoryRegion } from './index.js';
 import { engineHarness } from './test-fixtures/engine-harness.js';
@@ -21,7 +21,8 @@ const { engines, peers } = h;
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 const filledSha = (length: number) => sha(new Uint8Array(length).fill(FILL));
 
-// Below, at and above each threshold; odd lengths, so no copy ends on a line boundary.
+// Around the 256 KiB of StreamedOp and the 2 MiB from which one fused copy streams by itself;
+// odd lengths, so no copy ends on a line boundary.
 const SIZES = [256 * KiB - 1, 256 * KiB + 7, MiB + 3, 2 * MiB - 1, 2 * MiB + 13, 5 * MiB + 3];
 
 /** Where the bytes go and how they are read back: a peer process's region (shm) or a second local region (memcpyLocal). */

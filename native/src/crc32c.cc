@@ -82,6 +82,8 @@ Crc32cImpl Crc32cActiveImpl() {
   return impl;
 }
 
+const char* Crc32cAvx512CopyMethod() { return crc32c_backend::Avx512PlainCopyName(); }
+
 uint32_t Crc32c(uint32_t crc, const void* data, size_t len) {
   return ~Active().update(~crc, static_cast<const uint8_t*>(data), len);
 }

@@ -54,6 +54,12 @@ bool Crc32cImplAvailable(Crc32cImpl impl);
 // The backend Crc32c/CopyCrc32c use in this process.
 Crc32cImpl Crc32cActiveImpl();
 
+// How the avx512 backend copies with ordinary stores (below the streaming size): "memcpy" (memcpy
+// 4 KiB, then fold it from L1) or "vector" (one pass, each vector folded and stored), chosen once
+// per process by CPU vendor (the faster one differs) or KVSTORE_CRC32C_COPY=memcpy|vector; "none"
+// in a build without that backend.
+const char* Crc32cAvx512CopyMethod();
+
 // Crc32c / CopyCrc32c with a given backend; `impl` must be available.
 uint32_t Crc32cWith(Crc32cImpl impl, uint32_t crc, const void* data, size_t len);
 uint32_t CopyCrc32cWith(Crc32cImpl impl, uint32_t crc, void* dst, const void* src, size_t len, CopyStores stores = CopyStores::kAuto);

@@ -28,6 +28,9 @@ uint32_t Sse42CopyUpdate(uint32_t reg, uint8_t* dst, const uint8_t* src, size_t 
 bool Avx512Supported();
 uint32_t Avx512Update(uint32_t reg, const uint8_t* src, size_t n);
 uint32_t Avx512CopyUpdate(uint32_t reg, uint8_t* dst, const uint8_t* src, size_t n, bool stream);
+// How Avx512CopyUpdate copies with ordinary stores in this process: "memcpy" (memcpy, then fold)
+// or "vector" (one pass with vector stores); "none" in a build without the backend.
+const char* Avx512PlainCopyName();
 
 // False unless this is an aarch64 build on a CPU with the CRC extension.
 bool Arm64Supported();
