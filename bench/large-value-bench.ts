@@ -16,7 +16,7 @@ import { cpus, loadavg } from 'node:os';
 import { Client } from '../client/client.js';
 import { DummyClient } from '../client/dummy-client.js';
 import type { StoreClient } from '../client/store-client.js';
-import { LocalCluster } from '../sidecar/local-cluster.js';
+import { sidecarCluster } from './sidecar-cluster.js';
 import { fmtSize, KiB, memcpyGbps, MiB, pct } from './bench-util.js';
 
 const SIZES = (process.env.BENCH_SIZES ?? `${MiB},${4 * MiB}`).split(',').map(Number);
@@ -149,12 +149,7 @@ async function rows(label: string, client: StoreClient, segment: string, size: n
 }
 
 async function main(): Promise<void> {
-  const cluster = await LocalCluster.start({
-    storeServices: 2,
-    segmentSize: '1536MB',
-    masterArgs: [`--default_kv_lease_ttl=${LEASE_TTL_MS}ms`],
-    serviceArgs: ['--local_buffer_size=128MB'],
-  });
+  const cluster = await sidecarCluster(LEASE_TTL_MS);
   const [a, b] = cluster.services;
   pids.push(cluster.master.proc.pid!, a.proc.pid!, b.proc.pid!);
   const embedded = await Client.setup(cluster.clientConfig({ local_buffer_size: 256 * MiB }));
