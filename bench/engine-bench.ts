@@ -14,7 +14,7 @@ import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { addon } from '../native/addon.js';
-import { mapMemory, TransferEngine, type MemoryRegion, type TransferOp } from '../native/index.js';
+import { copyWithCrc32c, mapMemory, TransferEngine, type MemoryRegion, type TransferOp } from '../native/index.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -24,7 +24,9 @@ const REGION = 8 * 16 * MiB + MiB; // 8 slots of the largest size
 const BUDGET_MS = Number(process.env.BENCH_MS ?? 250); // per round of a case
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const PORTS = { minPort: 20000, maxPort: 32000 };
-const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'tcp,shm,local,checksum,inline').split(',').map((x) => x.trim()));
+const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'tcp,shm,local,large,checksum,inline').split(',').map((x) => x.trim()));
+const LARGE_SIZES = [256 * KiB, MiB, 4 * MiB, 16 * MiB];
+const COLD_SPAN = 512 * MiB; // the peer's second region: destinations of the large section cycle over it
 const CONNECT_ROUNDS = 200;
 const CHECKSUM_SIZES = [64 * KiB, 4 * MiB];
 // BENCH_SOCKBUF=0 leaves kernel autotuning (default: the engine's 4 MiB).
@@ -37,6 +39,8 @@ interface PeerInfo {
   address: number;
   incarnation: number;
   pumpPort: number;
+  /** A second served region of COLD_SPAN bytes (the large section's). */
+  coldAddress: number;
 }
 
 function runPeer(): void {
@@ -45,14 +49,18 @@ function runPeer(): void {
   const engine = new TransferEngine({ ...PORTS, ...AUTH, ...TUNING });
   const endpoint = engine.start();
   const incarnation = engine.registerRegion(region.address, region.size);
+  const cold = mapMemory({ size: COLD_SPAN });
+  new Uint8Array(cold.buffer).fill(0x5c);
+  engine.registerRegion(cold.address, cold.size);
   const pumpPort = addon().rawPumpListen('127.0.0.1');
-  process.stdout.write(JSON.stringify({ endpoint, address: region.address, incarnation, pumpPort } satisfies PeerInfo) + '\n');
+  process.stdout.write(JSON.stringify({ endpoint, address: region.address, incarnation, pumpPort, coldAddress: cold.address } satisfies PeerInfo) + '\n');
   process.stdin.on('data', () => {});
   process.stdin.on('end', () => {
     engine.close();
     // Also keeps `region` referenced until here: a collected region is unmapped by its finalizer,
     // and the engine (which holds only its address) would then fail every request with EFAULT.
     region.release();
+    cold.release();
     process.exit(0);
   });
 }
@@ -267,6 +275,69 @@ async function inlineCpu(peer: PeerInfo, local: MemoryRegion, memEngine: Transfe
   shm.close();
 }
 
+/**
+ * The large section: one op at a time, each a new destination (WRITE) or source (READ) in
+ * `span` bytes at `remote` (cold memory), the other side one buffer at `local`; medians of ROUNDS
+ * rounds alternating with memcpy over a cold span of the same size, and (checksum rows) one
+ * thread's fused copy over the same span.
+ */
+async function largeGrid(label: string, engine: TransferEngine, endpoint: string, remote: number, span: number, local: number): Promise<void> {
+  console.log(`${label}:`);
+  for (const op of ['write', 'read'] as const) {
+    for (const size of LARGE_SIZES) {
+      for (const checksum of [false, true]) {
+        const slots = Math.floor(span / size);
+        const eng: { gbps: number; p50: number }[] = [];
+        const mem: number[] = [];
+        for (let round = 0; round < ROUNDS; round++) {
+          mem.push(await coldCopyGbps(size, checksum));
+          let i = round * 7;
+          const lat: number[] = [];
+          const opFor = (): TransferOp => ({ op, endpoint, remoteAddress: remote + (i++ % slots) * size, localAddress: local, length: size, checksum });
+          await engine.transfer([opFor()]);
+          const start = nowNs();
+          const deadline = start + BigInt(BUDGET_MS) * 1_000_000n;
+          while (nowNs() < deadline || lat.length < 20) {
+            const t = nowNs();
+            await engine.transfer([opFor()]);
+            lat.push(Number(nowNs() - t) / 1000);
+          }
+          lat.sort((a, b) => a - b);
+          eng.push({ gbps: gbps(lat.length * size, Number(nowNs() - start) / 1e9), p50: pct(lat, 0.5) });
+        }
+        const g = median(eng.map((r) => r.gbps));
+        const m = median(mem);
+        console.log(
+          ` ${op.padEnd(5)} ${fmtSize(size).padStart(8)} ${(checksum ? 'crc' : '-').padStart(5)} ${g.toFixed(2).padStart(8)} ${median(eng.map((r) => r.p50))
+            .toFixed(1)
+            .padStart(8)} | ${m.toFixed(2).padStart(9)} ${(g / m).toFixed(2).padStart(6)}x`,
+        );
+      }
+    }
+  }
+}
+
+/** GB/s of one thread copying `size` bytes cycling over a cold span: memcpy, or with `fused` copyWithCrc32c. */
+async function coldCopyGbps(size: number, fused: boolean): Promise<number> {
+  if (!fused) {
+    const iters = Math.max(10, Math.floor((256 * MiB) / size));
+    const s = await addon().memcpyRun(size, iters, 256 * MiB);
+    return gbps(size * iters, s);
+  }
+  const [a, b] = (coldPair ??= [Buffer.alloc(256 * MiB, 1), Buffer.alloc(256 * MiB, 2)]);
+  const slots = Math.floor(a.length / size);
+  const iters = Math.max(10, Math.floor((256 * MiB) / size));
+  const t = nowNs();
+  for (let i = 0; i < iters; i++) {
+    const off = ((i * 7) % slots) * size;
+    copyWithCrc32c(b.subarray(off, off + size), a.subarray(off, off + size));
+  }
+  return gbps(size * iters, Number(nowNs() - t) / 1e9);
+}
+
+/** Source and destination span of the fused-copy peer (made at its first use). */
+let coldPair: [Buffer, Buffer] | undefined;
+
 /** us of one call, by the high-resolution clock. */
 async function timed(fn: () => Promise<unknown>): Promise<number> {
   const t0 = process.hrtime.bigint();
@@ -346,6 +417,11 @@ async function main(): Promise<void> {
     console.log(' op    size      inflight    GB/s     ops/s    p50 us    p99 us | memcpy GB/s  ratio');
     await compareGrid(shmEngine, peer, local, memcpyGbps);
   }
+  if (SECTIONS.has('large')) {
+    console.log('\n== large ops one at a time into (WRITE) or from (READ) cold memory, vs one thread copying over a cold span (memcpy; crc rows: copyWithCrc32c) ==');
+    console.log(' op        size   crc     GB/s   p50 us | copy GB/s  ratio');
+    await largeGrid('shm (the peer process)', shmEngine, peer.endpoint, peer.coldAddress, COLD_SPAN, local.address);
+  }
   if (SECTIONS.has('checksum')) {
     console.log('\n== per-op CRC-32C (checksum: true) against the same case without, alternating rounds ==');
     const cpu = cpuUsOf(child.pid!);
@@ -379,6 +455,14 @@ async function main(): Promise<void> {
         .toFixed(1)
         .padStart(8)}`,
     );
+  }
+  if (SECTIONS.has('large')) {
+    const cold = mapMemory({ size: COLD_SPAN });
+    new Uint8Array(cold.buffer).fill(0x33);
+    memEngine.registerRegion(cold.address, cold.size);
+    await largeGrid('memcpyLocal (own endpoint)', memEngine, memEp, cold.address, COLD_SPAN, local.address);
+    await memEngine.unregisterRegion(cold.address);
+    cold.release();
   }
   if (SECTIONS.has('inline')) await inlineCpu(peer, local, memEngine, memEp, dst.address);
   if (SECTIONS.has('connect')) await connectCost();

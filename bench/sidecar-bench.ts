@@ -16,7 +16,7 @@ import { createInterface } from 'node:readline';
 import { Client } from '../client/client.js';
 import { DummyClient } from '../client/dummy-client.js';
 import type { StoreClient } from '../client/store-client.js';
-import { LocalCluster } from '../sidecar/local-cluster.js';
+import { sidecarCluster } from './sidecar-cluster.js';
 import { KiB, measure, memcpyGbps, MiB, type Row } from './bench-util.js';
 
 const LEASE_TTL_MS = 2000;
@@ -124,12 +124,7 @@ async function runPython(socket: string, segment: string, placement: string, out
 }
 
 async function main(): Promise<void> {
-  const cluster = await LocalCluster.start({
-    storeServices: 2,
-    segmentSize: '1536MB',
-    masterArgs: [`--default_kv_lease_ttl=${LEASE_TTL_MS}ms`],
-    serviceArgs: ['--local_buffer_size=128MB'],
-  });
+  const cluster = await sidecarCluster(LEASE_TTL_MS);
   const [a, b] = cluster.services;
   const embedded = await Client.setup(cluster.clientConfig({ local_buffer_size: 768 * MiB }), { bufferPool: { acquireTimeoutMs: 60_000 } });
   const dummy = await DummyClient.connect({ socketPath: a.socket, bufferSize: 768 * MiB, bufferPool: { acquireTimeoutMs: 60_000 } });

@@ -92,7 +92,8 @@ export interface RawAddon {
   /** Copies src to the start of dst and returns the CRC-32C of src. */
   copyWithCrc32c(dst: ArrayBufferView, src: ArrayBufferView, seed: number, implementation?: string): number;
   crc32cCombine(crcA: number, crcB: number, lengthB: number | bigint): number;
-  crc32cInfo(): { active: string; available: string[] };
+  /** avx512Copy: how the avx512 backend copies below the streaming size (KVSTORE_CRC32C_COPY). */
+  crc32cInfo(): { active: string; available: string[]; avx512Copy: 'memcpy' | 'vector' | 'none' };
   /** Seconds of each loop for `iterations` operations of `size` bytes cycling over `span` bytes. */
   crc32cBench(size: number, iterations: number, span: number, implementation?: string): Promise<{ memcpy: number; crc32c: number; separate: number; fused: number }>;
   rdmaAvailable: boolean;

@@ -35,6 +35,7 @@
         "src/peer_credentials.cc",
         "src/addon_peer_credentials.cc",
         "src/shm_peer.cc",
+        "src/stream_copy.cc",
         "src/crc32c.cc",
         "src/crc32c_portable.cc",
         "src/crc32c_sse42.cc",

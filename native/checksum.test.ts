@@ -4,7 +4,7 @@
 // CRC of the whole, copyWithCrc32c against copy + crc (including overlapping views and the
 // streaming-store sizes), bad arguments.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import fc from 'fast-check';
@@ -158,6 +158,44 @@ describe('KVSTORE_CRC32C_IMPL forces a backend for the whole process', () => {
     const auto = inChild(undefined);
     expect(inChild('sse5')).toEqual(auto);
     expect(auto.active).toBe(implementations().at(-1));
+  });
+});
+
+describe('KVSTORE_CRC32C_COPY: how the avx512 backend copies below the streaming size', () => {
+  // Each way, in a process of its own (the choice is made once): every length around the vector
+  // and 4 KiB steps and at every destination offset within a line, the bytes and the CRC against
+  // the portable backend, and nothing written before or after the range.
+  const inChild = (value: string | undefined): { method: string; bad: string[] } => {
+    const script =
+      `const a = require(${JSON.stringify(addonPath)});` +
+      `const bad = [];` +
+      `const src = Buffer.alloc((1 << 20) + 200).map((_, i) => (i * 131 + (i >> 9)) & 0xff);` +
+      `for (const len of [0, 1, 255, 256, 257, 4095, 4096, 4097, 12289, 65536 + 13, (1 << 20) + 7]) {` +
+      `  for (let off = 0; off < 64; off += len > 70000 ? 21 : 1) {` +
+      `    const s = src.subarray(off % 7, off % 7 + len);` +
+      `    const backing = Buffer.alloc(len + 160, 0xee); const dst = backing.subarray(off + 16, off + 16 + len);` +
+      `    const crc = a.copyWithCrc32c(dst, s, 99, 'avx512');` +
+      `    const guards = backing.subarray(0, off + 16).every((v) => v === 0xee) && backing.subarray(off + 16 + len).every((v) => v === 0xee);` +
+      `    if (crc !== a.crc32c(s, 99, 'portable') || !dst.equals(s) || !guards) bad.push(len + '@' + off);` +
+      `  }` +
+      `}` +
+      `console.log(JSON.stringify({ method: a.crc32cInfo().avx512Copy, bad }));`;
+    const env = { ...process.env };
+    delete env.KVSTORE_CRC32C_COPY;
+    if (value !== undefined) env.KVSTORE_CRC32C_COPY = value;
+    return JSON.parse(execFileSync(process.execPath, ['-e', script], { env, encoding: 'utf8' })) as { method: string; bad: string[] };
+  };
+  const avx512 = implementations().includes('avx512');
+  const cpuVendor = () => /^vendor_id\s*:\s*(\S+)/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1];
+
+  (avx512 ? it.each : it.skip.each)(['memcpy', 'vector'])(`%s: copies exactly with the right CRC${avx512 ? '' : ' (skipped: this CPU has no AVX-512 backend)'}`, (method) => {
+    expect(inChild(method)).toEqual({ method, bad: [] });
+  });
+
+  (avx512 ? it : it.skip)(`by default, vector stores on AMD and memcpy + fold elsewhere; other values leave that${avx512 ? '' : ' (skipped: no AVX-512)'}`, () => {
+    const auto = inChild(undefined);
+    expect(auto).toEqual({ method: cpuVendor() === 'AuthenticAMD' ? 'vector' : 'memcpy', bad: [] });
+    expect(inChild('fast').method).toBe(auto.method);
   });
 });
 

@@ -107,7 +107,7 @@ Napi::Value Crc32cCombineJs(const Napi::CallbackInfo& info) {
   });
 }
 
-// crc32cInfo() -> { active, available: string[] }
+// crc32cInfo() -> { active, available: string[], avx512Copy: 'memcpy' | 'vector' | 'none' }
 Napi::Value Crc32cInfoJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guarded(env, [&]() -> Napi::Value {
@@ -119,6 +119,7 @@ Napi::Value Crc32cInfoJs(const Napi::CallbackInfo& info) {
       if (Crc32cImplAvailable(impl)) available.Set(available.Length(), Crc32cImplName(impl));
     }
     o.Set("available", available);
+    o.Set("avx512Copy", Crc32cAvx512CopyMethod());
     return o;
   });
 }

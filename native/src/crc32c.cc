@@ -13,7 +13,7 @@ namespace kvstore {
 namespace {
 
 using UpdateFn = uint32_t (*)(uint32_t, const uint8_t*, size_t);
-using CopyUpdateFn = uint32_t (*)(uint32_t, uint8_t*, const uint8_t*, size_t);
+using CopyUpdateFn = uint32_t (*)(uint32_t, uint8_t*, const uint8_t*, size_t, bool);
 
 struct Backend {
   UpdateFn update;
@@ -45,6 +45,9 @@ const Backend& Active() {
   static const Backend& backend = kBackends[static_cast<int>(Crc32cActiveImpl())];
   return backend;
 }
+
+// Whether a copy of `len` bytes uses streaming stores (CopyStores in crc32c.h).
+bool Streaming(size_t len, CopyStores stores) { return stores == CopyStores::kStreaming || len >= kStreamingCopyMinBytes; }
 
 }  // namespace
 
@@ -79,20 +82,23 @@ Crc32cImpl Crc32cActiveImpl() {
   return impl;
 }
 
+const char* Crc32cAvx512CopyMethod() { return crc32c_backend::Avx512PlainCopyName(); }
+
 uint32_t Crc32c(uint32_t crc, const void* data, size_t len) {
   return ~Active().update(~crc, static_cast<const uint8_t*>(data), len);
 }
 
-uint32_t CopyCrc32c(uint32_t crc, void* dst, const void* src, size_t len) {
-  return ~Active().copy_update(~crc, static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), len);
+uint32_t CopyCrc32c(uint32_t crc, void* dst, const void* src, size_t len, CopyStores stores) {
+  return ~Active().copy_update(~crc, static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), len, Streaming(len, stores));
 }
 
 uint32_t Crc32cWith(Crc32cImpl impl, uint32_t crc, const void* data, size_t len) {
   return ~kBackends[static_cast<int>(impl)].update(~crc, static_cast<const uint8_t*>(data), len);
 }
 
-uint32_t CopyCrc32cWith(Crc32cImpl impl, uint32_t crc, void* dst, const void* src, size_t len) {
-  return ~kBackends[static_cast<int>(impl)].copy_update(~crc, static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), len);
+uint32_t CopyCrc32cWith(Crc32cImpl impl, uint32_t crc, void* dst, const void* src, size_t len, CopyStores stores) {
+  return ~kBackends[static_cast<int>(impl)].copy_update(~crc, static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), len,
+                                                        Streaming(len, stores));
 }
 
 // CRC(A||B) = CRC(A) * x^(8|B|) + CRC(B) mod P: the inversions cancel (B's initial ~0 is in

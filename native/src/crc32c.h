@@ -12,7 +12,8 @@
 //             whose results are joined by a carry-less multiply (about 8 bytes per cycle).
 //   arm64     aarch64 with the CRC extension: crc32cx on three streams joined by table shifts.
 //   portable  everywhere else: slicing-by-8 tables (about 0.5 byte per cycle).
-// Copies of 2 MiB or more use streaming (non-temporal) stores on the hardware backends.
+// Copies of 2 MiB or more use streaming (non-temporal) stores on the hardware backends, and so do
+// smaller pieces of a larger copy when the caller says so (CopyStores::kStreaming).
 // KVSTORE_CRC32C_IMPL=portable|sse42|avx512|arm64 (read once, at the first call) forces a backend the
 // CPU has; an unknown or unavailable name leaves the automatic choice.
 #pragma once
@@ -25,9 +26,17 @@ namespace kvstore {
 // so Crc32c(Crc32c(0, a, n), b, m) == CRC of a||b and Crc32c(0, "123456789", 9) == 0xE3069283.
 uint32_t Crc32c(uint32_t crc, const void* data, size_t len);
 
+// How a copy writes its destination. kAuto: streaming (non-temporal) stores from
+// kStreamingCopyMinBytes up (source and destination then exceed a core's L2, and streaming stores
+// skip reading each destination line before writing it), ordinary stores below. kStreaming:
+// streaming stores at any length, for one piece of a larger copy that is split up (a chunk of a
+// multi-MiB transfer): the size of the whole is what decides. The portable backend ignores it.
+enum class CopyStores { kAuto, kStreaming };
+constexpr size_t kStreamingCopyMinBytes = size_t(2) << 20;
+
 // memcpy(dst, src, len) and Crc32c(crc, src, len) in one pass over the bytes. dst and src must
 // not overlap (as memcpy).
-uint32_t CopyCrc32c(uint32_t crc, void* dst, const void* src, size_t len);
+uint32_t CopyCrc32c(uint32_t crc, void* dst, const void* src, size_t len, CopyStores stores = CopyStores::kAuto);
 
 // The CRC of A||B from crc_a = CRC(A), crc_b = CRC(B) and len_b = |B|, in O(log len_b) steps
 // without the bytes.
@@ -45,8 +54,14 @@ bool Crc32cImplAvailable(Crc32cImpl impl);
 // The backend Crc32c/CopyCrc32c use in this process.
 Crc32cImpl Crc32cActiveImpl();
 
+// How the avx512 backend copies with ordinary stores (below the streaming size): "memcpy" (memcpy
+// 4 KiB, then fold it from L1) or "vector" (one pass, each vector folded and stored), chosen once
+// per process by CPU vendor (the faster one differs) or KVSTORE_CRC32C_COPY=memcpy|vector; "none"
+// in a build without that backend.
+const char* Crc32cAvx512CopyMethod();
+
 // Crc32c / CopyCrc32c with a given backend; `impl` must be available.
 uint32_t Crc32cWith(Crc32cImpl impl, uint32_t crc, const void* data, size_t len);
-uint32_t CopyCrc32cWith(Crc32cImpl impl, uint32_t crc, void* dst, const void* src, size_t len);
+uint32_t CopyCrc32cWith(Crc32cImpl impl, uint32_t crc, void* dst, const void* src, size_t len, CopyStores stores = CopyStores::kAuto);
 
 }  // namespace kvstore

@@ -106,7 +106,8 @@ bool Arm64Supported() {
 }
 
 uint32_t Arm64Update(uint32_t reg, const uint8_t* src, size_t n) { return Update<false>(reg, nullptr, src, n); }
-uint32_t Arm64CopyUpdate(uint32_t reg, uint8_t* dst, const uint8_t* src, size_t n) { return Update<true>(reg, dst, src, n); }
+// `stream` is ignored: no streaming stores in this backend (not measured on aarch64 hardware).
+uint32_t Arm64CopyUpdate(uint32_t reg, uint8_t* dst, const uint8_t* src, size_t n, bool /*stream*/) { return Update<true>(reg, dst, src, n); }
 
 }  // namespace kvstore::crc32c_backend
 
@@ -115,8 +116,8 @@ uint32_t Arm64CopyUpdate(uint32_t reg, uint8_t* dst, const uint8_t* src, size_t 
 namespace kvstore::crc32c_backend {
 bool Arm64Supported() { return false; }
 uint32_t Arm64Update(uint32_t reg, const uint8_t* src, size_t n) { return PortableUpdate(reg, src, n); }
-uint32_t Arm64CopyUpdate(uint32_t reg, uint8_t* dst, const uint8_t* src, size_t n) {
-  return PortableCopyUpdate(reg, dst, src, n);
+uint32_t Arm64CopyUpdate(uint32_t reg, uint8_t* dst, const uint8_t* src, size_t n, bool stream) {
+  return PortableCopyUpdate(reg, dst, src, n, stream);
 }
 }  // namespace kvstore::crc32c_backend
 

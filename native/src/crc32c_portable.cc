@@ -36,7 +36,7 @@ uint32_t PortableUpdate(uint32_t reg, const uint8_t* src, size_t n) {
   return reg;
 }
 
-uint32_t PortableCopyUpdate(uint32_t reg, uint8_t* dst, const uint8_t* src, size_t n) {
+uint32_t PortableCopyUpdate(uint32_t reg, uint8_t* dst, const uint8_t* src, size_t n, bool /*stream: no such stores here*/) {
   for (; n >= 8; n -= 8, src += 8, dst += 8) {
     uint64_t w;
     std::memcpy(&w, src, 8);

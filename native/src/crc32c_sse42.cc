@@ -109,8 +109,8 @@ bool Sse42Supported() {
 
 uint32_t Sse42Update(uint32_t reg, const uint8_t* src, size_t n) { return Update<Copy::kNone>(reg, nullptr, src, n); }
 
-uint32_t Sse42CopyUpdate(uint32_t reg, uint8_t* dst, const uint8_t* src, size_t n) {
-  if (n < kNonTemporalMinBytes) return Update<Copy::kPlain>(reg, dst, src, n);
+uint32_t Sse42CopyUpdate(uint32_t reg, uint8_t* dst, const uint8_t* src, size_t n, bool stream) {
+  if (!stream) return Update<Copy::kPlain>(reg, dst, src, n);
   // Byte steps until dst is 8-byte aligned, so no streaming store straddles a cache line.
   const size_t head = (8 - reinterpret_cast<uintptr_t>(dst) % 8) % 8;
   reg = Update<Copy::kPlain>(reg, dst, src, head);
@@ -126,8 +126,8 @@ uint32_t Sse42CopyUpdate(uint32_t reg, uint8_t* dst, const uint8_t* src, size_t 
 namespace kvstore::crc32c_backend {
 bool Sse42Supported() { return false; }
 uint32_t Sse42Update(uint32_t reg, const uint8_t* src, size_t n) { return PortableUpdate(reg, src, n); }
-uint32_t Sse42CopyUpdate(uint32_t reg, uint8_t* dst, const uint8_t* src, size_t n) {
-  return PortableCopyUpdate(reg, dst, src, n);
+uint32_t Sse42CopyUpdate(uint32_t reg, uint8_t* dst, const uint8_t* src, size_t n, bool stream) {
+  return PortableCopyUpdate(reg, dst, src, n, stream);
 }
 }  // namespace kvstore::crc32c_backend
 

@@ -144,6 +144,7 @@ bool TcpEngine::Submit(const std::vector<TransferOpSpec>& ops, std::shared_ptr<B
       c.incarnation = op.incarnation;
       c.generation = op.generation;
       if (want_crc) c.crc = batch->checksums.Slot(i, off);
+      c.stream = StreamedOp(op.op, op.length);
       chunks.push_back(std::move(c));
       ++total;
     }

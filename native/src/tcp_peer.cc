@@ -171,8 +171,8 @@ void PeerChannel::ExecuteMemcpy(Chunk& c) {
   ThrowUnlessOk(local_regions_->PinRemote(c.range_start, c.range_length, write, c.incarnation, c.generation, &pin), endpoint_,
                 c.range_start, c.range_length, c.incarnation, c.generation);
   char* remote = reinterpret_cast<char*>(static_cast<uintptr_t>(c.remote));
-  if (write) CopyChunk(remote, c.local, c.length, c.crc);
-  else CopyChunk(c.local, remote, c.length, c.crc);
+  if (write) CopyChunk(remote, c.local, c.length, c.crc, c.stream);
+  else CopyChunk(c.local, remote, c.length, c.crc, c.stream);
 }
 
 bool PeerChannel::ExecuteShm(Chunk& c) {
@@ -194,8 +194,8 @@ bool PeerChannel::ExecuteShm(Chunk& c) {
   // The window: a fence the peer installs after the check above cannot stop this memcpy.
   char* remote = t.at + (c.remote - c.range_start);
   if (t.keep) t.keep->PopulateWindows(remote, c.length);
-  if (c.op == static_cast<uint16_t>(WireOp::kRead)) CopyChunk(c.local, remote, c.length, c.crc);
-  else CopyChunk(remote, c.local, c.length, c.crc);
+  if (c.op == static_cast<uint16_t>(WireOp::kRead)) CopyChunk(c.local, remote, c.length, c.crc, c.stream);
+  else CopyChunk(remote, c.local, c.length, c.crc, c.stream);
   return true;
 }
 

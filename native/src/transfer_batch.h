@@ -59,6 +59,7 @@ struct Chunk {
   uint64_t incarnation = 0;  // expected incarnation of the remote region (0: any)
   uint64_t generation = 0;   // WRITE: the placement's generation (write fence)
   uint32_t* crc = nullptr;   // where the CRC-32C of this chunk's bytes goes (nullptr: not asked)
+  bool stream = false;       // memcpy paths: a chunk of a large op, copied with streaming stores (chunk_copy.h)
 };
 
 }  // namespace kvstore
