@@ -18,10 +18,15 @@
 // 3. Hit rate of a Zipf(0.99) workload over a working set 4x the DRAM tier, on the master core
 //    alone (copies reported at once: the hit rate is a property of placement and eviction, not of
 //    I/O): memory only, with the SSD tier, with the SSD tier and promotion.
+//
+// Beside each put row: the same puts into memory only (a cluster without the SSD tier whose
+// segment holds them all), the ceiling the put path itself sets on this machine, and the CPU per
+// object of the master, the store service and this process (/proc) in both, so the offload's own
+// cost per copy is the difference.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '../client/client.js';
 import { StoreError } from '../client/errors.js';
@@ -125,7 +130,55 @@ async function putRetry(client: Client, key: string, value: Buffer): Promise<voi
   }
 }
 
-async function ssdTier(dir: string, raw: { write: number; read: number }): Promise<void> {
+/** CPU milliseconds process `pid` has used so far (/proc, Linux; 10 ms ticks). */
+function cpuMs(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime + stime, USER_HZ 100
+}
+
+/** CPU per object of the master, the store service and this process (the writer and reader) over a phase. */
+class CpuMeter {
+  private readonly start: number[];
+  constructor(private readonly pids: number[]) {
+    this.start = pids.map(cpuMs);
+  }
+  /** Microseconds of CPU per object since construction, per pid. */
+  perObject(objects: number): number[] {
+    return this.pids.map((pid, i) => ((cpuMs(pid) - this.start[i]) * 1000) / objects);
+  }
+}
+
+const SIZES = [
+  [64 * KiB, 2048],
+  [4 * MiB, 64],
+] as const;
+
+const fmtCpu = (us: number[]): string => `master ${us[0].toFixed(0)} us, store service ${us[1].toFixed(0)} us, writer ${us[2].toFixed(0)} us`;
+
+/** The same puts into memory only (no SSD tier, a segment large enough): what the put path alone gives on this machine. */
+async function memoryOnlyPeer(): Promise<Map<number, { gbps: number; cpu: number[] }>> {
+  const cluster = await LocalCluster.start({ masterArgs: ['--default_kv_lease_ttl=1000'] });
+  let client: Client | undefined;
+  const out = new Map<number, { gbps: number; cpu: number[] }>();
+  try {
+    const svc = await cluster.addService(['--global_segment_size=1GB', '--local_buffer_size=256MB']);
+    client = await Client.setup(cluster.clientConfig({ local_buffer_size: 256 * MiB }), { env: { ...process.env, MC_STORE_SHM_TRANSPORT: '0' } });
+    const c = client;
+    for (const [size, count] of SIZES) {
+      const value = randomBytes(size);
+      const cpu = new CpuMeter([cluster.master.proc.pid!, svc.proc.pid!, process.pid]);
+      const puts = await measure(count, size, 8, 1, (i) => putRetry(c, `m${size}-${i}`, value));
+      out.set(size, { gbps: puts.gbps, cpu: cpu.perObject(count) });
+      await c.removeAll();
+    }
+  } finally {
+    await client?.close();
+    await cluster.stop();
+  }
+  return out;
+}
+
+async function ssdTier(dir: string, raw: { write: number; read: number }, peer: Map<number, { gbps: number; cpu: number[] }>): Promise<void> {
   const cluster = await LocalCluster.start({ masterArgs: ['--enable_offload', '--default_kv_lease_ttl=1000'], echo: process.env.BENCH_DEBUG ? (l) => console.log(l) : undefined });
   let client: Client | undefined;
   try {
@@ -135,14 +188,13 @@ async function ssdTier(dir: string, raw: { write: number; read: number }): Promi
     client = await Client.setup(cluster.clientConfig({ local_buffer_size: 256 * MiB }), { env: { ...process.env, MC_STORE_SHM_TRANSPORT: '0' } });
     const c = client;
     let offloaded = 0;
-    for (const [size, count] of [
-      [64 * KiB, 2048],
-      [4 * MiB, 64],
-    ] as const) {
+    for (const [size, count] of SIZES) {
       const value = randomBytes(size);
       const prefix = `t${size}-`;
+      const cpu = new CpuMeter([cluster.master.proc.pid!, svc.proc.pid!, process.pid]);
       const t0 = performance.now();
       const puts = await measure(count, size, 8, 1, (i) => putRetry(c, `${prefix}${i}`, value));
+      const putsEnd = performance.now();
       // every object offloaded: none queued or in flight (the summary is cheap to ask for; a
       // listing of every replica would load the master it measures)
       for (;;) {
@@ -150,8 +202,10 @@ async function ssdTier(dir: string, raw: { write: number; read: number }): Promi
         if (m && m[1] === '0' && m[2] === '0' && Number(m[3]) >= offloaded + count) break;
         await new Promise((r) => setTimeout(r, 2));
       }
+      const end = performance.now();
+      const used = cpu.perObject(count);
       offloaded += count;
-      const putBps = (count * size) / ((performance.now() - t0) / 1000);
+      const putBps = (count * size) / ((end - t0) / 1000);
       // push them out of memory, then read those held only on SSD
       const flush = randomBytes(MiB);
       for (let i = 0; i < 128; i++) await putRetry(c, `flush-${size}-${i}`, flush);
@@ -175,9 +229,12 @@ async function ssdTier(dir: string, raw: { write: number; read: number }): Promi
         cold = `cold: not measured (${(e as Error).message})`;
       }
       const warm = await getAll();
+      const p = peer.get(size)!;
       console.log(
-        `  ${fmtSize(size).padStart(7)}: put to SSD tier ${(putBps / 1e9).toFixed(2)} GB/s (${(putBps / raw.write).toFixed(2)}x raw write; the puts alone ${puts.gbps.toFixed(2)} GB/s)`,
+        `  ${fmtSize(size).padStart(7)}: put to SSD tier ${(putBps / 1e9).toFixed(2)} GB/s (${(putBps / raw.write).toFixed(2)}x raw write; the puts alone ${puts.gbps.toFixed(2)} GB/s, the last offload ${((end - putsEnd) / 1000).toFixed(2)} s after the last put)`,
       );
+      console.log(`           peer, the same puts to memory only: ${p.gbps.toFixed(2)} GB/s (put to SSD tier / this: ${(putBps / 1e9 / p.gbps).toFixed(2)}x)`);
+      console.log(`           CPU per object, put to SSD tier: ${fmtCpu(used)}; memory only: ${fmtCpu(p.cpu)}`);
       console.log(`           ${diskOnly.length} SSD-only objects: ${cold}`);
       console.log(`           ${diskOnly.length} SSD-only objects: ${row('warm', warm)}`);
       await c.removeAll();
@@ -258,12 +315,18 @@ function hitRate(over: Partial<MasterCoreConfig>, ssd: boolean): { hit: number; 
 async function main(): Promise<void> {
   const dir = process.env.BENCH_OFFLOAD_DIR ? mkdtempSync(join(process.env.BENCH_OFFLOAD_DIR, 'tiers-bench-')) : mkdtempSync(join(tmpdir(), 'tiers-bench-'));
   try {
+    console.log(
+      `load average ${loadavg()
+        .map((x) => x.toFixed(2))
+        .join(' ')}`,
+    );
     const raw = rawDevice(dir);
     console.log(`raw file system of ${dir} (${RAW_MB} MiB, ${raw.how}): write ${(raw.write / 1e9).toFixed(2)} GB/s, read ${(raw.read / 1e9).toFixed(2)} GB/s`);
     const f = fio(dir);
     console.log(f ? `  ${f}` : '  fio: not installed (apt-get install -y fio), dd only');
+    const peer = await memoryOnlyPeer();
     console.log('SSD tier through the store (1 store service, 64 MB memory, 2 GB SSD tier; the reader over TCP, 8 in flight):');
-    await ssdTier(dir, raw);
+    await ssdTier(dir, raw, peer);
     console.log('hit rate, Zipf(0.99) over 1024 objects of 64 KiB, DRAM tier 16 MiB (a quarter of the working set), 200k reads:');
     const mem = hitRate({}, false);
     const withSsd = hitRate({ enableOffload: true }, true);
@@ -271,6 +334,11 @@ async function main(): Promise<void> {
     console.log(`  memory only:          hit ${mem.hit.toFixed(1)}%`);
     console.log(`  with SSD:             hit ${withSsd.hit.toFixed(1)}% (from memory ${withSsd.memoryHit.toFixed(1)}%)`);
     console.log(`  with SSD + promotion: hit ${promo.hit.toFixed(1)}% (from memory ${promo.memoryHit.toFixed(1)}%)`);
+    console.log(
+      `load average ${loadavg()
+        .map((x) => x.toFixed(2))
+        .join(' ')}`,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
