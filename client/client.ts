@@ -321,6 +321,7 @@ export class Client implements StoreClient {
       minPort: range.min,
       maxPort: range.max,
       memcpyLocal: settings.localMemcpy,
+      env, // its defaults (MC_STORE_SHM_TRANSPORT, ...) from the same environment as the client's settings
       ...options.engine,
       authSecret: secret,
     };
