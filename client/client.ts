@@ -230,6 +230,9 @@ export class Client implements StoreClient {
   private hotRegion: MappedRegion | undefined;
   /** When a Ping last brought replica copies (monotonic ms). */
   private copiesSeenAt = -Infinity;
+  /** From the last Ping reply: the master sends copy notices; copies wait beyond those it handed out. */
+  private copiesPushed = false;
+  private moreCopies = false;
   /** The local hot cache (MC_STORE_LOCAL_HOT_CACHE_SIZE), if on: its hits and misses are in `stats()`. */
   hotCache: HotCache | undefined;
   private heartbeat: Heartbeat | undefined;
@@ -560,7 +563,10 @@ export class Client implements StoreClient {
         reportBatch: (r) => this.m().batchReplicaCopied(r),
         report: (r) => this.m().replicaCopied(r),
         log: (level, msg) => this.log(level, msg),
-        onIdle: () => this.heartbeat?.nudge(),
+        // Done with what it took: ask for more now, unless the master tells it when there is more (notices) and nothing waits.
+        onIdle: () => {
+          if (!this.copiesPushed || this.moreCopies) this.heartbeat?.nudge();
+        },
       });
     }
 
@@ -678,6 +684,10 @@ export class Client implements StoreClient {
         const res = await this.m().ping({ client_id: this.clientId, fence_acks: this.fences.takeAcks(), can_copy: canCopy, copy_push: canCopy });
         void this.files?.setRoot(res.file_tier_root ?? '');
         this.fences.install(res.fences);
+        this.copiesPushed = res.copy_push === true;
+        this.moreCopies = res.more_copies === true;
+        // Copies wait that this copier, busy when it pinged, did not take, and it is done since: ask again now.
+        if (this.moreCopies && !canCopy && copier?.idle === true) this.heartbeat?.nudge();
         if (res.copies.length > 0) {
           copier?.start(res.copies);
           this.copiesSeenAt = this.now();

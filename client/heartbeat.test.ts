@@ -1,7 +1,16 @@
 import { Heartbeat } from './heartbeat.js';
 import { FakeClock } from '../common/clock.js';
 import type { PingResponse__Output } from '../proto/gen/store/PingResponse.js';
-const answer = (need_remount: boolean): PingResponse__Output => ({ status_code: 0, view_version: 1, need_remount, fences: [], copies: [], file_tier_root: '', copy_push: false });
+const answer = (need_remount: boolean): PingResponse__Output => ({
+  status_code: 0,
+  view_version: 1,
+  need_remount,
+  fences: [],
+  copies: [],
+  file_tier_root: '',
+  copy_push: false,
+  more_copies: false,
+});
 
 describe('heartbeat', () => {
   it('pings every interval and remounts when the master no longer knows the client', async () => {

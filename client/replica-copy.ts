@@ -304,6 +304,11 @@ export class ReplicaCopier {
     return this.active < COPIES_AT_ONCE;
   }
 
+  /** Whether no copy is being made. */
+  get idle(): boolean {
+    return this.active === 0;
+  }
+
   /** Starts the copies of a Ping reply; they report on their own. */
   start(copies: readonly ReplicaCopy__Output[]): void {
     if (copies.length === 0) return;

@@ -18,10 +18,10 @@ function setup(over: Partial<MasterCoreConfig> = {}, diskSize = 1 << 20): Master
   return core;
 }
 
-function put(core: MasterCore, key: string, bytes: number, now: number): number {
+function put(core: MasterCore, key: string, bytes: number, now: number, memory = ['mem']): number {
   const start = core.putStart(putReq(key, bytes), now);
   if (start.status_code !== ErrorCode.OK) return start.status_code;
-  for (const r of start.replica_list) for (const h of r.handles) expect(h.segment_name).toBe('mem'); // never on SSD
+  for (const r of start.replica_list) for (const h of r.handles) expect(memory).toContain(h.segment_name); // never on SSD
   return core.putEnd({ key, replica_type: MEMORY, slice_checksums: [7] }, now).status_code;
 }
 
@@ -166,8 +166,8 @@ describe('SSD tier in the core', () => {
 
 describe('copy notices (the push: copier-roster.ts)', () => {
   /** A core whose copy notices are recorded, with copier `store` known (it offered in a Ping). */
-  function told(over: Partial<MasterCoreConfig> = {}): { core: MasterCore; notices: string[] } {
-    const core = setup(over);
+  function told(over: Partial<MasterCoreConfig> = {}, diskSize?: number): { core: MasterCore; notices: string[] } {
+    const core = setup(over, diskSize);
     const notices: string[] = [];
     core.setCopierNotify((clientId) => notices.push(clientId));
     expect(copiesFor(core, 0)).toEqual([]);
@@ -189,6 +189,19 @@ describe('copy notices (the push: copier-roster.ts)', () => {
     expect(copiesFor(core, 3).map((c) => c.key)).toEqual(['a', 'b', 'c', 'd']);
     put(core, 'e', 4 * KB, 4);
     expect(notices).toEqual(['store', 'store']); // it took work since: told again
+  });
+
+  it('a Ping reply says whether copies wait beyond the ones it hands out (the copier then asks again when done)', () => {
+    const { core } = told({}, 4 << 20);
+    core.mountSegment(mountReq('mem-big', 4 << 20, 'store', 0x2000_0000, '10.0.0.1:1', 5), 0);
+    for (let i = 0; i < 70; i++) expect(put(core, `k${i}`, 4 * KB, 1, ['mem', 'mem-big'])).toBe(ErrorCode.OK);
+    const first = core.ping({ client_id: 'store', fence_acks: [], can_copy: true }, 2);
+    expect(first.copies).toHaveLength(64); // DIRECTED_PER_PING
+    expect(first.more_copies).toBe(true);
+    const busy = core.ping({ client_id: 'store', fence_acks: [], can_copy: false }, 3); // still making them: takes nothing
+    expect([busy.copies.length, busy.more_copies]).toEqual([0, true]);
+    const second = core.ping({ client_id: 'store', fence_acks: [], can_copy: true }, 4);
+    expect([second.copies.length, second.more_copies]).toEqual([6, false]); // told when new ones come
   });
 
   it('without a shell that sends them, Ping replies say so (clients then poll)', () => {

@@ -255,6 +255,11 @@ export class DiskTier {
     return !this.s.copiers.fresh(owner, now, COPIER_FRESH_MS); // silent since (forgotten) or never a copier: anyone copies
   }
 
+  /** Whether offloads or promotions wait to be handed out. */
+  get waiting(): boolean {
+    return this.offloadQueue.size > 0 || this.promoteQueue.size > 0;
+  }
+
   /** A directed copy ended (re-replication.ts): `meta` the object it joined, undefined when it did not. */
   copyEnded(purpose: CopyPurpose, key: string, meta: ObjectMeta | undefined): void {
     const s = this.s;

@@ -18,6 +18,7 @@ describe('mount', () => {
       copies: [],
       file_tier_root: '',
       copy_push: false, // no shell sends copy notices here
+      more_copies: false,
     });
     const r = core.mountSegment(mountReq('seg-a', 1 << 20, 'c1', 0x7f00_0000_0000, '10.1.1.1:15000'), 5);
     expect(r.status_code).toBe(ErrorCode.OK);
@@ -30,6 +31,7 @@ describe('mount', () => {
       copies: [],
       file_tier_root: '',
       copy_push: false, // no shell sends copy notices here
+      more_copies: false,
     });
     expect(core.segmentsDetail()).toEqual([
       {

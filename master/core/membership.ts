@@ -50,14 +50,14 @@ export class Membership {
     const s = this.s;
     const view_version = s.config.viewVersion;
     if (typeof req.client_id !== 'string' || req.client_id.length === 0) {
-      return { status_code: ErrorCode.INVALID_PARAMS, view_version, need_remount: false, fences: [], copies: [], file_tier_root: '', copy_push: false };
+      return { status_code: ErrorCode.INVALID_PARAMS, view_version, need_remount: false, fences: [], copies: [], file_tier_root: '', copy_push: false, more_copies: false };
     }
     // Clients learn the file tier's directory from every reply (docs/tiers.md "File tier"); '' when off.
     const file_tier_root = s.files.root;
     // Whether copy notices are sent (docs/master-channel.md "Notices"): a client that hears none polls.
     const copy_push = s.copiers.pushing;
     if (!s.clients.has(req.client_id) || this.ownsRestored(req.client_id))
-      return { status_code: ErrorCode.OK, view_version, need_remount: true, fences: [], copies: [], file_tier_root, copy_push };
+      return { status_code: ErrorCode.OK, view_version, need_remount: true, fences: [], copies: [], file_tier_root, copy_push, more_copies: false };
     s.clients.touch(req.client_id, now);
     for (const ack of req.fence_acks ?? []) {
       const seg = s.segments.byName(ack.segment_name);
@@ -73,7 +73,9 @@ export class Membership {
       s.disk.assign(req.client_id, now, now + 1, directed); // offloads and promotions (disk-tier.ts)
       if (directed.length > 0) copies = copies.concat(directed);
     }
-    return { status_code: ErrorCode.OK, view_version, need_remount: false, fences, copies, file_tier_root, copy_push };
+    // A copier that heard of these copies by a notice need not ask again when done unless more wait.
+    const more_copies = s.rereplicator.waiting || s.disk.waiting;
+    return { status_code: ErrorCode.OK, view_version, need_remount: false, fences, copies, file_tier_root, copy_push, more_copies };
   }
 
   /**

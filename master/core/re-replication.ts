@@ -371,6 +371,11 @@ export class ReReplicator {
     }
   }
 
+  /** Whether copies wait to be handed out (lost replicas, directed copies). */
+  get waiting(): boolean {
+    return this.wants.size > 0 || this.directed.size > 0;
+  }
+
   stats(): ReReplicationStats {
     return { underReplicated: this.wants.size, copiesInFlight: this.copies.size, copied: this.copied, failed: this.failed, abandoned: this.abandoned };
   }
