@@ -14,9 +14,10 @@
 //    first with process_madvise(MADV_PAGEOUT), then the file's pages dropped from the page cache
 //    through /proc/<pid>/map_files (PAGEOUT below; Linux >= 5.10, python3 ctypes, root or
 //    CAP_SYS_NICE; without them the cold figure is left out and said why). The cold line says how
-//    much of the file stayed cached and what the device read during the gets. The reader uses TCP
-//    (MC_STORE_SHM_TRANSPORT=0), as one on another host: a same-host reader maps the file too, and
-//    pages mapped twice are not paged out. Ratios against the raw figures.
+//    much of the file stayed cached and what the device read during the gets. The writer is on the
+//    store service's host (shared-memory transport); the reader uses TCP (MC_STORE_SHM_TRANSPORT=0),
+//    as one on another host: a same-host reader maps the file too, and pages mapped twice are not
+//    paged out. Ratios against the raw figures.
 // 3. Hit rate of a Zipf(0.99) workload over a working set 4x the DRAM tier, on the master core
 //    alone (copies reported at once: the hit rate is a property of placement and eviction, not of
 //    I/O): memory only, with the SSD tier, with the SSD tier and promotion.
@@ -217,7 +218,7 @@ async function memoryOnlyPeer(): Promise<Map<number, { gbps: number; cpu: number
   const out = new Map<number, { gbps: number; cpu: number[] }>();
   try {
     const svc = await cluster.addService(['--global_segment_size=1GB', '--local_buffer_size=256MB']);
-    client = await Client.setup(cluster.clientConfig({ local_buffer_size: 256 * MiB }), { env: { ...process.env, MC_STORE_SHM_TRANSPORT: '0' } });
+    client = await Client.setup(cluster.clientConfig({ local_buffer_size: 256 * MiB })); // a writer on the same host, as in ssdTier
     const c = client;
     await warmUp(c);
     for (const [size, count] of SIZES) {
@@ -249,12 +250,16 @@ async function allOffloaded(cluster: LocalCluster, n: number): Promise<void> {
 async function ssdTier(dir: string, raw: { write: number; read: number }, peer: Map<number, { gbps: number; cpu: number[] }>): Promise<void> {
   const cluster = await LocalCluster.start({ masterArgs: ['--enable_offload', '--default_kv_lease_ttl=1000'], echo: process.env.BENCH_DEBUG ? (l) => console.log(l) : undefined });
   let client: Client | undefined;
+  let reader: Client | undefined;
   try {
     const svc = await cluster.addService(['--global_segment_size=64MB', `--offload_dir=${dir}`, '--offload_size=2GB', '--local_buffer_size=256MB']);
-    // TCP to the store service, as a reader on another host: a same-host reader would map the
-    // offload file too (shared-memory transport), and pages mapped twice are not paged out.
-    client = await Client.setup(cluster.clientConfig({ local_buffer_size: 256 * MiB }), { env: { ...process.env, MC_STORE_SHM_TRANSPORT: '0' } });
+    // The writer is on the store service's host (the default transport: shared memory), as an
+    // inference engine beside its store service. The reader uses TCP, as one on another host: a
+    // same-host reader would map the offload file too, and pages mapped twice are not paged out.
+    client = await Client.setup(cluster.clientConfig({ local_buffer_size: 256 * MiB }));
+    reader = await Client.setup(cluster.clientConfig({ local_buffer_size: 256 * MiB }), { env: { ...process.env, MC_STORE_SHM_TRANSPORT: '0' } });
     const c = client;
+    const r = reader;
     const first = await warmUp(c);
     let offloaded = WARMUP_PUTS;
     await allOffloaded(cluster, offloaded);
@@ -274,10 +279,10 @@ async function ssdTier(dir: string, raw: { write: number; read: number }, peer: 
       // push them out of memory, then read those held only on SSD
       const flush = randomBytes(MiB);
       for (let i = 0; i < 128; i++) await putRetry(c, `flush-${size}-${i}`, flush);
-      const diskOnly = [...(await c.queryByRegex(`^${prefix}`)).entries()].filter(([, rs]) => rs.every((r) => r.replica_type === ReplicaType.DISK)).map(([k]) => k);
+      const diskOnly = [...(await r.queryByRegex(`^${prefix}`)).entries()].filter(([, rs]) => rs.every((r) => r.replica_type === ReplicaType.DISK)).map(([k]) => k);
       const getAll = (): Promise<Row> =>
         measure(diskOnly.length, size, 8, 1, async (i) => {
-          await c.get(diskOnly[i]);
+          await r.get(diskOnly[i]);
         });
       const row = (what: string, r: Row): string =>
         `get ${what} ${r.gbps.toFixed(2)} GB/s (${((r.gbps * 1e9) / raw.read).toFixed(2)}x raw read), p50 ${r.p50ms.toFixed(2)} ms, p99 ${r.p99ms.toFixed(2)} ms`;
@@ -290,14 +295,14 @@ async function ssdTier(dir: string, raw: { write: number; read: number }, peer: 
           resident = pageOut(svc.proc.pid!);
         }
         const before = deviceReads(dir);
-        const r = await getAll();
+        const got = await getAll();
         const after = deviceReads(dir);
         // how cold it was: what the device read meanwhile (other jobs on the machine add to it)
         const dev =
           before && after
             ? `; the device read ${fmtMiB(after.bytes - before.bytes)} in ${after.ios - before.ios} requests meanwhile`
             : '; device reads not known for this file system';
-        cold = `${row('cold', r)} (${fmtSize(resident)} of the file in the page cache after eviction${dev})`;
+        cold = `${row('cold', got)} (${fmtSize(resident)} of the file in the page cache after eviction${dev})`;
       } catch (e) {
         cold = `cold: not measured (${(e as Error).message})`;
       }
@@ -314,6 +319,7 @@ async function ssdTier(dir: string, raw: { write: number; read: number }, peer: 
     }
     if (process.env.BENCH_DEBUG) console.log(await cluster.admin('/metrics/summary'));
   } finally {
+    await reader?.close();
     await client?.close();
     await cluster.stop();
   }
@@ -398,7 +404,7 @@ async function main(): Promise<void> {
     const f = fio(dir);
     console.log(f ? `  ${f}` : '  fio: not installed (apt-get install -y fio), dd only');
     const peer = await memoryOnlyPeer();
-    console.log('SSD tier through the store (1 store service, 64 MB memory, 2 GB SSD tier; the reader over TCP, 8 in flight):');
+    console.log('SSD tier through the store (1 store service, 64 MB memory, 2 GB SSD tier; the writer on its host, the reader over TCP, 8 in flight):');
     await ssdTier(dir, raw, peer);
     console.log('hit rate, Zipf(0.99) over 1024 objects of 64 KiB, DRAM tier 16 MiB (a quarter of the working set), 200k reads:');
     const mem = hitRate({}, false);
