@@ -4,7 +4,7 @@
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { OffloadFileWriter, type FileRange } from './offload-file-writer.js';
+import { OffloadFileWriter, WRITE_MAX_BYTES, writePieces, type FileRange } from './offload-file-writer.js';
 
 describe('OffloadFileWriter', () => {
   let dir: string;
@@ -32,6 +32,27 @@ describe('OffloadFileWriter', () => {
     } finally {
       closeSync(fd);
     }
+  });
+
+  it('joins adjacent ranges of a file into one write call and splits every call at WRITE_MAX_BYTES', () => {
+    const r = (fd: number, position: number, n: number): FileRange => ({ segment: 's', fd, position, data: Buffer.alloc(n) });
+    const KiB = 1024;
+    const pieces = writePieces([
+      r(3, 64 * KiB, 64 * KiB), // given out of order: sorted by file and position
+      r(3, 0, 64 * KiB),
+      r(3, 128 * KiB, 64 * KiB),
+      r(3, 192 * KiB, 64 * KiB),
+      r(3, 256 * KiB, 64 * KiB), // adjacent, but the call before is full
+      r(3, 1024 * KiB, 4 * 1024 * KiB), // a 4 MiB copy: 16 calls
+      r(4, 320 * KiB, 64 * KiB), // another file
+    ]);
+    expect(pieces.map((p) => [p.fd, p.position / KiB, p.bytes / KiB, p.ranges])).toEqual([
+      [3, 0, 256, [1, 0, 2, 3]],
+      [3, 256, 64, [4]],
+      ...Array.from({ length: 16 }, (_, i) => [3, 1024 + 256 * i, 256, [5]]),
+      [4, 320, 64, [6]],
+    ]);
+    expect(Math.max(...pieces.map((p) => p.bytes))).toBe(WRITE_MAX_BYTES);
   });
 
   it('a file that cannot be written fails its own ranges only', async () => {
