@@ -237,12 +237,13 @@ async function memoryOnlyPeer(): Promise<Map<number, { gbps: number; cpu: number
 
 /**
  * Resolves once `n` offloads are done and none is queued or in flight (the summary is cheap to
- * ask for; a listing of every replica would load the master it measures).
+ * ask for; a listing of every replica would load the master it measures), with the failed ones
+ * so far (each was copied again).
  */
-async function allOffloaded(cluster: LocalCluster, n: number): Promise<void> {
+async function allOffloaded(cluster: LocalCluster, n: number): Promise<number> {
   for (;;) {
-    const m = /offload: (\d+) queued, (\d+) in flight, (\d+) done/.exec(await cluster.admin('/metrics/summary'));
-    if (m && m[1] === '0' && m[2] === '0' && Number(m[3]) >= n) return;
+    const m = /offload: (\d+) queued, (\d+) in flight, (\d+) done, (\d+) failed/.exec(await cluster.admin('/metrics/summary'));
+    if (m && m[1] === '0' && m[2] === '0' && Number(m[3]) >= n) return Number(m[4]);
     await new Promise((r) => setTimeout(r, 5));
   }
 }
@@ -267,11 +268,12 @@ async function ssdTier(dir: string, raw: { write: number; read: number }, peer: 
     for (const [size, count] of SIZES) {
       const value = randomBytes(size);
       const prefix = `t${size}-`;
+      const failedBefore = await allOffloaded(cluster, offloaded);
       const cpu = new CpuMeter([cluster.master.proc.pid!, svc.proc.pid!, process.pid]);
       const t0 = performance.now();
       const puts = await measure(count, size, 8, 1, (i) => putRetry(c, `${prefix}${i}`, value));
       const putsEnd = performance.now();
-      await allOffloaded(cluster, offloaded + count);
+      const failed = (await allOffloaded(cluster, offloaded + count)) - failedBefore;
       const end = performance.now();
       const used = cpu.perObject(count);
       offloaded += count;
@@ -312,7 +314,9 @@ async function ssdTier(dir: string, raw: { write: number; read: number }, peer: 
         `  ${fmtSize(size).padStart(7)}: put to SSD tier ${(putBps / 1e9).toFixed(2)} GB/s (${(putBps / raw.write).toFixed(2)}x raw write; the puts alone ${puts.gbps.toFixed(2)} GB/s, the last offload ${((end - putsEnd) / 1000).toFixed(2)} s after the last put)`,
       );
       console.log(`           peer, the same puts to memory only: ${p.gbps.toFixed(2)} GB/s (put to SSD tier / this: ${(putBps / 1e9 / p.gbps).toFixed(2)}x)`);
-      console.log(`           CPU per object, put to SSD tier: ${fmtCpu(used)}; memory only: ${fmtCpu(p.cpu)}`);
+      console.log(
+        `           CPU per object, put to SSD tier: ${fmtCpu(used)}; memory only: ${fmtCpu(p.cpu)}${failed > 0 ? `; ${failed} offload copies failed (copied again)` : ''}`,
+      );
       console.log(`           ${diskOnly.length} SSD-only objects: ${cold}`);
       console.log(`           ${diskOnly.length} SSD-only objects: ${row('warm', warm)}`);
       await c.removeAll();
