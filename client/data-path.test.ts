@@ -14,6 +14,7 @@ import type { EngineTransferOp, MappedRegion, ResultArenaPort, TransferEnginePor
 import type { Direction, TransferMeter, TransportKind } from './client-metrics.js';
 import { ReplicaStatus } from '../proto/gen/store/ReplicaStatus.js';
 import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
+import type { ReplicaCopy__Output } from '../proto/gen/store/ReplicaCopy.js';
 import type { PutStartRequest } from '../proto/gen/store/PutStartRequest.js';
 
 const POOL_BASE = 0x10_0000;
@@ -682,5 +683,60 @@ describe('replica lists reused under their lease', () => {
     const off = new ReplicaCache(0);
     off.remember('a', res, 0);
     expect(off.lookup('a', 1)).toBeUndefined();
+  });
+});
+
+describe('replica copies of a Ping reply (replica-copy.ts copyReplicas)', () => {
+  /** A copy of `n` bytes at `from` on a:1 to `to` on `target`, with the checksum of those bytes when `sum` is given. */
+  function copy(id: number, target: string, from: number, to: number, n: number, sum?: number): ReplicaCopy__Output {
+    const h = (ep: string, at: number) => ({ segment_name: ep, te_endpoint: ep, buffer: at, size: n, status: 0, memory_type: 0, incarnation: 0, generation: 0 });
+    return {
+      copy_id: id,
+      key: `k${id}`,
+      source: { handles: [h('a:1', from)], status: ReplicaStatus.COMPLETE } as unknown as ReplicaInfo__Output,
+      target: { handles: [h(target, to)], status: ReplicaStatus.INITIALIZED } as unknown as ReplicaInfo__Output,
+      slice_checksums: sum === undefined ? [] : [sum],
+    };
+  }
+
+  it('copies whose pieces are all remote move as one batch of reads and one of writes, checked against their CRC-32C', async () => {
+    const { path, engine, pool } = setup({ checksums: true });
+    const a = engine.segments.get('a:1')!;
+    randomBytes(3 * 4096).copy(a, 0);
+    const copies = [0, 1, 2].map((i) => copy(i + 1, i === 2 ? 'c:1' : 'b:1', i * 4096, i * 4096, 4096, crc32c(a.subarray(i * 4096, (i + 1) * 4096))));
+    copies.push(copy(4, 'b:1', 0, 3 * 4096, 4096, 12345)); // recorded CRC-32C does not match the bytes
+    const out = await path.copyReplicas(copies);
+    expect(out.slice(0, 3)).toEqual([undefined, undefined, undefined]);
+    expect(out[3]?.message).toMatch(/do not have the CRC-32C their writer recorded/);
+    expect(engine.batches).toBe(2); // four reads in one batch, three writes in another
+    expect(engine.segments.get('b:1')!.subarray(0, 8192).equals(a.subarray(0, 8192))).toBe(true);
+    expect(engine.segments.get('c:1')!.subarray(8192, 12288).equals(a.subarray(8192, 12288))).toBe(true);
+    expect(
+      engine.segments
+        .get('b:1')!
+        .subarray(12288, 16384)
+        .every((b) => b === 0),
+    ).toBe(true); // the bad copy wrote nothing
+    expect(pool!.stats()).toMatchObject({ leases: 0, leasedBytes: 0 });
+  });
+
+  it('a batch that fails is made again copy by copy: only the copy to the dead store fails, naming it', async () => {
+    const { path, engine, pool } = setup();
+    const a = engine.segments.get('a:1')!;
+    randomBytes(2 * 4096).copy(a, 0);
+    engine.dead.add('c:1');
+    const out = await path.copyReplicas([copy(1, 'b:1', 0, 0, 4096), copy(2, 'c:1', 4096, 0, 4096)]);
+    expect(out[0]).toBeUndefined();
+    expect(out[1]?.message).toMatch(/c:1/);
+    expect(engine.segments.get('b:1')!.subarray(0, 4096).equals(a.subarray(0, 4096))).toBe(true);
+    expect(pool!.stats()).toMatchObject({ leases: 0, leasedBytes: 0 });
+  });
+
+  it('a read batch that fails gives every staging lease back', async () => {
+    const { path, engine, pool } = setup();
+    engine.dead.add('a:1');
+    const out = await path.copyReplicas([copy(1, 'b:1', 0, 0, 4096), copy(2, 'c:1', 4096, 0, 4096)]);
+    expect(out.map((e) => e?.message)).toEqual([expect.stringMatching(/a:1/), expect.stringMatching(/a:1/)]);
+    expect(pool!.stats()).toMatchObject({ leases: 0, leasedBytes: 0 });
   });
 });

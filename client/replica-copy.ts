@@ -232,7 +232,11 @@ async function engineBatch(core: PathCore, copies: readonly ReplicaCopy__Output[
       try {
         got = await core.d.engine.transfer(reads);
       } catch {
-        for (const p of plans) later.push(p.at); // which one failed: each alone tells
+        // which one failed: each alone tells
+        for (const p of plans) {
+          later.push(p.at);
+          p.lease.release();
+        }
         plans.length = 0;
       }
       let i = 0;
