@@ -3,9 +3,13 @@
 // The master is a scripted in-memory placement and the engine copies between plain Buffers keyed
 // by endpoint; the real master and engine are exercised by e2e/data.test.ts.
 import { randomBytes } from 'node:crypto';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ReplicaCache } from './replica-cache.js';
 import { copyWithCrc32c, crc32c } from '../native/index.js';
-import { ARENA_RESULT_BYTES, DataPath, LARGE_VALUE_BYTES, type MasterApi, type OwnSegment } from './data-path.js';
+import { ARENA_RESULT_BYTES, DataPath, LARGE_VALUE_BYTES, type DataPathDeps, type MasterApi, type OwnSegment } from './data-path.js';
+import { OffloadFileWriter } from './offload-file-writer.js';
 import { BufferPool } from './buffer-pool.js';
 import { OffsetAllocator } from '../common/offset-allocator.js';
 import { InvalidParamsError, LeaseExpiredError, ObjectNotFoundError, TransferError, UnavailableError } from './errors.js';
@@ -191,6 +195,9 @@ function setup(
     meter?: TransferMeter;
     checksums?: boolean;
     mismatches?: string[];
+    /** More own segments (an SSD file's) and the deps of copies into them. */
+    more?: OwnSegment[];
+    files?: Pick<DataPathDeps, 'offloadFiles' | 'fenced'>;
   } = {},
 ) {
   const local = Buffer.alloc(4 << 20);
@@ -211,6 +218,7 @@ function setup(
           maxRegions: opts.maxRegions,
         });
   const segments = new Map((opts.own ?? []).map((ep) => [ep, ownSegment(engine, ep)]));
+  for (const seg of opts.more ?? []) segments.set(seg.name, seg);
   const path = new DataPath({
     master: master.api,
     engine,
@@ -234,6 +242,7 @@ function setup(
     rpc: (_what, call) => call(),
     checksums: opts.checksums ? { of: (d) => crc32c(d), copy: (dst, src) => copyWithCrc32c(dst, src) } : undefined,
     onChecksumMismatch: (key, segment) => opts.mismatches?.push(`${key}@${segment}`),
+    ...opts.files,
   });
   return { path, engine, master, pool, segments };
 }
@@ -730,6 +739,40 @@ describe('replica copies of a Ping reply (replica-copy.ts copyReplicas)', () => 
     expect(out[1]?.message).toMatch(/c:1/);
     expect(engine.segments.get('b:1')!.subarray(0, 4096).equals(a.subarray(0, 4096))).toBe(true);
     expect(pool!.stats()).toMatchObject({ leases: 0, leasedBytes: 0 });
+  });
+
+  it('a copy from own memory into an own SSD file is a file write at the target; a generation its fence names is never written', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kvstore-copy-file-'));
+    const fd = openSync(join(dir, 'ssd'), 'w+');
+    try {
+      const fileBase = 0x9000_0000;
+      const region = { address: fileBase, size: 1 << 20, kind: 'file', fd, view: () => Buffer.alloc(0) } as unknown as MappedRegion;
+      const ssd: OwnSegment = { name: 'ssd:1', id: 'ssd:1', region, incarnation: 0, kind: 'ssd', file: { fd, offset: 8192 } };
+      const fenced = new Set<number>([7]);
+      const { path, engine } = setup({
+        own: ['a:1'],
+        more: [ssd],
+        checksums: true,
+        files: { offloadFiles: new OffloadFileWriter(), fenced: (name, gen) => name === 'ssd:1' && fenced.has(gen) },
+      });
+      const a = engine.segments.get('a:1')!;
+      randomBytes(8192).copy(a, 0);
+      const toFile = (id: number, from: number, at: number, gen: number): ReplicaCopy__Output => {
+        const c = copy(id, 'ssd:1', from, fileBase + at, 4096, crc32c(a.subarray(from, from + 4096)));
+        c.target!.handles[0].generation = gen;
+        return c;
+      };
+      const out = await path.copyReplicas([toFile(1, 0, 0, 5), toFile(2, 4096, 4096, 7)]);
+      expect(out[0]).toBeUndefined();
+      expect(out[1]?.message).toMatch(/refused by its write fence/);
+      expect(engine.batches).toBe(0); // no engine: a positioned write
+      const f = readFileSync(join(dir, 'ssd'));
+      expect(f.subarray(8192, 8192 + 4096).equals(a.subarray(0, 4096))).toBe(true); // at the segment's file offset
+      expect(f.length).toBe(8192 + 4096); // the fenced copy wrote nothing
+    } finally {
+      closeSync(fd);
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('a read batch that fails gives every staging lease back', async () => {
