@@ -10,18 +10,26 @@
 //    DISK replica (Put to the SSD tier: memory write + offload copy), pushed out of memory by more
 //    puts, then read back while held only on SSD (Get from the SSD tier through the transfer
 //    engine): cold, then warm. Cold: the offload file is mapped by the store service, and neither
-//    posix_fadvise(DONTNEED) nor drop_caches evicts mapped pages, so its pages are reclaimed with
-//    process_madvise(MADV_PAGEOUT) on the store service's mapping (Linux >= 5.10, python3 ctypes,
-//    root or CAP_SYS_NICE; without them the cold figure is left out and said why). The reader
-//    uses TCP (MC_STORE_SHM_TRANSPORT=0), as one on another host: a same-host reader maps the file
-//    too, and pages mapped twice are not paged out. Ratios against the raw figures.
+//    posix_fadvise(DONTNEED) nor drop_caches evicts mapped pages, so its mappings are paged out
+//    first with process_madvise(MADV_PAGEOUT), then the file's pages dropped from the page cache
+//    through /proc/<pid>/map_files (PAGEOUT below; Linux >= 5.10, python3 ctypes, root or
+//    CAP_SYS_NICE; without them the cold figure is left out and said why). The cold line says how
+//    much of the file stayed cached and what the device read during the gets. The writer is on the
+//    store service's host (shared-memory transport); the reader uses TCP (MC_STORE_SHM_TRANSPORT=0),
+//    as one on another host: a same-host reader maps the file too, and pages mapped twice are not
+//    paged out. Ratios against the raw figures.
 // 3. Hit rate of a Zipf(0.99) workload over a working set 4x the DRAM tier, on the master core
 //    alone (copies reported at once: the hit rate is a property of placement and eviction, not of
 //    I/O): memory only, with the SSD tier, with the SSD tier and promotion.
+//
+// Beside each put row: the same puts into memory only (a cluster without the SSD tier whose
+// segment holds them all), the ceiling the put path itself sets on this machine, and the CPU per
+// object of the master, the store service and this process (/proc) in both, so the offload's own
+// cost per copy is the difference.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '../client/client.js';
 import { StoreError } from '../client/errors.js';
@@ -33,6 +41,7 @@ import { LocalCluster } from '../sidecar/local-cluster.js';
 import { fmtSize, KiB, measure, MiB, type Row } from './bench-util.js';
 
 const RAW_MB = Number(process.env.BENCH_RAW_MB ?? 512);
+const fmtMiB = (bytes: number): string => `${(bytes / MiB).toFixed(0)} MiB`;
 
 /** MB/s dd reports on stderr ("..., 1.2 GB/s"), as bytes per second. */
 function ddRate(args: string[]): { bps: number; note: string } {
@@ -82,36 +91,76 @@ function fio(dir: string): string | undefined {
 }
 
 /**
- * Reclaims the pages of a store service's offload mapping (process_madvise MADV_PAGEOUT: written
- * back and dropped from the page cache, so the next reads go to the device). Returns the bytes
- * still resident after, or throws why it cannot.
+ * Evicts a store service's offload file from memory, so the next reads go to the device:
+ * process_madvise(MADV_PAGEOUT) over its mappings (a page mapped by a process is never dropped
+ * from the page cache; this unmaps them), then, through /proc/<pid>/map_files (the file is
+ * unlinked), fsync (dirty pages written back) and posix_fadvise(DONTNEED) (clean, unmapped pages
+ * dropped). MADV_PAGEOUT alone leaves shared file pages in the page cache: measured, the "cold"
+ * reads after it read nothing from the device. Returns the bytes of the file still in the page
+ * cache after (mincore over a fresh mapping, which faults nothing in), or throws why it cannot.
  */
 const PAGEOUT = `
-import ctypes, sys
+import ctypes, os, sys
 pid = int(sys.argv[1])
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
 pidfd = libc.syscall(434, pid, 0)  # pidfd_open
 if pidfd < 0: sys.exit('pidfd_open: errno %d' % ctypes.get_errno())
 class iovec(ctypes.Structure): _fields_ = [('base', ctypes.c_void_p), ('len', ctypes.c_size_t)]
+maps = []
 for line in open('/proc/%d/maps' % pid):
     if 'kvstore-offload' not in line: continue
-    a, b = (int(x, 16) for x in line.split()[0].split('-'))
+    f = line.split()
+    a, b = (int(x, 16) for x in f[0].split('-'))
+    maps.append((a, b, int(f[2], 16)))
     for s in range(a, b, 1 << 30):
         iov = iovec(s, min(1 << 30, b - s))
         if libc.syscall(440, pidfd, ctypes.byref(iov), 1, 21, 0) < 0: sys.exit('process_madvise: errno %d' % ctypes.get_errno())  # MADV_PAGEOUT
-rss, inmap = 0, False
-for l in open('/proc/%d/smaps' % pid):
-    f = l.split()
-    if len(f) >= 5 and '-' in f[0]: inmap = 'kvstore-offload' in l
-    elif inmap and f[0] == 'Rss:': rss += int(f[1]) * 1024
-print(rss)
+resident = 0
+for a, b, off in maps:
+    fd = os.open('/proc/%d/map_files/%x-%x' % (pid, a, b), os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, off, b - a, os.POSIX_FADV_DONTNEED)
+        p = libc.mmap(None, b - a, 1, 1, fd, off)  # PROT_READ, MAP_SHARED
+        if p is None or p == ctypes.c_void_p(-1).value: sys.exit('mmap: errno %d' % ctypes.get_errno())
+        n = (b - a + 4095) // 4096
+        vec = (ctypes.c_ubyte * n)()
+        if libc.mincore(p, b - a, vec) != 0: sys.exit('mincore: errno %d' % ctypes.get_errno())
+        resident += sum(v & 1 for v in vec) * 4096
+        libc.munmap(p, b - a)
+    finally:
+        os.close(fd)
+print(resident)
 `;
 
 function pageOut(pid: number): number {
   const r = spawnSync('python3', ['-c', PAGEOUT, String(pid)], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error((r.stderr || r.error?.message || 'python3 failed').trim());
   return Number(r.stdout.trim());
+}
+
+/**
+ * Reads completed and bytes read so far by the block device holding `dir` (/proc/diskstats; Linux),
+ * or undefined when it cannot be told (an overlay or network file system, no /proc).
+ */
+function deviceReads(dir: string): { ios: number; bytes: number } | undefined {
+  try {
+    const dev = statSync(dir).dev;
+    const major = ((dev >> 8) & 0xfff) | (Math.floor(dev / 2 ** 32) & ~0xfff);
+    const minor = (dev & 0xff) | ((dev >> 12) & 0xfff00);
+    for (const line of readFileSync('/proc/diskstats', 'utf8').split('\n')) {
+      const f = line.trim().split(/\s+/);
+      if (Number(f[0]) === major && Number(f[1]) === minor) return { ios: Number(f[3]), bytes: Number(f[5]) * 512 };
+    }
+  } catch {
+    // not Linux, or no such device
+  }
+  return undefined;
 }
 
 async function putRetry(client: Client, key: string, value: Buffer): Promise<void> {
@@ -125,58 +174,148 @@ async function putRetry(client: Client, key: string, value: Buffer): Promise<voi
   }
 }
 
-async function ssdTier(dir: string, raw: { write: number; read: number }): Promise<void> {
+/** CPU milliseconds process `pid` has used so far (/proc, Linux; 10 ms ticks). */
+function cpuMs(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime + stime, USER_HZ 100
+}
+
+/** CPU per object of the master, the store service and this process (the writer and reader) over a phase. */
+class CpuMeter {
+  private readonly start: number[];
+  constructor(private readonly pids: number[]) {
+    this.start = pids.map(cpuMs);
+  }
+  /** Microseconds of CPU per object since construction, per pid. */
+  perObject(objects: number): number[] {
+    return this.pids.map((pid, i) => ((cpuMs(pid) - this.start[i]) * 1000) / objects);
+  }
+}
+
+const SIZES = [
+  [64 * KiB, 2048],
+  [4 * MiB, 64],
+] as const;
+
+/**
+ * Puts before the measured ones, in each cluster: fresh processes spend their first thousand
+ * operations compiling (V8) and making connections, several times the CPU of later ones. Left in
+ * place, so the measured offloads still write parts of the SSD file never written before.
+ */
+const WARMUP_PUTS = 512;
+
+async function warmUp(c: Client): Promise<Row> {
+  const value = randomBytes(64 * KiB);
+  return measure(WARMUP_PUTS, value.length, 8, 1, (i) => putRetry(c, `warm-up-${i}`, value));
+}
+
+const fmtCpu = (us: number[]): string => `master ${us[0].toFixed(0)} us, store service ${us[1].toFixed(0)} us, writer ${us[2].toFixed(0)} us`;
+
+/** The same puts into memory only (no SSD tier, a segment large enough): what the put path alone gives on this machine. */
+async function memoryOnlyPeer(): Promise<Map<number, { gbps: number; cpu: number[] }>> {
+  const cluster = await LocalCluster.start({ masterArgs: ['--default_kv_lease_ttl=1000'] });
+  let client: Client | undefined;
+  const out = new Map<number, { gbps: number; cpu: number[] }>();
+  try {
+    const svc = await cluster.addService(['--global_segment_size=1GB', '--local_buffer_size=256MB']);
+    client = await Client.setup(cluster.clientConfig({ local_buffer_size: 256 * MiB })); // a writer on the same host, as in ssdTier
+    const c = client;
+    await warmUp(c);
+    for (const [size, count] of SIZES) {
+      const value = randomBytes(size);
+      const cpu = new CpuMeter([cluster.master.proc.pid!, svc.proc.pid!, process.pid]);
+      const puts = await measure(count, size, 8, 1, (i) => putRetry(c, `m${size}-${i}`, value));
+      out.set(size, { gbps: puts.gbps, cpu: cpu.perObject(count) });
+      await c.removeAll();
+    }
+  } finally {
+    await client?.close();
+    await cluster.stop();
+  }
+  return out;
+}
+
+/**
+ * Resolves once `n` offloads are done and none is queued or in flight (the summary is cheap to
+ * ask for; a listing of every replica would load the master it measures), with the failed ones
+ * so far (each was copied again).
+ */
+async function allOffloaded(cluster: LocalCluster, n: number): Promise<number> {
+  for (;;) {
+    const m = /offload: (\d+) queued, (\d+) in flight, (\d+) done, (\d+) failed/.exec(await cluster.admin('/metrics/summary'));
+    if (m && m[1] === '0' && m[2] === '0' && Number(m[3]) >= n) return Number(m[4]);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+async function ssdTier(dir: string, raw: { write: number; read: number }, peer: Map<number, { gbps: number; cpu: number[] }>): Promise<void> {
   const cluster = await LocalCluster.start({ masterArgs: ['--enable_offload', '--default_kv_lease_ttl=1000'], echo: process.env.BENCH_DEBUG ? (l) => console.log(l) : undefined });
   let client: Client | undefined;
+  let reader: Client | undefined;
   try {
     const svc = await cluster.addService(['--global_segment_size=64MB', `--offload_dir=${dir}`, '--offload_size=2GB', '--local_buffer_size=256MB']);
-    // TCP to the store service, as a reader on another host: a same-host reader would map the
-    // offload file too (shared-memory transport), and pages mapped twice are not paged out.
-    client = await Client.setup(cluster.clientConfig({ local_buffer_size: 256 * MiB }), { env: { ...process.env, MC_STORE_SHM_TRANSPORT: '0' } });
+    // The writer is on the store service's host (the default transport: shared memory), as an
+    // inference engine beside its store service. The reader uses TCP, as one on another host: a
+    // same-host reader would map the offload file too, and pages mapped twice are not paged out.
+    client = await Client.setup(cluster.clientConfig({ local_buffer_size: 256 * MiB }));
+    reader = await Client.setup(cluster.clientConfig({ local_buffer_size: 256 * MiB }), { env: { ...process.env, MC_STORE_SHM_TRANSPORT: '0' } });
     const c = client;
-    let offloaded = 0;
-    for (const [size, count] of [
-      [64 * KiB, 2048],
-      [4 * MiB, 64],
-    ] as const) {
+    const r = reader;
+    const first = await warmUp(c);
+    let offloaded = WARMUP_PUTS;
+    await allOffloaded(cluster, offloaded);
+    console.log(`  (first ${WARMUP_PUTS} puts of 64 KiB into fresh processes, not counted: ${first.gbps.toFixed(2)} GB/s)`);
+    for (const [size, count] of SIZES) {
       const value = randomBytes(size);
       const prefix = `t${size}-`;
+      const failedBefore = await allOffloaded(cluster, offloaded);
+      const cpu = new CpuMeter([cluster.master.proc.pid!, svc.proc.pid!, process.pid]);
       const t0 = performance.now();
       const puts = await measure(count, size, 8, 1, (i) => putRetry(c, `${prefix}${i}`, value));
-      // every object offloaded: none queued or in flight (the summary is cheap to ask for; a
-      // listing of every replica would load the master it measures)
-      for (;;) {
-        const m = /offload: (\d+) queued, (\d+) in flight, (\d+) done/.exec(await cluster.admin('/metrics/summary'));
-        if (m && m[1] === '0' && m[2] === '0' && Number(m[3]) >= offloaded + count) break;
-        await new Promise((r) => setTimeout(r, 2));
-      }
+      const putsEnd = performance.now();
+      const failed = (await allOffloaded(cluster, offloaded + count)) - failedBefore;
+      const end = performance.now();
+      const used = cpu.perObject(count);
       offloaded += count;
-      const putBps = (count * size) / ((performance.now() - t0) / 1000);
+      const putBps = (count * size) / ((end - t0) / 1000);
       // push them out of memory, then read those held only on SSD
       const flush = randomBytes(MiB);
       for (let i = 0; i < 128; i++) await putRetry(c, `flush-${size}-${i}`, flush);
-      const diskOnly = [...(await c.queryByRegex(`^${prefix}`)).entries()].filter(([, rs]) => rs.every((r) => r.replica_type === ReplicaType.DISK)).map(([k]) => k);
+      const diskOnly = [...(await r.queryByRegex(`^${prefix}`)).entries()].filter(([, rs]) => rs.every((r) => r.replica_type === ReplicaType.DISK)).map(([k]) => k);
       const getAll = (): Promise<Row> =>
         measure(diskOnly.length, size, 8, 1, async (i) => {
-          await c.get(diskOnly[i]);
+          await r.get(diskOnly[i]);
         });
       const row = (what: string, r: Row): string =>
         `get ${what} ${r.gbps.toFixed(2)} GB/s (${((r.gbps * 1e9) / raw.read).toFixed(2)}x raw read), p50 ${r.p50ms.toFixed(2)} ms, p99 ${r.p99ms.toFixed(2)} ms`;
       let cold: string;
       try {
-        // dirty pages are written back by the first pageout and reclaimed by a later one
+        // pages written back meanwhile by the kernel are dropped by a later pass
         let resident = pageOut(svc.proc.pid!);
         for (let i = 0; i < 10 && resident > 0; i++) {
           await new Promise((r) => setTimeout(r, 200));
           resident = pageOut(svc.proc.pid!);
         }
-        cold = `${row('cold', await getAll())} (${fmtSize(resident)} of the file resident after pageout)`;
+        const before = deviceReads(dir);
+        const got = await getAll();
+        const after = deviceReads(dir);
+        // how cold it was: what the device read meanwhile (other jobs on the machine add to it)
+        const dev =
+          before && after
+            ? `; the device read ${fmtMiB(after.bytes - before.bytes)} in ${after.ios - before.ios} requests meanwhile`
+            : '; device reads not known for this file system';
+        cold = `${row('cold', got)} (${fmtSize(resident)} of the file in the page cache after eviction${dev})`;
       } catch (e) {
         cold = `cold: not measured (${(e as Error).message})`;
       }
       const warm = await getAll();
+      const p = peer.get(size)!;
       console.log(
-        `  ${fmtSize(size).padStart(7)}: put to SSD tier ${(putBps / 1e9).toFixed(2)} GB/s (${(putBps / raw.write).toFixed(2)}x raw write; the puts alone ${puts.gbps.toFixed(2)} GB/s)`,
+        `  ${fmtSize(size).padStart(7)}: put to SSD tier ${(putBps / 1e9).toFixed(2)} GB/s (${(putBps / raw.write).toFixed(2)}x raw write; the puts alone ${puts.gbps.toFixed(2)} GB/s, the last offload ${((end - putsEnd) / 1000).toFixed(2)} s after the last put)`,
+      );
+      console.log(`           peer, the same puts to memory only: ${p.gbps.toFixed(2)} GB/s (put to SSD tier / this: ${(putBps / 1e9 / p.gbps).toFixed(2)}x)`);
+      console.log(
+        `           CPU per object, put to SSD tier: ${fmtCpu(used)}; memory only: ${fmtCpu(p.cpu)}${failed > 0 ? `; ${failed} offload copies failed (copied again)` : ''}`,
       );
       console.log(`           ${diskOnly.length} SSD-only objects: ${cold}`);
       console.log(`           ${diskOnly.length} SSD-only objects: ${row('warm', warm)}`);
@@ -184,6 +323,7 @@ async function ssdTier(dir: string, raw: { write: number; read: number }): Promi
     }
     if (process.env.BENCH_DEBUG) console.log(await cluster.admin('/metrics/summary'));
   } finally {
+    await reader?.close();
     await client?.close();
     await cluster.stop();
   }
@@ -258,12 +398,18 @@ function hitRate(over: Partial<MasterCoreConfig>, ssd: boolean): { hit: number; 
 async function main(): Promise<void> {
   const dir = process.env.BENCH_OFFLOAD_DIR ? mkdtempSync(join(process.env.BENCH_OFFLOAD_DIR, 'tiers-bench-')) : mkdtempSync(join(tmpdir(), 'tiers-bench-'));
   try {
+    console.log(
+      `load average ${loadavg()
+        .map((x) => x.toFixed(2))
+        .join(' ')}`,
+    );
     const raw = rawDevice(dir);
     console.log(`raw file system of ${dir} (${RAW_MB} MiB, ${raw.how}): write ${(raw.write / 1e9).toFixed(2)} GB/s, read ${(raw.read / 1e9).toFixed(2)} GB/s`);
     const f = fio(dir);
     console.log(f ? `  ${f}` : '  fio: not installed (apt-get install -y fio), dd only');
-    console.log('SSD tier through the store (1 store service, 64 MB memory, 2 GB SSD tier; the reader over TCP, 8 in flight):');
-    await ssdTier(dir, raw);
+    const peer = await memoryOnlyPeer();
+    console.log('SSD tier through the store (1 store service, 64 MB memory, 2 GB SSD tier; the writer on its host, the reader over TCP, 8 in flight):');
+    await ssdTier(dir, raw, peer);
     console.log('hit rate, Zipf(0.99) over 1024 objects of 64 KiB, DRAM tier 16 MiB (a quarter of the working set), 200k reads:');
     const mem = hitRate({}, false);
     const withSsd = hitRate({ enableOffload: true }, true);
@@ -271,6 +417,11 @@ async function main(): Promise<void> {
     console.log(`  memory only:          hit ${mem.hit.toFixed(1)}%`);
     console.log(`  with SSD:             hit ${withSsd.hit.toFixed(1)}% (from memory ${withSsd.memoryHit.toFixed(1)}%)`);
     console.log(`  with SSD + promotion: hit ${promo.hit.toFixed(1)}% (from memory ${promo.memoryHit.toFixed(1)}%)`);
+    console.log(
+      `load average ${loadavg()
+        .map((x) => x.toFixed(2))
+        .join(' ')}`,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -19,7 +19,8 @@ import { clientSecret } from '../common/cluster-secret.js';
 import { MasterAuthError } from './master-channel-errors.js';
 import { FenceKeeper } from './fence-keeper.js';
 import { Heartbeat } from './heartbeat.js';
-import { MasterClient } from './master-client.js';
+import { OffloadFileWriter } from './offload-file-writer.js';
+import { MasterClient, PING_METHOD } from './master-client.js';
 import { parseMasterAddress, resolveMasterAddress, watchLeader } from './leader-discovery.js';
 import { openMetadataStore } from './metadata/open-metadata-store.js';
 import type { MetadataStore } from './metadata/metadata-store.js';
@@ -127,7 +128,7 @@ export interface ClientOptions {
   offload?: { dir: string; size: number };
 }
 
-/** After a Ping brought copies, Pings come this often while no more do... */
+/** After a Ping brought copies, Pings come this often while no more do (a master that sends no copy notices)... */
 const COPY_POLL_MS = 20;
 /** ...for this long (then at the heartbeat interval again). */
 const COPY_POLL_WINDOW_MS = 2000;
@@ -229,6 +230,9 @@ export class Client implements StoreClient {
   private hotRegion: MappedRegion | undefined;
   /** When a Ping last brought replica copies (monotonic ms). */
   private copiesSeenAt = -Infinity;
+  /** From the last Ping reply: the master sends copy notices; copies wait beyond those it handed out. */
+  private copiesPushed = false;
+  private moreCopies = false;
   /** The local hot cache (MC_STORE_LOCAL_HOT_CACHE_SIZE), if on: its hits and misses are in `stats()`. */
   hotCache: HotCache | undefined;
   private heartbeat: Heartbeat | undefined;
@@ -242,6 +246,8 @@ export class Client implements StoreClient {
   /** Memory registered for other processes' data (dummy clients' shared regions). */
   private readonly attached: MappedRegion[] = [];
   private fences!: FenceKeeper;
+  /** Replica copies' positioned writes into own SSD files (offload-file-writer.ts). */
+  private readonly offloadFiles = new OffloadFileWriter();
   /** Replica copies the master asks for (replica-copy.ts); undefined for a pure server (no staging). */
   private copier: ReplicaCopier | undefined;
   /** The file tier (file-tier.ts); undefined for a pure server (no Puts, no Gets). */
@@ -318,6 +324,7 @@ export class Client implements StoreClient {
       minPort: range.min,
       maxPort: range.max,
       memcpyLocal: settings.localMemcpy,
+      env, // its defaults (MC_STORE_SHM_TRANSPORT, ...) from the same environment as the client's settings
       ...options.engine,
       authSecret: secret,
     };
@@ -491,6 +498,7 @@ export class Client implements StoreClient {
         return seg && { address: seg.region.address, incarnation: seg.incarnation };
       },
       setFence: (address, fence) => this.engine.setFence(address, fence),
+      settled: (name) => this.offloadFiles.settled(name),
       log: (msg) => this.log('warn', msg),
     });
     if (this.pool) {
@@ -531,6 +539,8 @@ export class Client implements StoreClient {
       addressOf: (v) => this.native.addressOf(v),
       resultArena: this.resultArena,
       hotCache: this.hotCache,
+      offloadFiles: this.offloadFiles,
+      fenced: (name, gen, incarnation) => this.fences.refuses(name, gen, incarnation),
       attachedRegions: this.attached,
       replicaCacheEntries: this.options.replicaCacheEntries,
       checksums: this.checksumsOn() ? { of: (d) => this.native.crc32c(d), copy: (dst, src) => this.native.copyWithCrc32c(dst, src) } : undefined,
@@ -549,10 +559,14 @@ export class Client implements StoreClient {
     if (this.pool) {
       this.copier = new ReplicaCopier({
         clientId: () => this.clientId,
-        copy: (c) => this.data.copyReplica(c),
+        copy: (cs) => this.data.copyReplicas(cs),
+        reportBatch: (r) => this.m().batchReplicaCopied(r),
         report: (r) => this.m().replicaCopied(r),
         log: (level, msg) => this.log(level, msg),
-        onIdle: () => this.heartbeat?.nudge(),
+        // Done with what it took: ask for more now, unless the master tells it when there is more (notices) and nothing waits.
+        onIdle: () => {
+          if (!this.copiesPushed || this.moreCopies) this.heartbeat?.nudge();
+        },
       });
     }
 
@@ -596,7 +610,7 @@ export class Client implements StoreClient {
           const aborted = () => setupAborted(signal!, `during registration attempt ${attempt}`);
           this.masterEndpoint = await unlessAborted(resolveMasterAddress(s.masterAddress, this.options.env ?? process.env), signal, aborted, () => {});
           this.master = await unlessAborted(
-            MasterClient.connect(this.masterEndpoint, { requestTimeoutMs: this.options.requestTimeoutMs, secret: this.secret }),
+            MasterClient.connect(this.masterEndpoint, { requestTimeoutMs: this.options.requestTimeoutMs, secret: this.secret, onNotice: this.onNotice }),
             signal,
             aborted,
             (late) => late.close(),
@@ -654,6 +668,11 @@ export class Client implements StoreClient {
     return this.files?.drain() ?? Promise.resolve();
   }
 
+  /** A NOTICE on the master channel: Ping means copies wait for this copier, so it pings now rather than at its next heartbeat. */
+  private readonly onNotice = (method: number): void => {
+    if (method === PING_METHOD && this.copier !== undefined && !this.closing) this.heartbeat?.nudge();
+  };
+
   /** Liveness pings (with fence acks and replica copies), and remounts when the master asks. */
   private startHeartbeat(): void {
     const s = this.settings;
@@ -661,13 +680,18 @@ export class Client implements StoreClient {
       intervalMs: this.options.heartbeatIntervalMs ?? 1000,
       ping: async () => {
         const copier = this.closing ? undefined : this.copier;
-        const res = await this.m().ping({ client_id: this.clientId, fence_acks: this.fences.takeAcks(), can_copy: copier?.canTake ?? false });
+        const canCopy = copier?.canTake ?? false;
+        const res = await this.m().ping({ client_id: this.clientId, fence_acks: this.fences.takeAcks(), can_copy: canCopy, copy_push: canCopy });
         void this.files?.setRoot(res.file_tier_root ?? '');
         this.fences.install(res.fences);
+        this.copiesPushed = res.copy_push === true;
+        this.moreCopies = res.more_copies === true;
+        // Copies wait that this copier, busy when it pinged, did not take, and it is done since: ask again now.
+        if (this.moreCopies && !canCopy && copier?.idle === true) this.heartbeat?.nudge();
         if (res.copies.length > 0) {
           copier?.start(res.copies);
           this.copiesSeenAt = this.now();
-        } else if (copier !== undefined && this.now() - this.copiesSeenAt < COPY_POLL_WINDOW_MS) {
+        } else if (copier !== undefined && !res.copy_push && this.now() - this.copiesSeenAt < COPY_POLL_WINDOW_MS) {
           // Copies came lately (the SSD tier's offloads follow puts): ask again soon, not at the next heartbeat.
           setTimeout(() => this.heartbeat?.nudge(), COPY_POLL_MS).unref();
         }
@@ -689,6 +713,8 @@ export class Client implements StoreClient {
       },
     });
     this.heartbeat.start();
+    // A copier pings now: the master knows it as one (and where to send copy notices) from the start, not after a heartbeat interval.
+    if (this.copier !== undefined) this.heartbeat.nudge();
   }
 
   /** The memory this client holds (the region gauges). */
@@ -713,7 +739,7 @@ export class Client implements StoreClient {
         switching = switching.then(() =>
           this.serialized(async () => {
             try {
-              const next = await MasterClient.connect(leader, { requestTimeoutMs: this.options.requestTimeoutMs, secret: this.secret });
+              const next = await MasterClient.connect(leader, { requestTimeoutMs: this.options.requestTimeoutMs, secret: this.secret, onNotice: this.onNotice });
               await untilServing(next, this.clientId, () => this.closing).catch((e: unknown) => {
                 next.close(); // not switched to: nothing else holds it
                 throw e;
@@ -1116,13 +1142,15 @@ export class Client implements StoreClient {
    * allocation strategy places there. `memory: 'ssd'` mounts it as an offload segment (a file on
    * this host's SSD, docs/tiers.md): the master places only DISK replicas there.
    */
-  async addSegment(region: MappedRegion, opts: { memory?: 'dram' | 'cxl' | 'ssd' } = {}): Promise<{ name: string; id: string }> {
+  async addSegment(region: MappedRegion, opts: { memory?: 'dram' | 'cxl' | 'ssd'; fileOffset?: number } = {}): Promise<{ name: string; id: string }> {
     if (this.closing) throw new UnavailableError('addSegment: the client is closed');
     if (opts.memory !== undefined && opts.memory !== 'dram' && opts.memory !== 'cxl' && opts.memory !== 'ssd')
       throw new InvalidParamsError(`addSegment: memory must be 'dram', 'cxl' or 'ssd', got ${String(opts.memory)}`);
     const name = `${this.engine.endpoint}/${++this.extraSegments}`;
     const seg: OwnSegment = { name, id: randomUUID(), region, incarnation: this.engine.registerRegion(region.address, region.size, { serve: true }) };
     if (opts.memory === 'cxl' || opts.memory === 'ssd') seg.kind = opts.memory;
+    // An SSD file region: copies write the file itself (offload-file-writer.ts says why).
+    if (opts.memory === 'ssd' && region.kind === 'file' && region.fd >= 0) seg.file = { fd: region.fd, offset: opts.fileOffset ?? 0 };
     try {
       await this.mount(seg, false);
     } catch (e) {
@@ -1159,7 +1187,7 @@ export class Client implements StoreClient {
       rmSync(path, { force: true });
     }
     try {
-      return await this.addSegment(region, { memory: 'ssd' });
+      return await this.addSegment(region, { memory: 'ssd', fileOffset: 0 });
     } catch (e) {
       region.release(); // addSegment left it to us
       throw e;
@@ -1218,6 +1246,7 @@ export class Client implements StoreClient {
     this.segments.delete(seg.name);
     this.unmounting.delete(seg);
     await this.metadata.remove(seg.name).catch((e) => this.log('warn', `unpublish of ${seg.name} failed: ${(e as Error).message}`));
+    await this.offloadFiles.settled(seg.name); // a copy's write still on the file's descriptor
     await this.unmapRegion(seg.region);
   }
 

@@ -3,9 +3,13 @@
 // The master is a scripted in-memory placement and the engine copies between plain Buffers keyed
 // by endpoint; the real master and engine are exercised by e2e/data.test.ts.
 import { randomBytes } from 'node:crypto';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ReplicaCache } from './replica-cache.js';
 import { copyWithCrc32c, crc32c } from '../native/index.js';
-import { ARENA_RESULT_BYTES, DataPath, LARGE_VALUE_BYTES, type MasterApi, type OwnSegment } from './data-path.js';
+import { ARENA_RESULT_BYTES, DataPath, LARGE_VALUE_BYTES, type DataPathDeps, type MasterApi, type OwnSegment } from './data-path.js';
+import { OffloadFileWriter } from './offload-file-writer.js';
 import { BufferPool } from './buffer-pool.js';
 import { OffsetAllocator } from '../common/offset-allocator.js';
 import { InvalidParamsError, LeaseExpiredError, ObjectNotFoundError, TransferError, UnavailableError } from './errors.js';
@@ -14,6 +18,7 @@ import type { EngineTransferOp, MappedRegion, ResultArenaPort, TransferEnginePor
 import type { Direction, TransferMeter, TransportKind } from './client-metrics.js';
 import { ReplicaStatus } from '../proto/gen/store/ReplicaStatus.js';
 import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
+import type { ReplicaCopy__Output } from '../proto/gen/store/ReplicaCopy.js';
 import type { PutStartRequest } from '../proto/gen/store/PutStartRequest.js';
 
 const POOL_BASE = 0x10_0000;
@@ -190,6 +195,9 @@ function setup(
     meter?: TransferMeter;
     checksums?: boolean;
     mismatches?: string[];
+    /** More own segments (an SSD file's) and the deps of copies into them. */
+    more?: OwnSegment[];
+    files?: Pick<DataPathDeps, 'offloadFiles' | 'fenced'>;
   } = {},
 ) {
   const local = Buffer.alloc(4 << 20);
@@ -210,6 +218,7 @@ function setup(
           maxRegions: opts.maxRegions,
         });
   const segments = new Map((opts.own ?? []).map((ep) => [ep, ownSegment(engine, ep)]));
+  for (const seg of opts.more ?? []) segments.set(seg.name, seg);
   const path = new DataPath({
     master: master.api,
     engine,
@@ -233,6 +242,7 @@ function setup(
     rpc: (_what, call) => call(),
     checksums: opts.checksums ? { of: (d) => crc32c(d), copy: (dst, src) => copyWithCrc32c(dst, src) } : undefined,
     onChecksumMismatch: (key, segment) => opts.mismatches?.push(`${key}@${segment}`),
+    ...opts.files,
   });
   return { path, engine, master, pool, segments };
 }
@@ -682,5 +692,94 @@ describe('replica lists reused under their lease', () => {
     const off = new ReplicaCache(0);
     off.remember('a', res, 0);
     expect(off.lookup('a', 1)).toBeUndefined();
+  });
+});
+
+describe('replica copies of a Ping reply (replica-copy.ts copyReplicas)', () => {
+  /** A copy of `n` bytes at `from` on a:1 to `to` on `target`, with the checksum of those bytes when `sum` is given. */
+  function copy(id: number, target: string, from: number, to: number, n: number, sum?: number): ReplicaCopy__Output {
+    const h = (ep: string, at: number) => ({ segment_name: ep, te_endpoint: ep, buffer: at, size: n, status: 0, memory_type: 0, incarnation: 0, generation: 0 });
+    return {
+      copy_id: id,
+      key: `k${id}`,
+      source: { handles: [h('a:1', from)], status: ReplicaStatus.COMPLETE } as unknown as ReplicaInfo__Output,
+      target: { handles: [h(target, to)], status: ReplicaStatus.INITIALIZED } as unknown as ReplicaInfo__Output,
+      slice_checksums: sum === undefined ? [] : [sum],
+    };
+  }
+
+  it('copies whose pieces are all remote move as one batch of reads and one of writes, checked against their CRC-32C', async () => {
+    const { path, engine, pool } = setup({ checksums: true });
+    const a = engine.segments.get('a:1')!;
+    randomBytes(3 * 4096).copy(a, 0);
+    const copies = [0, 1, 2].map((i) => copy(i + 1, i === 2 ? 'c:1' : 'b:1', i * 4096, i * 4096, 4096, crc32c(a.subarray(i * 4096, (i + 1) * 4096))));
+    copies.push(copy(4, 'b:1', 0, 3 * 4096, 4096, 12345)); // recorded CRC-32C does not match the bytes
+    const out = await path.copyReplicas(copies);
+    expect(out.slice(0, 3)).toEqual([undefined, undefined, undefined]);
+    expect(out[3]?.message).toMatch(/do not have the CRC-32C their writer recorded/);
+    expect(engine.batches).toBe(2); // four reads in one batch, three writes in another
+    expect(engine.segments.get('b:1')!.subarray(0, 8192).equals(a.subarray(0, 8192))).toBe(true);
+    expect(engine.segments.get('c:1')!.subarray(8192, 12288).equals(a.subarray(8192, 12288))).toBe(true);
+    expect(
+      engine.segments
+        .get('b:1')!
+        .subarray(12288, 16384)
+        .every((b) => b === 0),
+    ).toBe(true); // the bad copy wrote nothing
+    expect(pool!.stats()).toMatchObject({ leases: 0, leasedBytes: 0 });
+  });
+
+  it('a batch that fails is made again copy by copy: only the copy to the dead store fails, naming it', async () => {
+    const { path, engine, pool } = setup();
+    const a = engine.segments.get('a:1')!;
+    randomBytes(2 * 4096).copy(a, 0);
+    engine.dead.add('c:1');
+    const out = await path.copyReplicas([copy(1, 'b:1', 0, 0, 4096), copy(2, 'c:1', 4096, 0, 4096)]);
+    expect(out[0]).toBeUndefined();
+    expect(out[1]?.message).toMatch(/c:1/);
+    expect(engine.segments.get('b:1')!.subarray(0, 4096).equals(a.subarray(0, 4096))).toBe(true);
+    expect(pool!.stats()).toMatchObject({ leases: 0, leasedBytes: 0 });
+  });
+
+  it('a copy from own memory into an own SSD file is a file write at the target; a generation its fence names is never written', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kvstore-copy-file-'));
+    const fd = openSync(join(dir, 'ssd'), 'w+');
+    try {
+      const fileBase = 0x9000_0000;
+      const region = { address: fileBase, size: 1 << 20, kind: 'file', fd, view: () => Buffer.alloc(0) } as unknown as MappedRegion;
+      const ssd: OwnSegment = { name: 'ssd:1', id: 'ssd:1', region, incarnation: 0, kind: 'ssd', file: { fd, offset: 8192 } };
+      const fenced = new Set<number>([7]);
+      const { path, engine } = setup({
+        own: ['a:1'],
+        more: [ssd],
+        checksums: true,
+        files: { offloadFiles: new OffloadFileWriter(), fenced: (name, gen) => name === 'ssd:1' && fenced.has(gen) },
+      });
+      const a = engine.segments.get('a:1')!;
+      randomBytes(8192).copy(a, 0);
+      const toFile = (id: number, from: number, at: number, gen: number): ReplicaCopy__Output => {
+        const c = copy(id, 'ssd:1', from, fileBase + at, 4096, crc32c(a.subarray(from, from + 4096)));
+        c.target!.handles[0].generation = gen;
+        return c;
+      };
+      const out = await path.copyReplicas([toFile(1, 0, 0, 5), toFile(2, 4096, 4096, 7)]);
+      expect(out[0]).toBeUndefined();
+      expect(out[1]?.message).toMatch(/refused by its write fence/);
+      expect(engine.batches).toBe(0); // no engine: a positioned write
+      const f = readFileSync(join(dir, 'ssd'));
+      expect(f.subarray(8192, 8192 + 4096).equals(a.subarray(0, 4096))).toBe(true); // at the segment's file offset
+      expect(f.length).toBe(8192 + 4096); // the fenced copy wrote nothing
+    } finally {
+      closeSync(fd);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a read batch that fails gives every staging lease back', async () => {
+    const { path, engine, pool } = setup();
+    engine.dead.add('a:1');
+    const out = await path.copyReplicas([copy(1, 'b:1', 0, 0, 4096), copy(2, 'c:1', 4096, 0, 4096)]);
+    expect(out.map((e) => e?.message)).toEqual([expect.stringMatching(/a:1/), expect.stringMatching(/a:1/)]);
+    expect(pool!.stats()).toMatchObject({ leases: 0, leasedBytes: 0 });
   });
 });

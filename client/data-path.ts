@@ -4,7 +4,7 @@
 import { PathCore, type BatchGetIntoResult, type BatchGetResult, type BatchWriteResult, type DataPathDeps, type PutConfig, type Value } from './path-core.js';
 import type { ReplicaCopy__Output } from '../proto/gen/store/ReplicaCopy.js';
 import { ReadPath } from './read-path.js';
-import { copyReplica } from './replica-copy.js';
+import { copyReplicas } from './replica-copy.js';
 import { WritePath } from './write-path.js';
 
 export {
@@ -77,9 +77,9 @@ export class DataPath {
     return this.reads.getIntoBatch(items);
   }
 
-  /** A replica copy the master asked for (replica-copy.ts). */
-  copyReplica(copy: ReplicaCopy__Output): Promise<void> {
-    return copyReplica(this.core, copy);
+  /** A Ping reply's replica copies (replica-copy.ts): each one's outcome, in order. */
+  copyReplicas(copies: readonly ReplicaCopy__Output[]): Promise<(Error | undefined)[]> {
+    return copyReplicas(this.core, copies);
   }
 
   /** Forgets every cached replica list (the master changed: its leases are gone). */

@@ -16,12 +16,17 @@ export interface FenceKeeperDeps {
   /** The segment of this name as it is now, if this client holds it. */
   segment(name: string): FencedSegment | undefined;
   setFence(address: number, fence: { below: number; revoked: number[] }): Promise<void>;
+  /**
+   * Resolves once this client's own writes into the segment that bypass the engine (offload-file-writer.ts)
+   * have ended: a fence is acknowledged only after the writes it may refuse.
+   */
+  settled?: (name: string) => Promise<void>;
   log?: (message: string) => void;
 }
 
 export class FenceKeeper {
   /** Per segment: the registration and fence version installed (or being installed). */
-  private readonly installed = new Map<string, { incarnation: number; version: number; done: boolean }>();
+  private readonly installed = new Map<string, { incarnation: number; version: number; done: boolean; below: number; revoked: Set<number> }>();
   private acks: FenceAck[] = [];
 
   constructor(private readonly d: FenceKeeperDeps) {}
@@ -44,9 +49,13 @@ export class FenceKeeper {
         if (had.done && had.version === version) this.acks.push({ segment_name: f.segment_name, version: f.version }); // our ack was lost
         continue;
       }
-      const entry = { incarnation: seg.incarnation, version, done: false };
+      const below = Number(f.below);
+      const revoked = f.revoked.map(Number);
+      const entry = { incarnation: seg.incarnation, version, done: false, below, revoked: new Set(revoked) };
       this.installed.set(f.segment_name, entry);
-      this.d.setFence(seg.address, { below: Number(f.below), revoked: f.revoked.map(Number) }).then(
+      const settled = this.d.settled;
+      const installed = this.d.setFence(seg.address, { below, revoked });
+      (settled === undefined ? installed : Promise.all([installed, settled(f.segment_name)])).then(
         () => {
           entry.done = true;
           // Acknowledge only if the segment is still the one fenced (a remount re-registers it).
@@ -58,6 +67,17 @@ export class FenceKeeper {
         },
       );
     }
+  }
+
+  /**
+   * Whether a write of generation `gen` into segment `name` must be refused: the last fence the
+   * master sent for it (installed or being installed) covers it. For writes this client makes
+   * itself without the engine, which checks its own fences.
+   */
+  refuses(name: string, gen: number, incarnation: number): boolean {
+    const f = this.installed.get(name);
+    if (f === undefined || f.incarnation !== incarnation) return false;
+    return gen < f.below || f.revoked.has(gen);
   }
 
   /** Forgets a segment's fences (it was registered again: its new registration starts unfenced). */

@@ -1,7 +1,16 @@
 import { Heartbeat } from './heartbeat.js';
 import { FakeClock } from '../common/clock.js';
 import type { PingResponse__Output } from '../proto/gen/store/PingResponse.js';
-const answer = (need_remount: boolean): PingResponse__Output => ({ status_code: 0, view_version: 1, need_remount, fences: [], copies: [], file_tier_root: '' });
+const answer = (need_remount: boolean): PingResponse__Output => ({
+  status_code: 0,
+  view_version: 1,
+  need_remount,
+  fences: [],
+  copies: [],
+  file_tier_root: '',
+  copy_push: false,
+  more_copies: false,
+});
 
 describe('heartbeat', () => {
   it('pings every interval and remounts when the master no longer knows the client', async () => {
@@ -40,7 +49,7 @@ describe('heartbeat', () => {
     expect(errors).toHaveLength(1);
   });
 
-  it('nudge pings at once and starts the interval again; not while a ping is in flight', async () => {
+  it('nudge pings at once and starts the interval again; one during a ping pings once more after it', async () => {
     const clock = new FakeClock();
     let pings = 0;
     let release: (() => void) | undefined;
@@ -58,13 +67,24 @@ describe('heartbeat', () => {
     hb.nudge();
     expect(pings).toBe(1);
     expect(clock.pending).toBe(0); // the interval's timer was cancelled
-    hb.nudge();
-    expect(pings).toBe(1);
     release!();
     await clock.advance(0);
     expect(clock.pending).toBe(1); // the interval starts again after the ping
-    await clock.advance(1000);
+    hb.nudge();
     expect(pings).toBe(2);
+    // nudged twice while that ping is in flight (a copy notice after the master answered it): one more ping, not two
+    hb.nudge();
+    hb.nudge();
+    expect(pings).toBe(2);
+    release!();
+    await clock.advance(0);
+    expect(pings).toBe(3);
+    expect(clock.pending).toBe(0); // no interval while the extra ping is in flight
+    release!();
+    await clock.advance(0);
+    expect(clock.pending).toBe(1);
+    await clock.advance(1000);
+    expect(pings).toBe(4);
     release!();
     await hb.stop();
   });

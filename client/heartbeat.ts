@@ -17,6 +17,8 @@ export class Heartbeat {
   private cancel: (() => void) | undefined;
   private running = false;
   private inFlight: Promise<void> | undefined;
+  /** A nudge came while a ping was in flight: ping again once it is answered. */
+  private again = false;
   /** Consecutive failed pings (0 when the master answers). */
   failures = 0;
   remounts = 0;
@@ -52,14 +54,25 @@ export class Heartbeat {
     }
   }
 
-  /** Pings now instead of at the end of the interval (unless a ping is in flight or the loop is stopped). */
+  /**
+   * Pings now instead of at the end of the interval (unless the loop is stopped). With a ping in
+   * flight, pings again as soon as it is answered: the reply on its way may predate what the
+   * nudge is about (a copy notice sent after the master answered it).
+   */
   nudge(): void {
-    if (!this.running || this.inFlight !== undefined) return;
+    if (!this.running) return;
+    if (this.inFlight !== undefined) {
+      this.again = true;
+      return;
+    }
     this.cancel?.();
     this.cancel = undefined;
     this.inFlight = this.beat().finally(() => {
       this.inFlight = undefined;
-      this.arm();
+      if (this.again) {
+        this.again = false;
+        this.nudge();
+      } else this.arm();
     });
   }
 

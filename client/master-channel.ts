@@ -66,6 +66,11 @@ export interface MasterChannelOptions {
   secret?: Buffer | null;
   /** Set by connect() once the handshake (magic included) was done: the channel sends no magic. */
   handshaken?: boolean;
+  /**
+   * A NOTICE frame arrived (docs/master-channel.md "Notices"): `method` says what the master asks
+   * for (Ping: copies wait, ping now). Without it notices are ignored.
+   */
+  onNotice?: (method: number) => void;
 }
 
 /** The secret `opts` asks for (reading STORE_CLUSTER_SECRET_FILE when it does not say). */
@@ -83,6 +88,7 @@ export class MasterChannel {
   private failure: MasterChannelError | undefined;
   private readonly timeoutMs: number;
   private readonly peer: string;
+  private readonly onNotice: ((method: number) => void) | undefined;
   /** Called once when the connection ends for any reason. */
   onClose: ((err: MasterChannelError) => void) | undefined;
 
@@ -94,6 +100,7 @@ export class MasterChannel {
     this.timeoutMs = opts.requestTimeoutMs ?? 10_000;
     this.clock = opts.clock ?? realClock;
     this.peer = opts.peer ?? 'master';
+    this.onNotice = opts.onNotice;
     const peer = this.peer;
     this.writer = new FrameWriter((data) => {
       if (!this.failure) stream.write(data);
@@ -188,6 +195,10 @@ export class MasterChannel {
   }
 
   private onFrame(kind: number, id: number, methodIndex: number, payload: Buffer): void {
+    if (kind === FrameKind.NOTICE) {
+      this.onNotice?.(methodIndex);
+      return;
+    }
     const p = this.pending.get(id);
     if (!p) return; // timed out already
     this.pending.delete(id);

@@ -33,6 +33,8 @@ import type { PutRevokeRequest } from '../proto/gen/store/PutRevokeRequest.js';
 import type { PutRevokeResponse__Output } from '../proto/gen/store/PutRevokeResponse.js';
 import type { PutStartRequest } from '../proto/gen/store/PutStartRequest.js';
 import type { PutStartResponse__Output } from '../proto/gen/store/PutStartResponse.js';
+import type { BatchReplicaCopiedRequest } from '../proto/gen/store/BatchReplicaCopiedRequest.js';
+import type { BatchReplicaCopiedResponse__Output } from '../proto/gen/store/BatchReplicaCopiedResponse.js';
 import type { ReplicaCopiedRequest } from '../proto/gen/store/ReplicaCopiedRequest.js';
 import type { CreateCopyTaskRequest } from '../proto/gen/store/CreateCopyTaskRequest.js';
 import type { CreateCopyTaskResponse__Output } from '../proto/gen/store/CreateCopyTaskResponse.js';
@@ -102,7 +104,11 @@ const M = {
   CreateCopyTask: method('CreateCopyTask'),
   CreateMoveTask: method('CreateMoveTask'),
   QueryTask: method('QueryTask'),
+  BatchReplicaCopied: method('BatchReplicaCopied'),
 };
+
+/** The index of Ping: a NOTICE frame naming it asks the client to ping now (copies wait). */
+export const PING_METHOD = M.Ping.index;
 
 export class MasterClient {
   private channel: MasterChannel;
@@ -290,6 +296,11 @@ export class MasterClient {
 
   replicaCopied(req: ReplicaCopiedRequest): Promise<ReplicaCopiedResponse__Output> {
     return this.call(M.ReplicaCopied, req);
+  }
+
+  /** Many copy reports in one call; a master without it refuses the method (MasterProtocolError). */
+  batchReplicaCopied(req: BatchReplicaCopiedRequest): Promise<BatchReplicaCopiedResponse__Output> {
+    return this.call(M.BatchReplicaCopied, req);
   }
 
   createCopyTask(req: CreateCopyTaskRequest): Promise<CreateCopyTaskResponse__Output> {

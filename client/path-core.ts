@@ -14,7 +14,10 @@ import { InvalidParamsError, StoreError, TransferError, transferErrorCode, Unava
 import type { MappedRegion, ResultArenaPort, TransferEnginePort } from './native-port.js';
 import type { TransferMeter } from './client-metrics.js';
 import { RESULT_SLAB_BYTES, RESULT_SLAB_MAX_ITEM, ResultSlab } from './result-slab.js';
+import type { FileRange, OffloadFileWriter } from './offload-file-writer.js';
 import type { Piece, TransferOp } from './transfer-plan.js';
+
+const EMPTY = new Uint8Array(0);
 
 /** A value: one buffer, or a list of slices stored as one object (one handle per slice). */
 export type Value = Uint8Array | readonly Uint8Array[];
@@ -56,6 +59,8 @@ export interface OwnSegment {
   incarnation: number;
   /** What the master records as its protocol when it is not the client's transport: 'cxl' marks CXL memory (the cxl strategy places there). */
   kind?: 'cxl' | 'ssd';
+  /** An SSD segment's file: the mapping's descriptor and the file offset of its first byte (copies write there: offload-file-writer.ts). */
+  file?: { fd: number; offset: number };
 }
 
 export type MasterApi = Pick<
@@ -121,6 +126,10 @@ export interface DataPathDeps {
   onChecksumMismatch?: (key: string, segment: string) => void;
   /** The local hot cache of values read from DISK replicas (hot-cache.ts; MC_STORE_LOCAL_HOT_CACHE_SIZE), if on. */
   hotCache?: HotCache;
+  /** Replica copies into own SSD files go through it (positioned writes; replica-copy.ts). */
+  offloadFiles?: OffloadFileWriter;
+  /** Whether the write fence of own segment `name` (registration `incarnation`) refuses generation `gen` (fence-keeper.ts). */
+  fenced?: (name: string, gen: number, incarnation: number) => boolean;
 }
 
 /** CRC-32C where the data path has the bytes in hand anyway. */
@@ -244,6 +253,30 @@ export class PathCore {
 
   /** A view of own-segment memory for a handle, refusing anything outside the segment. */
   segmentView(h: BufHandle__Output, length: number): Buffer {
+    const s = this.ownSegment(h, length);
+    return s.region.view(Number(h.buffer) - s.region.address, length);
+  }
+
+  /**
+   * Where a handle on an own SSD segment lies in its file, for a write there of generation
+   * `h.generation`: undefined when the segment is no own file-backed one; throws like segmentView,
+   * and when the segment's write fence refuses the generation.
+   */
+  segmentFile(h: BufHandle__Output, length: number): FileRange | undefined {
+    const seg = this.d.segments.get(h.segment_name);
+    if (seg?.file === undefined || this.d.offloadFiles === undefined) return undefined;
+    const s = this.ownSegment(h, length);
+    const gen = Number(h.generation) || 0;
+    if (gen !== 0 && this.d.fenced?.(s.name, gen, s.incarnation) === true) {
+      throw new TransferError(`a write of generation ${gen} into own segment ${s.name} is refused by its write fence (given up by the master)`, {
+        code: ErrorCode.TRANSFER_FAILED,
+      });
+    }
+    return { segment: s.name, fd: s.file!.fd, position: s.file!.offset + Number(h.buffer) - s.region.address, data: EMPTY };
+  }
+
+  /** The own segment a handle names, checked: still mounted, the same registration, the range inside it. */
+  private ownSegment(h: BufHandle__Output, length: number): OwnSegment {
     const s = this.d.segments.get(h.segment_name);
     // Unmounted (and unmapped) since the replica list was read: an error, never a stale view.
     if (!s) throw new TransferError(`own segment ${h.segment_name} was unmounted during the operation`);
@@ -259,7 +292,7 @@ export class PathCore {
         code: ErrorCode.ADDRESS_OUT_OF_RANGE,
       });
     }
-    return s.region.view(off, length);
+    return s;
   }
 
   /**

@@ -20,6 +20,12 @@ export const FrameKind = {
   RESPONSE: 1,
   /** master -> client: request `id` failed before the method ran; payload is a UTF-8 reason. */
   ERROR: 2,
+  // 3 is AUTH, the cluster-secret handshake (common/cluster-secret.ts).
+  /**
+   * master -> client, id 0, unasked: `method` names what to do now (Ping: copies wait for this
+   * client, ping at once); empty payload. Sent only on connections that asked (PingRequest.copy_push).
+   */
+  NOTICE: 4,
 } as const;
 export type FrameKind = (typeof FrameKind)[keyof typeof FrameKind];
 

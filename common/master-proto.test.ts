@@ -5,7 +5,7 @@ import { masterMethods } from './master-proto.js';
 describe('master method table', () => {
   it('numbers the RPCs in proto declaration order: the fast-channel method numbers are wire protocol', () => {
     expect(masterMethods.map((m) => `${m.index}:${m.name}`)).toEqual(
-      'Ping MountSegment UnmountSegment ExistKey BatchExistKey GetReplicaList BatchGetReplicaList GetReplicaListByRegex PutStart BatchPutStart PutEnd BatchPutEnd PutRevoke BatchPutRevoke UpsertStart BatchUpsertStart UpsertEnd BatchUpsertEnd UpsertRevoke BatchUpsertRevoke Remove RemoveByRegex RemoveAll BatchQueryIp BatchReplicaClear ReplicaCopied CreateCopyTask CreateMoveTask QueryTask'
+      'Ping MountSegment UnmountSegment ExistKey BatchExistKey GetReplicaList BatchGetReplicaList GetReplicaListByRegex PutStart BatchPutStart PutEnd BatchPutEnd PutRevoke BatchPutRevoke UpsertStart BatchUpsertStart UpsertEnd BatchUpsertEnd UpsertRevoke BatchUpsertRevoke Remove RemoveByRegex RemoveAll BatchQueryIp BatchReplicaClear ReplicaCopied CreateCopyTask CreateMoveTask QueryTask BatchReplicaCopied'
         .split(' ')
         .map((n, i) => `${i}:${n}`),
     );

@@ -182,6 +182,7 @@ describe('copy and move tasks', () => {
     await client.put('doomed-target', value, { replica_num: 1, preferred_segment: s[0].segment });
     const target = s[2];
     target.proc.kill('SIGKILL'); // the master still has its segment mounted until --client_ttl passes
+    await target.exited; // copies start at once (copy notices): the target must be gone before the task
     const id = await client.createMoveTask('doomed-target', s[0].segment, target.segment);
     expect((await finished(id))[2]).toBe('failed: SEGMENT_NOT_FOUND');
     expect(await client.queryTask(id)).toMatchObject({ state: 'failed', errorCode: ErrorCode.SEGMENT_NOT_FOUND, errorName: 'SEGMENT_NOT_FOUND' });

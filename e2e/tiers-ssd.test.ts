@@ -232,3 +232,45 @@ describe('SSD tier: the store service holding the memory replicas killed mid-off
     expect(readable).toBeGreaterThan(0); // the copies made before the kill serve
   }, 120_000);
 });
+
+describe('SSD tier: offloads start without waiting for a heartbeat (copy notices)', () => {
+  it('a copier whose heartbeat is 10 minutes away still offloads at once: memory filled 3x over, every put completes, every object bit-exact from disk', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kvstore-ssd-push-'));
+    const cluster = await LocalCluster.start({ masterArgs: ['--enable_offload', '--client_ttl=1200s'] });
+    // The only copier: an embedded client holding the memory and an SSD tier of its own, that
+    // pings at setup and then only every 10 minutes. Offloads reach it through notices on its
+    // master channel; without them its copies (and so the puts, which wait for memory the
+    // copies free) would wait for that heartbeat and putRetry would give up.
+    const copier = await Client.setup(cluster.clientConfig({ global_segment_size: 4 * 1024 * 1024 }), {
+      offload: { dir, size: 64 * 1024 * 1024 },
+      heartbeatIntervalMs: 600_000,
+      checksums: true,
+    });
+    const reader = await Client.setup(cluster.clientConfig(), { checksums: true });
+    try {
+      const values = new Map<string, Buffer>();
+      for (let i = 0; i < 48; i++) {
+        const value = randomBytes(i % 3 === 0 ? 64 * KiB + 5 : 256 * KiB);
+        await putRetry(reader, `push-${i}`, value);
+        values.set(`push-${i}`, value);
+      }
+      await eventually(
+        async () => Number(/offload: (\d+) queued, (\d+) in flight, (\d+) done/.exec(await cluster.admin('/metrics/summary'))?.[3] ?? 0) >= 48,
+        'every object offloaded',
+      );
+      let diskOnly = 0;
+      for (const [key, value] of values) {
+        const types = await replicaTypes(reader, key);
+        expect(types).toContain(ReplicaType.DISK);
+        if (types.every((t) => t === ReplicaType.DISK)) diskOnly++;
+        expect((await reader.get(key)).equals(value)).toBe(true);
+      }
+      expect(diskOnly).toBeGreaterThan(0); // read from the SSD file the copies wrote with pwritev
+    } finally {
+      await reader.close();
+      await copier.close();
+      await cluster.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});

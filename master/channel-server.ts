@@ -9,6 +9,7 @@ import { ErrorCode } from '../common/error-code.js';
 import type { Logger } from '../common/logger.js';
 import { decodeWith, type MethodInfo } from '../common/master-proto.js';
 import { MAX_REQUEST_ELEMENTS, packedFieldsOf, requestShapeProblem, type PackedFields } from '../common/request-shape.js';
+import type { CopierPush, NoticeTarget } from './copier-push.js';
 import type { RpcDispatcher, StatusResponse } from './rpc-dispatcher.js';
 // The core's replica replies write their own bytes once this is loaded (master/replica-wire.ts).
 import './replica-wire.js';
@@ -32,7 +33,9 @@ export interface ChannelWatch {
   protocolError(): void;
 }
 
-export class ChannelConnection {
+const NO_PAYLOAD = Buffer.alloc(0);
+
+export class ChannelConnection implements NoticeTarget {
   private readonly writer: FrameWriter;
   /** Frames decoded so far, and when the incomplete frame held now began (-1: none). */
   private frames = 0;
@@ -49,6 +52,8 @@ export class ChannelConnection {
     /** Replies bigger than this are refused with an ERROR frame (the client's frame limit). */
     private readonly maxReplyBytes = MAX_PAYLOAD_BYTES,
     private readonly watch?: ChannelWatch,
+    /** Copy notices (copier-push.ts): a Ping asking for them binds its client to this connection. */
+    private readonly push?: CopierPush,
   ) {
     this.writer = new FrameWriter((data) => {
       if (socket.destroyed) return;
@@ -63,6 +68,7 @@ export class ChannelConnection {
     // Requests are small; the 64 MB frame limit is for replies (the client keeps it).
     this.decoder = new FrameDecoder((kind, id, method, payload) => this.onFrame(kind, id, method, payload), MAX_REQUEST_PAYLOAD_BYTES);
     socket.on('data', this.onData);
+    if (push !== undefined) socket.once('close', () => push.unbind(this));
     socket.on('error', (e) => log.debug(`channel ${socket.remoteAddress}:${socket.remotePort}: ${e.message}`));
   }
 
@@ -107,10 +113,25 @@ export class ChannelConnection {
         res = this.dispatcher.invalid(methodIndex, 'channel', (e as Error).message);
       }
     }
-    if (req) res = this.dispatcher.serve(methodIndex, req, 'channel');
+    if (req) {
+      const push = this.push;
+      if (push !== undefined && methodIndex === push.pingMethod) this.listen(push, req);
+      res = this.dispatcher.serve(methodIndex, req, 'channel');
+    }
     // an RPC served in steps (a whole-table walk) answers later; replies may come in any order
     if (res instanceof Promise) void res.then((r) => this.reply(id, methodIndex, r));
     else this.reply(id, methodIndex, res!);
+  }
+
+  /** A copier's Ping that asks for copy notices: they come to this connection from now on. */
+  private listen(push: CopierPush, ping: { client_id?: unknown; can_copy?: unknown; copy_push?: unknown }): void {
+    if (ping.copy_push === true && ping.can_copy === true && typeof ping.client_id === 'string' && ping.client_id.length > 0) push.bind(ping.client_id, this);
+  }
+
+  /** Queues a NOTICE frame (id 0, empty): it leaves with this turn's other frames. */
+  notice(method: number): void {
+    if (this.socket.destroyed) return;
+    this.writer.pushPayload(FrameKind.NOTICE, 0, method, NO_PAYLOAD);
   }
 
   private reply(id: number, methodIndex: number, res: StatusResponse): void {

@@ -13,7 +13,8 @@ import type { Server } from 'node:http';
 import { FlagError, HelpRequested } from '../common/flags.js';
 import { peerOf, RefusalLog, serverAuthSetting, UNAUTHENTICATED_WARNING, type AuthSetting } from '../common/cluster-secret.js';
 import { loggerFromFlags, type Logger } from '../common/logger.js';
-import { masterMethods } from '../common/master-proto.js';
+import { masterMethodByName, masterMethods } from '../common/master-proto.js';
+import { CopierPush } from './copier-push.js';
 import { MasterCore } from './core/master-core.js';
 import type { MasterCorePort } from './core-port.js';
 import { createGrpcServer } from './grpc-service.js';
@@ -132,7 +133,13 @@ async function main(): Promise<void> {
     );
     return idx;
   };
-  const makeCore = (version: number, fileIndex = files): MasterCore => new MasterCore(coreConfigFromFlags(flags, version), undefined, randomInt(2 ** 31), heap.state, fileIndex);
+  // Copy notices on the channel (docs/master-channel.md "Notices"): every core, each HA term's too, tells through it.
+  const copierPush = new CopierPush(masterMethodByName.get('Ping')!.index);
+  const makeCore = (version: number, fileIndex = files): MasterCore => {
+    const c = new MasterCore(coreConfigFromFlags(flags, version), undefined, randomInt(2 ** 31), heap.state, fileIndex);
+    c.setCopierNotify(copierPush.notify);
+    return c;
+  };
   let core: MasterCore;
   try {
     core = makeCore(viewVersion);
@@ -284,6 +291,7 @@ async function main(): Promise<void> {
       secret,
       authRefused: metrics.authRefused,
       tls,
+      copierPush,
     },
     injector,
     masterMethods,

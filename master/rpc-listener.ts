@@ -17,6 +17,7 @@ import { CHANNEL_MAGIC } from '../common/channel-frame.js';
 import { acceptAuthenticated, type FramedInterface } from '../common/cluster-secret.js';
 import type { Logger } from '../common/logger.js';
 import type { MethodInfo } from '../common/master-proto.js';
+import type { CopierPush } from './copier-push.js';
 import { ChannelConnection } from './channel-server.js';
 import { MeteredSocket } from './metered-socket.js';
 import { RequestBudget } from './request-budget.js';
@@ -53,6 +54,8 @@ export interface RpcListenerOptions {
   authRefused?: (iface: string) => void;
   /** gRPC over TLS only (--tls_cert/--tls_key; --tls_ca: clients must present a certificate of that CA). */
   tls?: TlsMaterial;
+  /** Copy notices to channel clients that ask (copier-push.ts). */
+  copierPush?: CopierPush;
 }
 
 /** Why a connection was refused at accept. */
@@ -249,11 +252,19 @@ export class RpcListener {
         this.channelSockets.add(socket);
         socket.once('close', () => this.channelSockets.delete(socket));
         this.authenticated(socket, 'master-channel', head.subarray(SNIFF_BYTES), (rest) => {
-          const conn = new ChannelConnection(socket, this.methods, this.dispatcher, this.log, undefined, {
-            now: this.now,
-            held: (bytes, since) => this.held(socket, bytes, since),
-            protocolError: () => this.events.closed('protocol_error'),
-          });
+          const conn = new ChannelConnection(
+            socket,
+            this.methods,
+            this.dispatcher,
+            this.log,
+            undefined,
+            {
+              now: this.now,
+              held: (bytes, since) => this.held(socket, bytes, since),
+              protocolError: () => this.events.closed('protocol_error'),
+            },
+            this.opts.copierPush,
+          );
           if (rest.length > 0) conn.onData(rest);
           socket.resume();
         });

@@ -23,7 +23,7 @@ import { alignUp, RestError, splitRegion, type MemoryMountRequest, type ShmMount
 
 /** What segment mounting needs from the client. */
 export interface SegmentOwner {
-  addSegment(region: MappedRegion, opts?: { memory?: 'dram' | 'cxl' | 'ssd' }): Promise<{ name: string; id: string }>;
+  addSegment(region: MappedRegion, opts?: { memory?: 'dram' | 'cxl' | 'ssd'; fileOffset?: number }): Promise<{ name: string; id: string }>;
   unmountSegment(id: string, graceSeconds: number): Promise<void>;
   releaseSegment(id: string): Promise<void>;
   readonly mountedSegments: SegmentInfo[];
@@ -146,7 +146,7 @@ export class SegmentMounts {
     const maps = pieces.map((piece) => {
       const offset = at;
       at += piece;
-      return (): MappedRegion => this.o.mapMemory({ kind: 'file', path, size: piece, offset, create: false });
+      return { map: (): MappedRegion => this.o.mapMemory({ kind: 'file', path, size: piece, offset, create: false }), fileOffset: offset };
     });
     try {
       return await this.mountAll('ssd', path, maps, `SSD offload file ${path}`, 'ssd');
@@ -156,11 +156,19 @@ export class SegmentMounts {
   }
 
   /** Maps and mounts each piece in turn; on any failure gives back every piece done so far. */
-  private async mountAll(origin: SegmentOrigin, location: string, maps: (() => MappedRegion)[], what: string, memory: 'dram' | 'cxl' | 'ssd' = 'dram'): Promise<string[]> {
+  private async mountAll(
+    origin: SegmentOrigin,
+    location: string,
+    maps: (() => MappedRegion)[] | { map: () => MappedRegion; fileOffset: number }[],
+    what: string,
+    memory: 'dram' | 'cxl' | 'ssd' = 'dram',
+  ): Promise<string[]> {
     if (this.closed) throw new RestError(503, `${what}: the store service is shutting down`);
     const ids: string[] = [];
     try {
-      for (const map of maps) {
+      for (const m of maps) {
+        // an SSD piece says where it starts in the file (copies write there: client/offload-file-writer.ts)
+        const { map, fileOffset } = typeof m === 'function' ? { map: m, fileOffset: undefined } : m;
         let region: MappedRegion;
         try {
           region = map();
@@ -168,7 +176,7 @@ export class SegmentMounts {
           throw restFailure(e, what);
         }
         try {
-          ids.push((await this.o.owner.addSegment(region, { memory })).id);
+          ids.push((await this.o.owner.addSegment(region, fileOffset === undefined ? { memory } : { memory, fileOffset })).id);
         } catch (e) {
           region.release(); // not the client's: addSegment left it to us
           throw restFailure(e, what);

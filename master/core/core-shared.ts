@@ -6,6 +6,7 @@
 import type { AllocationStrategy } from './allocation-strategy.js';
 import type { ChangeSink } from './change-sink.js';
 import { ClientRegistry } from './client-registry.js';
+import { CopierRoster } from './copier-roster.js';
 import { CxlStrategy } from './cxl-strategy.js';
 import type { DiskTier } from './disk-tier.js';
 import { EvictionOrder } from './eviction.js';
@@ -62,6 +63,8 @@ export class CoreShared {
   readonly clients = new ClientRegistry();
   readonly leases = new LeaseTracker();
   readonly placer: ReplicaPlacer;
+  /** Clients that copy replicas, and which were told copies wait (copier-roster.ts). */
+  readonly copiers = new CopierRoster();
   /** Objects that lost replicas with a segment, and the copies that give them back (re-replication.ts). */
   readonly rereplicator: ReReplicator;
   /** The SSD tier: offload, promotion, disk quota (disk-tier.ts); set by MasterCore once the lifecycle exists. */
@@ -119,6 +122,7 @@ export class CoreShared {
       (meta) => this.emitObject(meta),
       (tag, code, now) => this.directedCopySettled(tag, code, now),
       (purpose, key, meta) => this.disk.copyEnded(purpose, key, meta),
+      () => this.copiers.wakeAll(),
     );
   }
 

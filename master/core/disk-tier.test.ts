@@ -18,10 +18,10 @@ function setup(over: Partial<MasterCoreConfig> = {}, diskSize = 1 << 20): Master
   return core;
 }
 
-function put(core: MasterCore, key: string, bytes: number, now: number): number {
+function put(core: MasterCore, key: string, bytes: number, now: number, memory = ['mem']): number {
   const start = core.putStart(putReq(key, bytes), now);
   if (start.status_code !== ErrorCode.OK) return start.status_code;
-  for (const r of start.replica_list) for (const h of r.handles) expect(h.segment_name).toBe('mem'); // never on SSD
+  for (const r of start.replica_list) for (const h of r.handles) expect(memory).toContain(h.segment_name); // never on SSD
   return core.putEnd({ key, replica_type: MEMORY, slice_checksums: [7] }, now).status_code;
 }
 
@@ -29,6 +29,22 @@ const copiesFor = (core: MasterCore, now: number): ReplicaCopy__Output[] => core
 const report = (core: MasterCore, c: ReplicaCopy__Output, ok = true) => core.replicaCopied({ client_id: 'store', copy_id: c.copy_id, ok, failed_segments: [] }, 0).status_code;
 const tiers = (core: MasterCore, key: string, now: number) =>
   core.getReplicaList({ key }, now).replica_list.map((r) => [r.replica_type, r.handles.map((h) => [h.segment_name, h.memory_type])]);
+
+/** Fills `mem` (64 KiB) with 16 objects of 4 KiB, each offloaded, then 16 more: the first ones end up on SSD only. */
+function overfill(core: MasterCore): void {
+  let now = 1;
+  for (let i = 0; i < 32; i++) {
+    now += 100; // leases (10 ms) long over
+    let code = put(core, `k${i}`, 4 * KB, now);
+    for (let tries = 0; code === ErrorCode.NO_AVAILABLE_HANDLE && tries < 5; tries++) {
+      for (const c of copiesFor(core, now)) report(core, c);
+      core.sweep(now);
+      code = put(core, `k${i}`, 4 * KB, now);
+    }
+    expect(code).toBe(ErrorCode.OK);
+    for (const c of copiesFor(core, now)) report(core, c);
+  }
+}
 
 describe('SSD tier in the core', () => {
   it('offloads a completed write to an SSD segment; the DISK replica joins only once reported', () => {
@@ -82,22 +98,6 @@ describe('SSD tier in the core', () => {
     expect(tiers(core, 'b', 102)).toEqual([[ReplicaType.MEMORY, [['mem', MemoryType.DRAM]]]]);
     expect(core.stats(102)).toMatchObject({ offloadsFailed: 2, offloadsDone: 0 });
   });
-
-  /** Fills `mem` (64 KiB) with 16 objects of 4 KiB, each offloaded, then 16 more. */
-  function overfill(core: MasterCore): void {
-    let now = 1;
-    for (let i = 0; i < 32; i++) {
-      now += 100; // leases (10 ms) long over
-      let code = put(core, `k${i}`, 4 * KB, now);
-      for (let tries = 0; code === ErrorCode.NO_AVAILABLE_HANDLE && tries < 5; tries++) {
-        for (const c of copiesFor(core, now)) report(core, c);
-        core.sweep(now);
-        code = put(core, `k${i}`, 4 * KB, now);
-      }
-      expect(code).toBe(ErrorCode.OK);
-      for (const c of copiesFor(core, now)) report(core, c);
-    }
-  }
 
   it('memory eviction frees only the memory replica of an offloaded object: it stays readable from disk', () => {
     const core = setup();
@@ -161,5 +161,132 @@ describe('SSD tier in the core', () => {
     expect(s.offloadsSkippedFull).toBeGreaterThan(0);
     expect(s.forcedEvictions).toBeGreaterThan(0);
     expect(core.checkIndexes()).toEqual([]);
+  });
+});
+
+describe('copy notices (the push: copier-roster.ts)', () => {
+  /** A core whose copy notices are recorded, with copier `store` known (it offered in a Ping). */
+  function told(over: Partial<MasterCoreConfig> = {}, diskSize?: number): { core: MasterCore; notices: string[] } {
+    const core = setup(over, diskSize);
+    const notices: string[] = [];
+    core.setCopierNotify((clientId) => notices.push(clientId));
+    expect(copiesFor(core, 0)).toEqual([]);
+    return { core, notices };
+  }
+
+  it('a queued offload tells its copier at once, once until the copier takes work again; Ping replies say notices are sent', () => {
+    const { core, notices } = told();
+    expect(core.ping({ client_id: 'store', fence_acks: [], can_copy: true }, 0).copy_push).toBe(true);
+    put(core, 'a', 4 * KB, 1);
+    expect(notices).toEqual(['store']);
+    put(core, 'b', 4 * KB, 1);
+    put(core, 'c', 4 * KB, 1);
+    expect(notices).toEqual(['store']); // told already: a burst sends one notice
+    // a Ping of a busy copier (no can_copy) takes nothing: no new notice for what it did not take
+    core.ping({ client_id: 'store', fence_acks: [], can_copy: false }, 2);
+    put(core, 'd', 4 * KB, 2);
+    expect(notices).toEqual(['store']);
+    expect(copiesFor(core, 3).map((c) => c.key)).toEqual(['a', 'b', 'c', 'd']);
+    put(core, 'e', 4 * KB, 4);
+    expect(notices).toEqual(['store', 'store']); // it took work since: told again
+  });
+
+  it('a Ping reply says whether copies wait beyond the ones it hands out (the copier then asks again when done)', () => {
+    const { core } = told({}, 4 << 20);
+    core.mountSegment(mountReq('mem-big', 4 << 20, 'store', 0x2000_0000, '10.0.0.1:1', 5), 0);
+    for (let i = 0; i < 70; i++) expect(put(core, `k${i}`, 4 * KB, 1, ['mem', 'mem-big'])).toBe(ErrorCode.OK);
+    const first = core.ping({ client_id: 'store', fence_acks: [], can_copy: true }, 2);
+    expect(first.copies).toHaveLength(64); // DIRECTED_PER_PING
+    expect(first.more_copies).toBe(true);
+    const busy = core.ping({ client_id: 'store', fence_acks: [], can_copy: false }, 3); // still making them: takes nothing
+    expect([busy.copies.length, busy.more_copies]).toEqual([0, true]);
+    const second = core.ping({ client_id: 'store', fence_acks: [], can_copy: true }, 4);
+    expect([second.copies.length, second.more_copies]).toEqual([6, false]); // told when new ones come
+  });
+
+  it('without a shell that sends them, Ping replies say so (clients then poll)', () => {
+    const core = setup();
+    expect(core.ping({ client_id: 'store', fence_acks: [], can_copy: true }, 0).copy_push).toBe(false);
+  });
+
+  it('an object whose owner is no copier tells every copier', () => {
+    const { core, notices } = told();
+    // another copier (a store service with an SSD segment only)
+    core.mountSegment({ ...mountReq('ssd-other', 1 << 20, 'other', 0x6000_0000, '10.0.0.4:1', 5), protocol: 'ssd' }, 0);
+    core.ping({ client_id: 'other', fence_acks: [], can_copy: true }, 0);
+    core.mountSegment(mountReq('mem2', 64 * KB, 'writer', 0x2000_0000, '10.0.0.2:1', 5), 0); // its owner never offers to copy
+    const start = core.putStart(putReq('w', 4 * KB, { preferred_segment: 'mem2' }), 1);
+    expect(start.replica_list[0].handles[0].segment_name).toBe('mem2');
+    core.putEnd({ key: 'w', replica_type: MEMORY, slice_checksums: [7] }, 1);
+    expect(notices.sort()).toEqual(['other', 'store']);
+  });
+
+  it('a promotion tells the owner of the SSD replica', () => {
+    const { core, notices } = told({ promotionOnHit: true, promotionAdmissionThreshold: 1 });
+    overfill(core);
+    expect(copiesFor(core, 20_000)).toEqual([]); // nothing waits: it may be told again
+    notices.length = 0;
+    expect(tiers(core, 'k0', 20_001)).toEqual([[ReplicaType.DISK, [['ssd', MemoryType.SSD]]]]);
+    expect(notices).toEqual(['store']);
+  });
+
+  it('re-replication and copy tasks tell every copier', () => {
+    const { core, notices } = told();
+    const t = core.createCopyTask({ key: 'nothing', targets: ['ssd'] }, 1);
+    expect(t.status_code).toBe(ErrorCode.OBJECT_NOT_FOUND); // refused: nothing asked, nobody told
+    expect(notices).toEqual([]);
+    core.mountSegment(mountReq('mem2', 64 * KB, 'store', 0x2000_0000, '10.0.0.1:1', 5), 0);
+    put(core, 'k', 4 * KB, 1);
+    copiesFor(core, 2).forEach((c) => report(core, c));
+    notices.length = 0;
+    expect(core.createCopyTask({ key: 'k', targets: ['mem2'] }, 3).status_code).toBe(ErrorCode.OK);
+    expect(notices).toEqual(['store']);
+  });
+
+  it('a client dropped as silent is told nothing more', () => {
+    const { core, notices } = told({ clientTtlMs: 100 });
+    core.sweep(1000); // store went silent: dropped, its segments with it
+    expect(core.mountSegment(mountReq('mem3', 64 * KB, 'writer', 0x3000_0000, '10.0.0.3:1', 5), 1000).status_code).toBe(ErrorCode.OK);
+    expect(core.mountSegment({ ...mountReq('ssd3', 1 << 20, 'writer', 0x5000_0000, '10.0.0.3:1', 5), protocol: 'ssd' }, 1000).status_code).toBe(ErrorCode.OK);
+    expect(core.putStart(putReq('k', 4 * KB), 1001).status_code).toBe(ErrorCode.OK);
+    expect(core.putEnd({ key: 'k', replica_type: MEMORY, slice_checksums: [7] }, 1001).status_code).toBe(ErrorCode.OK);
+    expect(core.stats(1001).offloadsQueued).toBe(1);
+    expect(notices).toEqual([]);
+  });
+});
+
+describe('BatchReplicaCopied', () => {
+  it('judges each outcome as ReplicaCopied would, in order: joined, failed (quarantined), unknown', () => {
+    const core = setup();
+    put(core, 'a', 4 * KB, 1);
+    put(core, 'b', 4 * KB, 1);
+    const [ca, cb] = copiesFor(core, 2);
+    const res = core.batchReplicaCopied(
+      {
+        client_id: 'store',
+        outcomes: [
+          { copy_id: ca.copy_id, ok: true, failed_segments: [] },
+          { copy_id: cb.copy_id, ok: false, failed_segments: [] },
+          { copy_id: 987654, ok: true, failed_segments: [] },
+        ],
+      },
+      3,
+    );
+    expect(res).toEqual({ status_code: ErrorCode.OK, results: [ErrorCode.OK, ErrorCode.OK, ErrorCode.OBJECT_NOT_FOUND] });
+    expect(tiers(core, 'a', 4).map(([t]) => t)).toEqual([ReplicaType.MEMORY, ReplicaType.DISK]);
+    expect(tiers(core, 'b', 4).map(([t]) => t)).toEqual([ReplicaType.MEMORY]);
+    expect(core.stats(4)).toMatchObject({ offloadsDone: 1, offloadsFailed: 1, diskUsedBytes: 8 * KB }); // b's target quarantined until fenced
+    // reported twice: known no more
+    expect(core.batchReplicaCopied({ client_id: 'store', outcomes: [{ copy_id: ca.copy_id, ok: true, failed_segments: [] }] }, 5).results).toEqual([ErrorCode.OBJECT_NOT_FOUND]);
+    expect(core.checkIndexes()).toEqual([]);
+  });
+
+  it("refuses a report without a client id, and another client's copies", () => {
+    const core = setup();
+    put(core, 'a', 4 * KB, 1);
+    const [ca] = copiesFor(core, 2);
+    expect(core.batchReplicaCopied({ client_id: '', outcomes: [{ copy_id: ca.copy_id, ok: true, failed_segments: [] }] }, 3).status_code).toBe(ErrorCode.INVALID_PARAMS);
+    expect(core.batchReplicaCopied({ client_id: 'intruder', outcomes: [{ copy_id: ca.copy_id, ok: true, failed_segments: [] }] }, 3).results).toEqual([ErrorCode.INVALID_PARAMS]);
+    expect(tiers(core, 'a', 4).map(([t]) => t)).toEqual([ReplicaType.MEMORY]);
   });
 });

@@ -82,8 +82,6 @@ export class DiskTier {
   private readonly freeable = new Set<string>();
   private readonly promoteQueue = new Set<string>();
   private readonly sketch: CountMinSketch | undefined;
-  /** Clients that offered to copy, and when they last did. */
-  private readonly copiers = new Map<string, number>();
   private offloadsInFlight = 0;
   private promotionsInFlight = 0;
   private offloadsDone = 0;
@@ -122,17 +120,24 @@ export class DiskTier {
   completed(meta: ObjectMeta): void {
     const c = this.s.config;
     if (!c.enableOffload || c.offloadOnEvict) return;
-    this.queueOffload(meta.key);
+    this.queueOffload(meta);
   }
 
-  private queueOffload(key: string): boolean {
+  private queueOffload(meta: ObjectMeta): boolean {
+    const key = meta.key;
     if (this.offloadQueue.has(key)) return true;
     if (this.offloadQueue.size >= OFFLOAD_QUEUE_MAX) {
       this.offloadsDropped++;
       return false;
     }
     this.offloadQueue.add(key);
+    this.s.copiers.wake(this.ownerOf(meta)); // the copier hears of it now, not at its next heartbeat
     return true;
+  }
+
+  /** The client holding the object's first replica (the copier preferred for it). */
+  private ownerOf(meta: ObjectMeta): string | undefined {
+    return meta.handleCount > 0 ? this.s.segments.byId(meta.segAt(0))?.clientId : undefined;
   }
 
   /**
@@ -150,7 +155,7 @@ export class DiskTier {
     const c = this.s.config;
     if (c.enableOffload && this.canPlace(meta.bytes() / Math.max(1, meta.replicaCount))) {
       if (!this.evictAfter.has(key)) {
-        if (this.queueOffload(key)) {
+        if (this.queueOffload(meta)) {
           this.evictAfter.add(key);
           return false;
         }
@@ -196,11 +201,11 @@ export class DiskTier {
     if (count < c.promotionAdmissionThreshold) return;
     if (this.promoteQueue.size + this.promotionsInFlight >= c.promotionQueueLimit) return;
     this.promoteQueue.add(key);
+    this.s.copiers.wake(this.ownerOf(meta));
   }
 
   /** Copies for a client that can make them (Ping): promotions first, then offloads. `gen`: the targets' write generation. */
   assign(clientId: string, now: number, gen: number, out: ReplicaCopy__Output[]): void {
-    this.copiers.set(clientId, now);
     if (this.promoteQueue.size > 0) this.drain(this.promoteQueue, 'promote', clientId, now, gen, out);
     if (this.offloadQueue.size > 0 && this.s.segments.diskAllocatable().length > 0) this.drain(this.offloadQueue, 'offload', clientId, now, gen, out);
   }
@@ -247,11 +252,12 @@ export class DiskTier {
   private copiesFor(clientId: string, meta: ObjectMeta, now: number): boolean {
     const owner = this.s.segments.byId(meta.segAt(0))?.clientId;
     if (owner === undefined || owner === clientId) return true;
-    const last = this.copiers.get(owner);
-    if (last === undefined) return true;
-    if (last > now - COPIER_FRESH_MS) return false;
-    this.copiers.delete(owner); // silent since: anyone copies
-    return true;
+    return !this.s.copiers.fresh(owner, now, COPIER_FRESH_MS); // silent since (forgotten) or never a copier: anyone copies
+  }
+
+  /** Whether offloads or promotions wait to be handed out. */
+  get waiting(): boolean {
+    return this.offloadQueue.size > 0 || this.promoteQueue.size > 0;
   }
 
   /** A directed copy ended (re-replication.ts): `meta` the object it joined, undefined when it did not. */
@@ -275,7 +281,12 @@ export class DiskTier {
     this.offloadsInFlight--;
     if (meta === undefined) {
       this.offloadsFailed++;
-      if (this.evictAfter.has(key)) this.queueOffload(key); // still to be evicted: try again
+      if (this.evictAfter.has(key)) {
+        const again = s.objects.get(key);
+        if (again === undefined)
+          this.evictAfter.delete(key); // removed meanwhile
+        else this.queueOffload(again); // still to be evicted: try again
+      }
       return;
     }
     this.offloadsDone++;

@@ -17,6 +17,8 @@ describe('mount', () => {
       fences: [],
       copies: [],
       file_tier_root: '',
+      copy_push: false, // no shell sends copy notices here
+      more_copies: false,
     });
     const r = core.mountSegment(mountReq('seg-a', 1 << 20, 'c1', 0x7f00_0000_0000, '10.1.1.1:15000'), 5);
     expect(r.status_code).toBe(ErrorCode.OK);
@@ -28,6 +30,8 @@ describe('mount', () => {
       fences: [],
       copies: [],
       file_tier_root: '',
+      copy_push: false, // no shell sends copy notices here
+      more_copies: false,
     });
     expect(core.segmentsDetail()).toEqual([
       {

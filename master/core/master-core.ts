@@ -22,7 +22,7 @@ import type { EvictionResult } from './eviction-round.js';
 import type { MasterCoreConfig, MasterStats, SegmentDetail, SweepReport } from './master-core-config.js';
 import { validateMasterCoreConfig } from './master-core-config.js';
 import { compileKeyRegex } from './key-regex.js';
-import { Membership } from './membership.js';
+import { Membership, type PingArgs } from './membership.js';
 import { ObjectLifecycle } from './object-lifecycle.js';
 import { ReadPath } from './read-path.js';
 import { RemovalPath } from './removal-path.js';
@@ -68,7 +68,6 @@ import type { GetReplicaListRequest__Output } from '../../proto/gen/store/GetRep
 import type { GetReplicaListResponse__Output } from '../../proto/gen/store/GetReplicaListResponse.js';
 import type { MountSegmentRequest__Output } from '../../proto/gen/store/MountSegmentRequest.js';
 import type { MountSegmentResponse__Output } from '../../proto/gen/store/MountSegmentResponse.js';
-import type { PingRequest__Output } from '../../proto/gen/store/PingRequest.js';
 import type { PingResponse__Output } from '../../proto/gen/store/PingResponse.js';
 import type { PutEndRequest__Output } from '../../proto/gen/store/PutEndRequest.js';
 import type { PutEndResponse__Output } from '../../proto/gen/store/PutEndResponse.js';
@@ -82,6 +81,8 @@ import type { RemoveByRegexRequest__Output } from '../../proto/gen/store/RemoveB
 import type { RemoveByRegexResponse__Output } from '../../proto/gen/store/RemoveByRegexResponse.js';
 import type { RemoveRequest__Output } from '../../proto/gen/store/RemoveRequest.js';
 import type { RemoveResponse__Output } from '../../proto/gen/store/RemoveResponse.js';
+import type { BatchReplicaCopiedRequest__Output } from '../../proto/gen/store/BatchReplicaCopiedRequest.js';
+import type { BatchReplicaCopiedResponse__Output } from '../../proto/gen/store/BatchReplicaCopiedResponse.js';
 import type { ReplicaCopiedRequest__Output } from '../../proto/gen/store/ReplicaCopiedRequest.js';
 import type { ReplicaCopiedResponse__Output } from '../../proto/gen/store/ReplicaCopiedResponse.js';
 import type { UnmountSegmentRequest__Output } from '../../proto/gen/store/UnmountSegmentRequest.js';
@@ -170,12 +171,16 @@ export class MasterCore implements MasterRpcSurface {
 
   // --- Liveness and segments (membership.ts) ---
 
-  ping(req: PingRequest__Output, now: number): PingResponse__Output {
+  ping(req: PingArgs, now: number): PingResponse__Output {
     return this.membership.ping(req, now);
   }
 
   replicaCopied(req: ReplicaCopiedRequest__Output, now: number): ReplicaCopiedResponse__Output {
     return this.membership.replicaCopied(req, now);
+  }
+
+  batchReplicaCopied(req: BatchReplicaCopiedRequest__Output, now: number): BatchReplicaCopiedResponse__Output {
+    return this.membership.batchReplicaCopied(req, now);
   }
 
   mountSegment(req: MountSegmentRequest__Output, now: number): MountSegmentResponse__Output {
@@ -375,6 +380,14 @@ export class MasterCore implements MasterRpcSurface {
   }
 
   // --- State (docs/ha.md): changes out, a whole state in and out ---
+
+  /**
+   * Has `notify(clientId)` called when copies wait for a copier (copier-roster.ts): the shell sends
+   * it a notice on its channel. Undefined: none sent (Ping replies then say so).
+   */
+  setCopierNotify(notify: ((clientId: string) => void) | undefined): void {
+    this.shared.copiers.setNotify(notify);
+  }
 
   /** Reports every committed change from now on to `sink` (undefined: to nobody). */
   setChangeSink(sink: ChangeSink | undefined): void {

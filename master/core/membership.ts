@@ -8,6 +8,9 @@ import type { MountSegmentRequest__Output } from '../../proto/gen/store/MountSeg
 import type { MountSegmentResponse__Output } from '../../proto/gen/store/MountSegmentResponse.js';
 import type { PingRequest__Output } from '../../proto/gen/store/PingRequest.js';
 import type { PingResponse__Output } from '../../proto/gen/store/PingResponse.js';
+import type { BatchReplicaCopiedRequest__Output } from '../../proto/gen/store/BatchReplicaCopiedRequest.js';
+import type { BatchReplicaCopiedResponse__Output } from '../../proto/gen/store/BatchReplicaCopiedResponse.js';
+import type { CopyOutcome__Output } from '../../proto/gen/store/CopyOutcome.js';
 import type { ReplicaCopiedRequest__Output } from '../../proto/gen/store/ReplicaCopiedRequest.js';
 import type { ReplicaCopiedResponse__Output } from '../../proto/gen/store/ReplicaCopiedResponse.js';
 import type { ReplicaCopy__Output } from '../../proto/gen/store/ReplicaCopy.js';
@@ -29,6 +32,9 @@ import type { WritePlacement } from './write-placement.js';
 /** Longest strings a MountSegment may carry (characters; the segment name in UTF-8 bytes, see common/key-rules.ts). */
 export const MOUNT_LIMITS = { segment_name: MAX_SEGMENT_NAME_BYTES, client_id: 256, te_endpoint: 512, protocol: 32 } as const;
 
+/** A Ping as the core reads it: `copy_push` is the shell's (the connection that takes notices). */
+export type PingArgs = Omit<PingRequest__Output, 'copy_push'> & { copy_push?: boolean };
+
 /** Fences of a ping reply with nothing to fence (shared: replies are read-only). */
 const NO_FENCES = Object.freeze([]) as unknown as SegmentFence__Output[];
 const NO_COPIES = Object.freeze([]) as unknown as ReplicaCopy__Output[];
@@ -40,16 +46,18 @@ export class Membership {
     private readonly placement: WritePlacement,
   ) {}
 
-  ping(req: PingRequest__Output, now: number): PingResponse__Output {
+  ping(req: PingArgs, now: number): PingResponse__Output {
     const s = this.s;
     const view_version = s.config.viewVersion;
     if (typeof req.client_id !== 'string' || req.client_id.length === 0) {
-      return { status_code: ErrorCode.INVALID_PARAMS, view_version, need_remount: false, fences: [], copies: [], file_tier_root: '' };
+      return { status_code: ErrorCode.INVALID_PARAMS, view_version, need_remount: false, fences: [], copies: [], file_tier_root: '', copy_push: false, more_copies: false };
     }
     // Clients learn the file tier's directory from every reply (docs/tiers.md "File tier"); '' when off.
     const file_tier_root = s.files.root;
+    // Whether copy notices are sent (docs/master-channel.md "Notices"): a client that hears none polls.
+    const copy_push = s.copiers.pushing;
     if (!s.clients.has(req.client_id) || this.ownsRestored(req.client_id))
-      return { status_code: ErrorCode.OK, view_version, need_remount: true, fences: [], copies: [], file_tier_root };
+      return { status_code: ErrorCode.OK, view_version, need_remount: true, fences: [], copies: [], file_tier_root, copy_push, more_copies: false };
     s.clients.touch(req.client_id, now);
     for (const ack of req.fence_acks ?? []) {
       const seg = s.segments.byName(ack.segment_name);
@@ -59,12 +67,15 @@ export class Membership {
     const fences = this.fencesOf(req.client_id, now);
     let copies = NO_COPIES;
     if (req.can_copy === true && !s.heap.full) {
+      s.copiers.offer(req.client_id, now); // takes what waits now: may be told again (copier-roster.ts)
       copies = s.rereplicator.assign(req.client_id, now, now + 1);
       const directed: ReplicaCopy__Output[] = [];
       s.disk.assign(req.client_id, now, now + 1, directed); // offloads and promotions (disk-tier.ts)
       if (directed.length > 0) copies = copies.concat(directed);
     }
-    return { status_code: ErrorCode.OK, view_version, need_remount: false, fences, copies, file_tier_root };
+    // A copier that heard of these copies by a notice need not ask again when done unless more wait.
+    const more_copies = s.rereplicator.waiting || s.disk.waiting;
+    return { status_code: ErrorCode.OK, view_version, need_remount: false, fences, copies, file_tier_root, copy_push, more_copies };
   }
 
   /**
@@ -73,8 +84,20 @@ export class Membership {
    */
   replicaCopied(req: ReplicaCopiedRequest__Output, now: number): ReplicaCopiedResponse__Output {
     if (typeof req.client_id !== 'string' || req.client_id.length === 0) return { status_code: ErrorCode.INVALID_PARAMS };
-    if (!req.ok) this.placement.suspect(req.failed_segments, now);
-    return { status_code: this.s.rereplicator.done(req.client_id, Number(req.copy_id), req.ok === true, now) };
+    return { status_code: this.copied(req.client_id, req, now) };
+  }
+
+  /** Many copies reported at once (a copier's batch): each judged as by replicaCopied, in order. */
+  batchReplicaCopied(req: BatchReplicaCopiedRequest__Output, now: number): BatchReplicaCopiedResponse__Output {
+    if (typeof req.client_id !== 'string' || req.client_id.length === 0) return { status_code: ErrorCode.INVALID_PARAMS, results: [] };
+    const results: number[] = [];
+    for (const o of req.outcomes ?? []) results.push(this.copied(req.client_id, o, now));
+    return { status_code: ErrorCode.OK, results };
+  }
+
+  private copied(clientId: string, o: CopyOutcome__Output, now: number): number {
+    if (!o.ok) this.placement.suspect(o.failed_segments, now);
+    return this.s.rereplicator.done(clientId, Number(o.copy_id), o.ok === true, now);
   }
 
   mountSegment(req: MountSegmentRequest__Output, now: number): MountSegmentResponse__Output {
@@ -153,6 +176,7 @@ export class Membership {
         report.unmountedSegments.push(seg.name);
       }
       s.clients.delete(client);
+      s.copiers.forget(client);
       report.droppedClients.push(client);
     }
     for (const seg of [...s.segments.all()]) {

@@ -112,6 +112,8 @@ export class ReReplicator {
     private readonly settled: (tag: number, code: number, now: number) => void = () => {},
     /** A copy started by `directPlaced` ended (joined or not). */
     private readonly placedEnded: DirectedCopyEnd = () => {},
+    /** Copies wait for any copier (a lost replica, a directed copy): the core tells the copiers (copier-roster.ts). */
+    private readonly queued: () => void = () => {},
   ) {
     this.nextId = idBase;
   }
@@ -121,6 +123,7 @@ export class ReReplicator {
     const w = this.wants.get(key);
     if (w === undefined) this.wants.set(key, { replicas, failures: 0 });
     else w.replicas = Math.max(w.replicas, replicas);
+    this.queued();
   }
 
   /** The object's replicas changed: a copy of it in flight is stale. */
@@ -141,6 +144,7 @@ export class ReReplicator {
    */
   direct(tag: number, key: string, segmentId: number): void {
     this.directed.set(tag, { key, segmentId });
+    this.queued();
   }
 
   /** Withdraws a directed copy: not assigned any more, or (in flight) not kept and not reported. */
@@ -365,6 +369,11 @@ export class ReReplicator {
       this.end(c);
       this.giveUp(c, now);
     }
+  }
+
+  /** Whether copies wait to be handed out (lost replicas, directed copies). */
+  get waiting(): boolean {
+    return this.wants.size > 0 || this.directed.size > 0;
   }
 
   stats(): ReReplicationStats {
