@@ -330,6 +330,8 @@ export class DummyClient implements StoreClient {
         this.conn = c;
         c.channel.onClose = () => {
           if (this.conn === c) this.conn = undefined;
+          // what this real client told us may not hold for the next one (a restart)
+          this.local?.clear();
         };
         return c;
       } catch (e) {
@@ -359,7 +361,12 @@ export class DummyClient implements StoreClient {
     }
     const channel = new MasterChannel(socket, where, options);
     try {
-      const hello = await callRaw(channel, m('Hello'), { client_name: this.opts.clientName ?? `pid ${process.pid}`, protocol_version: 1, local_reads: this.local !== undefined }, where);
+      const hello = await callRaw(
+        channel,
+        m('Hello'),
+        { client_name: this.opts.clientName ?? `pid ${process.pid}`, protocol_version: 1, local_reads: this.local !== undefined },
+        where,
+      );
       const c: Connection = { channel, instanceId: hello.instance_id as string, maxInline: Number(hello.max_inline_bytes), ids: new Map(), shared: true };
       try {
         await this.span(c, this.regions[0].mapped.view(0, 1));
@@ -616,7 +623,7 @@ export class DummyClient implements StoreClient {
     for (let i = 0; i < items.length; i++) if (!results[i]) rest.push(i);
     if (rest.length > 0) {
       const got = await this.getIntoBatchRemote(rest.map((i) => items[i]));
-      rest.forEach((i, k) => (results![i] = got[k]));
+      rest.forEach((i, k) => (results[i] = got[k]));
     }
     return results as BatchGetIntoResult[];
   }
@@ -642,10 +649,10 @@ export class DummyClient implements StoreClient {
       try {
         r = await this.call(c, m('BatchGetInto'), { items: reqItems });
       } catch (e) {
-        if (tickets) for (const t of tickets) local!.end(t, undefined);
+        if (tickets) for (const t of tickets) local.end(t, undefined);
         throw e;
       }
-      if (tickets) tickets.forEach((t, i) => local!.end(t, (r.results as ItemReply[])[i]?.local));
+      if (tickets) tickets.forEach((t, i) => local.end(t, (r.results as ItemReply[])[i]?.local));
       return items.map((it, i) => {
         const x = (r.results as ItemReply[])[i];
         return x.status_code === ErrorCode.OK

@@ -150,7 +150,15 @@ export class LocalReads {
       let at = 0;
       for (const s of e.slices) {
         const length = Number(s.length);
-        ops.push({ op: 'read', endpoint: s.te_endpoint, remoteAddress: Number(s.address), localAddress: base + at, length, incarnation: Number(s.incarnation), checksum: e.checksums });
+        ops.push({
+          op: 'read',
+          endpoint: s.te_endpoint,
+          remoteAddress: Number(s.address),
+          localAddress: base + at,
+          length,
+          incarnation: Number(s.incarnation),
+          checksum: e.checksums,
+        });
         at += length;
       }
       let crcs: Uint32Array | undefined | void;

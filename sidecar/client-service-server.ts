@@ -326,7 +326,13 @@ export class ClientServiceServer {
 
   /** Serves a KVD1 connection (past the handshake); `rest`: the bytes after it; `unix`: on the Unix socket. */
   private serveChannel(socket: Socket, peer: string, rest: Buffer, unix: boolean): void {
-    const conn = new DummyChannelConnection(socket, () => this.service, new DummySession(this.host, peer, true, unix), this.opts.log, () => this.calls++);
+    const conn = new DummyChannelConnection(
+      socket,
+      () => this.service,
+      new DummySession(this.host, peer, true, unix),
+      this.opts.log,
+      () => this.calls++,
+    );
     this.connections.add(conn);
     this.opts.log.info(`dummy client connected: ${peer}`);
     socket.once('close', () => {
