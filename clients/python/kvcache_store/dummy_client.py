@@ -276,6 +276,7 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
                 self.instance_id = c.instance_id
                 if self._local is not None:
                     self._local.clear()  # a restarted real client's leases are not the ones we knew
+                    self._local.watch(c.channel.fileno())
                 return c
             except (StoreError, TypeError, ValueError) as e:
                 if self._closed:

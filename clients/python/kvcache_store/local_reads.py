@@ -27,7 +27,7 @@ import google_crc32c
 
 from .errors import StoreError
 from .local_read_cache import LocalEntry, LocalReadCache, Ticket
-from .shm_grant import ShmPeer
+from .shm_grant import ShmPeer, watch_hangup
 from .values import Buf
 
 _now = time.monotonic
@@ -227,6 +227,11 @@ class LocalReads:
     def clear(self) -> None:
         """Drops every entry (a restarted real client: its leases are gone)."""
         self.cache.clear()
+
+    def watch(self, connection_fd: int) -> None:
+        """Drops every entry as soon as this connection to the real client ends (the next one may
+        be to a restarted real client): no call needs to notice it first."""
+        watch_hangup(connection_fd, self.clear, "kvstore-dummy-connection")
 
     def close(self) -> None:
         self._closed = True

@@ -58,6 +58,32 @@ class ShmRefused(StoreError):
         super().__init__(INTERNAL_ERROR, message)
 
 
+def watch_hangup(fd: int, then, name: str) -> threading.Thread:
+    """Calls `then()` on a thread of its own once the socket `fd` hangs up (the peer closed or
+    died, or this side shut it down). It waits in poll() for the hang-up only, never for data, on
+    a duplicate of the descriptor (so a close of `fd` meanwhile cannot make it poll another file)."""
+    dup = os.dup(fd)
+
+    def run() -> None:
+        p = select.poll()
+        p.register(dup, _POLLRDHUP)
+        try:
+            while True:
+                try:
+                    events = p.poll()
+                except InterruptedError:
+                    continue
+                if events:
+                    break
+        finally:
+            os.close(dup)
+        then()
+
+    t = threading.Thread(target=run, name=name, daemon=True)
+    t.start()
+    return t
+
+
 def control_name(endpoint: str) -> str:
     """The engine's abstract socket name (leading NUL)."""
     return "\0kvstore-te/" + endpoint
@@ -116,8 +142,7 @@ class ShmPeer:
                 raise
             raise ShmRefused(f"engine {endpoint}: no same-host control socket reachable ({e})") from None
         self.alive = True
-        self._watcher = threading.Thread(target=self._watch, name=f"kvstore-shm-{endpoint}", daemon=True)
-        self._watcher.start()
+        self._watcher = watch_hangup(self._sock.fileno(), self._hung_up, f"kvstore-shm-{endpoint}")
 
     def _handshake(self, secret: bytes) -> None:
         s = self._sock
@@ -134,18 +159,7 @@ class ShmPeer:
         if not hmac.compare_digest(answer, _proof(secret, b"server", ns, nc)):
             raise UnauthenticatedError(f"engine {self.endpoint} (transfer-shm) failed to prove the cluster secret")
 
-    def _watch(self) -> None:
-        p = select.poll()
-        p.register(self._sock.fileno(), _POLLRDHUP)
-        while True:
-            try:
-                events = p.poll()
-            except InterruptedError:
-                continue
-            except (OSError, ValueError):
-                break
-            if any(ev & (select.POLLHUP | _POLLRDHUP | select.POLLERR | select.POLLNVAL) for _, ev in events):
-                break
+    def _hung_up(self) -> None:
         self.alive = False
 
     def generation(self) -> int:

@@ -116,7 +116,7 @@ class Master(Proc):
 
 
 class StoreService(Proc):
-    def __init__(self, master: Master, shm_dir: str, rpc_port: int = 0, segment: str = "256MB", extra: Optional[List[str]] = None):
+    def __init__(self, master: Master, shm_dir: str, rpc_port: int = 0, segment: str = "256MB", extra: Optional[List[str]] = None, env=None):
         self._master = master
         super().__init__(
             "store_service",
@@ -134,10 +134,24 @@ class StoreService(Proc):
                 f"--shm_dir={shm_dir}",
             ]
             + (extra or []),
+            env=env,
         )
         m = self.wait_for(SERVICE_READY)
         self.http, self.endpoint, self.segments, self.client_id, self.rpc, self.socket = m.groups()
         self.shm_dir = shm_dir
+
+    @property
+    def segment(self) -> str:
+        """The name of its (first) segment."""
+        return self.segments.split(",")[0].split("(")[0]
+
+    def dummy_calls(self) -> int:
+        """Requests it received from dummy clients so far (its /segments report)."""
+        import json
+        import urllib.request
+
+        with urllib.request.urlopen(f"http://{self.http}/segments", timeout=10) as r:
+            return json.loads(r.read())["dummy_clients"]["calls"]
 
     def maps(self) -> str:
         with open(f"/proc/{self.pid}/maps") as f:
