@@ -555,20 +555,24 @@ export class DummyClient implements StoreClient {
     return Number(r.size);
   }
 
-  /** Sends a read of `key`; keeps the location its reply describes (LocalReplica) for repeated reads. */
-  private async answered(key: string, send: () => Promise<Reply>): Promise<Reply> {
+  /**
+   * Sends a read of `key`; keeps the location its reply describes (LocalReplica) for repeated
+   * reads. Not async: no promise hop is added to the call's own.
+   */
+  private answered(key: string, send: () => Promise<Reply>): Promise<Reply> {
     const local = this.local;
     if (!local) return send();
     const t = local.begin(key);
-    let r: Reply;
-    try {
-      r = await send();
-    } catch (e) {
-      local.end(t, undefined);
-      throw e;
-    }
-    local.end(t, r.local as LocalReplica__Output | null);
-    return r;
+    return send().then(
+      (r) => {
+        local.end(t, r.local as LocalReplica__Output | null);
+        return r;
+      },
+      (e: unknown) => {
+        local.end(t, undefined);
+        throw e;
+      },
+    );
   }
 
   async getBatch(keys: readonly string[]): Promise<BatchGetResult[]> {
