@@ -562,17 +562,11 @@ export class DummyClient implements StoreClient {
   private answered(key: string, send: () => Promise<Reply>): Promise<Reply> {
     const local = this.local;
     if (!local) return send();
-    const t = local.begin(key);
-    return send().then(
-      (r) => {
-        local.end(t, r.local as LocalReplica__Output | null);
-        return r;
-      },
-      (e: unknown) => {
-        local.end(t, undefined);
-        throw e;
-      },
-    );
+    const t = local.begin();
+    return send().then((r) => {
+      local.end(key, t, r.local as LocalReplica__Output | null);
+      return r;
+    });
   }
 
   async getBatch(keys: readonly string[]): Promise<BatchGetResult[]> {
@@ -648,15 +642,9 @@ export class DummyClient implements StoreClient {
       const reqItems = [];
       for (const it of items) reqItems.push({ key: it.key, target: await this.span(c, it.target) });
       const local = this.local;
-      const tickets = local && items.map((it) => local.begin(it.key));
-      let r: Reply;
-      try {
-        r = await this.call(c, m('BatchGetInto'), { items: reqItems });
-      } catch (e) {
-        if (tickets) for (const t of tickets) local.end(t, undefined);
-        throw e;
-      }
-      if (tickets) tickets.forEach((t, i) => local.end(t, (r.results as ItemReply[])[i]?.local));
+      const sent = local?.begin();
+      const r = await this.call(c, m('BatchGetInto'), { items: reqItems });
+      if (sent) items.forEach((it, i) => local!.end(it.key, sent, (r.results as ItemReply[])[i]?.local));
       return items.map((it, i) => {
         const x = (r.results as ItemReply[])[i];
         return x.status_code === ErrorCode.OK

@@ -16,8 +16,7 @@
 // alone for a while.
 import { TransferErrorCode } from '../native/errors.js';
 import type { LocalReplica__Output } from '../proto/gen/store/LocalReplica.js';
-import type { LocalSlice__Output } from '../proto/gen/store/LocalSlice.js';
-import { LocalReadCache, type LocalEntry, type ReadTicket } from './local-read-cache.js';
+import { LocalReadCache, type LocalEntry, type LocalSlice, type ReadStamp } from './local-read-cache.js';
 import type { EngineTransferOp, NativePort, TransferEnginePort } from './native-port.js';
 
 /** Objects up to this size are copied on the calling thread (the engine's readInline bound). */
@@ -80,16 +79,16 @@ export class LocalReads {
     await this.engine.unregisterRegion(address);
   }
 
-  /** A read of `key` is about to be sent to the real client. */
-  begin(key: string): ReadTicket {
-    return this.cache.begin(key);
+  /** Reads are about to be sent to the real client. */
+  begin(): ReadStamp {
+    return this.cache.begin();
   }
 
-  /** Its reply came (`local` from it), or it failed (undefined). */
-  end(t: ReadTicket, local: LocalReplica__Output | null | undefined): void {
-    if (local && (this.closed || !this.reachable(local))) local = undefined;
-    if (local && !this.engine) this.startEngine();
-    this.cache.end(t, local);
+  /** The reply to the read of `key` sent at `t` came, with `local`. */
+  end(key: string, t: ReadStamp, local: LocalReplica__Output | null | undefined): void {
+    if (!local || this.closed || !this.reachable(local)) return;
+    if (!this.engine) this.startEngine();
+    this.cache.end(key, t, local);
   }
 
   /**
@@ -113,23 +112,22 @@ export class LocalReads {
   /** True: copied (with the right CRCs); false: a CRC differs; undefined: no cached grant (nothing to conclude). */
   private copyInline(e: LocalEntry, out: Uint8Array): boolean | undefined {
     const slices = e.slices;
-    if (slices.length === 1) return this.copySlice(e.checksums, slices[0], out);
+    if (!slices) return this.copySlice(e.checksums, e, out);
     let at = 0;
     for (const s of slices) {
-      const n = Number(s.length);
-      const done = this.copySlice(e.checksums, s, out.subarray(at, at + n));
+      const done = this.copySlice(e.checksums, s, out.subarray(at, at + s.length));
       if (done !== true) return done;
-      at += n;
+      at += s.length;
     }
     return true;
   }
 
-  private copySlice(checksums: boolean, s: LocalSlice__Output, out: Uint8Array): boolean | undefined {
+  private copySlice(checksums: boolean, s: LocalSlice, out: Uint8Array): boolean | undefined {
     const engine = this.engine!;
-    const incarnation = Number(s.incarnation) || undefined;
-    if (!checksums) return engine.readInline(s.te_endpoint, Number(s.address), out, incarnation) || undefined;
-    const crc = engine.readInlineCrc!(s.te_endpoint, Number(s.address), out, incarnation);
-    return crc === -1 ? undefined : crc === s.crc32c;
+    const incarnation = s.incarnation || undefined;
+    if (!checksums) return engine.readInline(s.endpoint, s.address, out, incarnation) || undefined;
+    const crc = engine.readInlineCrc!(s.endpoint, s.address, out, incarnation);
+    return crc === -1 ? undefined : crc === s.crc;
   }
 
   /** The engine's I/O threads copy into our shared memory (`out` itself, or a stage copied out after). */
@@ -146,20 +144,12 @@ export class LocalReads {
       }
     }
     try {
+      const slices = e.slices ?? [e];
       const ops: EngineTransferOp[] = [];
       let at = 0;
-      for (const s of e.slices) {
-        const length = Number(s.length);
-        ops.push({
-          op: 'read',
-          endpoint: s.te_endpoint,
-          remoteAddress: Number(s.address),
-          localAddress: base + at,
-          length,
-          incarnation: Number(s.incarnation),
-          checksum: e.checksums,
-        });
-        at += length;
+      for (const s of slices) {
+        ops.push({ op: 'read', endpoint: s.endpoint, remoteAddress: s.address, localAddress: base + at, length: s.length, incarnation: s.incarnation, checksum: e.checksums });
+        at += s.length;
       }
       let crcs: Uint32Array | undefined | void;
       try {
@@ -170,7 +160,7 @@ export class LocalReads {
       }
       if (e.checksums) {
         if (!crcs) return this.failed(key);
-        for (let i = 0; i < ops.length; i++) if (crcs[i] !== e.slices[i].crc32c) return this.failed(key);
+        for (let i = 0; i < ops.length; i++) if (crcs[i] !== slices[i].crc) return this.failed(key);
       }
       if (stage) out.set(stage.buffer.subarray(0, e.size));
       return this.finished(key, e);

@@ -17,9 +17,9 @@ function cache(max = 10) {
 describe('LocalReadCache', () => {
   it('reuses a location until send time + half the lease left, and bounds a copy by send time + all of it', () => {
     const { clock, c } = cache();
-    const t = c.begin('k'); // sent at 1000
+    const t = c.begin(); // sent at 1000
     clock.t = 1300; // the reply comes later: its lease time counts from our send time
-    c.end(t, local(2000, [100, 28]));
+    c.end('k', t, local(2000, [100, 28]));
     expect(c.lookup('k')).toMatchObject({ size: 128, reuseUntil: 2000, deadline: 3000, checksums: true });
     clock.t = 1999;
     expect(c.lookup('k')).toBeDefined();
@@ -30,45 +30,45 @@ describe('LocalReadCache', () => {
 
   it('keeps nothing from a reply without a location, with a lease already half gone, or malformed', () => {
     const { clock, c } = cache();
-    c.end(c.begin('none'), null);
-    c.end(c.begin('zero'), local(0));
-    c.end(c.begin('empty'), local(1000, []));
-    c.end(c.begin('bad'), local(1000, [4096, 0]));
-    const late = c.begin('late');
+    c.end('none', c.begin(), null);
+    c.end('zero', c.begin(), local(0));
+    c.end('empty', c.begin(), local(1000, []));
+    c.end('bad', c.begin(), local(1000, [4096, 0]));
+    const late = c.begin();
     clock.t += 600;
-    c.end(late, local(1000)); // half of it (500 ms) passed before the reply came
+    c.end('late', late, local(1000)); // half of it (500 ms) passed before the reply came
     expect(c.size).toBe(0);
   });
 
   it('a drop of the key while its read is in flight voids that read', () => {
     const { c } = cache();
-    const before = c.begin('k');
+    const before = c.begin();
     c.forget('k'); // our own write or removal of k
-    const after = c.begin('k');
-    c.end(before, local(1000));
+    const after = c.begin();
+    c.end('k', before, local(1000));
     expect(c.lookup('k')).toBeUndefined();
-    c.end(after, local(1000)); // sent after the drop: kept
+    c.end('k', after, local(1000)); // sent after the drop: kept
     expect(c.lookup('k')).toBeDefined();
   });
 
   it('clear() drops every entry and voids every read in flight', () => {
     const { c } = cache();
-    c.end(c.begin('a'), local(1000));
-    const inFlight = c.begin('b');
+    c.end('a', c.begin(), local(1000));
+    const inFlight = c.begin();
     c.clear();
-    c.end(inFlight, local(1000));
+    c.end('b', inFlight, local(1000));
     expect(c.lookup('a')).toBeUndefined();
     expect(c.lookup('b')).toBeUndefined();
-    c.end(c.begin('b'), local(1000));
+    c.end('b', c.begin(), local(1000));
     expect(c.lookup('b')).toBeDefined();
   });
 
   it('holds at most maxEntries, dropping the oldest; 0 keeps nothing', () => {
     const { c } = cache(2);
-    for (const k of ['a', 'b', 'c']) c.end(c.begin(k), local(1000));
+    for (const k of ['a', 'b', 'c']) c.end(k, c.begin(), local(1000));
     expect([c.lookup('a'), c.lookup('b'), c.lookup('c')].map((e) => e !== undefined)).toEqual([false, true, true]);
     const { c: none } = cache(0);
-    none.end(none.begin('a'), local(1000));
+    none.end('a', none.begin(), local(1000));
     expect(none.size).toBe(0);
   });
 });

@@ -9,14 +9,29 @@
 //
 // The dummy's own writes and removals drop the entries of their keys (removeByRegex and
 // removeAll, and a reconnection to a restarted real client, drop all). A read sent before such a
-// drop and answered after it must not bring the old description back: reads take a ticket when
-// sent, and a drop of their key (or of everything) meanwhile voids it. Bounded: the oldest go.
+// drop and answered after it must not bring the old description back: a drop is numbered, and a
+// read keeps its reply only if no drop of its key (or of everything) was numbered after it was
+// sent. Bounded: the oldest entries go. An entry is one object for a value of one slice (most),
+// with its engine's endpoint string shared: entries live for a second or so, and every object
+// they keep costs the garbage collector a copy.
 import type { LocalReplica__Output } from '../proto/gen/store/LocalReplica.js';
-import type { LocalSlice__Output } from '../proto/gen/store/LocalSlice.js';
 
-export interface LocalEntry {
-  readonly slices: readonly LocalSlice__Output[];
-  /** Each slice's crc32c is the writer's record: a copy must have it. */
+export interface LocalSlice {
+  /** The serving engine (host:port). */
+  readonly endpoint: string;
+  readonly address: number;
+  readonly length: number;
+  /** The served region's incarnation (0: not checked). */
+  readonly incarnation: number;
+  /** The writer's CRC-32C of the slice, when `checksums`. */
+  readonly crc: number;
+}
+
+/** An object's location: its first slice's fields, and all its slices when it has more than one. */
+export interface LocalEntry extends LocalSlice {
+  /** Every slice, in value order, when there are several; undefined: the entry is the one slice. */
+  readonly slices: readonly LocalSlice[] | undefined;
+  /** Each slice's crc is the writer's record: a copy must have it. */
   readonly checksums: boolean;
   /** The object's size: the slices' lengths added up. */
   readonly size: number;
@@ -26,25 +41,25 @@ export interface LocalEntry {
   readonly deadline: number;
 }
 
-/** Reads of one key in flight; `void` once a drop overtook them. */
-interface Pending {
-  n: number;
-  void: boolean;
+/** When reads were sent (one stamp serves a whole batch): end() with it keeps what a reply described, unless a drop overtook the read. */
+export interface ReadStamp {
+  readonly sentAt: number;
+  /** The drop number when they were sent. */
+  readonly seq: number;
 }
 
-/** A read in flight: remember() with it stores what its reply described, unless a drop overtook it. */
-export interface ReadTicket {
-  readonly key: string;
-  readonly sentAt: number;
-  readonly epoch: number;
-  readonly pending: Pending;
-}
+/** Drops remembered by key: past this many, every read then in flight is voided instead. */
+const MAX_DROPS_REMEMBERED = 4096;
 
 export class LocalReadCache {
   private readonly entries = new Map<string, LocalEntry>();
-  private readonly pending = new Map<string, Pending>();
-  /** Moves on every clear(): tickets of an older epoch are void. */
-  private epoch = 0;
+  /** Key -> the number of its latest drop (since `floor`). */
+  private readonly drops = new Map<string, number>();
+  private seq = 0;
+  /** Reads sent before this drop number keep nothing (a clear, or forgotten drops). */
+  private floor = 0;
+  /** One string per engine endpoint, shared by the entries. */
+  private readonly endpoints = new Map<string, string>();
 
   constructor(
     readonly maxEntries: number,
@@ -64,56 +79,76 @@ export class LocalReadCache {
     return undefined;
   }
 
-  /** Called right before a read of `key` is sent. */
-  begin(key: string): ReadTicket {
-    let p = this.pending.get(key);
-    if (p === undefined) {
-      p = { n: 0, void: false };
-      this.pending.set(key, p);
-    }
-    p.n++;
-    return { key, sentAt: this.now(), epoch: this.epoch, pending: p };
+  /** Called right before reads are sent. */
+  begin(): ReadStamp {
+    return { sentAt: this.now(), seq: this.seq };
   }
 
   /**
-   * The read of `t` is answered (or failed: `local` undefined). Keeps `local` unless a drop of its
-   * key overtook the read, it is malformed or its lease is too short to be of use.
+   * A read of `key` sent at `t` is answered. Keeps `local` unless a drop of the key overtook the
+   * read, it is malformed or its lease is too short to be of use.
    */
-  end(t: ReadTicket, local: LocalReplica__Output | null | undefined): void {
-    const p = t.pending;
-    if (--p.n === 0 && this.pending.get(t.key) === p) this.pending.delete(t.key);
-    if (!local || p.void || t.epoch !== this.epoch || this.maxEntries <= 0) return;
+  end(key: string, t: ReadStamp, local: LocalReplica__Output | null | undefined): void {
+    if (!local || this.maxEntries <= 0 || t.seq < this.floor) return;
+    if (this.drops.size > 0 && (this.drops.get(key) ?? -1) > t.seq) return;
     const leftMs = Number(local.lease_left_us) / 1000;
-    const slices = local.slices;
-    if (!(leftMs > 0) || slices.length === 0) return;
-    let size = 0;
-    for (const s of slices) {
-      const n = Number(s.length);
-      if (!(n > 0) || !s.te_endpoint) return;
-      size += n;
-    }
     const reuseUntil = t.sentAt + leftMs / 2;
-    if (this.now() >= reuseUntil) return;
-    this.entries.delete(t.key); // re-inserted: the Map's order is the age order
-    this.entries.set(t.key, { slices, checksums: local.checksums === true, size, reuseUntil, deadline: t.sentAt + leftMs });
+    const list = local.slices;
+    if (!(leftMs > 0) || list.length === 0 || this.now() >= reuseUntil) return;
+    let slices: LocalSlice[] | undefined;
+    let size = 0;
+    for (const s of list) {
+      const length = Number(s.length);
+      if (!(length > 0) || !s.te_endpoint) return;
+      size += length;
+      if (list.length > 1) (slices ??= []).push(this.slice(s));
+    }
+    const s0 = list[0];
+    const e: LocalEntry = {
+      endpoint: slices ? slices[0].endpoint : this.endpoint(s0.te_endpoint),
+      address: Number(s0.address),
+      length: Number(s0.length),
+      incarnation: Number(s0.incarnation),
+      crc: s0.crc32c,
+      slices,
+      checksums: local.checksums === true,
+      size,
+      reuseUntil,
+      deadline: t.sentAt + leftMs,
+    };
+    // (a key set again keeps its place in the Map's age order: eviction is only roughly oldest-first)
+    this.entries.set(key, e);
     if (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
+  }
+
+  private slice(s: LocalReplica__Output['slices'][number]): LocalSlice {
+    return { endpoint: this.endpoint(s.te_endpoint), address: Number(s.address), length: Number(s.length), incarnation: Number(s.incarnation), crc: s.crc32c };
+  }
+
+  /** The shared string of an endpoint (a decoded reply's own copy is dropped at once). */
+  private endpoint(text: string): string {
+    const known = this.endpoints.get(text);
+    if (known !== undefined) return known;
+    if (this.endpoints.size < 1024) this.endpoints.set(text, text);
+    return text;
   }
 
   /** Drops `key`'s entry, and voids the reads of it in flight (their replies are not kept). */
   forget(key: string): void {
     this.entries.delete(key);
-    const p = this.pending.get(key);
-    if (p !== undefined) {
-      p.void = true;
-      this.pending.delete(key);
+    this.seq++;
+    if (this.drops.size >= MAX_DROPS_REMEMBERED) {
+      this.floor = this.seq;
+      this.drops.clear();
+    } else {
+      this.drops.set(key, this.seq);
     }
   }
 
   /** Drops every entry and voids every read in flight. */
   clear(): void {
-    this.epoch++;
     this.entries.clear();
-    for (const p of this.pending.values()) p.void = true;
-    this.pending.clear();
+    this.floor = ++this.seq;
+    this.drops.clear();
   }
 }

@@ -322,13 +322,9 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
         local = self._local
         if local is None:
             return self._call(c, name, req, deadline, on_late)
-        t = local.begin(key)
-        try:
-            res = self._call(c, name, req, deadline, on_late)
-        except BaseException:
-            local.end(t, None)
-            raise
-        local.end(t, res)
+        stamp = local.begin()
+        res = self._call(c, name, req, deadline, on_late)
+        local.end(key, stamp, res)
         return res
 
     def _live(self) -> bool:
@@ -665,7 +661,17 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
             if local is None or not self._live():
                 return self._batch_get_into(keys, targets, deadline, on_late)
             # the keys whose location we know are read here; the rest in one call
-            out = [local.read_into(k, t) for k, t in zip(keys, targets)]
+            out = None
+            if len(local.cache):
+                read_into = local.read_into
+                for i, (k, t) in enumerate(zip(keys, targets)):
+                    n = read_into(k, t)
+                    if n is not None:
+                        if out is None:
+                            out = [None] * len(keys)
+                        out[i] = n
+            if out is None:
+                return self._batch_get_into(keys, targets, deadline, on_late)
             rest = [i for i, n in enumerate(out) if n is None]
             if rest:
                 got = self._batch_get_into([keys[i] for i in rest], [targets[i] for i in rest], deadline, on_late)
@@ -705,18 +711,10 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
                     lease.release()
                 raise
             local = self._local
-            tickets = [local.begin(k) for k in keys] if local is not None else None
-            try:
-                res = self._run_with_lease_keep(c, "BatchGetInto", req, deadline, lease, on_late) if lease else self._call(c, "BatchGetInto", req, deadline, on_late)
-            except BaseException:
-                if tickets is not None:
-                    for t in tickets:
-                        local.end(t, None)
-                raise
-            if tickets is not None:
-                results = res.results
-                for i, t in enumerate(tickets):
-                    local.end(t, results[i] if i < len(results) and results[i].status_code == 0 else None)
+            stamp = local.begin() if local is not None else None
+            res = self._run_with_lease_keep(c, "BatchGetInto", req, deadline, lease, on_late) if lease else self._call(c, "BatchGetInto", req, deadline, on_late)
+            if stamp is not None:
+                local.end_many(keys, stamp, res.results)
             try:
                 out = []
                 for t, place, r in zip(targets, places, res.results):

@@ -10,11 +10,17 @@ bounds are conservative without comparing clocks. Same rules as client/local-rea
 
 The dummy's own writes and removals drop their keys' entries (remove_by_regex, remove_all and a
 reconnection drop all). A read sent before such a drop and answered after it must not bring the
-old description back: reads take a ticket when sent, and a drop of their key (or of everything)
-meanwhile voids it. Bounded: the oldest entries go. Thread-safe: lookups take no lock.
+old description back: drops are numbered, and a reply is kept only if no drop of its key (or of
+everything) was numbered after its read was sent. Bounded: the oldest entries go. Every first
+read learns (a batch of 128 keys learns all of them), so learning is kept cheap: the location is
+kept as it came (a tuple holding the reply's message) and decoded only when first used, and a
+batch takes the lock once. Lookups take the lock only to replace or drop an entry.
 """
 import threading
-from typing import Callable, Dict, NamedTuple, Optional, Tuple
+from typing import Callable, Dict, NamedTuple, Optional, Sequence, Tuple, Union
+
+#: drops remembered by key; past this many, every read then in flight is voided instead
+MAX_DROPS_REMEMBERED = 4096
 
 
 class LocalSlice(NamedTuple):
@@ -26,105 +32,125 @@ class LocalSlice(NamedTuple):
 
 
 class LocalEntry:
-    __slots__ = ("slices", "checksums", "size", "reuse_until", "deadline", "resolved")
+    """An object's location, decoded from the reply's LocalReplica message at its first use: the
+    first slice's fields, and all slices when there are several. `size` is -1 when the message is
+    malformed (no slice, an empty one)."""
 
-    def __init__(self, slices: Tuple[LocalSlice, ...], checksums: bool, size: int, reuse_until: float, deadline: float):
-        self.slices = slices
-        self.checksums = checksums
-        self.size = size
+    __slots__ = ("reuse_until", "deadline", "endpoint", "address", "length", "incarnation", "crc", "slices", "checksums", "size", "resolved")
+
+    def __init__(self, raw, reuse_until: float, deadline: float):
         self.reuse_until = reuse_until
         self.deadline = deadline
         #: the reader's own cache of where each slice's grant is (local_reads.py), or None
         self.resolved = None
+        self.checksums = raw.checksums
+        slices = raw.slices
+        self.slices = None
+        self.size = -1
+        if not slices:
+            self.endpoint, self.address, self.length, self.incarnation, self.crc = "", 0, 0, 0, 0
+            return
+        s = slices[0]
+        self.endpoint, self.address, self.length, self.incarnation, self.crc = s.te_endpoint, s.address, s.length, s.incarnation, s.crc32c
+        if len(slices) == 1:
+            if s.length > 0 and s.te_endpoint:
+                self.size = s.length
+            return
+        self.slices = tuple(LocalSlice(x.te_endpoint, x.address, x.length, x.incarnation, x.crc32c) for x in slices)
+        if all(x.length > 0 and x.endpoint for x in self.slices):
+            self.size = sum(x.length for x in self.slices)
+
+    def all_slices(self) -> Tuple[LocalSlice, ...]:
+        return self.slices or (LocalSlice(self.endpoint, self.address, self.length, self.incarnation, self.crc),)
 
 
-class _Pending:
-    __slots__ = ("n", "void")
-
-    def __init__(self):
-        self.n = 0
-        self.void = False
-
-
-class Ticket(NamedTuple):
-    key: str
-    sent_at: float
-    epoch: int
-    pending: _Pending
+#: when reads were sent (one stamp serves a batch): (send time, drop number then)
+Stamp = Tuple[float, int]
 
 
 class LocalReadCache:
     def __init__(self, max_entries: int, now: Callable[[], float]):
         self.max_entries = max_entries
         self._now = now
-        self._entries: Dict[str, LocalEntry] = {}
-        self._pending: Dict[str, _Pending] = {}
-        self._epoch = 0
+        self._entries: Dict[str, Union[tuple, LocalEntry]] = {}
+        self._drops: Dict[str, int] = {}
+        self._seq = 0
+        self._floor = 0  # reads sent before this drop number keep nothing
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def lookup(self, key: str) -> Optional[LocalEntry]:
-        """The entry for `key` if it may still be used now (an expired one is dropped)."""
+        """The entry for `key` if it may still be used now (an expired one is dropped). Entries are
+        kept as they came, (message, reuse until, deadline), and decoded here at their first use."""
         e = self._entries.get(key)
         if e is None:
             return None
+        if e.__class__ is tuple:
+            if self._now() >= e[1]:
+                self._drop(key, e)
+                return None
+            decoded = LocalEntry(*e)
+            with self._lock:
+                if self._entries.get(key) is e:
+                    self._entries[key] = decoded
+            return decoded
         if self._now() < e.reuse_until:
             return e
+        self._drop(key, e)
+        return None
+
+    def _drop(self, key: str, e) -> None:
         with self._lock:
             if self._entries.get(key) is e:
                 del self._entries[key]
-        return None
 
-    def begin(self, key: str) -> Ticket:
-        """Called right before a read of `key` is sent."""
-        with self._lock:
-            p = self._pending.get(key)
-            if p is None:
-                p = self._pending[key] = _Pending()
-            p.n += 1
-            return Ticket(key, self._now(), self._epoch, p)
+    def begin(self) -> Stamp:
+        """Called right before reads are sent."""
+        return (self._now(), self._seq)
 
-    def end(self, t: Ticket, local) -> None:
-        """The read of `t` was answered with `local` (a LocalReplica message, or None: absent or
-        failed). Keeps it unless a drop overtook the read, it is malformed or its lease is too
-        short to be of use."""
+    def end(self, key: str, stamp: Stamp, local) -> None:
+        """The read of `key` sent at `stamp` was answered with `local` (a LocalReplica message).
+        Kept unless a drop overtook the read, it is malformed or its lease is too short to be of use."""
         with self._lock:
-            p = t.pending
-            p.n -= 1
-            if p.n == 0 and self._pending.get(t.key) is p:
-                del self._pending[t.key]
-            if local is None or p.void or t.epoch != self._epoch or self.max_entries <= 0:
-                return
-            left = local.lease_left_us / 1e6
-            if left <= 0 or not local.slices:
-                return
-            slices = tuple(LocalSlice(s.te_endpoint, s.address, s.length, s.incarnation, s.crc32c) for s in local.slices)
-            if any(s.length <= 0 or not s.endpoint for s in slices):
-                return
-            reuse_until = t.sent_at + left / 2
-            if self._now() >= reuse_until:
-                return
-            entries = self._entries
-            entries.pop(t.key, None)  # re-inserted: the dict's order is the age order
-            entries[t.key] = LocalEntry(slices, bool(local.checksums), sum(s.length for s in slices), reuse_until, t.sent_at + left)
-            if len(entries) > self.max_entries:
-                del entries[next(iter(entries))]
+            self._keep(key, stamp, local)
+
+    def end_many(self, keys: Sequence[str], stamp: Stamp, locals_) -> None:
+        """end() for a batch: `locals_[i]` (None: nothing) answers `keys[i]`."""
+        with self._lock:
+            for key, local in zip(keys, locals_):
+                if local is not None:
+                    self._keep(key, stamp, local)
+
+    def _keep(self, key: str, stamp: Stamp, local) -> None:
+        sent_at, seq = stamp
+        if self.max_entries <= 0 or seq < self._floor or (self._drops and self._drops.get(key, -1) > seq):
+            return
+        left = local.lease_left_us / 1e6
+        reuse_until = sent_at + left / 2
+        if left <= 0 or self._now() >= reuse_until:
+            return
+        entries = self._entries
+        entries[key] = (local, reuse_until, sent_at + left)  # a key set again keeps its place: eviction is only roughly oldest-first
+        if len(entries) > self.max_entries:
+            del entries[next(iter(entries))]
 
     def forget(self, key: str) -> None:
         """Drops `key`'s entry and voids the reads of it in flight."""
         with self._lock:
             self._entries.pop(key, None)
-            p = self._pending.pop(key, None)
-            if p is not None:
-                p.void = True
+            self._seq += 1
+            if len(self._drops) >= MAX_DROPS_REMEMBERED:
+                self._floor = self._seq
+                self._drops.clear()
+            else:
+                self._drops[key] = self._seq
 
     def clear(self) -> None:
         """Drops every entry and voids every read in flight."""
         with self._lock:
-            self._epoch += 1
             self._entries.clear()
-            for p in self._pending.values():
-                p.void = True
-            self._pending.clear()
+            self._seq += 1
+            self._floor = self._seq
+            self._drops.clear()

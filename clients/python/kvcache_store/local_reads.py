@@ -26,7 +26,7 @@ from typing import Dict, List, Optional
 import google_crc32c
 
 from .errors import StoreError
-from .local_read_cache import LocalEntry, LocalReadCache, Ticket
+from .local_read_cache import LocalEntry, LocalReadCache, Stamp
 from .shm_grant import ShmPeer, watch_hangup
 from .values import Buf
 
@@ -74,28 +74,32 @@ class LocalReads:
 
     # ------------------------------------------------------------------ learning
 
-    def begin(self, key: str) -> Ticket:
-        """A read of `key` is about to be sent to the real client."""
-        return self.cache.begin(key)
+    def begin(self) -> Stamp:
+        """Reads are about to be sent to the real client."""
+        return self.cache.begin()
 
-    def end(self, t: Ticket, reply) -> None:
-        """Its reply came (a message with an optional `local` field), or it failed (None)."""
-        local = reply.local if reply is not None and reply.HasField("local") else None
-        if local is not None and (self._closed or not self._usable(local)):
-            local = None
-        self.cache.end(t, local)
+    def end(self, key: str, stamp: Stamp, reply) -> None:
+        """The reply to the read of `key` sent at `stamp` came (a message with an optional `local`)."""
+        if reply.HasField("local") and not self._closed:
+            self.cache.end(key, stamp, reply.local)
 
-    def _usable(self, local) -> bool:
-        if sum(s.length for s in local.slices) > self.max_bytes or (local.checksums and not CRC_IN_C):
+    def end_many(self, keys, stamp: Stamp, results) -> None:
+        """end() for a batch's per-key results (ItemResult messages, in key order)."""
+        if not self._closed:
+            self.cache.end_many(keys, stamp, [r.local if r.HasField("local") else None for r in results])
+
+    def _usable(self, e: LocalEntry) -> bool:
+        """Whether this client may read an entry here (checked until it is first resolved)."""
+        if e.size < 0 or e.size > self.max_bytes or (e.checksums and not CRC_IN_C):
             return False
         if self._unreachable:
             now = _now()
-            for s in local.slices:
-                until = self._unreachable.get(s.te_endpoint)
+            for s in e.all_slices():
+                until = self._unreachable.get(s.endpoint)
                 if until is not None:
                     if now < until:
                         return False
-                    self._unreachable.pop(s.te_endpoint, None)
+                    self._unreachable.pop(s.endpoint, None)
         return True
 
     # ------------------------------------------------------------------ reading
@@ -104,7 +108,12 @@ class LocalReads:
         """Reads `key` into `target` here when a cached entry allows: the size, or None (no usable
         entry, or the read failed a check and its entry is dropped): read it the usual way."""
         e = self.cache.lookup(key)
-        if e is None or target.size < e.size:
+        if e is None:
+            return None
+        if e.resolved is None and not self._usable(e):
+            self.cache.forget(key)
+            return None
+        if target.size < e.size:
             return None
         dst = self._dest(target, e.size)
         if dst is None:
@@ -115,6 +124,9 @@ class LocalReads:
         """The value of `key` read here, or None (as read_into)."""
         e = self.cache.lookup(key)
         if e is None:
+            return None
+        if e.resolved is None and not self._usable(e):
+            self.cache.forget(key)
             return None
         srcs = self._sources(key, e)
         if srcs is None:
@@ -177,7 +189,7 @@ class LocalReads:
             return srcs
         out: List[tuple] = []
         try:
-            for s in e.slices:
+            for s in e.all_slices():
                 peer = self._peer(s.endpoint)
                 g = peer.grant(s.address, s.length)
                 if s.incarnation and g.incarnation != s.incarnation:
