@@ -499,7 +499,9 @@ export class DummyClient implements StoreClient {
       if ((typeof r === 'number' ? r : await r) !== undefined) return out;
     }
     return this.run(async (c) => {
-      const r = await this.answered(key, () => this.call(c, m('Get'), { key, max_inline: c.shared ? INLINE_GET_BYTES : c.maxInline }));
+      const sent = this.local?.begin();
+      const r = await this.call(c, m('Get'), { key, max_inline: c.shared ? INLINE_GET_BYTES : c.maxInline });
+      if (sent) this.local!.end(key, sent, r.local as LocalReplica__Output | null);
       const size = Number(r.size);
       if ((r.value as Buffer).length === size) return Buffer.from(r.value as Buffer);
       if (!c.shared) throw new InvalidParamsError(`get ${JSON.stringify(key)}: ${size} bytes exceed the ${c.maxInline}-byte limit of values inside messages`);
@@ -524,7 +526,9 @@ export class DummyClient implements StoreClient {
     }
     return this.run(async (c) => {
       if (!c.shared) {
-        const r = await this.answered(key, () => this.call(c, m('Get'), { key, max_inline: Math.min(target.byteLength, c.maxInline) || 1 }));
+        const sent = this.local?.begin();
+        const r = await this.call(c, m('Get'), { key, max_inline: Math.min(target.byteLength, c.maxInline) || 1 });
+        if (sent) this.local!.end(key, sent, r.local as LocalReplica__Output | null);
         const value = r.value as Buffer;
         if (value.length !== Number(r.size)) throw new InvalidParamsError(`get ${JSON.stringify(key)}: the target holds ${target.byteLength} B, the object is ${Number(r.size)} B`);
         target.set(value);
@@ -551,22 +555,11 @@ export class DummyClient implements StoreClient {
   }
 
   private async getIntoAt(c: Connection, key: string, target: Span | undefined): Promise<number> {
-    const r = await this.answered(key, () => callRaw(c.channel, GET_INTO, { key, target }, c.channel.address));
+    // the reply says where the bytes lie: kept for repeated reads (LocalReplica)
+    const sent = this.local?.begin();
+    const r = await callRaw(c.channel, GET_INTO, { key, target }, c.channel.address);
+    if (sent) this.local!.end(key, sent, r.local as LocalReplica__Output | null);
     return Number(r.size);
-  }
-
-  /**
-   * Sends a read of `key`; keeps the location its reply describes (LocalReplica) for repeated
-   * reads. Not async: no promise hop is added to the call's own.
-   */
-  private answered(key: string, send: () => Promise<Reply>): Promise<Reply> {
-    const local = this.local;
-    if (!local) return send();
-    const t = local.begin();
-    return send().then((r) => {
-      local.end(key, t, r.local as LocalReplica__Output | null);
-      return r;
-    });
   }
 
   async getBatch(keys: readonly string[]): Promise<BatchGetResult[]> {

@@ -71,4 +71,13 @@ describe('LocalReadCache', () => {
     none.end('a', none.begin(), local(1000));
     expect(none.size).toBe(0);
   });
+
+  it('drops expired entries from the old end as new ones come, without waiting for the bound', () => {
+    const { clock, c } = cache(1000);
+    for (let i = 0; i < 64; i++) c.end(`old-${i}`, c.begin(), local(1000));
+    clock.t += 600; // past their reuse (half of 1000 ms)
+    for (let i = 0; i < 64; i++) c.end(`new-${i}`, c.begin(), local(1000));
+    expect(c.size).toBe(64); // each 32 kept, up to 32 expired ones went
+    expect(c.lookup('new-0')).toBeDefined();
+  });
 });

@@ -50,12 +50,16 @@ export interface ReadStamp {
 
 /** Drops remembered by key: past this many, every read then in flight is voided instead. */
 const MAX_DROPS_REMEMBERED = 4096;
+/** Every this many entries kept, up to this many expired ones are dropped from the old end. */
+const PRUNE_EVERY = 32;
 
 export class LocalReadCache {
   private readonly entries = new Map<string, LocalEntry>();
   /** Key -> the number of its latest drop (since `floor`). */
   private readonly drops = new Map<string, number>();
   private seq = 0;
+  /** Entries kept so far (paces prune()). */
+  private kept = 0;
   /** Reads sent before this drop number keep nothing (a clear, or forgotten drops). */
   private floor = 0;
   /** One string per engine endpoint, shared by the entries. */
@@ -119,6 +123,21 @@ export class LocalReadCache {
     // (a key set again keeps its place in the Map's age order: eviction is only roughly oldest-first)
     this.entries.set(key, e);
     if (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
+    if (++this.kept % PRUNE_EVERY === 0) this.prune();
+  }
+
+  /**
+   * Drops expired entries from the old end (the Map's order is roughly the send order), a few at a
+   * time: what is never read again does not stay until the bound pushes it out (a big cache of
+   * dead entries costs the garbage collector).
+   */
+  private prune(): void {
+    const now = this.now();
+    let n = 0;
+    for (const [key, e] of this.entries) {
+      if (now < e.reuseUntil || ++n > PRUNE_EVERY) break;
+      this.entries.delete(key);
+    }
   }
 
   private slice(s: LocalReplica__Output['slices'][number]): LocalSlice {

@@ -21,6 +21,8 @@ from typing import Callable, Dict, NamedTuple, Optional, Sequence, Tuple, Union
 
 #: drops remembered by key; past this many, every read then in flight is voided instead
 MAX_DROPS_REMEMBERED = 4096
+#: every this many entries kept, up to this many expired ones are dropped from the old end
+PRUNE_EVERY = 32
 
 
 class LocalSlice(NamedTuple):
@@ -76,6 +78,7 @@ class LocalReadCache:
         self._drops: Dict[str, int] = {}
         self._seq = 0
         self._floor = 0  # reads sent before this drop number keep nothing
+        self._kept = 0  # entries kept so far (paces _prune)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -135,6 +138,21 @@ class LocalReadCache:
         entries[key] = (local, reuse_until, sent_at + left)  # a key set again keeps its place: eviction is only roughly oldest-first
         if len(entries) > self.max_entries:
             del entries[next(iter(entries))]
+        self._kept += 1
+        if self._kept % PRUNE_EVERY == 0:
+            self._prune()
+
+    def _prune(self) -> None:
+        """Drops expired entries from the old end (the dict's order is roughly the send order), a
+        few at a time: what is never read again does not stay until the bound pushes it out."""
+        now = self._now()
+        dead = []
+        for key, e in self._entries.items():
+            if now < (e[1] if e.__class__ is tuple else e.reuse_until) or len(dead) >= PRUNE_EVERY:
+                break
+            dead.append(key)
+        for key in dead:
+            del self._entries[key]
 
     def forget(self, key: str) -> None:
         """Drops `key`'s entry and voids the reads of it in flight."""

@@ -83,3 +83,14 @@ def test_bounded_oldest_first_and_zero_keeps_nothing():
     _, none = make(0)
     none.end("a", none.begin(), local(1000))
     assert len(none) == 0
+
+
+def test_expired_entries_go_from_the_old_end_as_new_ones_come():
+    clock, c = make(1000)
+    for i in range(64):
+        c.end(f"old-{i}", c.begin(), local(1000))
+    clock.t += 0.6  # past their reuse (half of 1 s)
+    for i in range(64):
+        c.end(f"new-{i}", c.begin(), local(1000))
+    assert len(c) == 64  # each 32 kept, up to 32 expired ones went
+    assert c.lookup("new-0") is not None
