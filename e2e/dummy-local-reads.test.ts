@@ -6,7 +6,7 @@
 // under a cached location is caught by its CRC-32C and the read goes through the real client; a
 // dummy whose uid the serving engine refuses fds reads through the real client. Checksums are on
 // (MC_STORE_CHECKSUM=1: the real clients record every slice's CRC). Run `npm run build` first.
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, copyFileSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +16,7 @@ import { Client } from '../client/client.js';
 import { DummyClient } from '../client/dummy-client.js';
 import { ObjectLeasedError, ObjectNotFoundError, StoreError } from '../client/errors.js';
 import { freePort } from './free-port.js';
+import { asStranger, cannotSwitchUid, strangerUid } from '../native/test-fixtures/other-uid.js';
 
 const MiB = 1024 * 1024;
 const LEASE_TTL_MS = 2000;
@@ -181,17 +182,6 @@ describe('a restarted real client', () => {
 });
 
 // Another uid, real processes: the test runs as root and starts the dummy under setpriv.
-const strangerUid = 100_000 + Math.floor(Math.random() * 900_000);
-const cannotSwitchUid = (() => {
-  if (process.getuid?.() !== 0) return 'the test runs as root (it starts the dummy client as another uid)';
-  try {
-    execFileSync('setpriv', ['--version'], { stdio: 'ignore' });
-  } catch {
-    return 'setpriv (util-linux) is installed';
-  }
-  return '';
-})();
-
 (cannotSwitchUid ? describe.skip : describe)(`a dummy client whose uid an engine refuses fds${cannotSwitchUid ? ` (skipped: needs ${cannotSwitchUid})` : ''}`, () => {
   it('reads through the real client, bit-exact', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'kvstore-lr-uid-'));
@@ -205,17 +195,8 @@ const cannotSwitchUid = (() => {
       chmodSync(secret, 0o644);
       const out = await new Promise<string>((resolve, reject) =>
         execFile(
-          'setpriv',
-          [
-            `--reuid=${strangerUid}`,
-            `--regid=${strangerUid}`,
-            '--clear-groups',
-            process.execPath,
-            join(process.cwd(), 'e2e/fixtures/dummy-reader.mjs'),
-            real.socket,
-            'lr-stranger',
-            b.segment,
-          ],
+          asStranger[0],
+          [...asStranger.slice(1), process.execPath, join(process.cwd(), 'e2e/fixtures/dummy-reader.mjs'), real.socket, 'lr-stranger', b.segment],
           { env: { ...process.env, STORE_CLUSTER_SECRET_FILE: secret, STORE_SHM_DIR: dir }, timeout: 60_000 },
           (e, stdout, stderr) => (e ? reject(new Error(`${e.message}: ${stderr}`)) : resolve(stdout)),
         ),

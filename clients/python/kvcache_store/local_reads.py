@@ -104,16 +104,21 @@ class LocalReads:
 
     # ------------------------------------------------------------------ reading
 
-    def read_into(self, key: str, target: Buf) -> Optional[int]:
-        """Reads `key` into `target` here when a cached entry allows: the size, or None (no usable
-        entry, or the read failed a check and its entry is dropped): read it the usual way."""
+    def _entry(self, key: str) -> Optional[LocalEntry]:
+        """The cached entry of `key` this client may read here, or None."""
         e = self.cache.lookup(key)
         if e is None:
             return None
         if e.resolved is None and not self._usable(e):
             self.cache.forget(key)
             return None
-        if target.size < e.size:
+        return e
+
+    def read_into(self, key: str, target: Buf) -> Optional[int]:
+        """Reads `key` into `target` here when a cached entry allows: the size, or None (no usable
+        entry, or the read failed a check and its entry is dropped): read it the usual way."""
+        e = self._entry(key)
+        if e is None or target.size < e.size:
             return None
         dst = self._dest(target, e.size)
         if dst is None:
@@ -122,11 +127,8 @@ class LocalReads:
 
     def read_bytes(self, key: str) -> Optional[bytes]:
         """The value of `key` read here, or None (as read_into)."""
-        e = self.cache.lookup(key)
+        e = self._entry(key)
         if e is None:
-            return None
-        if e.resolved is None and not self._usable(e):
-            self.cache.forget(key)
             return None
         srcs = self._sources(key, e)
         if srcs is None:

@@ -36,6 +36,19 @@ def ensure_cluster_secret() -> str:
     return path
 
 
+#: a uid of no one, for tests that run a process as another user (under setpriv)
+STRANGER_UID = 100_000 + os.getpid() % 800_000
+
+
+def cannot_switch_uid() -> str:
+    """'' when a process can be run as STRANGER_UID, else what that needs (for a skip reason)."""
+    if os.getuid() != 0:
+        return "the test runs as root (it runs a process as another uid)"
+    if shutil.which("setpriv") is None:
+        return "setpriv (util-linux) is installed"
+    return ""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

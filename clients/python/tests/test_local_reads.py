@@ -7,6 +7,7 @@ corrupted byte under a cached location is caught by its CRC-32C (checksums on) a
 the usual way; a dummy whose uid the serving engine refuses fds reads through the real client."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import time
 import numpy as np
 import pytest
 
-from cluster import Master, StoreService, free_port
+from cluster import STRANGER_UID, Master, StoreService, cannot_switch_uid, free_port
 from kvcache_store import DummyClient, ObjectNotFoundError, ReplicateConfig, StoreError
 from kvcache_store import errors as E
 
@@ -146,30 +147,19 @@ def test_a_corrupted_byte_under_a_cached_location_is_caught_by_its_crc(master, s
         svc.stop()
 
 
-STRANGER = 100_000 + os.getpid() % 800_000
-
-
-def _cannot_switch_uid() -> str:
-    if os.getuid() != 0:
-        return "the test runs as root (it runs the dummy client as another uid)"
-    if shutil.which("setpriv") is None:
-        return "setpriv (util-linux) is installed"
-    return ""
-
-
-@pytest.mark.skipif(bool(_cannot_switch_uid()), reason=f"needs {_cannot_switch_uid()}")
+@pytest.mark.skipif(bool(cannot_switch_uid()), reason=f"needs {cannot_switch_uid()}")
 def test_a_dummy_whose_uid_an_engine_refuses_fds_reads_through_the_real_client(master, service, key):
     d = tempfile.mkdtemp(prefix="kvstore-shm-lr-uid-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     os.chmod(d, 0o1777)
     # its real client admits the uid (and gives it fds); the session's service, which holds the object, does not
-    real = StoreService(master, d, extra=[f"--peer_uids={STRANGER}"] + QUICK_STOP)
+    real = StoreService(master, d, extra=[f"--peer_uids={STRANGER_UID}"] + QUICK_STOP)
     try:
         os.chmod(real.socket, 0o777)  # as a permissive umask or shared volume leaves it
         secret = os.path.join(d, "secret")
         shutil.copyfile(os.environ["STORE_CLUSTER_SECRET_FILE"], secret)
         os.chmod(secret, 0o644)
         out = subprocess.run(
-            ["setpriv", f"--reuid={STRANGER}", f"--regid={STRANGER}", "--clear-groups", sys.executable, os.path.join(PKG, "tests", "local_reader_child.py"), real.socket, d, key, service.segment],
+            ["setpriv", f"--reuid={STRANGER_UID}", f"--regid={STRANGER_UID}", "--clear-groups", sys.executable, os.path.join(PKG, "tests", "local_reader_child.py"), real.socket, d, key, service.segment],
             env={**os.environ, "PYTHONPATH": PKG, "STORE_CLUSTER_SECRET_FILE": secret, "HOME": d},
             capture_output=True,
             text=True,
@@ -178,7 +168,7 @@ def test_a_dummy_whose_uid_an_engine_refuses_fds_reads_through_the_real_client(m
         r = json.loads(out.stdout.strip().splitlines()[-1]) if out.stdout.strip() else {"stderr": out.stderr}
         assert r.get("exact") is True and r["hits"] == 0, r
         assert r["fallbacks"] >= 1  # it tried the holder's memory and was refused
-        service.wait_for(__import__("re").compile(rf"same-host peer pid \d+ uid {STRANGER} refused memory fds"))
+        service.wait_for(re.compile(rf"same-host peer pid \d+ uid {STRANGER_UID} refused memory fds"))
     finally:
         real.stop()
         shutil.rmtree(d, ignore_errors=True)

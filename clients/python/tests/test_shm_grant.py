@@ -4,14 +4,13 @@ against a real transfer engine: a node process serving a memfd region filled wit
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 
 import pytest
 
-from cluster import NODE, REPO
+from cluster import NODE, REPO, STRANGER_UID, cannot_switch_uid
 from kvcache_store.errors import UnauthenticatedError
 from kvcache_store.shm_grant import ShmPeer, ShmRefused
 
@@ -146,18 +145,7 @@ def test_no_engine_there_and_an_engine_that_dies(servers, peers):
     assert len(bytes(g.view[:4])) == 4  # the mapping stays valid (no crash); it is only not trusted any more
 
 
-STRANGER = 100_000 + os.getpid() % 800_000
-
-
-def _cannot_switch_uid() -> str:
-    if os.getuid() != 0:
-        return "the test runs as root (it runs the reader as another uid)"
-    if shutil.which("setpriv") is None:
-        return "setpriv (util-linux) is installed"
-    return ""
-
-
-@pytest.mark.skipif(bool(_cannot_switch_uid()), reason=f"needs {_cannot_switch_uid()}")
+@pytest.mark.skipif(bool(cannot_switch_uid()), reason=f"needs {cannot_switch_uid()}")
 def test_a_reader_of_another_uid_gets_no_fd(servers):
     s = servers(secret=run_secret())
     code = (
@@ -169,7 +157,7 @@ def test_a_reader_of_another_uid_gets_no_fd(servers):
     with tempfile.TemporaryDirectory() as home:
         os.chmod(home, 0o777)
         out = subprocess.run(
-            ["setpriv", f"--reuid={STRANGER}", f"--regid={STRANGER}", "--clear-groups", sys.executable, "-c", code, s.endpoint, run_secret().hex(), str(s.address)],
+            ["setpriv", f"--reuid={STRANGER_UID}", f"--regid={STRANGER_UID}", "--clear-groups", sys.executable, "-c", code, s.endpoint, run_secret().hex(), str(s.address)],
             env={**os.environ, "PYTHONPATH": PKG, "HOME": home},
             capture_output=True,
             text=True,
