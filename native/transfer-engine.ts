@@ -87,9 +87,7 @@ export interface TransferEngineOptions {
    * Peers only through the same-host shm transport (implies shmTransport): a chunk no grant
    * covers (no control socket, a peer that gives this process no fds, memory that is not
    * fd-backed) fails with TRANSFER_FAILED instead of going over TCP. For a reader that has a
-   * better way when shared memory is not there (a dummy client's local reads). Such a reader maps
-   * a whole segment to read a few objects in it, so a grant's page tables are not filled in by a
-   * background thread (only the 2 MiB windows its chunks reach are). Default false.
+   * better way when shared memory is not there (a dummy client's local reads). Default false.
    */
   shmOnly?: boolean;
   /**

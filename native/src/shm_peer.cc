@@ -20,7 +20,7 @@
 
 namespace kvstore {
 
-std::unique_ptr<ShmPeer> ShmPeer::Connect(const std::string& endpoint, int timeout_ms, AuthConfig auth, bool populate_all) {
+std::unique_ptr<ShmPeer> ShmPeer::Connect(const std::string& endpoint, int timeout_ms, AuthConfig auth) {
   const std::string name = ShmControlName(endpoint);
   struct sockaddr_un addr {};
   if (name.size() > sizeof(addr.sun_path)) return nullptr;
@@ -35,7 +35,7 @@ std::unique_ptr<ShmPeer> ShmPeer::Connect(const std::string& endpoint, int timeo
   const int flags = ::fcntl(fd.get(), F_GETFL);
   if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) return nullptr;
   if (timeout_ms > 0) SetSocketTimeout(fd.get(), timeout_ms);
-  std::unique_ptr<ShmPeer> peer(new ShmPeer(endpoint, std::move(fd), timeout_ms, std::move(auth), populate_all));
+  std::unique_ptr<ShmPeer> peer(new ShmPeer(endpoint, std::move(fd), timeout_ms, std::move(auth)));
   ShmPeer* raw = peer.get();
   try {
     peer->watcher_ = std::thread([raw] { raw->Watch(); });
@@ -277,7 +277,7 @@ ShmTarget ShmPeer::Resolve(uint64_t address, uint64_t length) {
   ctrl_lk.unlock();
   // Off this transfer's path and outside the locks (inline transfers on the JS thread take the
   // grants lock): see PopulateResident.
-  if (populate_all_ && out.keep && out.keep->populated) PopulateInBackground(out.keep);
+  if (out.keep && out.keep->populated) PopulateInBackground(out.keep);
   return out;
 }
 

@@ -55,10 +55,8 @@ class ShmPeer {
   // full: the caller never blocks here). Throws NativeError TRANSFER_FAILED when the watcher
   // thread cannot be started.
   // With `auth` enabled, the first Resolve() runs the handshake (on its I/O thread, never here:
-  // Connect is called on the JS thread). `populate_all`: a new grant's page tables are filled in
-  // by a thread of their own (PopulateInBackground); false for a reader of a few objects (a shmOnly
-  // engine), where the windows its chunks reach are filled in and nothing else.
-  static std::unique_ptr<ShmPeer> Connect(const std::string& endpoint, int timeout_ms, AuthConfig auth = {}, bool populate_all = true);
+  // Connect is called on the JS thread).
+  static std::unique_ptr<ShmPeer> Connect(const std::string& endpoint, int timeout_ms, AuthConfig auth = {});
   ~ShmPeer();
   ShmPeer(const ShmPeer&) = delete;
   ShmPeer& operator=(const ShmPeer&) = delete;
@@ -101,15 +99,14 @@ class ShmPeer {
   // Starts GrantMapping::PopulateAll for a new grant on a thread of its own: the transfer that
   // asked for the grant does not wait for it (joined by the destructor).
   void PopulateInBackground(std::shared_ptr<const GrantMapping> mapping);
-  ShmPeer(std::string endpoint, UniqueFd ctrl, int timeout_ms, AuthConfig auth, bool populate_all)
-      : endpoint_(std::move(endpoint)), timeout_ms_(timeout_ms), auth_(std::move(auth)), populate_all_(populate_all), ctrl_(std::move(ctrl)) {}
+  ShmPeer(std::string endpoint, UniqueFd ctrl, int timeout_ms, AuthConfig auth)
+      : endpoint_(std::move(endpoint)), timeout_ms_(timeout_ms), auth_(std::move(auth)), ctrl_(std::move(ctrl)) {}
   // Blocks in poll() for a hang-up (never for data: replies stay for Resolve) and sets hung_.
   void Watch();
 
   std::string endpoint_;
   int timeout_ms_;
   AuthConfig auth_;
-  bool populate_all_;           // PopulateInBackground for new grants
   bool authenticated_ = false;  // under ctrl_mu_: the handshake passed on ctrl_
   std::mutex ctrl_mu_;    // one control round-trip at a time (I/O threads only)
   std::mutex grants_mu_;  // grants_ and peer_generation_ (short; the JS thread takes it)

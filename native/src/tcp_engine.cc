@@ -39,7 +39,7 @@ PeerChannel* TcpEngine::Peer(const std::string& endpoint) {
   if (it != peers_.end()) return it->second.get();
   const bool local = opts_.memcpy_local && !endpoint_.empty() && endpoint == endpoint_;
   std::shared_ptr<ShmPeer> shm;
-  if (!local && opts_.shm_transport) shm = ShmPeer::Connect(endpoint, opts_.tuning.timeout_ms, auth_, !opts_.shm_only);
+  if (!local && opts_.shm_transport) shm = ShmPeer::Connect(endpoint, opts_.tuning.timeout_ms, auth_);
   auto peer = std::make_unique<PeerChannel>(endpoint, opts_.connections_per_peer, opts_.tuning,
                                             local ? &regions_ : nullptr, &done_, std::move(shm), auth_, opts_.shm_only);
   PeerChannel* raw = peer.get();

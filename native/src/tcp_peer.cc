@@ -187,7 +187,7 @@ bool PeerChannel::ExecuteShm(Chunk& c) {
   std::shared_ptr<ShmPeer> shm;
   {
     std::lock_guard<std::mutex> lk(shm_mu_);
-    if (!shm_) shm_ = ShmPeer::Connect(endpoint_, tuning_.timeout_ms, auth_, !shm_only_);  // the peer restarted?
+    if (!shm_) shm_ = ShmPeer::Connect(endpoint_, tuning_.timeout_ms, auth_);  // the peer restarted?
     shm = shm_;
   }
   if (!shm) return false;
