@@ -12,9 +12,10 @@ The dummy's own writes and removals drop their keys' entries (remove_by_regex, r
 reconnection drop all). A read sent before such a drop and answered after it must not bring the
 old description back: drops are numbered, and a reply is kept only if no drop of its key (or of
 everything) was numbered after its read was sent. Bounded: the oldest entries go. Every first
-read learns (a batch of 128 keys learns all of them), so learning is kept cheap: the location is
-kept as it came (a tuple holding the reply's message) and decoded only when first used, and a
-batch takes the lock once. Lookups take the lock only to replace or drop an entry.
+read learns (a batch of 128 keys learns all of them), so learning is kept cheap: a one-slice
+location is kept as a tuple of plain values (no message object is kept, and the garbage collector
+stops tracking it) and made an entry only when first used, and a batch takes the lock once.
+Lookups take the lock only to replace or drop an entry.
 """
 import threading
 from typing import Callable, Dict, NamedTuple, Optional, Sequence, Tuple, Union
@@ -34,33 +35,34 @@ class LocalSlice(NamedTuple):
 
 
 class LocalEntry:
-    """An object's location, decoded from the reply's LocalReplica message at its first use: the
-    first slice's fields, and all slices when there are several. `size` is -1 when the message is
-    malformed (no slice, an empty one)."""
+    """An object's location: the first slice's fields, and all slices when there are several.
+    `size` is -1 when the message was malformed (no slice, an empty one)."""
 
     __slots__ = ("reuse_until", "deadline", "endpoint", "address", "length", "incarnation", "crc", "slices", "checksums", "size", "resolved")
 
-    def __init__(self, raw, reuse_until: float, deadline: float):
+    def __init__(self, endpoint, address, length, incarnation, crc, checksums, reuse_until, deadline, slices=None):
+        self.endpoint, self.address, self.length, self.incarnation, self.crc = endpoint, address, length, incarnation, crc
+        self.checksums = checksums
         self.reuse_until = reuse_until
         self.deadline = deadline
+        #: every slice when there are several (None: the entry is the one slice)
+        self.slices = slices
+        if slices is None:
+            self.size = length if length > 0 and endpoint else -1
+        else:
+            self.size = sum(x.length for x in slices) if all(x.length > 0 and x.endpoint for x in slices) else -1
         #: the reader's own cache of where each slice's grant is (local_reads.py), or None
         self.resolved = None
-        self.checksums = raw.checksums
-        slices = raw.slices
-        self.slices = None
-        self.size = -1
+
+    @staticmethod
+    def of(local, reuse_until: float, deadline: float) -> "LocalEntry":
+        """The entry of a LocalReplica message (any number of slices)."""
+        slices = local.slices
         if not slices:
-            self.endpoint, self.address, self.length, self.incarnation, self.crc = "", 0, 0, 0, 0
-            return
+            return LocalEntry("", 0, 0, 0, 0, local.checksums, reuse_until, deadline)
+        all_ = tuple(LocalSlice(x.te_endpoint, x.address, x.length, x.incarnation, x.crc32c) for x in slices) if len(slices) > 1 else None
         s = slices[0]
-        self.endpoint, self.address, self.length, self.incarnation, self.crc = s.te_endpoint, s.address, s.length, s.incarnation, s.crc32c
-        if len(slices) == 1:
-            if s.length > 0 and s.te_endpoint:
-                self.size = s.length
-            return
-        self.slices = tuple(LocalSlice(x.te_endpoint, x.address, x.length, x.incarnation, x.crc32c) for x in slices)
-        if all(x.length > 0 and x.endpoint for x in self.slices):
-            self.size = sum(x.length for x in self.slices)
+        return LocalEntry(s.te_endpoint, s.address, s.length, s.incarnation, s.crc32c, local.checksums, reuse_until, deadline, all_)
 
     def all_slices(self) -> Tuple[LocalSlice, ...]:
         return self.slices or (LocalSlice(self.endpoint, self.address, self.length, self.incarnation, self.crc),)
@@ -85,13 +87,14 @@ class LocalReadCache:
         return len(self._entries)
 
     def lookup(self, key: str) -> Optional[LocalEntry]:
-        """The entry for `key` if it may still be used now (an expired one is dropped). Entries are
-        kept as they came, (message, reuse until, deadline), and decoded here at their first use."""
+        """The entry for `key` if it may still be used now (an expired one is dropped). A one-slice
+        location is kept as a tuple of plain values (LocalEntry's arguments, which the garbage
+        collector stops tracking) and made an entry here at its first use."""
         e = self._entries.get(key)
         if e is None:
             return None
         if e.__class__ is tuple:
-            if self._now() >= e[1]:
+            if self._now() >= e[6]:
                 self._drop(key, e)
                 return None
             decoded = LocalEntry(*e)
@@ -134,8 +137,14 @@ class LocalReadCache:
         reuse_until = sent_at + left / 2
         if left <= 0 or self._now() >= reuse_until:
             return
+        slices = local.slices
+        if len(slices) == 1:
+            s = slices[0]
+            e = (s.te_endpoint, s.address, s.length, s.incarnation, s.crc32c, local.checksums, reuse_until, sent_at + left)
+        else:
+            e = LocalEntry.of(local, reuse_until, sent_at + left)
         entries = self._entries
-        entries[key] = (local, reuse_until, sent_at + left)  # a key set again keeps its place: eviction is only roughly oldest-first
+        entries[key] = e  # a key set again keeps its place: eviction is only roughly oldest-first
         if len(entries) > self.max_entries:
             del entries[next(iter(entries))]
         self._kept += 1
@@ -148,7 +157,7 @@ class LocalReadCache:
         now = self._now()
         dead = []
         for key, e in self._entries.items():
-            if now < (e[1] if e.__class__ is tuple else e.reuse_until) or len(dead) >= PRUNE_EVERY:
+            if now < (e[6] if e.__class__ is tuple else e.reuse_until) or len(dead) >= PRUNE_EVERY:
                 break
             dead.append(key)
         for key in dead:
