@@ -6,7 +6,9 @@
 // object is placed either in A's own segment or in B's (preferred_segment), and values live in
 // memory from allocBuffer (shared with A for dummy clients: no copy in either process).
 // Gets are measured twice: the first read of each key (a master round trip) and a repeated read
-// while the read lease holds (the real client reuses the replica list: client/replica-cache.ts).
+// while the read lease holds (the embedded client and the real client reuse the replica list:
+// client/replica-cache.ts; dummy clients copy same-host memory themselves: their local reads,
+// counted below; STORE_DUMMY_LOCAL_READS=0 turns those off for a comparison).
 // In the same run: memcpy (cold). Ratios: dummy / embedded per row, 4 MiB vs memcpy.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -103,12 +105,13 @@ async function runPython(socket: string, segment: string, placement: string, out
   if (!existsSync(python) || !existsSync(script)) return false;
   const child = spawn(python, [script, '--socket', socket, '--preferred-segment', segment, '--bytes-per-row', String(BYTES_PER_ROW)], { stdio: ['ignore', 'pipe', 'inherit'] });
   for await (const line of createInterface({ input: child.stdout })) {
-    let j: { case?: string; ops_per_s?: number; gb_per_s?: number; p50_us?: number; p99_us?: number };
+    let j: { case?: string; ops_per_s?: number; gb_per_s?: number; p50_us?: number; p99_us?: number; local_reads?: { hits: number; fallbacks: number } };
     try {
       j = JSON.parse(line);
     } catch {
       continue;
     }
+    if (j.local_reads) console.log(` python (${placement}) local reads: ${j.local_reads.hits} hits, ${j.local_reads.fallbacks} fallbacks`);
     if (!j.case) continue;
     const res: Result = {
       client: 'python',
@@ -139,9 +142,15 @@ async function main(): Promise<void> {
     console.log(`placement "in A": objects in A's own segment; "in B": in the other store service's. Values in allocBuffer memory (shared with A for dummies).`);
     console.log(`machine: ${cpus().length} cores, load average ${loadavg()[0].toFixed(1)}; ${BYTES_PER_ROW / MiB} MiB or 3000 ops per row\n`);
     const out: Result[] = [];
-    // Warm-up (JIT, connections, shm grants), not reported.
-    await runClient('warm-up', embedded, 'A', a.segment, [], 'warm-e');
-    await runClient('warm-up', dummy, 'A', a.segment, [], 'warm-d');
+    // Warm-up (JIT, connections, shm grants and the fill-in of their page tables, which a thread
+    // does once per peer segment: docs/native.md), on both placements, not reported.
+    for (const [p, seg] of [
+      ['A', a.segment],
+      ['B', b.segment],
+    ] as const) {
+      await runClient('warm-up', embedded, p, seg, [], `warm-e${p}`);
+      await runClient('warm-up', dummy, p, seg, [], `warm-d${p}`);
+    }
     let python = true;
     for (const [placement, segment] of [
       ['in A', a.segment],
@@ -178,6 +187,8 @@ async function main(): Promise<void> {
         if (ratios.length) console.log(` ${client} / embedded, ${placement} [>= 0.9x each]: ${ratios.join('; ')}`);
       }
     }
+    const lr = dummy.localReadStats;
+    console.log(` ts-dummy local reads (no message to the real client): ${lr.hits} hits, ${lr.fallbacks} fallbacks`);
     for (const placement of ['in A', 'in B']) {
       for (const row of ['get 4 KiB x1 (first read)', 'get 4 KiB x1 (repeated)']) {
         const r = find('python', placement, row);

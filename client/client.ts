@@ -14,6 +14,7 @@ import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
 import { BufferPool, type BufferLease, type PoolRegion } from './buffer-pool.js';
 import { OffsetAllocator } from '../common/offset-allocator.js';
 import { checkKey, DataPath, type BatchGetIntoResult, type BatchGetResult, type BatchWriteResult, type OwnSegment, type PutConfig, type Value } from './data-path.js';
+import type { ReadObserver, ReadSource } from './read-path.js';
 import { InvalidParamsError, ObjectNotFoundError, StoreError, UnauthenticatedError, UnavailableError } from './errors.js';
 import { clientSecret } from '../common/cluster-secret.js';
 import { MasterAuthError } from './master-channel-errors.js';
@@ -905,17 +906,20 @@ export class Client implements StoreClient {
   }
 
   /** The object's size, and its bytes when it holds at most `maxBytes` (a larger one is not read). */
-  getBounded(key: string, maxBytes: number): Promise<{ size: number; value?: Buffer }> {
+  getBounded(key: string, maxBytes: number, observe?: ReadObserver): Promise<{ size: number; value?: Buffer }> {
     return this.measure(
       'get',
-      () => this.data.getBounded(key, maxBytes),
+      () => this.data.getBounded(key, maxBytes, observe),
       (r) => r.value?.length ?? 0,
     );
   }
 
-  /** Reads into `target` (zero-copy when it is registered memory, e.g. from allocBuffer); returns the size. */
-  getInto(key: string, target: Uint8Array): Promise<number> {
-    return this.measure('get_into', () => this.data.getInto(key, target), sizeBytes);
+  /**
+   * Reads into `target` (zero-copy when it is registered memory, e.g. from allocBuffer); returns the
+   * size. `observe` is told which replica the bytes came from (the dummy-client service passes it on).
+   */
+  getInto(key: string, target: Uint8Array, observe?: ReadObserver): Promise<number> {
+    return this.measure('get_into', () => this.data.getInto(key, target, observe), sizeBytes);
   }
 
   getBatch(keys: readonly string[]): Promise<BatchGetResult[]> {
@@ -929,11 +933,11 @@ export class Client implements StoreClient {
   }
 
   /** Reads many objects, each into its target (registered targets directly); per-key size or error. */
-  getIntoBatch(items: readonly { key: string; target: Uint8Array }[]): Promise<BatchGetIntoResult[]> {
+  getIntoBatch(items: readonly { key: string; target: Uint8Array }[], observe?: (i: number, source: ReadSource) => void): Promise<BatchGetIntoResult[]> {
     const n = Array.isArray(items) ? items.length : 0;
     return this.measure(
       'get_into_batch',
-      () => this.data.getIntoBatch(items),
+      () => this.data.getIntoBatch(items, observe),
       batchBytes(this.metrics, 'get_into_batch', (r) => r.size ?? 0),
       n,
     );

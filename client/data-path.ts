@@ -3,7 +3,7 @@
 // memcpy, remote bytes move in the native engine. This class only puts the parts together.
 import { PathCore, type BatchGetIntoResult, type BatchGetResult, type BatchWriteResult, type DataPathDeps, type PutConfig, type Value } from './path-core.js';
 import type { ReplicaCopy__Output } from '../proto/gen/store/ReplicaCopy.js';
-import { ReadPath } from './read-path.js';
+import { ReadPath, type ReadObserver, type ReadSource } from './read-path.js';
 import { copyReplicas } from './replica-copy.js';
 import { WritePath } from './write-path.js';
 
@@ -61,20 +61,20 @@ export class DataPath {
     return this.reads.get(key);
   }
 
-  getBounded(key: string, maxBytes: number): Promise<{ size: number; value?: Buffer }> {
-    return this.reads.getBounded(key, maxBytes);
+  getBounded(key: string, maxBytes: number, observe?: ReadObserver): Promise<{ size: number; value?: Buffer }> {
+    return this.reads.getBounded(key, maxBytes, observe);
   }
 
-  getInto(key: string, target: Uint8Array): Promise<number> {
-    return this.reads.getInto(key, target);
+  getInto(key: string, target: Uint8Array, observe?: ReadObserver): Promise<number> {
+    return this.reads.getInto(key, target, observe);
   }
 
   getBatch(keys: readonly string[]): Promise<BatchGetResult[]> {
     return this.reads.getBatch(keys);
   }
 
-  getIntoBatch(items: readonly { key: string; target: Uint8Array }[]): Promise<BatchGetIntoResult[]> {
-    return this.reads.getIntoBatch(items);
+  getIntoBatch(items: readonly { key: string; target: Uint8Array }[], observe?: (i: number, source: ReadSource) => void): Promise<BatchGetIntoResult[]> {
+    return this.reads.getIntoBatch(items, observe);
   }
 
   /** A Ping reply's replica copies (replica-copy.ts): each one's outcome, in order. */

@@ -6,6 +6,9 @@
 // either process. Memory that is not in a region is staged through a lease of one (one copy here).
 // When the real client cannot see our files (another host), values travel inside the messages.
 //
+// A repeated read on the same host costs no message: the real client says where the bytes of an
+// object it read lie, and while its read lease holds we copy them ourselves (dummy-local-reads.ts).
+//
 // A restart of the real client is survived: calls in flight fail with UnavailableError, the next
 // call reconnects (within its deadline) and registers the regions again.
 import { splitHostPort, type HostPort } from '../common/host-port.js';
@@ -28,6 +31,8 @@ import { loadNative, type MappedRegion, type NativePort } from './native-port.js
 import type { StoreClient } from './store-client.js';
 import { taskInfoOf, type TaskInfo } from './task-info.js';
 import type { TaskInfo__Output } from '../proto/gen/store/TaskInfo.js';
+import type { LocalReplica__Output } from '../proto/gen/store/LocalReplica.js';
+import { DEFAULT_LOCAL_READ_ENTRIES, LocalReads, type LocalReadStats } from './dummy-local-reads.js';
 
 const MAGIC = Buffer.from('KVD1', 'latin1');
 /** Prefix the real client requires of region file names. */
@@ -49,6 +54,13 @@ export interface DummyClientOptions {
   bufferPool?: { maxRegions?: number; maxBytes?: number; acquireTimeoutMs?: number; overflow?: boolean };
   /** Deadline of every call, reconnection included (default 30 s). */
   requestTimeoutMs?: number;
+  /**
+   * Read same-host memory ourselves while a read lease the real client reported holds (default
+   * true; STORE_DUMMY_LOCAL_READS=0 turns it off): a repeated read then costs no message.
+   */
+  localReads?: boolean;
+  /** Objects whose location is kept for that (default 65,536; the oldest go). */
+  localReadEntries?: number;
   /** Name shown in the real client's logs. */
   clientName?: string;
   /**
@@ -119,6 +131,8 @@ export class DummyClient implements StoreClient {
   private readonly regions: SharedRegion[] = [];
   private pool!: BufferPool;
   private closed = false;
+  /** Our own reads of same-host memory; undefined when turned off. */
+  private local: LocalReads | undefined;
   private readonly timeoutMs: number;
   private readonly log: NonNullable<DummyClientOptions['log']>;
   private secret: Buffer | null = null;
@@ -152,6 +166,19 @@ export class DummyClient implements StoreClient {
     }
     const client = new DummyClient(await loadNative(), address, socketPath, shmDir, opts);
     client.secret = secret ?? null;
+    if (opts.localReads ?? !/^(0|false|no|off)$/i.test(env.STORE_DUMMY_LOCAL_READS ?? '')) {
+      client.local = new LocalReads({
+        native: client.native,
+        secret: client.secret,
+        maxEntries: opts.localReadEntries ?? DEFAULT_LOCAL_READ_ENTRIES,
+        now: () => performance.now(),
+        addressIn: (view) => {
+          const at = client.locate(view);
+          return at && at.region.mapped.address + at.offset;
+        },
+        stage: (size) => client.pool.tryAcquire(size) ?? undefined,
+      });
+    }
     const primary = client.newRegion(size);
     const po = opts.bufferPool ?? {};
     client.pool = new BufferPool({
@@ -181,6 +208,11 @@ export class DummyClient implements StoreClient {
     return this.conn?.shared ?? true;
   }
 
+  /** Reads served from same-host memory here, and those that fell back to the real client. */
+  get localReadStats(): LocalReadStats {
+    return this.local?.stats ?? { hits: 0, fallbacks: 0, entries: 0 };
+  }
+
   // ------------------------------------------------------------------ regions
 
   private newRegion(size: number): SharedRegion {
@@ -201,6 +233,7 @@ export class DummyClient implements StoreClient {
       throw new UnavailableError(`DummyClient: cannot lock shared region ${path}: ${(e as Error).message}`, { cause: e });
     }
     const r: SharedRegion = { name, path, mapped, lock };
+    this.local?.addRegion(mapped.address, mapped.size);
     trackFile(path);
     this.regions.push(r);
     return r;
@@ -232,6 +265,7 @@ export class DummyClient implements StoreClient {
         // the connection went away: the real client released it then
       }
     }
+    await this.local?.removeRegion(r.mapped.address);
     r.mapped.release();
     removeFile(r.path);
     r.lock.release();
@@ -291,9 +325,13 @@ export class DummyClient implements StoreClient {
     for (let attempt = 1; ; attempt++) {
       try {
         const c = await this.open();
+        // a new connection may be to a restarted real client: the leases we knew of are not its
+        this.local?.clear();
         this.conn = c;
         c.channel.onClose = () => {
           if (this.conn === c) this.conn = undefined;
+          // what this real client told us may not hold for the next one (a restart)
+          this.local?.clear();
         };
         return c;
       } catch (e) {
@@ -323,7 +361,12 @@ export class DummyClient implements StoreClient {
     }
     const channel = new MasterChannel(socket, where, options);
     try {
-      const hello = await callRaw(channel, m('Hello'), { client_name: this.opts.clientName ?? `pid ${process.pid}`, protocol_version: 1 }, where);
+      const hello = await callRaw(
+        channel,
+        m('Hello'),
+        { client_name: this.opts.clientName ?? `pid ${process.pid}`, protocol_version: 1, local_reads: this.local !== undefined },
+        where,
+      );
       const c: Connection = { channel, instanceId: hello.instance_id as string, maxInline: Number(hello.max_inline_bytes), ids: new Map(), shared: true };
       try {
         await this.span(c, this.regions[0].mapped.view(0, 1));
@@ -404,6 +447,7 @@ export class DummyClient implements StoreClient {
 
   private async writeOne(fromMethod: string, inlineMethod: string, key: string, value: Value, config?: PutConfig): Promise<void> {
     const slices = slicesOf(value, `${inlineMethod.toLowerCase()} ${JSON.stringify(key)}`);
+    this.local?.cache.forget(key);
     await this.run(async (c) => {
       const s = await this.spans(c, slices);
       if (!s) {
@@ -421,6 +465,7 @@ export class DummyClient implements StoreClient {
   private async writeBatch(fromMethod: string, inlineMethod: string, items: readonly { key: string; value: Value; config?: PutConfig }[]): Promise<BatchWriteResult[]> {
     if (items.length === 0) return [];
     const lists = items.map((it) => slicesOf(it.value, `put ${JSON.stringify(it.key)}`));
+    if (this.local) for (const it of items) this.local.cache.forget(it.key);
     const res = await this.run(async (c) => {
       const s = await this.spans(c, lists.flat());
       if (!s) {
@@ -447,8 +492,16 @@ export class DummyClient implements StoreClient {
   // ------------------------------------------------------------------ reads
 
   async get(key: string): Promise<Buffer> {
+    const size = this.local?.cache.lookup(key)?.size;
+    if (size !== undefined) {
+      const out = Buffer.allocUnsafe(size);
+      const r = this.local!.read(key, out);
+      if ((typeof r === 'number' ? r : await r) !== undefined) return out;
+    }
     return this.run(async (c) => {
+      const sent = this.local?.begin();
       const r = await this.call(c, m('Get'), { key, max_inline: c.shared ? INLINE_GET_BYTES : c.maxInline });
+      if (sent) this.local!.end(key, sent, r.local as LocalReplica__Output | null);
       const size = Number(r.size);
       if ((r.value as Buffer).length === size) return Buffer.from(r.value as Buffer);
       if (!c.shared) throw new InvalidParamsError(`get ${JSON.stringify(key)}: ${size} bytes exceed the ${c.maxInline}-byte limit of values inside messages`);
@@ -464,9 +517,18 @@ export class DummyClient implements StoreClient {
 
   async getInto(key: string, target: Uint8Array): Promise<number> {
     if (!(target instanceof Uint8Array)) throw new InvalidParamsError(`get ${JSON.stringify(key)}: the target must be a Buffer/Uint8Array`);
+    if (this.local) {
+      const r = this.local.read(key, target);
+      if (r !== undefined) {
+        const n = typeof r === 'number' ? r : await r;
+        if (n !== undefined) return n;
+      }
+    }
     return this.run(async (c) => {
       if (!c.shared) {
+        const sent = this.local?.begin();
         const r = await this.call(c, m('Get'), { key, max_inline: Math.min(target.byteLength, c.maxInline) || 1 });
+        if (sent) this.local!.end(key, sent, r.local as LocalReplica__Output | null);
         const value = r.value as Buffer;
         if (value.length !== Number(r.size)) throw new InvalidParamsError(`get ${JSON.stringify(key)}: the target holds ${target.byteLength} B, the object is ${Number(r.size)} B`);
         target.set(value);
@@ -493,7 +555,10 @@ export class DummyClient implements StoreClient {
   }
 
   private async getIntoAt(c: Connection, key: string, target: Span | undefined): Promise<number> {
+    // the reply says where the bytes lie: kept for repeated reads (LocalReplica)
+    const sent = this.local?.begin();
     const r = await callRaw(c.channel, GET_INTO, { key, target }, c.channel.address);
+    if (sent) this.local!.end(key, sent, r.local as LocalReplica__Output | null);
     return Number(r.size);
   }
 
@@ -528,6 +593,33 @@ export class DummyClient implements StoreClient {
 
   async getIntoBatch(items: readonly { key: string; target: Uint8Array }[]): Promise<BatchGetIntoResult[]> {
     if (items.length === 0) return [];
+    const local = this.local;
+    let results: (BatchGetIntoResult | undefined)[] | undefined;
+    if (local) {
+      // the keys whose location we know are read here; the rest in one call
+      let waits: Promise<void>[] | undefined;
+      for (let i = 0; i < items.length; i++) {
+        const { key, target } = items[i];
+        if (!(target instanceof Uint8Array)) continue;
+        const r = local.read(key, target);
+        if (r === undefined) continue;
+        const out = (results ??= new Array<BatchGetIntoResult | undefined>(items.length));
+        if (typeof r === 'number') out[i] = { key, size: r };
+        else (waits ??= []).push(r.then((n) => void (n !== undefined && (out[i] = { key, size: n }))));
+      }
+      if (waits) await Promise.all(waits);
+    }
+    if (!results) return this.getIntoBatchRemote(items);
+    const rest: number[] = [];
+    for (let i = 0; i < items.length; i++) if (!results[i]) rest.push(i);
+    if (rest.length > 0) {
+      const got = await this.getIntoBatchRemote(rest.map((i) => items[i]));
+      rest.forEach((i, k) => (results[i] = got[k]));
+    }
+    return results as BatchGetIntoResult[];
+  }
+
+  private async getIntoBatchRemote(items: readonly { key: string; target: Uint8Array }[]): Promise<BatchGetIntoResult[]> {
     return this.run(async (c) => {
       if (!c.shared || items.some((it) => !this.locate(it.target))) {
         // Targets outside shared memory: one call per key, each staged.
@@ -542,7 +634,10 @@ export class DummyClient implements StoreClient {
       }
       const reqItems = [];
       for (const it of items) reqItems.push({ key: it.key, target: await this.span(c, it.target) });
+      const local = this.local;
+      const sent = local?.begin();
       const r = await this.call(c, m('BatchGetInto'), { items: reqItems });
+      if (sent) items.forEach((it, i) => local!.end(it.key, sent, (r.results as ItemReply[])[i]?.local));
       return items.map((it, i) => {
         const x = (r.results as ItemReply[])[i];
         return x.status_code === ErrorCode.OK
@@ -573,10 +668,12 @@ export class DummyClient implements StoreClient {
   }
 
   async remove(key: string, force = false): Promise<void> {
+    this.local?.cache.forget(key);
     await this.run((c) => this.call(c, m('Remove'), { key, force }));
   }
 
   async removeByRegex(keyRegex: string): Promise<number> {
+    this.local?.clear();
     return Number((await this.run((c) => this.call(c, m('RemoveByRegex'), { key_regex: keyRegex }))).count);
   }
 
@@ -586,6 +683,7 @@ export class DummyClient implements StoreClient {
   }
 
   async removeAll(): Promise<number> {
+    this.local?.clear();
     return Number((await this.run((c) => this.call(c, m('RemoveAll'), {}))).count);
   }
 
@@ -595,6 +693,7 @@ export class DummyClient implements StoreClient {
   }
 
   async batchReplicaClear(objectKeys: readonly string[], segmentName = ''): Promise<string[]> {
+    if (this.local) for (const k of objectKeys) this.local.cache.forget(k);
     return (await this.run((c) => this.call(c, m('BatchReplicaClear'), { object_keys: [...objectKeys], segment_name: segmentName }))).cleared_keys as string[];
   }
 
@@ -603,6 +702,7 @@ export class DummyClient implements StoreClient {
   }
 
   async createMoveTask(key: string, source: string, target: string): Promise<number> {
+    this.local?.cache.forget(key);
     return Number((await this.run((c) => this.call(c, m('CreateMoveTask'), { key, source, target }))).task_id);
   }
 
@@ -619,6 +719,7 @@ export class DummyClient implements StoreClient {
     this.pool?.close();
     this.conn?.channel.close();
     this.conn = undefined;
+    this.local?.close(); // joins its threads: nothing copies into the regions after this
     for (const r of this.regions.splice(0)) {
       r.mapped.release();
       removeFile(r.path);
@@ -631,6 +732,7 @@ interface ItemReply {
   status_code: number;
   error: string;
   size: number;
+  local?: LocalReplica__Output | null;
 }
 
 /** Calls `method`; a transport failure is UnavailableError, a failed status its StoreError. */

@@ -36,6 +36,21 @@ export function fileReplicaOf(res: GetReplicaListResponse__Output): { path: stri
 /** Replica lists the cache keeps by default (a few hundred bytes each). */
 export const DEFAULT_REPLICA_CACHE_ENTRIES = 65_536;
 
+/**
+ * The replica a read came from, as a same-host dummy client needs it to read the object again
+ * itself while the lease holds (sidecar/local-replica.ts).
+ */
+export interface ReadSource {
+  readonly replica: ReplicaInfo__Output;
+  /** The slices' CRC-32C as the writer recorded them (the master's reply; empty: none). */
+  readonly sums: readonly number[];
+  /** Milliseconds of the read lease left when the read finished. */
+  readonly leaseLeftMs: number;
+}
+
+/** Told the source of a read that succeeded. */
+export type ReadObserver = (source: ReadSource) => void;
+
 /** One object a read batch moves: its pieces, where they go, and the CRC-32C each must have. */
 interface ReadTarget {
   pieces: Piece[];
@@ -94,7 +109,7 @@ export class ReadPath {
    * either way; a larger object is not read). For callers that pick where a large value goes only
    * once they know its size (dummy clients' get).
    */
-  getBounded(key: string, maxBytes: number): Promise<{ size: number; value?: Buffer }> {
+  getBounded(key: string, maxBytes: number, observe?: ReadObserver): Promise<{ size: number; value?: Buffer }> {
     const refused = this.refusal(key);
     if (refused) return refused;
     return this.withReplicas(key, (res, start) => {
@@ -106,16 +121,26 @@ export class ReadPath {
       }
       const replicas = this.readable(res, key);
       const size = replicaSize(replicas[0]);
-      if (size > maxBytes) return { size };
+      if (size > maxBytes) {
+        // not read here: the caller reads it with getInto, which tells where it came from
+        return { size };
+      }
       const result = this.core.allocOut(size);
       const sums = this.expected(res, replicas[0]);
-      if (this.readInline(replicas[0], result.out, sums, key)) return { size, value: this.leaseChecked(result.out, start, res, key) };
-      return this.readFrom(replicas, result.out, leaseDeadline(start, Number(res.lease_ttl_ms)), getWhat(key), result, sums, key).then(() => ({ size, value: result.out }));
+      if (this.readInline(replicas[0], result.out, sums, key)) {
+        const value = this.leaseChecked(result.out, start, res, key);
+        if (observe) this.tell(observe, res, replicas[0], start);
+        return { size, value };
+      }
+      return this.readFrom(replicas, result.out, leaseDeadline(start, Number(res.lease_ttl_ms)), getWhat(key), result, sums, key).then((used) => {
+        if (observe) this.tell(observe, res, used, start);
+        return { size, value: result.out };
+      });
     });
   }
 
   /** Reads the object into `target` (registered memory is written directly); returns its size. */
-  getInto(key: string, target: Uint8Array): Promise<number> {
+  getInto(key: string, target: Uint8Array, observe?: ReadObserver): Promise<number> {
     const refused = this.refusal(key);
     if (refused) return refused;
     if (!(target instanceof Uint8Array)) return Promise.reject(new InvalidParamsError(`${getWhat(key)}: the target must be a Buffer/Uint8Array`));
@@ -130,8 +155,15 @@ export class ReadPath {
       if (target.byteLength < size) throw new InvalidParamsError(`${getWhat(key)}: the target holds ${target.byteLength} B, the object is ${size} B`);
       const out = asBuffer(target).subarray(0, size);
       const sums = this.expected(res, replicas[0]);
-      if (this.readInline(replicas[0], out, sums, key)) return this.leaseChecked(size, start, res, key);
-      return this.readFrom(replicas, out, leaseDeadline(start, Number(res.lease_ttl_ms)), getWhat(key), undefined, sums, key).then(() => size);
+      if (this.readInline(replicas[0], out, sums, key)) {
+        const n = this.leaseChecked(size, start, res, key);
+        if (observe) this.tell(observe, res, replicas[0], start);
+        return n;
+      }
+      return this.readFrom(replicas, out, leaseDeadline(start, Number(res.lease_ttl_ms)), getWhat(key), undefined, sums, key).then((used) => {
+        if (observe) this.tell(observe, res, used, start);
+        return size;
+      });
     });
   }
 
@@ -213,6 +245,12 @@ export class ReadPath {
     return replicas;
   }
 
+  /** Tells `observe` that `replica` of `res` (whose lease started at `start`) was just read. */
+  private tell(observe: ReadObserver, res: GetReplicaListResponse__Output, replica: ReplicaInfo__Output, start: number): void {
+    const leaseLeftMs = leaseDeadline(start, Number(res.lease_ttl_ms)) - this.core.d.now();
+    observe({ replica, sums: res.slice_checksums ?? [], leaseLeftMs });
+  }
+
   /** `value` if the read finished inside the lease granted at `start`, else LeaseExpiredError (no data). */
   private leaseChecked<T>(value: T, start: number, res: GetReplicaListResponse__Output, key: string): T {
     if (withinLease(this.core.d.now(), leaseDeadline(start, Number(res.lease_ttl_ms)))) return value;
@@ -289,10 +327,18 @@ export class ReadPath {
   }
 
   /**
-   * Tries the replicas in order until one reads completely inside the lease. `result`: `out` is a
-   * fresh result from allocOut (its registration is known).
+   * Tries the replicas in order until one reads completely inside the lease; resolves with that
+   * one. `result`: `out` is a fresh result from allocOut (its registration is known).
    */
-  private async readFrom(replicas: ReplicaInfo__Output[], out: Buffer, deadline: number, what: string, result?: ResultBuffer, sums?: readonly number[], key = ''): Promise<void> {
+  private async readFrom(
+    replicas: ReplicaInfo__Output[],
+    out: Buffer,
+    deadline: number,
+    what: string,
+    result?: ResultBuffer,
+    sums?: readonly number[],
+    key = '',
+  ): Promise<ReplicaInfo__Output> {
     const errors: unknown[] = [];
     for (const r of replicas) {
       if (replicaSize(r) !== out.length) {
@@ -306,7 +352,7 @@ export class ReadPath {
         continue;
       }
       if (!withinLease(this.core.d.now(), deadline)) throw new LeaseExpiredError(`${what}: the lease expired before the read finished; no data returned`);
-      return;
+      return r;
     }
     const cause = errors.length === 1 ? errors[0] : new AggregateError(errors, `${errors.length} replicas failed`);
     throw new TransferError(`${what}: every replica failed (${replicas.length} tried): ${(errors[errors.length - 1] as Error)?.message}`, { cause });
@@ -421,7 +467,7 @@ export class ReadPath {
    * Many objects, each into its own target (registered targets are read into directly): one
    * BatchGetReplicaList, one transfer batch. Per key: `size` read, or `error`.
    */
-  async getIntoBatch(items: readonly { key: string; target: Uint8Array }[]): Promise<BatchGetIntoResult[]> {
+  async getIntoBatch(items: readonly { key: string; target: Uint8Array }[], observe?: (i: number, source: ReadSource) => void): Promise<BatchGetIntoResult[]> {
     for (const it of items) {
       if (!(it.target instanceof Uint8Array)) throw new InvalidParamsError(`${getWhat(it.key)}: the target must be a Buffer/Uint8Array`);
     }
@@ -433,11 +479,16 @@ export class ReadPath {
         const out = asBuffer(target).subarray(0, size);
         return { out, address: this.core.registeredAddress(out) };
       },
+      observe,
     );
     return results.map((r) => (r.error ? { key: r.key, error: r.error } : { key: r.key, size: r.value!.length }));
   }
 
-  private async readBatch(keys: readonly string[], outFor: (i: number, size: number, what: string) => ResultBuffer): Promise<BatchGetResult[]> {
+  private async readBatch(
+    keys: readonly string[],
+    outFor: (i: number, size: number, what: string) => ResultBuffer,
+    observe?: (i: number, source: ReadSource) => void,
+  ): Promise<BatchGetResult[]> {
     const what = `batch get of ${keys.length} keys`;
     this.core.pool(what);
     if (keys.length === 0) return [];
@@ -446,7 +497,15 @@ export class ReadPath {
     const res = await this.core.d.rpc('BatchGetReplicaList', () => this.core.d.master.batchGetReplicaList({ keys: [...keys] }));
     check(res.status_code, what);
     const results: BatchGetResult[] = keys.map((key) => ({ key }));
-    const wanted: { i: number; replicas: ReplicaInfo__Output[]; deadline: number; result: ResultBuffer; what: string; sums?: readonly number[] }[] = [];
+    const wanted: {
+      i: number;
+      replicas: ReplicaInfo__Output[];
+      deadline: number;
+      result: ResultBuffer;
+      what: string;
+      sums?: readonly number[];
+      recorded: readonly number[];
+    }[] = [];
     const fileReads: Promise<void>[] = [];
     keys.forEach((key, i) => {
       const w = `get ${JSON.stringify(key)}`;
@@ -475,6 +534,7 @@ export class ReadPath {
           result: outFor(i, replicaSize(replicas[0]), w),
           what: w,
           sums: this.expected(r, replicas[0]),
+          recorded: r.slice_checksums ?? [],
         });
       } catch (e) {
         results[i].error = e as StoreError;
@@ -492,9 +552,11 @@ export class ReadPath {
     }
     for (const w of wanted) {
       try {
-        if (!batchOk) await this.readFrom(w.replicas, w.result.out, w.deadline, w.what, w.result, w.sums, keys[w.i]);
-        else if (!withinLease(this.core.d.now(), w.deadline)) throw new LeaseExpiredError(`${w.what}: the lease expired before the read finished; no data returned`);
+        const used = batchOk ? w.replicas[0] : await this.readFrom(w.replicas, w.result.out, w.deadline, w.what, w.result, w.sums, keys[w.i]);
+        const leaseLeftMs = w.deadline - this.core.d.now();
+        if (!withinLease(this.core.d.now(), w.deadline)) throw new LeaseExpiredError(`${w.what}: the lease expired before the read finished; no data returned`);
         results[w.i].value = w.result.out;
+        if (observe) observe(w.i, { replica: used, sums: w.recorded, leaseLeftMs });
       } catch (e) {
         results[w.i].error = e as StoreError;
       }

@@ -10,7 +10,7 @@
 // (STORE_CLUSTER_SECRET_FILE, e2e/global-secret.ts), so these tests now show what the owner checks
 // stop an insider from doing. What stays open to a process without the secret: the transfer
 // engines' ports until the native handshake lands (h-native-auth), and the GET endpoints.
-import { execFile, execFileSync, spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -23,6 +23,7 @@ import { ErrorCode } from '../common/error-code.js';
 import { mapMemory, TransferEngine } from '../native/index.js';
 import { rawConnect, requestHeader, WireStatus } from '../native/test-fixtures/raw-wire.js';
 import { runSecret } from '../native/test-fixtures/run-secret.js';
+import { asStranger, cannotSwitchUid, strangerUid } from '../native/test-fixtures/other-uid.js';
 
 const MiB = 1024 * 1024;
 const TCP_ONLY = { ...process.env, MC_STORE_SHM_TRANSPORT: '0' };
@@ -208,17 +209,6 @@ describe("a stranger and a client's engine", () => {
 });
 
 // Another uid, a real socket: the test runs as root and starts the stranger under setpriv.
-const strangerUid = 100_000 + Math.floor(Math.random() * 900_000);
-const cannotSwitchUid = (() => {
-  if (process.getuid?.() !== 0) return 'the test runs as root (it starts the stranger as another uid)';
-  try {
-    execFileSync('setpriv', ['--version'], { stdio: 'ignore' });
-  } catch {
-    return 'setpriv (util-linux) is installed';
-  }
-  return '';
-})();
-
 describe("a stranger and the store service's dummy-client socket", () => {
   let cluster: LocalCluster;
   afterAll(async () => cluster?.stop(), 30_000);
@@ -241,7 +231,6 @@ describe("a stranger and the store service's dummy-client socket", () => {
               (err, out) => (err ? reject(err) : resolve(out.trim())),
             ),
           );
-        const asStranger = ['setpriv', `--reuid=${strangerUid}`, `--regid=${strangerUid}`, '--clear-groups'];
         // without the cluster secret (the stranger cannot read the run's file, mode 0600)
         expect(await knock(asStranger, '')).toMatch(
           new RegExp(

@@ -5,25 +5,13 @@
 // runs as this test's uid (root), the reading stranger under setpriv as a uid of its own. Whether
 // a transfer used the shared mapping is told by freezing the serving peer: only shared memory
 // answers then, TCP times out.
-import { execFileSync } from 'node:child_process';
 import { mapMemory, shmPeerUidsDefault, TransferEngine } from './index.js';
 import { ensureAddon } from './test-fixtures/ensure-addon.js';
 import { startRegionPeer, type RegionPeer } from './test-fixtures/region-peer.js';
+import { asStranger, cannotSwitchUid, strangerUid } from './test-fixtures/other-uid.js';
 
 const MiB = 1024 * 1024;
 const ports = { minPort: 20000, maxPort: 32000 };
-const strangerUid = 100_000 + Math.floor(Math.random() * 900_000);
-const asStranger = ['setpriv', `--reuid=${strangerUid}`, `--regid=${strangerUid}`, '--clear-groups'];
-const cannotSwitchUid = (() => {
-  if (process.getuid?.() !== 0) return 'the test runs as root (it starts the reading peer as another uid)';
-  try {
-    execFileSync('setpriv', ['--version'], { stdio: 'ignore' });
-  } catch {
-    return 'setpriv (util-linux) is installed';
-  }
-  return '';
-})();
-
 const peers: RegionPeer[] = [];
 
 beforeAll(() => ensureAddon());

@@ -200,3 +200,30 @@ test('MC_STORE_SHM_TRANSPORT=0 keeps same-host peers on TCP', async () => {
     e.close();
   }
 });
+
+test('shmOnly: an engine that serves nothing reads through grants only, and fails at once where there is none (never TCP)', async () => {
+  const shared = await peer(18);
+  const anonymous = await peer(19, { regionKind: 'anonymous' }); // not fd-backed: no grant
+  const e = new TransferEngine({ shmOnly: true, timeoutMs: 5000, env: {} }); // never started: no listener
+  try {
+    expect(e.endpoint).toBe('');
+    e.registerRegion(local.address, local.size, { serve: false });
+    await e.transfer([{ op: 'read', endpoint: shared.endpoint, remoteAddress: shared.address + 3, localAddress: local.address, length: 2 * MiB }]);
+    expect(sha(localBytes(0, 2 * MiB))).toBe(await shared.sha256(3, 2 * MiB));
+    const small = Buffer.alloc(4096);
+    expect(e.readInlineCrc(shared.endpoint, shared.address + 8, small)).toBe(await shared.crc32c(8, 4096));
+    // anything else fails with TRANSFER_FAILED instead of a TCP connection
+    const err = await rejection(e.transfer([{ op: 'read', endpoint: anonymous.endpoint, remoteAddress: anonymous.address, localAddress: local.address, length: MiB }]));
+    expect(err.code).toBe('TRANSFER_FAILED');
+    expect(err.message).toMatch(/not reachable through same-host shared memory .*shmOnly/);
+    expect(err.endpoints).toEqual([anonymous.endpoint]);
+    const tcpOnly = await peer(20, { shmTransport: false }); // no control socket at all
+    const err2 = await rejection(e.transfer([{ op: 'read', endpoint: tcpOnly.endpoint, remoteAddress: tcpOnly.address, localAddress: local.address, length: 4096 }]));
+    expect(err2.code).toBe('TRANSFER_FAILED');
+    // what reached them: the control socket of the one that has one (it said "not shareable"), no TCP connection
+    expect((await anonymous.stats()).accepted).toBe(1);
+    expect((await tcpOnly.stats()).accepted).toBe(0);
+  } finally {
+    e.close();
+  }
+});

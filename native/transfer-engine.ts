@@ -84,6 +84,13 @@ export interface TransferEngineOptions {
    */
   shmTransport?: boolean;
   /**
+   * Peers only through the same-host shm transport (implies shmTransport): a chunk no grant
+   * covers (no control socket, a peer that gives this process no fds, memory that is not
+   * fd-backed) fails with TRANSFER_FAILED instead of going over TCP. For a reader that has a
+   * better way when shared memory is not there (a dummy client's local reads). Default false.
+   */
+  shmOnly?: boolean;
+  /**
    * The uids (SO_PEERCRED) of same-host peers that receive our memory fds over the shm control
    * socket; any other peer is answered "not shareable" (it uses TCP), counted in shmPeersRefused
    * and logged on stderr. Default: this process's effective uid, root, and MC_STORE_SHM_PEER_UIDS.
@@ -205,7 +212,8 @@ export class TransferEngine {
       maxConnectionsPerPeer: positiveInt('maxConnectionsPerPeer', opts.maxConnectionsPerPeer, ENGINE_DEFAULTS.maxConnectionsPerPeer),
       socketBufferSize: opts.socketBufferSize ?? ENGINE_DEFAULTS.socketBufferSize,
       memcpyLocal: opts.memcpyLocal ?? memcpyLocalDefault(env),
-      shmTransport: opts.shmTransport ?? shmTransportDefault(env),
+      shmTransport: opts.shmOnly === true || (opts.shmTransport ?? shmTransportDefault(env)),
+      shmOnly: opts.shmOnly === true,
       shmPeerUids: opts.shmPeerUids ?? shmPeerUidsDefault(env),
     });
   }

@@ -72,6 +72,8 @@ class DummyChannelConnection {
     private readonly service: () => ClientService | undefined,
     readonly session: DummySession,
     private readonly log: Logger,
+    /** Counts each request received (ClientServiceServer.stats().calls). */
+    private readonly served: () => void,
   ) {
     this.writer = new FrameWriter((data) => {
       if (socket.destroyed) return;
@@ -109,6 +111,7 @@ class DummyChannelConnection {
       this.reply(m, id, { status_code: ErrorCode.INVALID_PARAMS, error: `malformed ${m.name} request: ${(e as Error).message}` });
       return;
     }
+    this.served();
     const service = this.service();
     if (!service) {
       this.reply(m, id, { status_code: ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS, error: 'the store service is starting (not mounted yet)' });
@@ -133,6 +136,8 @@ export class ClientServiceServer {
   private unix: Server | undefined;
   private readonly sockets = new Set<Socket>();
   private readonly connections = new Set<DummyChannelConnection>();
+  /** Requests received on channel connections since start (stats().calls). */
+  private calls = 0;
   private readonly grpcServer: grpc.Server;
   private readonly injector: grpc.ConnectionInjector;
   private readonly grpcSession: DummySession;
@@ -189,7 +194,7 @@ export class ClientServiceServer {
           );
           return;
         }
-        this.onConnection(s, cred ? `unix:${path} pid ${cred.pid}` : `unix:${path}`);
+        this.onConnection(s, cred ? `unix:${path} pid ${cred.pid}` : `unix:${path}`, true);
       });
       await new Promise<void>((resolve, reject) => {
         unix.once('error', reject);
@@ -209,15 +214,18 @@ export class ClientServiceServer {
     this.service = service;
   }
 
-  /** Dummy clients connected now (channel connections), regions they hold, and their bytes. */
-  stats(): { connections: number; regions: number; regionBytes: number } {
+  /**
+   * Dummy clients connected now (channel connections), regions they hold, their bytes, and the
+   * requests received on channel connections so far (reads a dummy served itself are not among them).
+   */
+  stats(): { connections: number; regions: number; regionBytes: number; calls: number } {
     let regions = 0;
     let regionBytes = 0;
     for (const c of this.connections) {
       regions += c.session.regionCount;
       regionBytes += c.session.regionBytes;
     }
-    return { connections: this.connections.size, regions, regionBytes };
+    return { connections: this.connections.size, regions, regionBytes, calls: this.calls };
   }
 
   /** Stops accepting and ends every connection; their regions are released. */
@@ -275,7 +283,7 @@ export class ClientServiceServer {
     });
   }
 
-  private onConnection(socket: Socket, peer: string): void {
+  private onConnection(socket: Socket, peer: string, unix = false): void {
     this.sockets.add(socket);
     socket.once('close', () => this.sockets.delete(socket));
     socket.on('error', (e) => this.opts.log.debug(`dummy client ${peer}: ${e.message}`));
@@ -292,7 +300,7 @@ export class ClientServiceServer {
       const magic = head.subarray(0, 4);
       if (magic.equals(DUMMY_CHANNEL_MAGIC)) {
         acceptAuthenticated(socket, this.opts.secret, 'dummy-client', head.subarray(4), {
-          serve: (rest) => this.serveChannel(socket, peer, rest),
+          serve: (rest) => this.serveChannel(socket, peer, rest, unix),
           refused: (e) => {
             this.opts.authRefused?.('dummy-client');
             this.refusals.note(peer, `dummy client ${peer} refused: ${e.message}`);
@@ -316,9 +324,15 @@ export class ClientServiceServer {
     socket.on('data', sniff);
   }
 
-  /** Serves a KVD1 connection (past the handshake); `rest`: the bytes after it. */
-  private serveChannel(socket: Socket, peer: string, rest: Buffer): void {
-    const conn = new DummyChannelConnection(socket, () => this.service, new DummySession(this.host, peer), this.opts.log);
+  /** Serves a KVD1 connection (past the handshake); `rest`: the bytes after it; `unix`: on the Unix socket. */
+  private serveChannel(socket: Socket, peer: string, rest: Buffer, unix: boolean): void {
+    const conn = new DummyChannelConnection(
+      socket,
+      () => this.service,
+      new DummySession(this.host, peer, true, unix),
+      this.opts.log,
+      () => this.calls++,
+    );
     this.connections.add(conn);
     this.opts.log.info(`dummy client connected: ${peer}`);
     socket.once('close', () => {

@@ -14,13 +14,19 @@ import type { StoreClient } from '../client/store-client.js';
 import { InvalidParamsError, StoreError } from '../client/errors.js';
 import type { DummySession } from './dummy-session.js';
 import type { TaskInfo__Output } from '../proto/gen/store/TaskInfo.js';
+import type { ReadObserver, ReadSource } from '../client/read-path.js';
+import type { LocalReplica } from '../proto/gen/store/LocalReplica.js';
+import { localReplica, sameHostAs } from './local-replica.js';
 
 /** What the service needs of the real client (client/client.ts implements it). */
-export interface RealClient extends Omit<StoreClient, 'allocBuffer' | 'close'> {
+export interface RealClient extends Omit<StoreClient, 'allocBuffer' | 'close' | 'getInto' | 'getIntoBatch'> {
   readonly clientId: string;
   readonly endpoint: string;
   readonly mountedSegments: readonly { name: string }[];
-  getBounded(key: string, maxBytes: number): Promise<{ size: number; value?: Buffer }>;
+  /** As StoreClient's; `observe` is told which replica the bytes came from (for LocalReplica). */
+  getInto(key: string, target: Uint8Array, observe?: ReadObserver): Promise<number>;
+  getIntoBatch(items: readonly { key: string; target: Uint8Array }[], observe?: (i: number, source: ReadSource) => void): ReturnType<StoreClient['getIntoBatch']>;
+  getBounded(key: string, maxBytes: number, observe?: ReadObserver): Promise<{ size: number; value?: Buffer }>;
   queryTaskRaw(taskId: number): Promise<{ task: TaskInfo__Output; nowMs: number }>;
 }
 
@@ -43,8 +49,9 @@ export function failure(e: unknown): Reply {
   return { status_code: ErrorCode.INTERNAL_ERROR, error: (e as Error)?.message ?? String(e) };
 }
 
-function itemResult(r: { error?: StoreError }, size = 0): { status_code: number; error: string; size: number } {
-  return r.error ? { status_code: r.error.code, error: r.error.message, size: 0 } : { status_code: ErrorCode.OK, error: '', size };
+function itemResult(r: { error?: StoreError }, size = 0, local?: LocalReplica): { status_code: number; error: string; size: number; local?: LocalReplica } {
+  if (r.error) return { status_code: r.error.code, error: r.error.message, size: 0 };
+  return local ? { status_code: ErrorCode.OK, error: '', size, local } : { status_code: ErrorCode.OK, error: '', size };
 }
 
 /** The proto's ReplicateConfig as the Client's PutConfig (absent: defaults). */
@@ -58,15 +65,28 @@ function spanList(spans: readonly RegionSpan__Output[]): { region_id: number; of
 }
 
 export class ClientService {
+  /** Whether an engine endpoint shares this host (LocalReplica is only given for those). */
+  private readonly sameHost: (endpoint: string) => boolean;
+
   constructor(
     private readonly client: RealClient,
     private readonly opts: ClientServiceOptions,
-  ) {}
+  ) {
+    this.sameHost = sameHostAs(client.endpoint);
+  }
+
+  /** An observer that keeps the LocalReplica of the read it sees (for sessions that asked). */
+  private describe(s: DummySession): { observe?: ReadObserver; local: () => LocalReplica | undefined } {
+    if (!s.localReads) return { local: () => undefined };
+    let local: LocalReplica | undefined;
+    return { observe: (src) => void (local = localReplica(src, this.sameHost)), local: () => local };
+  }
 
   /** Handlers by the proto's camelCase method name (the dispatcher looks them up by MethodInfo.call). */
   readonly handlers: Record<string, Handler> = {
-    hello: async (req: { client_name: string }, s) => {
+    hello: async (req: { client_name: string; local_reads?: boolean }, s) => {
       if (typeof req.client_name === 'string') s.clientName = req.client_name.slice(0, 200).replace(/[\u0000-\u001f\u007f]/g, '?');
+      s.localReads = s.sameHost && req.local_reads === true;
       return this.helloReply();
     },
 
@@ -86,7 +106,10 @@ export class ClientService {
       const { views, done } = s.use(spanList(req.target ? [req.target] : []), `getInto ${JSON.stringify(req.key)}`);
       if (views.length !== 1) throw new InvalidParamsError('getInto: a target span is required');
       try {
-        return { ...OK, size: await this.client.getInto(req.key, views[0]) };
+        const d = this.describe(s);
+        const size = await this.client.getInto(req.key, views[0], d.observe);
+        const local = d.local();
+        return local ? { ...OK, size, local } : { ...OK, size };
       } finally {
         done();
       }
@@ -99,8 +122,13 @@ export class ClientService {
       });
       const { views, done } = s.use(spanList(spans), `batch getInto of ${req.items.length} keys`);
       try {
-        const results = await this.client.getIntoBatch(req.items.map((it, i) => ({ key: it.key, target: views[i] })));
-        return { ...OK, results: results.map((r) => itemResult(r, r.size ?? 0)) };
+        let locals: (LocalReplica | undefined)[] | undefined;
+        const observe = s.localReads ? (i: number, src: ReadSource) => void ((locals ??= [])[i] = localReplica(src, this.sameHost)) : undefined;
+        const results = await this.client.getIntoBatch(
+          req.items.map((it, i) => ({ key: it.key, target: views[i] })),
+          observe,
+        );
+        return { ...OK, results: results.map((r, i) => itemResult(r, r.size ?? 0, locals?.[i])) };
       } finally {
         done();
       }
@@ -111,10 +139,12 @@ export class ClientService {
     batchPut: (req: { items: PutRequest__Output[] }) => this.batchWriteInline(req.items, 'put'),
     batchUpsert: (req: { items: PutRequest__Output[] }) => this.batchWriteInline(req.items, 'upsert'),
 
-    get: async (req: { key: string; max_inline: number }) => {
+    get: async (req: { key: string; max_inline: number }, s) => {
       const max = Math.min(Number(req.max_inline) || this.opts.maxInlineBytes, this.opts.maxInlineBytes);
-      const r = await this.client.getBounded(req.key, max);
-      return { ...OK, size: r.size, value: r.value ?? Buffer.alloc(0) };
+      const d = this.describe(s);
+      const r = await this.client.getBounded(req.key, max, d.observe);
+      const local = d.local();
+      return local ? { ...OK, size: r.size, value: r.value ?? Buffer.alloc(0), local } : { ...OK, size: r.size, value: r.value ?? Buffer.alloc(0) };
     },
 
     batchGet: async (req: { keys: string[] }) => {

@@ -46,6 +46,11 @@ export class DummySession {
   private closed = false;
   /** The name the dummy client gave in Hello (for logs). */
   clientName = '';
+  /**
+   * The dummy client asked (Hello local_reads) to be told where the bytes it reads lie, and is on
+   * this host (the Unix socket): read replies carry LocalReplica (sidecar/local-replica.ts).
+   */
+  localReads = false;
 
   constructor(
     private readonly host: SessionHost,
@@ -53,6 +58,8 @@ export class DummySession {
     readonly peer: string,
     /** False for gRPC calls: they have no connection whose end would release a region. */
     private readonly regionsAllowed = true,
+    /** A connection on the Unix socket: the dummy client shares this host (and network namespace). */
+    readonly sameHost = false,
   ) {}
 
   /** Who this is, for logs: the Hello name and the connection. */

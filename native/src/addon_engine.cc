@@ -79,6 +79,8 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
         if (o.Get("authTimeoutMs").IsNumber()) opts.auth_timeout_ms = ToInt(o.Get("authTimeoutMs"), "authTimeoutMs");
         opts.memcpy_local = o.Get("memcpyLocal").ToBoolean().Value();
         opts.shm_transport = o.Get("shmTransport").ToBoolean().Value();
+        opts.shm_only = o.Get("shmOnly").ToBoolean().Value();
+        if (opts.shm_only) opts.shm_transport = true;
         Napi::Value uids = o.Get("shmPeerUids");
         if (!uids.IsUndefined() && !uids.IsNull()) {
           if (!uids.IsArray()) throw NativeError("INVALID_ARGUMENT", "shmPeerUids must be an array of uids");

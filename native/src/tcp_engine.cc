@@ -41,7 +41,7 @@ PeerChannel* TcpEngine::Peer(const std::string& endpoint) {
   std::shared_ptr<ShmPeer> shm;
   if (!local && opts_.shm_transport) shm = ShmPeer::Connect(endpoint, opts_.tuning.timeout_ms, auth_);
   auto peer = std::make_unique<PeerChannel>(endpoint, opts_.connections_per_peer, opts_.tuning,
-                                            local ? &regions_ : nullptr, &done_, std::move(shm), auth_);
+                                            local ? &regions_ : nullptr, &done_, std::move(shm), auth_, opts_.shm_only);
   PeerChannel* raw = peer.get();
   peers_.emplace(endpoint, std::move(peer));
   peer_list_.push_back(raw);

@@ -33,6 +33,7 @@ struct EngineOptions {
   size_t max_connections_per_peer = 64;  // from one IP address (TCP) or process (shm control)
   bool memcpy_local = false;
   bool shm_transport = false;  // same-host peers through shared mappings (MC_STORE_SHM_TRANSPORT)
+  bool shm_only = false;       // never TCP: a chunk no shm grant covers fails (a dummy client's reader)
   std::vector<uint32_t> shm_peer_uids;  // uids given our memory fds; empty: our effective uid and root
   std::shared_ptr<const AuthKey> auth_key;  // the cluster secret; null: no handshake (auth_handshake.h)
   int auth_timeout_ms = 10000;              // the whole handshake of one connection

@@ -15,8 +15,9 @@
 namespace kvstore {
 
 PeerChannel::PeerChannel(std::string endpoint, int connections, SocketTuning tuning, RegionTable* local_regions,
-                         BatchDone* done, std::shared_ptr<ShmPeer> shm, AuthConfig auth)
-    : endpoint_(std::move(endpoint)), tuning_(tuning), auth_(std::move(auth)), local_regions_(local_regions), done_(done), shm_(std::move(shm)) {
+                         BatchDone* done, std::shared_ptr<ShmPeer> shm, AuthConfig auth, bool shm_only)
+    : endpoint_(std::move(endpoint)), tuning_(tuning), auth_(std::move(auth)), shm_only_(shm_only), local_regions_(local_regions), done_(done),
+      shm_(std::move(shm)) {
   shm_capable_ = shm_ != nullptr;
   if (connections < 1) connections = 1;
   for (int i = 0; i < connections; ++i) workers_.push_back(std::make_unique<Worker>());
@@ -144,7 +145,14 @@ void PeerChannel::Run(Worker* w) {
     } else if (!c.batch->failed.load()) {
       try {
         if (local_regions_) ExecuteMemcpy(c);
-        else if (!shm_capable_ || !ExecuteShm(c)) ExecuteTcp(w, c);
+        else if (!shm_capable_ || !ExecuteShm(c)) {
+          if (shm_only_) {
+            throw NativeError("TRANSFER_FAILED", "peer " + endpoint_ +
+                                                     " is not reachable through same-host shared memory (no control socket, or "
+                                                     "no fds for this process) and this engine uses nothing else (shmOnly)");
+          }
+          ExecuteTcp(w, c);
+        }
       } catch (const NativeError& e) {
         // Blame the peer unless the failure is ours (or close() cut the chunk short).
         c.batch->Fail(e.code(), e.what(), e.local() || e.code() == "INVALID_ARGUMENT" || Stopping() ? std::string() : endpoint_);

@@ -30,8 +30,10 @@ class PeerChannel {
   // local_regions != nullptr selects the memcpy flavour; shm != nullptr (a same-host peer
   // serving the shm control socket) memcpy's through the peer's mapped regions, TCP otherwise.
   // Throws NativeError TRANSFER_FAILED (having started no thread) when the workers cannot start.
+  // shm_only: a chunk that cannot go through a shm grant fails (TRANSFER_FAILED) instead of
+  // taking TCP.
   PeerChannel(std::string endpoint, int connections, SocketTuning tuning, RegionTable* local_regions, BatchDone* done,
-              std::shared_ptr<ShmPeer> shm = nullptr, AuthConfig auth = {});
+              std::shared_ptr<ShmPeer> shm = nullptr, AuthConfig auth = {}, bool shm_only = false);
   ~PeerChannel() { Stop(); }
   void Submit(std::vector<Chunk>&& chunks);
   // Small same-host batches on the calling thread when every op's grant is already cached and the
@@ -71,6 +73,7 @@ class PeerChannel {
   std::string endpoint_;
   SocketTuning tuning_;
   AuthConfig auth_;
+  bool shm_only_;
   RegionTable* local_regions_;
   BatchDone* done_;
   std::mutex mu_;

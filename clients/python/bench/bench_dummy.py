@@ -251,6 +251,7 @@ def main() -> None:
             c.get(f"warm-{os.getpid()}-{i}")
         if args.preferred_segment is not None:
             sidecar_cases(c, f"py-{os.getpid()}-{int(time.time())}", args.preferred_segment, args.bytes_per_row)
+            print(json.dumps({"local_reads": c.local_read_stats}), flush=True)
         else:
             memcpy()
             run(c, f"bench-{os.getpid()}-{int(time.time())}", counts)

@@ -83,6 +83,10 @@ class Channel:
     def closed(self) -> bool:
         return self._error is not None
 
+    def fileno(self) -> int:
+        """The connection's socket descriptor (for a thread waiting for its hang-up)."""
+        return self._fd
+
     def in_flight(self) -> int:
         with self._lock:
             return len(self._pending)

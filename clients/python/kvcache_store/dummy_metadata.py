@@ -34,6 +34,7 @@ class MetadataCalls:
 
     def remove(self, key: str, force: bool = False, *, timeout: Optional[float] = None) -> int:
         try:
+            self._forget((key,))
             self._simple("Remove", pb.ClientRemoveRequest(key=key, force=bool(force)), timeout)
             return 0
         except (StoreError, TypeError, ValueError) as e:
@@ -48,6 +49,7 @@ class MetadataCalls:
         `force` is not served by the real client (objects read recently stay)."""
         try:
             _no_force(force, "remove_by_regex")
+            self._forget_all()
             return int(self._simple("RemoveByRegex", pb.RegexRequest(key_regex=regex_pattern), timeout).count)
         except (StoreError, TypeError, ValueError) as e:
             return self._code(e)
@@ -55,6 +57,7 @@ class MetadataCalls:
     def remove_all(self, force: bool = False, *, timeout: Optional[float] = None) -> int:
         try:
             _no_force(force, "remove_all")
+            self._forget_all()
             return int(self._simple("RemoveAll", pb.EmptyRequest(), timeout).count)
         except (StoreError, TypeError, ValueError) as e:
             return self._code(e)
@@ -72,6 +75,7 @@ class MetadataCalls:
 
     def batch_replica_clear(self, keys: Sequence[str], segment_name: str = "", *, timeout: Optional[float] = None) -> List[str]:
         """Clears the replicas of the keys (on one segment when named): the keys cleared. Raises on failure."""
+        self._forget(keys)
         res = self._simple("BatchReplicaClear", pb.ClientBatchReplicaClearRequest(object_keys=list(keys), segment_name=segment_name), timeout)
         return list(res.cleared_keys)
 

@@ -32,6 +32,7 @@ class TaskCalls:
         """Queues a task moving `key`'s replica from segment `source` to segment `target`: the
         task id (positive), or a negative code."""
         try:
+            self._forget((key,))
             return int(self._simple("CreateMoveTask", mpb.CreateMoveTaskRequest(key=key, source=source, target=target), timeout).task_id)
         except (StoreError, TypeError, ValueError) as e:
             return self._code(e)

@@ -36,6 +36,19 @@ def ensure_cluster_secret() -> str:
     return path
 
 
+#: a uid of no one, for tests that run a process as another user (under setpriv)
+STRANGER_UID = 100_000 + os.getpid() % 800_000
+
+
+def cannot_switch_uid() -> str:
+    """'' when a process can be run as STRANGER_UID, else what that needs (for a skip reason)."""
+    if os.getuid() != 0:
+        return "the test runs as root (it runs a process as another uid)"
+    if shutil.which("setpriv") is None:
+        return "setpriv (util-linux) is installed"
+    return ""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -116,7 +129,7 @@ class Master(Proc):
 
 
 class StoreService(Proc):
-    def __init__(self, master: Master, shm_dir: str, rpc_port: int = 0, segment: str = "256MB", extra: Optional[List[str]] = None):
+    def __init__(self, master: Master, shm_dir: str, rpc_port: int = 0, segment: str = "256MB", extra: Optional[List[str]] = None, env=None):
         self._master = master
         super().__init__(
             "store_service",
@@ -134,10 +147,24 @@ class StoreService(Proc):
                 f"--shm_dir={shm_dir}",
             ]
             + (extra or []),
+            env=env,
         )
         m = self.wait_for(SERVICE_READY)
         self.http, self.endpoint, self.segments, self.client_id, self.rpc, self.socket = m.groups()
         self.shm_dir = shm_dir
+
+    @property
+    def segment(self) -> str:
+        """The name of its (first) segment."""
+        return self.segments.split(",")[0].split("(")[0]
+
+    def dummy_calls(self) -> int:
+        """Requests it received from dummy clients so far (its /segments report)."""
+        import json
+        import urllib.request
+
+        with urllib.request.urlopen(f"http://{self.http}/segments", timeout=10) as r:
+            return json.loads(r.read())["dummy_clients"]["calls"]
 
     def maps(self) -> str:
         with open(f"/proc/{self.pid}/maps") as f:

@@ -1,0 +1,242 @@
+"""The reading side of the transfer engine's same-host shared-memory transport, in pure Python:
+ask an engine on this host for the memory behind a range it serves, map it read-only, and tell
+when what was mapped may no longer be the engine's.
+
+The protocol is the engine's (native/src/shm_wire.h, the serving side native/src/shm_server.cc,
+docs/native.md "Same-host shared-memory transport" and "Authentication"). Each engine listens on
+the abstract Unix socket "\\0kvstore-te/<host:port>" (abstract names belong to the network
+namespace: same host, or same pod). With the cluster secret the connection first runs the
+challenge-response (interface "transfer-shm"):
+
+    client -> server  b"KSH1"
+    server -> client  Ns (32 random bytes)
+    client -> server  Nc (32 bytes) + HMAC-SHA256(secret, b"kvstore-auth-v1 client transfer-shm" + Ns + Nc)
+    server -> client  HMAC-SHA256(secret, b"kvstore-auth-v1 server transfer-shm" + Ns + Nc)
+    a refusal: 8 bytes (b"KSA2", int32 status 4), then the close
+
+Then each request is 24 bytes little-endian (magic "KSQ2", reserved u32, address u64, length u64)
+and each answer 64 (magic "KSA2", status i32, region start, region length, mapping base, mapping
+length, file offset of the base, the engine's region generation, the region's incarnation; u64
+each). Status 0 comes with three fds (SCM_RIGHTS): the mapping, the engine's generation page and
+the region's fence page (for writers; closed here). 1: the range is not served; 3: not shareable
+(not fd-backed, or our uid is not one the engine gives fds to); 4: the engine wants the secret.
+
+A grant stays true while the engine's generation page holds the value its answer carried (the
+engine bumps it whenever a served region goes away) and the engine lives (a thread waits for the
+control socket's hang-up, so a read checks a flag, not a syscall).
+"""
+import hashlib
+import hmac
+import mmap
+import os
+import select
+import socket
+import struct
+import threading
+from typing import List, Optional
+
+from .errors import StoreError, UnauthenticatedError, UnavailableError, INTERNAL_ERROR
+
+REQUEST = struct.Struct("<IIQQ")
+RESPONSE = struct.Struct("<IiQQQQQQQ")
+REQUEST_MAGIC = 0x3251534B  # "KSQ2"
+RESPONSE_MAGIC = 0x3241534B  # "KSA2"
+AUTH_HELLO = b"KSH1"
+OK, OUT_OF_RANGE, NOT_SHAREABLE, UNAUTHENTICATED = 0, 1, 3, 4
+GRANT_FDS = 3
+NONCE_BYTES = 32
+MAC_BYTES = 32
+INTERFACE = b"transfer-shm"
+_POLLRDHUP = getattr(select, "POLLRDHUP", 0x2000)
+
+
+class ShmRefused(StoreError):
+    """The engine will not share this memory with us (not shareable, not served, another secret,
+    or no socket to reach it): read through the real client instead."""
+
+    def __init__(self, message: str):
+        super().__init__(INTERNAL_ERROR, message)
+
+
+def watch_hangup(fd: int, then, name: str) -> threading.Thread:
+    """Calls `then()` on a thread of its own once the socket `fd` hangs up (the peer closed or
+    died, or this side shut it down). It waits in poll() for the hang-up only, never for data, on
+    a duplicate of the descriptor (so a close of `fd` meanwhile cannot make it poll another file)."""
+    dup = os.dup(fd)
+
+    def run() -> None:
+        p = select.poll()
+        p.register(dup, _POLLRDHUP)
+        try:
+            while True:
+                try:
+                    events = p.poll()
+                except InterruptedError:
+                    continue
+                if events:
+                    break
+        finally:
+            os.close(dup)
+        then()
+
+    t = threading.Thread(target=run, name=name, daemon=True)
+    t.start()
+    return t
+
+
+def control_name(endpoint: str) -> str:
+    """The engine's abstract socket name (leading NUL)."""
+    return "\0kvstore-te/" + endpoint
+
+
+def _proof(secret: bytes, side: bytes, ns: bytes, nc: bytes) -> bytes:
+    return hmac.new(secret, b"kvstore-auth-v1 " + side + b" " + INTERFACE + ns + nc, hashlib.sha256).digest()
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    out = b""
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
+class Grant:
+    """A served region of the engine, mapped here read-only: `view` holds its bytes."""
+
+    __slots__ = ("start", "length", "incarnation", "generation", "view", "_mm")
+
+    def __init__(self, start: int, length: int, incarnation: int, generation: int, mm: mmap.mmap, at: int):
+        self.start = start
+        self.length = length
+        self.incarnation = incarnation
+        self.generation = generation
+        self._mm = mm
+        self.view = memoryview(mm)[at:at + length]
+
+    def covers(self, address: int, length: int) -> bool:
+        return self.start <= address and address + length <= self.start + self.length
+
+
+class ShmPeer:
+    """One engine's control connection, its generation page and the grants it made us. Grant
+    requests run one at a time (a lock); finding a cached grant takes no lock."""
+
+    def __init__(self, endpoint: str, secret: Optional[bytes], timeout: float = 2.0):
+        self.endpoint = endpoint
+        self.alive = False
+        self.grants: List[Grant] = []
+        self._generation = None  # memoryview of the generation page as u64s
+        self._lock = threading.Lock()
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+        self._sock.settimeout(timeout)
+        try:
+            self._sock.connect(control_name(endpoint))
+            if secret is not None:
+                self._handshake(secret)
+        except (OSError, ShmRefused) as e:
+            self._sock.close()
+            if isinstance(e, ShmRefused):
+                raise
+            raise ShmRefused(f"engine {endpoint}: no same-host control socket reachable ({e})") from None
+        self.alive = True
+        self._watcher = watch_hangup(self._sock.fileno(), self._hung_up, f"kvstore-shm-{endpoint}")
+
+    def _handshake(self, secret: bytes) -> None:
+        s = self._sock
+        s.sendall(AUTH_HELLO)
+        ns = _recv_exact(s, NONCE_BYTES)
+        if len(ns) != NONCE_BYTES:
+            why = "it runs without the cluster secret" if len(ns) == 8 and ns[:4] == b"KSA2" else "it closed the connection at the hello"
+            raise UnauthenticatedError(f"engine {self.endpoint} (transfer-shm) refused our authentication: {why}")
+        nc = os.urandom(NONCE_BYTES)
+        s.sendall(nc + _proof(secret, b"client", ns, nc))
+        answer = _recv_exact(s, MAC_BYTES)
+        if len(answer) != MAC_BYTES:
+            raise UnauthenticatedError(f"engine {self.endpoint} (transfer-shm) refused our authentication proof: its cluster secret differs")
+        if not hmac.compare_digest(answer, _proof(secret, b"server", ns, nc)):
+            raise UnauthenticatedError(f"engine {self.endpoint} (transfer-shm) failed to prove the cluster secret")
+
+    def _hung_up(self) -> None:
+        self.alive = False
+
+    def generation(self) -> int:
+        g = self._generation
+        return g[0] if g is not None else -1
+
+    def find(self, address: int, length: int) -> Optional[Grant]:
+        """The cached grant covering the range and still current, else None (stale ones dropped)."""
+        grants = self.grants
+        if not grants:
+            return None
+        g0 = self.generation()
+        for g in grants:
+            if g.generation != g0:
+                self.grants = [x for x in grants if x.generation == g0]
+                return self.find(address, length) if self.grants else None
+            if g.covers(address, length):
+                return g
+        return None
+
+    def grant(self, address: int, length: int) -> Grant:
+        """The grant covering [address, +length), asking the engine when none is cached. Raises
+        ShmRefused (or UnauthenticatedError) when it will not share it, UnavailableError when the
+        engine is gone or does not answer."""
+        g = self.find(address, length)
+        if g is not None:
+            return g
+        with self._lock:
+            g = self.find(address, length)
+            if g is not None:
+                return g
+            if not self.alive:
+                raise UnavailableError(f"engine {self.endpoint}: its control socket closed")
+            return self._ask(address, length)
+
+    def _ask(self, address: int, length: int) -> Grant:
+        s = self._sock
+        try:
+            s.sendall(REQUEST.pack(REQUEST_MAGIC, 0, address, length))
+            data, fds, _flags, _addr = socket.recv_fds(s, RESPONSE.size, GRANT_FDS, socket.MSG_CMSG_CLOEXEC)
+            if data and len(data) < RESPONSE.size:
+                data += _recv_exact(s, RESPONSE.size - len(data))
+        except OSError as e:
+            raise UnavailableError(f"engine {self.endpoint}: shm control request failed: {e}") from None
+        try:
+            if len(data) != RESPONSE.size:
+                raise UnavailableError(f"engine {self.endpoint}: shm control connection closed or garbled")
+            magic, status, start, rlen, base, mlen, offset, generation, incarnation = RESPONSE.unpack(data)
+            if magic != RESPONSE_MAGIC:
+                raise UnavailableError(f"engine {self.endpoint}: shm control answer garbled")
+            if status == UNAUTHENTICATED:
+                raise UnauthenticatedError(f"engine {self.endpoint} (transfer-shm) requires the cluster secret and this client has none")
+            if status == OUT_OF_RANGE:
+                raise ShmRefused(f"engine {self.endpoint}: [{address}, +{length}) is outside its served regions")
+            if status != OK or len(fds) < GRANT_FDS:
+                raise ShmRefused(f"engine {self.endpoint}: the range is not shareable with this process (status {status})")
+            if self._generation is None:
+                gm = mmap.mmap(fds[1], 8, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
+                self._generation = memoryview(gm).cast("Q")
+            mm = mmap.mmap(fds[0], mlen, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ, offset=offset)
+            g = Grant(start, rlen, incarnation, generation, mm, start - base)
+        except OSError as e:
+            raise ShmRefused(f"engine {self.endpoint}: cannot map the granted memory: {e}") from None
+        finally:
+            for fd in fds:
+                os.close(fd)
+        self.grants = self.grants + [g]
+        return g
+
+    def close(self) -> None:
+        """Ends the control connection (the watcher then ends too). Mappings stay until the last
+        view of them is gone."""
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._watcher.join(5)
+        self._sock.close()
+        self.grants = []
+
