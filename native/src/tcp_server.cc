@@ -5,11 +5,10 @@
 // from the file with sendfile(), not from the mapping. A page of the mapping that is not in
 // memory faults in sendmsg(), and the fault reads the mapping's read-around window around it (the
 // device's read-ahead, 8 MiB on the machine measured): a 64 KiB object read at random cost 8 MiB
-// of device reads (docs/tiers.md "Measured").
-// Through the file (opened for random access) the kernel reads the pages asked for and nothing
-// more; an op of several chunks asks for its whole range with its first chunk. A read error fails
-// the request (the connection closes, counted in fileReadErrors), and the socket takes the
-// page-cache pages without a copy into it, so warm reads cost less CPU too. The bytes
+// of device reads (docs/tiers.md "Measured"). Through the file (opened for random access) the
+// kernel reads the pages asked for and nothing more; an op of several chunks asks for its whole
+// range with its first chunk. A read error fails the request (the connection closes, counted in
+// fileReadErrors), and the socket takes the page-cache pages without a copy into it. The bytes
 // then leave when the peer takes them rather than when this thread copies them, which is no
 // weaker than before: the reader's lease keeps the range from being freed and rewritten until its
 // read ends, and it checks the bytes against the CRC-32C the writer recorded (a same-host reader
