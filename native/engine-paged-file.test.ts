@@ -10,8 +10,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, mkdtempSync, openSync, rmSync, statfsSync, truncateSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { mapMemory, TransferEngine, TransferError, type MemoryRegion } from './index.js';
-import { ensureAddon } from './test-fixtures/ensure-addon.js';
+import { TransferEngine, TransferError } from './index.js';
+import { engineHarness } from './test-fixtures/engine-harness.js';
 import { startRegionPeer, type RegionPeer } from './test-fixtures/region-peer.js';
 
 const KiB = 1024;
@@ -26,24 +26,17 @@ const tools = spawnSync('fincore', ['--version']).status === 0 && spawnSync('dd'
 const why = !onDevice ? `${tmpdir()} is a memory file system (tmpfs): no file on a device to test with` : !tools ? 'util-linux fincore or coreutils dd missing' : '';
 const maybe = why ? test.skip : test;
 
-let local: MemoryRegion;
+const h = engineHarness(16 * MiB);
 let engine: TransferEngine;
-const peers: RegionPeer[] = [];
 
 beforeAll(() => {
-  ensureAddon();
-  local = mapMemory({ size: 16 * MiB });
   engine = new TransferEngine({ minPort: 20000, maxPort: 32000, shmTransport: false, env: {} });
+  h.engines.push(engine);
   engine.start();
-  engine.registerRegion(local.address, local.size);
+  engine.registerRegion(h.local.address, h.local.size);
 });
 
-afterAll(async () => {
-  engine?.close();
-  local?.release();
-  for (const p of peers) await p.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** A file of `size` random bytes, written back and dropped from the page cache. */
 function coldFile(name: string, size: number): { path: string; content: Buffer } {
@@ -71,16 +64,16 @@ function cachedBytes(path: string): number {
 
 async function filePeer(path: string, size: number): Promise<RegionPeer> {
   const p = await startRegionPeer(size, 0, { regionPath: path });
-  peers.push(p);
+  h.peers.push(p);
   return p;
 }
 
 const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 
 async function read(peer: RegionPeer, offset: number, length: number): Promise<Uint8Array> {
-  const dst = new Uint8Array(local.buffer, 0, length);
+  const dst = new Uint8Array(h.local.buffer, 0, length);
   dst.fill(0);
-  await engine.transfer([{ op: 'read', endpoint: peer.endpoint, remoteAddress: peer.address + offset, localAddress: local.address, length, incarnation: peer.incarnation }]);
+  await engine.transfer([{ op: 'read', endpoint: peer.endpoint, remoteAddress: peer.address + offset, localAddress: h.local.address, length, incarnation: peer.incarnation }]);
   return dst;
 }
 
@@ -114,9 +107,9 @@ describe(`paged file regions${why ? ` (skipped: ${why})` : ''}`, () => {
     await peer.fill(MiB + 3, 100_000, 0xab); // the peer's own store into its mapping
     const expected = Buffer.from(content);
     expected.fill(0xab, MiB + 3, MiB + 3 + 100_000);
-    const src = new Uint8Array(local.buffer, 8 * MiB, 2 * MiB + 5);
+    const src = new Uint8Array(h.local.buffer, 8 * MiB, 2 * MiB + 5);
     src.set(randomBytes(src.length));
-    await engine.transfer([{ op: 'write', endpoint: peer.endpoint, remoteAddress: peer.address + 5 * MiB + 1, localAddress: local.address + 8 * MiB, length: src.length }]);
+    await engine.transfer([{ op: 'write', endpoint: peer.endpoint, remoteAddress: peer.address + 5 * MiB + 1, localAddress: h.local.address + 8 * MiB, length: src.length }]);
     expected.set(src, 5 * MiB + 1);
     expect(sha(await read(peer, 0, 8 * MiB))).toBe(sha(expected));
   });
