@@ -62,8 +62,9 @@ function cachedBytes(path: string): number {
   return Number(execFileSync('fincore', ['--bytes', '--noheadings', '--output', 'RES', path], { encoding: 'utf8' }).trim());
 }
 
-async function filePeer(path: string, size: number): Promise<RegionPeer> {
-  const p = await startRegionPeer(size, 0, { regionPath: path });
+/** A peer serving `size` bytes of the file from `offset` as its region. */
+async function filePeer(path: string, size: number, offset = 0): Promise<RegionPeer> {
+  const p = await startRegionPeer(size, 0, { regionPath: path, regionOffset: offset });
   h.peers.push(p);
   return p;
 }
@@ -99,6 +100,10 @@ describe(`paged file regions${why ? ` (skipped: ${why})` : ''}`, () => {
       expect(sha(await read(peer, offset, length))).toBe(sha(content.subarray(offset, offset + length)));
     }
     expect((await peer.stats()).fileReadErrors).toBe(0);
+    // a region mapped from further into the file (an offload file's later segments)
+    const later = await filePeer(path, 16 * MiB, 48 * MiB);
+    dropCache(path);
+    expect(sha(await read(later, 3 * MiB + 5, 2 * MiB))).toBe(sha(content.subarray(51 * MiB + 5, 53 * MiB + 5)));
   });
 
   maybe('bytes written through the mapping or by a WRITE are what a READ returns', async () => {
