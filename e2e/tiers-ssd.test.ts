@@ -93,6 +93,13 @@ describe('SSD tier', () => {
       await putRetry(client, `fill-${i}`, value);
       values.set(`fill-${i}`, value);
     }
+    // A reader on another host (TCP): the store service sends SSD-only bytes from its file (sendfile, docs/native.md)
+    const remote = await Client.setup(cluster.clientConfig(), { checksums: true, env: { ...process.env, MC_STORE_SHM_TRANSPORT: '0' } });
+    try {
+      for (const [key, value] of values) expect((await remote.get(key)).equals(value)).toBe(true);
+    } finally {
+      await remote.close();
+    }
     let diskOnly = 0;
     for (const [key, value] of values) {
       const types = await replicaTypes(client, key);

@@ -31,6 +31,7 @@
         "src/socket_io.cc",
         "src/raw_pump.cc",
         "src/shareable_registry.cc",
+        "src/paged_file.cc",
         "src/shm_server.cc",
         "src/peer_credentials.cc",
         "src/addon_peer_credentials.cc",

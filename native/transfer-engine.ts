@@ -68,6 +68,12 @@ export interface TransferEngineStats {
    * give, and dialed peers that failed to prove the secret. Each is logged on stderr.
    */
   authRefused: number;
+  /**
+   * READs of a region mapped from a file on a device (an SSD offload file) whose file read failed
+   * (EIO, or the file shorter than the region): the connection is closed and the peer's batch
+   * fails (TRANSFER_FAILED).
+   */
+  fileReadErrors: number;
 }
 
 export interface TransferEngineOptions {

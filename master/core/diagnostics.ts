@@ -10,7 +10,7 @@ import type { IPAddressList__Output } from '../../proto/gen/store/IPAddressList.
 import type { ReplicaInfo__Output } from '../../proto/gen/store/ReplicaInfo.js';
 import type { CoreShared } from './core-shared.js';
 import type { MasterStats, SegmentDetail } from './master-core-config.js';
-import { FLAG_HARD_PIN, FLAG_SOFT_PIN } from './object-meta.js';
+import { FLAG_AWAITING_COPY, FLAG_HARD_PIN, FLAG_SOFT_PIN } from './object-meta.js';
 import { replicaList } from './replica-capture.js';
 import { fileReplicaReply } from './file-replica.js';
 import { servedView } from './served-view.js';
@@ -129,7 +129,7 @@ export class Diagnostics {
     let hard = 0;
     for (const [key, meta] of s.objects) {
       if (meta.key !== key) problems.push(`${key}: meta.key is ${meta.key}`);
-      const shouldList = meta.complete && !meta.hardPinned;
+      const shouldList = meta.complete && !meta.hardPinned && (meta.flags & FLAG_AWAITING_COPY) === 0;
       if (meta.listed !== shouldList) problems.push(`${key}: listed=${meta.listed}, expected ${shouldList}`);
       if (meta.listed) listed++;
       if (meta.flags & FLAG_SOFT_PIN) soft++;

@@ -6,6 +6,7 @@ import { MemoryType } from '../../proto/gen/store/MemoryType.js';
 import type { ReplicaCopy__Output } from '../../proto/gen/store/ReplicaCopy.js';
 import { ReplicaType } from '../../proto/gen/store/ReplicaType.js';
 import type { MasterCore, MasterCoreConfig } from './master-core.js';
+import { PUT_EVICTION_CAP, scanLimitFor } from './eviction.js';
 import { makeCore, MEMORY, mountReq, putReq } from './master-core-fixture.js';
 
 const KB = 1024;
@@ -150,6 +151,49 @@ describe('SSD tier in the core', () => {
     expect(s.diskEvictions).toBeGreaterThan(0);
     expect(core.getReplicaList({ key: 'k0' }, 50_001).status_code).toBe(ErrorCode.OBJECT_NOT_FOUND); // the oldest went
     expect(core.getReplicaList({ key: 'k31' }, 50_001).status_code).toBe(ErrorCode.OK);
+    expect(core.checkIndexes()).toEqual([]);
+  });
+
+  it('eviction passes over an object awaiting its offload copy once: later PutStarts reach the objects behind it', () => {
+    // More objects awaiting copies than one PutStart's eviction may pass over, and
+    // behind them (most recently read) one whose copy is in: the first PutStart gives up, the
+    // second finds it. Walking the waiting objects again on every PutStart, none ever would.
+    const n = scanLimitFor(PUT_EVICTION_CAP) + 64;
+    const core = setup({}, (n + 64) * 4 * KB);
+    core.mountSegment(mountReq('mem2', n * 4 * KB, 'store', 0x2000_0000, '10.0.0.1:1', 5), 0);
+    const mem = ['mem', 'mem2'];
+    let now = 1;
+    expect(put(core, 'z', 4 * KB, now, mem)).toBe(ErrorCode.OK);
+    const [copy] = copiesFor(core, now);
+    expect(report(core, copy)).toBe(ErrorCode.OK);
+    for (let i = 0; i < n; i++) expect(put(core, `a${i}`, 4 * KB, ++now, mem)).toBe(ErrorCode.OK); // room for all: no eviction yet
+    expect(tiers(core, 'z', ++now).map((r) => r[0])).toEqual([ReplicaType.MEMORY, ReplicaType.DISK]); // read: behind every a
+    now += 100; // its lease (10 ms) over
+    let filled = 0;
+    while (put(core, `b${filled}`, 4 * KB, now, mem) === ErrorCode.OK) filled++; // the put that fails passes over most a's
+    expect(filled).toBeGreaterThan(0);
+    expect(core.putStart(putReq('new', 4 * KB), now + 1).status_code).toBe(ErrorCode.OK);
+    expect(tiers(core, 'z', now + 2)).toEqual([[ReplicaType.DISK, [['ssd', MemoryType.SSD]]]]);
+    expect(core.checkIndexes()).toEqual([]);
+  });
+
+  it('objects awaiting offload copies go first once the copies are in, and are evicted without one when no SSD segment is left', () => {
+    const core = setup();
+    let now = 1;
+    for (let i = 0; i < 16; i++) expect(put(core, `k${i}`, 4 * KB, now++)).toBe(ErrorCode.OK); // memory full
+    now += 100;
+    expect(core.putStart(putReq('x', 4 * KB), now).status_code).toBe(ErrorCode.NO_AVAILABLE_HANDLE); // all await their copies
+    expect(core.checkIndexes()).toEqual([]);
+    const [first] = copiesFor(core, now);
+    expect(first.key).toBe('k0');
+    expect(report(core, first)).toBe(ErrorCode.OK);
+    expect(core.putStart(putReq('x', 4 * KB), now + 1).status_code).toBe(ErrorCode.OK); // k0's memory went
+    expect(tiers(core, 'k0', now + 2)).toEqual([[ReplicaType.DISK, [['ssd', MemoryType.SSD]]]]);
+    // the SSD segment goes: the copies will never come, and eviction deletes what waited for them
+    expect(core.unmountSegment({ segment_name: 'ssd', client_id: 'store', grace_period_seconds: 0 }, now + 3).status_code).toBe(ErrorCode.OK);
+    core.sweep(now + 4);
+    expect(core.putStart(putReq('y', 4 * KB), now + 5).status_code).toBe(ErrorCode.OK);
+    expect(core.stats(now + 5).forcedEvictions).toBeGreaterThan(0);
     expect(core.checkIndexes()).toEqual([]);
   });
 

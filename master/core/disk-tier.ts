@@ -157,14 +157,33 @@ export class DiskTier {
       if (!this.evictAfter.has(key)) {
         if (this.queueOffload(meta)) {
           this.evictAfter.add(key);
+          this.awaitCopy(meta);
           return false;
         }
-      } else if (!c.offloadForceEvict) return false; // its copy is on the way
+      } else if (!c.offloadForceEvict) {
+        this.awaitCopy(meta); // its copy is on the way
+        return false;
+      }
     }
     if (c.enableOffload) this.forcedEvictions++;
     this.evictAfter.delete(key);
     this.ends.deleteObject(key, meta);
     return true;
+  }
+
+  /**
+   * `meta` waits for its offload copy before its memory may go: off the eviction lists meanwhile
+   * (eviction.ts `park`), unless --offload_force_evict, whose second pick must see it again.
+   */
+  private awaitCopy(meta: ObjectMeta): void {
+    if (!this.s.config.offloadForceEvict) this.s.order.park(meta);
+  }
+
+  /** `key` no longer waits for an offload copy before its memory goes (it came, or cannot come). */
+  private copyAwaited(key: string, meta: ObjectMeta, arrived: boolean): void {
+    if (!this.evictAfter.delete(key)) return;
+    if (arrived) this.freeable.add(key);
+    this.s.order.unpark(meta); // the next to go: eviction frees it (arrived) or deletes it
   }
 
   /** Keeps only the DISK replicas of `meta` (its memory space freed) and moves it to the disk list. */
@@ -228,11 +247,14 @@ export class DiskTier {
         continue;
       }
       const wanted = purpose === 'offload' ? !this.hasDiskReplica(meta) : (meta.flags & FLAG_DISK_ONLY) !== 0;
-      if (!wanted) continue;
+      if (!wanted) {
+        if (purpose === 'offload') this.copyAwaited(key, meta, true); // it has one already
+        continue;
+      }
       const target = purpose === 'offload' ? this.placeOnDisk(meta, now) : this.placeInMemory(meta, now);
       if (target === undefined) {
         if (purpose === 'promote') this.promotionsFailed++;
-        else this.evictAfter.delete(key); // nowhere to go: eviction may delete it
+        else this.copyAwaited(key, meta, false); // nowhere to go: eviction may delete it
         continue;
       }
       const copy = s.rereplicator.directPlaced(purpose, key, meta, target, clientId, now, gen);
@@ -285,12 +307,12 @@ export class DiskTier {
         const again = s.objects.get(key);
         if (again === undefined)
           this.evictAfter.delete(key); // removed meanwhile
-        else this.queueOffload(again); // still to be evicted: try again
+        else if (!this.queueOffload(again)) this.copyAwaited(key, again, false); // still to be evicted: try again, or let eviction delete it
       }
       return;
     }
     this.offloadsDone++;
-    if (this.evictAfter.delete(key)) this.freeable.add(key);
+    this.copyAwaited(key, meta, true);
   }
 
   /**
@@ -299,6 +321,14 @@ export class DiskTier {
    */
   sweep(now: number): void {
     const s = this.s;
+    if (this.evictAfter.size > 0 && s.segments.diskAllocatable().length === 0) {
+      // No SSD segment takes copies any more: what waits for one is evicted without it, as before the wait.
+      for (const key of this.evictAfter) {
+        const meta = s.objects.get(key);
+        if (meta === undefined) this.evictAfter.delete(key);
+        else this.copyAwaited(key, meta, false);
+      }
+    }
     let n = 0;
     for (const key of this.freeable) {
       if (n++ >= SWEEP_EVICTION_BATCH) break;

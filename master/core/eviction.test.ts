@@ -57,6 +57,21 @@ describe('EvictionOrder', () => {
     expect(drain(order, 20)).toEqual(['c', 'a']);
   });
 
+  it('a parked object (awaiting its offload copy) is on no list and not listed again until unparked, then at the head', () => {
+    const order = new EvictionOrder();
+    const [a, b, c] = [obj('a', 0, 0, 1), obj('b', 0, 0, 2), obj('c', 0, 0, 3)];
+    for (const m of [a, b, c]) order.add(m);
+    order.park(b);
+    expect([drain(order, 20), order.size, b.listed]).toEqual([['a', 'c'], 2, false]);
+    order.add(b); // e.g. an upsert's end: still waiting for the copy
+    order.touch(b);
+    expect(drain(order, 20)).toEqual(['a', 'c']);
+    order.unpark(b); // the copy ended: the next to go, before older candidates
+    expect(drain(order, 20)).toEqual(['b', 'a', 'c']);
+    order.unpark(b); // not parked: no-op
+    expect(order.size).toBe(3);
+  });
+
   it('lets the caller delete each victim before asking for the next', () => {
     const order = new EvictionOrder();
     for (const k of ['a', 'b', 'c']) order.add(obj(k));

@@ -14,7 +14,7 @@
 // the tails. Each victim therefore costs O(1) amortized, and one cursor skips at most `scanLimit`
 // entries (a bounded step).
 import { LruList } from './lru-list.js';
-import { FLAG_DISK_ONLY, FLAG_SOFT_PIN } from './object-meta.js';
+import { FLAG_AWAITING_COPY, FLAG_DISK_ONLY, FLAG_SOFT_PIN } from './object-meta.js';
 import type { ObjectMeta } from './object-meta.js';
 
 export interface EvictionPolicy {
@@ -42,9 +42,14 @@ export function scanLimitFor(victims: number): number {
 }
 
 /**
- * The eviction lists. Holds exactly the complete, not hard-pinned objects: those with a replica in
- * memory on `plain` or `soft`, those held only on SSD segments on `disk` (disk-tier.ts evicts them
- * when the disk quota is passed; memory eviction never sees them).
+ * The eviction lists. Holds exactly the complete, not hard-pinned objects that do not await an
+ * offload copy: those with a replica in memory on `plain` or `soft`, those held only on SSD
+ * segments on `disk` (disk-tier.ts evicts them when the disk quota is passed; memory eviction
+ * never sees them). An object eviction picked whose memory may go only once its offload copy is
+ * in is `park`ed off the lists meanwhile (FLAG_AWAITING_COPY) and `unpark`ed at the head, the next
+ * to go, when the copy ends: a round, and every PutStart while memory is full of such objects,
+ * would otherwise walk them all again (measured: most of the master's CPU per offloaded object,
+ * docs/tiers.md).
  */
 export class EvictionOrder {
   readonly plain = new LruList();
@@ -55,10 +60,23 @@ export class EvictionOrder {
     return this.plain.size + this.soft.size + this.disk.size;
   }
 
-  /** An object became complete: it is now the most recently used candidate (hard pins never are). */
+  /** An object became complete: it is now the most recently used candidate (hard pins and parked objects never are). */
   add(meta: ObjectMeta): void {
-    if (meta.hardPinned || meta.listed) return;
+    if (meta.hardPinned || meta.listed || (meta.flags & FLAG_AWAITING_COPY) !== 0) return;
     this.listOf(meta).append(meta);
+  }
+
+  /** Eviction picked the object and it awaits its offload copy: off the lists until `unpark`. */
+  park(meta: ObjectMeta): void {
+    this.remove(meta);
+    meta.flags |= FLAG_AWAITING_COPY;
+  }
+
+  /** The object's copy ended (or will not come): listed again at the head, first to go, if it may be listed. */
+  unpark(meta: ObjectMeta): void {
+    if ((meta.flags & FLAG_AWAITING_COPY) === 0) return;
+    meta.flags &= ~FLAG_AWAITING_COPY;
+    if (meta.complete && !meta.hardPinned && !meta.listed) this.listOf(meta).prepend(meta);
   }
 
   /** The object left the candidates (deleted, or a write on it began). No-op if not listed. */

@@ -16,6 +16,15 @@ export function linkAtTail(ends: LinkEnds, meta: ObjectMeta): void {
   ends.tail = meta;
 }
 
+/** Links meta before the head (meta must be on no list). */
+export function linkAtHead(ends: LinkEnds, meta: ObjectMeta): void {
+  meta.next = ends.head;
+  meta.prev = null;
+  if (ends.head === null) ends.tail = meta;
+  else ends.head.prev = meta;
+  ends.head = meta;
+}
+
 /** Unlinks meta (which must be on the list whose ends these are) and clears its links. */
 export function unlink(ends: LinkEnds, meta: ObjectMeta): void {
   const { prev, next } = meta;

@@ -1,10 +1,10 @@
 // Intrusive doubly linked list of ObjectMeta in least-recently-used order: the head is the least
 // recently used object. Links live on the objects themselves (`prev`, `next`, FLAG_LISTED), so
-// append, remove and move-to-tail are O(1) and cost no allocation. An object is on at most one
+// append, prepend, remove and move-to-tail are O(1) and cost no allocation. An object is on at most one
 // list at a time; the caller picks which.
 import { FLAG_LISTED } from './object-meta.js';
 import type { ObjectMeta } from './object-meta.js';
-import { linkAtTail, unlink } from './intrusive-links.js';
+import { linkAtHead, linkAtTail, unlink } from './intrusive-links.js';
 
 export class LruList {
   head: ObjectMeta | null = null;
@@ -15,6 +15,14 @@ export class LruList {
   append(meta: ObjectMeta): void {
     if (meta.listed) throw new Error(`object ${meta.key} is already on an eviction list`);
     linkAtTail(this, meta);
+    meta.flags |= FLAG_LISTED;
+    this.size++;
+  }
+
+  /** Adds meta at the least-recently-used end (the next to go). meta must not be on any list. */
+  prepend(meta: ObjectMeta): void {
+    if (meta.listed) throw new Error(`object ${meta.key} is already on an eviction list`);
+    linkAtHead(this, meta);
     meta.flags |= FLAG_LISTED;
     this.size++;
   }

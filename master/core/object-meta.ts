@@ -16,6 +16,7 @@ export const FLAG_UPSERT = 1 << 6; // the write in flight is an upsert
 export const FLAG_REUSED = 1 << 7; // ...overwriting the previous placement in place
 export const FLAG_LISTED = 1 << 8; // linked into an eviction list (lru-list.ts)
 export const FLAG_DISK_ONLY = 1 << 9; // every replica is on offload (SSD) segments: on the disk eviction list (disk-tier.ts)
+export const FLAG_AWAITING_COPY = 1 << 10; // picked by memory eviction, its offload copy on the way: on no eviction list until it is in (disk-tier.ts)
 
 /** Stride of `h`: [segmentId, allocatorBlock, size] per handle. */
 export const HANDLE_FIELDS = 3;

@@ -279,6 +279,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     put("fencedRefused", c.fenced_refused);
     put("shmPeersRefused", c.shm_peers_refused);
     put("authRefused", c.auth_refused);
+    put("fileReadErrors", c.file_read_errors);
     return o;
   }
 

@@ -17,7 +17,8 @@ struct EngineCounters {
   std::atomic<uint64_t> stale_refused{0};         // incarnation mismatch
   std::atomic<uint64_t> fenced_refused{0};        // WRITE refused by the region's fence
   std::atomic<uint64_t> shm_peers_refused{0};     // shm control connections of a uid not allowed fds
-  std::atomic<uint64_t> auth_refused{0};          // connections refused by the cluster secret's handshake (auth_handshake.h)
+  std::atomic<uint64_t> auth_refused{0};
+  std::atomic<uint64_t> file_read_errors{0};      // READs of a paged file whose read failed (EIO, file too short): closed          // connections refused by the cluster secret's handshake (auth_handshake.h)
 
   static void Bump(std::atomic<uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
 };

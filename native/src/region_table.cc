@@ -18,6 +18,7 @@ struct RegionTable::Region {
   bool shareable = false;  // served, fd-backed and with a fence page: may be granted over shm
   WriteFence fence;
   std::unique_ptr<FencePage> page;
+  std::unique_ptr<PagedFile> file;  // served regions in a file whose pages may be out of memory
   std::vector<PinRec> pins;  // few: one per chunk moving bytes in the region
 };
 
@@ -37,6 +38,10 @@ RegionTable::Pin& RegionTable::Pin::operator=(Pin&& o) noexcept {
 bool RegionTable::Pin::Covers(uint64_t start, uint64_t length) const {
   return region_ && start >= region_->start && start + length >= start && start + length <= region_->start + region_->size;
 }
+
+const PagedFile* RegionTable::Pin::file() const { return region_ ? region_->file.get() : nullptr; }
+
+uint64_t RegionTable::Pin::FileOffset(uint64_t address) const { return region_->file->file_offset + (address - region_->start); }
 
 void RegionTable::Pin::Release() {
   if (!table_) return;
@@ -72,6 +77,7 @@ uint64_t RegionTable::Register(uint64_t address, uint64_t size, bool serve) {
     r->page = std::make_unique<FencePage>();
     r->shareable = r->page->valid();
   }
+  if (serve) r->file = FindPagedFile(address, size);
   std::lock_guard<std::mutex> lk(mu_);
   auto& slot = regions_[address];
   if (slot) RetireLocked(slot.get());

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fence_page.h"
+#include "paged_file.h"
 #include "unique_fd.h"
 #include "write_fence.h"
 
@@ -42,6 +43,10 @@ class RegionTable {
     bool held() const { return table_ != nullptr; }
     // True when [start, +length) lies in the pinned region (its bounds never change: no lock).
     bool Covers(uint64_t start, uint64_t length) const;
+    // The paged file behind the pinned served region (paged_file.h); nullptr for memory.
+    const PagedFile* file() const;
+    // Where `address` (in the region) is in that file; only when file() is not nullptr.
+    uint64_t FileOffset(uint64_t address) const;
 
    private:
     friend class RegionTable;

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/sendfile.h>
 #include <sys/time.h>
 
 #include <cerrno>
@@ -133,12 +134,14 @@ IoStatus RecvAllBy(int fd, void* buf, size_t len, Deadline deadline, int* err) {
   return IoStatus::kOk;
 }
 
-IoStatus SendAllVBy(int fd, struct iovec* iov, int iovcnt, Deadline deadline, int* err) {
+namespace {
+
+IoStatus SendAllVFlags(int fd, struct iovec* iov, int iovcnt, Deadline deadline, int* err, int flags) {
   while (iovcnt > 0) {
     struct msghdr msg {};
     msg.msg_iov = iov;
     msg.msg_iovlen = static_cast<size_t>(iovcnt);
-    const ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    const ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT | flags);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) {
@@ -159,9 +162,49 @@ IoStatus SendAllVBy(int fd, struct iovec* iov, int iovcnt, Deadline deadline, in
   return IoStatus::kOk;
 }
 
+}  // namespace
+
+IoStatus SendAllVBy(int fd, struct iovec* iov, int iovcnt, Deadline deadline, int* err) {
+  return SendAllVFlags(fd, iov, iovcnt, deadline, err, 0);
+}
+
 IoStatus SendAllBy(int fd, const void* buf, size_t len, Deadline deadline, int* err) {
   struct iovec iov { const_cast<void*>(buf), len };
   return SendAllVBy(fd, &iov, 1, deadline, err);
+}
+
+IoStatus SendPrefixAndFileBy(int fd, const void* prefix, size_t prefix_len, int file, uint64_t offset, uint64_t len,
+                             Deadline deadline, int* err, bool* unsupported) {
+  *unsupported = false;
+  struct iovec iov { const_cast<void*>(prefix), prefix_len };
+  IoStatus st = SendAllVFlags(fd, &iov, 1, deadline, err, len > 0 ? MSG_MORE : 0);
+  if (st != IoStatus::kOk) return st;
+  off_t at = static_cast<off_t>(offset);
+  for (uint64_t left = len; left > 0;) {
+    const ssize_t n = ::sendfile(fd, file, &at, left < (1u << 30) ? left : (1u << 30));
+    if (n > 0) {
+      left -= static_cast<uint64_t>(n);
+      if (left > 0 && std::chrono::steady_clock::now() >= deadline) return IoStatus::kTimeout;
+      continue;
+    }
+    if (n == 0) {
+      *err = EIO;  // end of file inside the range
+      return IoStatus::kError;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      st = WaitUntil(fd, POLLOUT, deadline, err);  // SO_SNDTIMEO ran out: the peer is not reading
+      if (st != IoStatus::kOk) return st;
+      continue;
+    }
+    if (left == len && (errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
+      *unsupported = true;
+      return IoStatus::kOk;
+    }
+    *err = errno;
+    return IoStatus::kError;
+  }
+  return IoStatus::kOk;
 }
 
 bool SplitEndpoint(const std::string& endpoint, std::string* host, std::string* port) {

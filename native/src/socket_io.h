@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "unique_fd.h"
@@ -42,6 +43,16 @@ IoStatus RecvAllBy(int fd, void* buf, size_t len, Deadline deadline, int* err);
 IoStatus RecvSomeBy(int fd, void* buf, size_t len, Deadline deadline, size_t* got, int* err);
 IoStatus SendAllVBy(int fd, struct iovec* iov, int iovcnt, Deadline deadline, int* err);
 IoStatus SendAllBy(int fd, const void* buf, size_t len, Deadline deadline, int* err);
+// Sends `prefix` (a reply header, held back with MSG_MORE so it leaves with the first bytes of the
+// file), then [offset, +len) of `file` with sendfile(): the kernel reads the file through its page
+// cache (its read-ahead state, not a mapping's read-around) and the socket takes the page-cache
+// pages without a copy here. sendfile() blocks the socket up to its SO_SNDTIMEO, so like a read
+// this ends at most that long past `deadline`. A file that cannot be spliced (EINVAL, ENOSYS,
+// EOPNOTSUPP before any of its bytes went) sets *unsupported and returns kOk having sent the
+// prefix only: the caller sends the bytes another way. A file shorter than the range is kError
+// with *err EIO.
+IoStatus SendPrefixAndFileBy(int fd, const void* prefix, size_t prefix_len, int file, uint64_t offset, uint64_t len,
+                             Deadline deadline, int* err, bool* unsupported);
 
 // "host:port" or "[v6]:port" -> connected socket. Throws NativeError CONNECTION_FAILED (local()
 // when no socket could be made here).

@@ -1,7 +1,8 @@
 // The serving side of the TCP transport: one listener per engine and one thread per accepted
 // connection (capped by the engine's ConnectionGate). Each request pins its region under the
 // RegionTable's short lock after the range, incarnation and fence checks, and the thread then
-// recv()s straight into (WRITE) or send()s straight from (READ) the region holding no lock.
+// recv()s straight into (WRITE) or send()s straight from (READ) the region holding no lock (a
+// region mapped from a file on a device: from the file, with sendfile()).
 // Every request must finish within ioTimeoutMs of its first byte, and a connection with no
 // request for idleTimeoutMs is closed. With the cluster secret, a connection first passes the
 // handshake (auth_handshake.h) on its own thread; a peer without the secret is answered
@@ -17,6 +18,7 @@
 #include "region_table.h"
 #include "socket_io.h"
 #include "unique_fd.h"
+#include "wire.h"
 
 namespace kvstore {
 
@@ -41,6 +43,10 @@ class TcpServer {
   void RefuseRequest(int fd, uint32_t magic);
   // One request; false when the connection must close.
   bool ServeRequest(int fd, std::vector<char>* scratch);
+  // A READ's reply (header, then the bytes) from a paged file; from the mapping when the file
+  // cannot be spliced. A read error (EIO, a file shorter than the region) is counted.
+  IoStatus SendFromFile(int fd, const ResponseHeader& resp, const PagedFile& file, uint64_t offset, const char* mapped,
+                        uint64_t len, Deadline deadline, int* err);
   // A request cut off by its deadline is counted (the connection then closes).
   void CountFailure(IoStatus st);
 

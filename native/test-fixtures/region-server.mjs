@@ -15,7 +15,9 @@
 //   {"cmd":"stats"} -> engine.stats()      {"cmd":"ping"} -> {"ok":true}
 //   {"cmd":"timer"} -> {"ok":true} from a 10 ms setTimeout (the event loop's timers fire)
 // Usage: node region-server.mjs <size> <seed> [engineOptionsJson (+ "regionKind": memfd|anonymous,
-//        "authSecretHex": the engine's authSecret as hex)]
+//        "authSecretHex": the engine's authSecret as hex, "regionPath": map this existing file
+//        (kind file, from "regionOffset", default 0) as the region and leave its bytes as they
+//        are: no pattern, no page touched)]
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -28,7 +30,7 @@ const native = createRequire(import.meta.url)(process.env.KVSTORE_NATIVE_ADDON ?
 
 const size = Number(process.argv[2]);
 const seed = Number(process.argv[3]) >>> 0;
-const { regionKind = 'memfd', authSecretHex, ...engineOptions } = JSON.parse(process.argv[4] ?? '{}');
+const { regionKind = 'memfd', authSecretHex, regionPath, regionOffset = 0, ...engineOptions } = JSON.parse(process.argv[4] ?? '{}');
 if (authSecretHex !== undefined) engineOptions.authSecret = Buffer.from(authSecretHex, 'hex');
 
 export function fillPattern(bytes, seedValue) {
@@ -58,9 +60,9 @@ const mapRequest = (kind, bytes) => ({
 });
 // Starts libuv's thread pool now, so a test that limits this process's threads later limits only the engine's.
 await fs.stat(here);
-const region = native.mapMemory(mapRequest(regionKind, size));
+const region = native.mapMemory(regionPath ? { ...mapRequest('file', size), path: regionPath, offset: regionOffset } : mapRequest(regionKind, size));
 const bytes = new Uint8Array(region.buffer);
-fillPattern(bytes, seed);
+if (!regionPath) fillPattern(bytes, seed);
 const engine = new native.TransferEngine({ host: '127.0.0.1', ...engineOptions });
 const endpoint = engine.start(20000, 32000, Math.floor(Math.random() * 12000));
 let incarnation = engine.registerRegion(region.address, region.size);
