@@ -16,6 +16,7 @@ import { MasterClient } from '../client/master-client.js';
 import { ErrorCode } from '../common/error-code.js';
 import { keyFileName } from '../common/file-tier-name.js';
 import { StoreError } from '../client/errors.js';
+import { ReplicaType } from '../proto/gen/store/ReplicaType.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -90,6 +91,15 @@ describe('file tier', () => {
     } finally {
       master.close();
     }
+    // The regex query lists each object's file as a DISK replica (file {path, size}), beside any memory replica.
+    const listed = await client!.queryByRegex('^obj-');
+    expect(listed.size).toBe(40);
+    for (const [k, replicas] of listed) {
+      const files = replicas.filter((r) => r.replica_type === ReplicaType.DISK && r.file);
+      expect(files.map((r) => [r.file!.path, Number(r.file!.size), r.handles.length])).toEqual([[keyFileName(k), values.get(k)!.length, 0]]);
+    }
+    expect(listed.get('obj-0')!.map((r) => r.replica_type)).toEqual([ReplicaType.DISK]); // held only by its file
+    expect(listed.get('obj-39')!.map((r) => r.replica_type)).toEqual([ReplicaType.MEMORY, ReplicaType.DISK]); // in memory too
     for (const [k, v] of values) expect((await client!.get(k)).equals(v)).toBe(true);
     const keys = [...values.keys()];
     const batch = await client!.getBatch(keys);

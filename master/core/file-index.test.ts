@@ -2,6 +2,7 @@
 // existence, removals, and the files doomed for the shell to delete.
 import { ErrorCode } from '../../common/error-code.js';
 import { keyFileName } from '../../common/file-tier-name.js';
+import { MemoryType } from '../../proto/gen/store/MemoryType.js';
 import { ReplicaType } from '../../proto/gen/store/ReplicaType.js';
 import { EXPECTED_FILE_TIMEOUT_MS, FileIndex } from './file-index.js';
 import { DISK, MEMORY, mountReq, putObject, putReq } from './master-core-fixture.js';
@@ -156,6 +157,31 @@ describe('MasterCore with the file tier', () => {
     expect(start.status_code).toBe(ErrorCode.OK);
     expect(core.upsertEnd({ key: 'u', replica_type: MEMORY, slice_checksums: [] }, 10_001).status_code).toBe(ErrorCode.OK);
     expect(files.get('u')).toBeUndefined();
+  });
+
+  it('GetReplicaListByRegex lists every replica: memory, SSD (DISK with SSD handles) and the file (DISK with `file`), and objects held only by files', () => {
+    const files = new FileIndex(ROOT, 1 << 20);
+    const core = new MasterCore({ ...defaultMasterCoreConfig, enableOffload: true }, new SeededRng(1), undefined, undefined, files);
+    core.mountSegment(mountReq('seg', 1 << 20, 'store', 0x1000_0000, '10.0.0.1:1', 5), 0);
+    core.mountSegment({ ...mountReq('ssd', 1 << 20, 'store', 0x4000_0000, '10.0.0.1:1', 5), protocol: 'ssd' }, 0);
+    for (const k of ['l/all', 'l/file-only', 'l/mem', 'other']) putObject(core, k, 10, 1);
+    for (const k of ['l/all', 'l/file-only', 'other']) core.putEnd({ key: k, replica_type: DISK, slice_checksums: [] }, 2);
+    for (const c of core.ping({ client_id: 'store', fence_acks: [], can_copy: true }, 3).copies) {
+      if (c.key === 'l/all') core.replicaCopied({ client_id: 'store', copy_id: c.copy_id, ok: true, failed_segments: [] }, 3);
+    }
+    core.batchReplicaClear({ object_keys: ['l/file-only'], client_id: 'store', segment_name: '' }, 10_000);
+    const map = core.getReplicaListByRegex({ key_regex: '^l/' }, 10_001).object_map;
+    const shown = (key: string) =>
+      map[key].replica_list.map((r) => [r.replica_type, r.file ? `file ${r.file.path} ${r.file.size}` : r.handles.map((h) => `${h.segment_name} ${h.memory_type}`).join()]);
+    expect(Object.keys(map).sort()).toEqual(['l/all', 'l/file-only', 'l/mem']);
+    expect(shown('l/all')).toEqual([
+      [ReplicaType.MEMORY, `seg ${MemoryType.DRAM}`],
+      [ReplicaType.DISK, `ssd ${MemoryType.SSD}`],
+      [ReplicaType.DISK, `file ${keyFileName('l/all')} 10`],
+    ]);
+    expect(shown('l/file-only')).toEqual([[ReplicaType.DISK, `file ${keyFileName('l/file-only')} 10`]]);
+    expect(shown('l/mem')).toEqual([[ReplicaType.MEMORY, `seg ${MemoryType.DRAM}`]]);
+    expect(map['l/file-only'].replica_list[0]).toEqual({ handles: [], status: 3, replica_type: ReplicaType.DISK, file: { path: keyFileName('l/file-only'), size: 10 } });
   });
 
   it('without the tier, PutEnd with replica_type DISK stays refused and nothing changes', () => {

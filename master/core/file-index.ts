@@ -80,6 +80,11 @@ export class FileIndex {
     return this.entries.keys();
   }
 
+  /** Every (key, entry), live: entries added during the iteration are visited, deleted ones skipped. */
+  all(): IterableIterator<[string, FileEntry]> {
+    return this.entries.entries();
+  }
+
   /** A Put's memory write ended: its writer will report the file (size and checksums as recorded now). */
   expect(key: string, size: number, checksums: readonly number[], now: number): void {
     if (!this.enabled) return;
