@@ -182,6 +182,57 @@ describe('file tier', () => {
     expect((await client!.get('too-much')).equals(b)).toBe(true);
   }, 60_000);
 
+  it("an upsert writes its value's file like a put: out of memory, and after a full restart, the new value is served, never the old", async () => {
+    await start();
+    const a = randomBytes(200 * KiB);
+    const b = randomBytes(200 * KiB); // same length: rewritten in place in memory
+    const c = randomBytes(300 * KiB); // another length
+    /** Pushes every earlier object out of the 4 MiB segment (eviction, least recently used first). */
+    let fills = 0;
+    const pushOut = async (): Promise<void> => {
+      for (let i = 0; i < 24; i++) await client!.put(`up-fill-${fills++}`, randomBytes(256 * KiB));
+    };
+    const inMemory = async (key: string): Promise<boolean> => ((await client!.queryByRegex(`^${key}$`)).get(key) ?? []).some((r) => r.replica_type === ReplicaType.MEMORY);
+    await client!.put('up/1', a);
+    await client!.fileTierIdle();
+    const written = client!.fileTierCounts!.written;
+    await client!.upsert('up/1', b);
+    await client!.fileTierIdle();
+    expect(client!.fileTierCounts).toMatchObject({ written: written + 1, refused: 0, failed: 0 });
+    // The upsert's rename replaced the old file. (The master deletes the old value's file when the
+    // upsert starts; when that lags behind the new file, it moves the new one aside for a moment,
+    // finds it is not the old value, and links it back: hence "until".)
+    const holdsB = (): boolean => {
+      const onDisk = existsSync(join(dir(), keyFileName('up/1'))) ? readFileSync(join(dir(), keyFileName('up/1'))) : Buffer.alloc(0);
+      return onDisk.length > b.length && onDisk.subarray(onDisk.length - b.length).equals(b);
+    };
+    await until(holdsB, "the upsert's file");
+    // Out of memory: the file serves the new value.
+    await pushOut();
+    expect(await inMemory('up/1')).toBe(false);
+    expect((await client!.get('up/1')).equals(b)).toBe(true);
+    // An upsert of an object held only by its file, to another length; batch upserts write files too.
+    await client!.upsert('up/1', c);
+    const batch = await client!.upsertBatch([
+      { key: 'up/2', value: a },
+      { key: 'up/3', value: b },
+    ]);
+    expect(batch.every((r) => r.error === undefined)).toBe(true);
+    await client!.fileTierIdle();
+    await pushOut();
+    expect(await inMemory('up/1')).toBe(false);
+    expect((await client!.get('up/1')).equals(c)).toBe(true);
+    expect((await client!.get('up/2')).equals(a)).toBe(true);
+    // A full restart: the directory holds only the current values.
+    await client!.close();
+    client = undefined;
+    await cluster!.stop();
+    cluster = undefined;
+    await start();
+    expect((await client!.get('up/1')).equals(c)).toBe(true);
+    expect((await client!.get('up/3')).equals(b)).toBe(true);
+  }, 60_000);
+
   const haIt = hasRedis
     ? it
     : (((name: string, fn?: jest.ProvidesCallback, timeout?: number) =>
