@@ -114,6 +114,30 @@ describe('SSD tier', () => {
       const first = await reader.get(key); // from the SSD, admitted
       expect((await reader.get(key)).equals(first)).toBe(true);
       expect(reader.hotCache!.stats()).toMatchObject({ hits: 1, admitted: 1 });
+      // getInto and the batch reads are served from it too
+      const into = Buffer.alloc(first.length + 10);
+      expect(await reader.getInto(key, into)).toBe(first.length);
+      expect(into.subarray(0, first.length).equals(first)).toBe(true);
+      const [batched] = await reader.getBatch([key]);
+      expect(batched.value?.equals(first)).toBe(true);
+      const target = Buffer.alloc(first.length);
+      const [intoBatch] = await reader.getIntoBatch([{ key, target }]);
+      expect([intoBatch.size, target.equals(first)]).toEqual([first.length, true]);
+      expect(reader.hotCache!.stats()).toMatchObject({ hits: 4, admitted: 1 });
+      // A value written without checksums is cached too: the master's value version identifies it.
+      const plain = await Client.setup(cluster.clientConfig(), { checksums: false });
+      try {
+        const value = randomBytes(200 * KiB);
+        await putRetry(plain, 'nosum', value);
+        for (let i = 0; i < 24; i++) await putRetry(plain, `nosum-push-${i}`, randomBytes(256 * KiB)); // pushes it out of memory
+        await eventually(async () => (await replicaTypes(reader, 'nosum')).every((t) => t === ReplicaType.DISK), 'nosum on SSD only');
+        const before = reader.hotCache!.stats().hits;
+        expect((await reader.get('nosum')).equals(value)).toBe(true);
+        expect((await reader.get('nosum')).equals(value)).toBe(true);
+        expect(reader.hotCache!.stats().hits).toBe(before + 1);
+      } finally {
+        await plain.close();
+      }
       // rewritten by another client: the new replica list names other bytes, never the cached ones
       const next = randomBytes(first.length);
       // (removable once the reader's read lease ran out)

@@ -16,6 +16,7 @@ export function fileReplicaReply(file: FileEntry, leaseTtlMs: number): GetReplic
     replica_list: [fileReplica(file)],
     lease_ttl_ms: leaseTtlMs,
     slice_checksums: file.checksums,
+    version: 0, // files carry no version (readers check them against these checksums)
   };
 }
 

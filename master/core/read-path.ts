@@ -86,16 +86,16 @@ export class ReadPath {
   getReplicaList(key: string, now: number): GetReplicaListResponse__Output {
     const meta = typeof key === 'string' ? this.objects.get(key) : undefined;
     const code = lookedUpKeyCode(key, meta);
-    if (code !== ErrorCode.OK) return { status_code: code, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
+    if (code !== ErrorCode.OK) return { status_code: code, replica_list: [], lease_ttl_ms: 0, slice_checksums: [], version: 0 };
     if (meta === undefined) {
       const file = this.files.get(key);
       if (file !== undefined) return fileReplicaReply(file, this.leaseTtlMs);
-      return { status_code: ErrorCode.OBJECT_NOT_FOUND, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
+      return { status_code: ErrorCode.OBJECT_NOT_FOUND, replica_list: [], lease_ttl_ms: 0, slice_checksums: [], version: 0 };
     }
-    if (!meta.complete) return { status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
+    if (!meta.complete) return { status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: [], lease_ttl_ms: 0, slice_checksums: [], version: 0 };
     // Replicas on RESTORED segments wait for their owner (served-view.ts); none left: not ready yet.
     const view = this.segments.restored === 0 ? meta : servedView(this.segments, meta);
-    if (view === null) return { status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
+    if (view === null) return { status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: [], lease_ttl_ms: 0, slice_checksums: [], version: 0 };
     this.leases.advance(now);
     this.access(meta, now + this.leaseTtlMs, now);
     if ((meta.flags & FLAG_DISK_ONLY) !== 0) this.diskRead(meta);
@@ -126,13 +126,13 @@ export class ReadPath {
       } else {
         found[i] = undefined;
         if (code !== ErrorCode.OK) {
-          results[i] = { status_code: code, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
+          results[i] = { status_code: code, replica_list: [], lease_ttl_ms: 0, slice_checksums: [], version: 0 };
         } else if (meta === undefined && this.files.get(keys[i]) !== undefined) {
           results[i] = fileReplicaReply(this.files.get(keys[i])!, ttl);
         } else if (meta === undefined) {
-          results[i] = notFound ??= Object.freeze({ status_code: ErrorCode.OBJECT_NOT_FOUND, replica_list: NO_REPLICAS, lease_ttl_ms: 0, slice_checksums: [] });
+          results[i] = notFound ??= Object.freeze({ status_code: ErrorCode.OBJECT_NOT_FOUND, replica_list: NO_REPLICAS, lease_ttl_ms: 0, slice_checksums: [], version: 0 });
         } else {
-          results[i] = notReady ??= Object.freeze({ status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: NO_REPLICAS, lease_ttl_ms: 0, slice_checksums: [] });
+          results[i] = notReady ??= Object.freeze({ status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: NO_REPLICAS, lease_ttl_ms: 0, slice_checksums: [], version: 0 });
         }
       }
     }

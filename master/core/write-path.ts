@@ -255,6 +255,7 @@ export class WritePath {
     // upsert's old file left the index when it started: file-index.ts `upsertStarted`).
     if (s.files.enabled) s.files.expect(key, sizeOf(meta), meta.checksums, now);
     meta.flags &= ~(FLAG_UPSERT | FLAG_REUSED);
+    meta.version = s.nextVersion(); // a new value: readers' caches keyed by the old version miss it
     meta.status = ReplicaStatus.COMPLETE;
     meta.lastAccess = now;
     s.inFlight.delete(meta);
