@@ -3,10 +3,11 @@
 // bit-exact from their files; a full restart of master and store services over the same directory
 // serves them; a torn or flipped file is never served; awkward keys are safe file names; Remove
 // deletes the file; a file over the budget is refused and deleted. Run `npm run build` first.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { distRoot, LocalCluster, type ProcessHandle } from '../sidecar/local-cluster.js';
@@ -16,6 +17,7 @@ import { MasterClient } from '../client/master-client.js';
 import { ErrorCode } from '../common/error-code.js';
 import { keyFileName } from '../common/file-tier-name.js';
 import { StoreError } from '../client/errors.js';
+import { SCAN_PARALLEL } from '../master/file-tier-dir.js';
 import { ReplicaType } from '../proto/gen/store/ReplicaType.js';
 
 const KiB = 1024;
@@ -238,60 +240,141 @@ describe('file tier', () => {
     : (((name: string, fn?: jest.ProvidesCallback, timeout?: number) =>
         it.skip(`${name} (skipped: no redis-server on PATH; apt-get install redis-server)`, fn, timeout)) as jest.It);
 
+  /**
+   * Two HA masters (redis election) over one file-tier directory and a client that follows the
+   * leader; `switched(rpc)` resolves once the client remounted on the master at `rpc`.
+   */
+  async function haPair(backends: Processes, name: string) {
+    const haRoot = backends.tempDir(`kv-file-tier-${name}-`);
+    const redis = await backends.redis(name);
+    const masters: (ProcessHandle & { rpc: string; metrics: string })[] = [];
+    for (let i = 0; i < 2; i++) {
+      const h = backends.start(`master-${i}`, process.execPath, [
+        join(distRoot(), 'master/main.js'),
+        '--rpc_port=0',
+        '--metrics_port=0',
+        '--rpc_address=127.0.0.1',
+        '--enable_ha=true',
+        ...redis.masterArgs,
+        '--enable_metric_reporting=false',
+        `--root_fs_dir=${haRoot}`,
+      ]);
+      const m = await h.waitFor(/store_master listening: rpc=(\S+) metrics=(\S+)/);
+      masters.push({ ...h, rpc: m[1], metrics: m[2] });
+    }
+    const lines: string[] = [];
+    let onLine: ((l: string) => void) | undefined;
+    const client = await Client.setup(
+      {
+        local_hostname: '127.0.0.1',
+        metadata_server: 'P2PHANDSHAKE',
+        global_segment_size: 16 * MiB,
+        local_buffer_size: 8 * MiB,
+        master_server_address: redis.discovery,
+      },
+      { heartbeatIntervalMs: 200, log: (_l, msg) => (lines.push(msg), onLine?.(msg)) },
+    );
+    const leader = await Promise.race(masters.map((m, i) => m.waitFor(/HA: elected leader/).then(() => i)));
+    await masters[leader].waitFor(/HA: file tier \S+ rescanned as leader/); // its own rescan, at its election
+    const switched = (rpc: string): Promise<void> => {
+      const followed = `remounted 1 segment(s) on master leader ${rpc}`;
+      return new Promise<void>((resolve) => {
+        onLine = (l) => l.includes(followed) && resolve();
+        if (lines.some((l) => l.includes(followed))) resolve();
+      });
+    };
+    return { dir: join(haRoot, name), masters, leader, follower: masters[1 - leader], client, switched };
+  }
+
+  /** Puts `n` values under `prefix`, waits for their files, and clears them from memory: only the files hold them. */
+  async function fileOnly(client: Client, prefix: string, n: number): Promise<Map<string, Buffer>> {
+    const vals = new Map<string, Buffer>();
+    for (let i = 0; i < n; i++) vals.set(`${prefix}/${i}`, randomBytes(100 * KiB + i));
+    for (const [k, v] of vals) await client.put(k, v);
+    await client.fileTierIdle();
+    expect(client.fileTierCounts).toMatchObject({ written: vals.size });
+    expect((await client.batchReplicaClear([...vals.keys()])).sort()).toEqual([...vals.keys()].sort());
+    return vals;
+  }
+
+  /**
+   * Makes the next rescan of `dir` wait until release(): a rescan reads SCAN_PARALLEL headers at
+   * once, in directory order, and a FIFO's open blocks until its other end is opened. FIFOs are
+   * added until the first SCAN_PARALLEL names (the order the master's readdir sees too) are all
+   * FIFOs, so no object's file is read before release(), which removes the other FIFOs and opens
+   * the blocked ones for writing (each then reads as a bad file, left out).
+   */
+  function blockScan(dir: string): () => Promise<void> {
+    const fifos = new Set<string>();
+    const blocking = (): string[] => readdirSync(dir).slice(0, SCAN_PARALLEL);
+    while (!blocking().every((n) => fifos.has(n))) {
+      if (fifos.size > 4096) throw new Error(`could not put ${SCAN_PARALLEL} FIFOs first in ${dir}`);
+      const name = `fifo-${fifos.size}`;
+      execFileSync('mkfifo', [join(dir, name)]);
+      fifos.add(name);
+    }
+    const first = blocking();
+    return async () => {
+      for (const n of fifos) if (!first.includes(n)) rmSync(join(dir, n));
+      for (const n of first) await (await open(join(dir, n), 'w')).close();
+    };
+  }
+
   haIt(
     'HA: a new leader rescans the directory and serves objects held only by files (skipped without redis-server)',
     async () => {
       const backends = new Processes();
       let ha: Client | undefined;
       try {
-        const haRoot = backends.tempDir('kv-file-tier-ha-');
-        const redis = await backends.redis('ha_tier');
-        const masters: (ProcessHandle & { rpc: string })[] = [];
-        for (let i = 0; i < 2; i++) {
-          const h = backends.start(`master-${i}`, process.execPath, [
-            join(distRoot(), 'master/main.js'),
-            '--rpc_port=0',
-            '--metrics_port=0',
-            '--rpc_address=127.0.0.1',
-            '--enable_ha=true',
-            ...redis.masterArgs,
-            '--enable_metric_reporting=false',
-            `--root_fs_dir=${haRoot}`,
-          ]);
-          const m = await h.waitFor(/store_master listening: rpc=(\S+)/);
-          masters.push({ ...h, rpc: m[1] });
-        }
-        const lines: string[] = [];
-        let onLine: ((l: string) => void) | undefined;
-        ha = await Client.setup(
-          {
-            local_hostname: '127.0.0.1',
-            metadata_server: 'P2PHANDSHAKE',
-            global_segment_size: 16 * MiB,
-            local_buffer_size: 8 * MiB,
-            master_server_address: redis.discovery,
-          },
-          { heartbeatIntervalMs: 200, log: (_l, msg) => (lines.push(msg), onLine?.(msg)) },
-        );
-        const leader = await Promise.race(masters.map((m, i) => m.waitFor(/HA: elected leader/).then(() => i)));
-        const follower = masters[1 - leader];
-        const vals = new Map<string, Buffer>();
-        for (let i = 0; i < 5; i++) vals.set(`ha/${i}`, randomBytes(100 * KiB + i));
-        for (const [k, v] of vals) await ha.put(k, v);
-        await ha.fileTierIdle();
-        expect(ha.fileTierCounts).toMatchObject({ written: vals.size });
-        // Out of memory: only the files hold them now.
-        expect((await ha.batchReplicaClear([...vals.keys()])).sort()).toEqual([...vals.keys()].sort());
-        const rescanned = follower.waitFor(/HA: file tier \S+ rescanned as leader: 5 objects/);
-        const followed = `remounted 1 segment(s) on master leader ${follower.rpc}`;
-        const switched = new Promise<void>((resolve) => {
-          onLine = (l) => l.includes(followed) && resolve();
-          if (lines.some((l) => l.includes(followed))) resolve();
-        });
-        masters[leader].proc.kill('SIGKILL');
+        const pair = await haPair(backends, 'ha_tier');
+        ha = pair.client;
+        const vals = await fileOnly(ha, 'ha', 5);
+        const rescanned = pair.follower.waitFor(/HA: file tier \S+ rescanned as leader: 5 objects/);
+        const switched = pair.switched(pair.follower.rpc);
+        pair.masters[pair.leader].proc.kill('SIGKILL');
         await rescanned;
         await switched;
         for (const [k, v] of vals) expect((await ha.get(k)).equals(v)).toBe(true);
+      } finally {
+        await ha?.close();
+        await backends.stopAll();
+      }
+    },
+    60_000,
+  );
+
+  haIt(
+    "HA: reads made while a new leader's rescan runs wait for it: the files' bytes, never a false not found (skipped without redis-server)",
+    async () => {
+      const backends = new Processes();
+      let ha: Client | undefined;
+      try {
+        const pair = await haPair(backends, 'ha_hold');
+        ha = pair.client;
+        const vals = await fileOnly(ha, 'hold', 3);
+        const release = blockScan(pair.dir);
+        const switched = pair.switched(pair.follower.rpc);
+        pair.masters[pair.leader].proc.kill('SIGKILL');
+        await switched;
+        const reads = [...vals.keys()].map((k) => ha!.get(k));
+        const batch = ha.getBatch([...vals.keys()]);
+        const exists = ha.isExist('hold/0');
+        const held = async (): Promise<number> => {
+          const text = await (await fetch(`http://${pair.follower.metrics}/metrics`)).text();
+          return Number(/^store_master_calls_held_for_rescan (\S+)$/m.exec(text)?.[1] ?? 0);
+        };
+        for (const end = Date.now() + 10_000; (await held()) < 5;) {
+          if (Date.now() > end) throw new Error(`the new leader held ${await held()} calls, not the 5 made during its rescan`);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        const rescanned = pair.follower.waitFor(/HA: file tier \S+ rescanned as leader: 3 objects/);
+        await release();
+        await rescanned;
+        const got = await Promise.all(reads);
+        got.forEach((v, i) => expect(v.equals(vals.get(`hold/${i}`)!)).toBe(true));
+        (await batch).forEach((r) => expect(r.value?.equals(vals.get(r.key)!)).toBe(true));
+        expect(await exists).toBe(true);
+        expect(await held()).toBe(0);
       } finally {
         await ha?.close();
         await backends.stopAll();

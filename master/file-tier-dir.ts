@@ -17,7 +17,7 @@ import { crc32c } from '../native/checksum.js';
 import { FileIndex, type DoomedFile } from './core/file-index.js';
 
 /** Files whose headers are read at once during a rescan. */
-const SCAN_PARALLEL = 16;
+export const SCAN_PARALLEL = 16;
 
 /** What a rescan found. */
 export interface ScanReport {

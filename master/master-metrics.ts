@@ -182,6 +182,18 @@ export class MasterMetrics {
     });
   }
 
+  /** The gauge of calls held for a new leader's file-tier rescan (master/rescan-hold.ts), read at scrape time. */
+  watchHeld(read: () => number): void {
+    new client.Gauge({
+      name: 'store_master_calls_held_for_rescan',
+      help: "calls a new HA leader holds until its rescan of the file tier's directory ends (at most 5 s each)",
+      registers: [this.registry],
+      collect() {
+        this.set(read());
+      },
+    });
+  }
+
   /** Records one served RPC. */
   observe(methodIndex: number, transport: Transport, statusCode: number, seconds: number): void {
     this.reqChild[transport][methodIndex].inc();

@@ -232,6 +232,26 @@ describe('MasterCore with the file tier', () => {
     expect(map['l/file-only'].replica_list[0]).toEqual({ handles: [], status: 3, replica_type: ReplicaType.DISK, file: { path: keyFileName('l/file-only'), size: 10 } });
   });
 
+  it("while a new leader's rescan runs, a key it cannot tell about yet is answered UNAVAILABLE_IN_CURRENT_STATUS, never a false not found", () => {
+    const { core, files } = coreWithFiles();
+    putObject(core, 'in-memory', 10, 1);
+    files.scanning = true; // the shell's rescan runs
+    files.load('scanned', { size: 10, checksums: [], name: 'scanned' });
+    const U = ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS;
+    expect(core.getReplicaList({ key: 'not-scanned-yet' }, 2).status_code).toBe(U);
+    expect(core.existKey({ key: 'not-scanned-yet' }, 2).status_code).toBe(U);
+    expect(core.remove({ key: 'not-scanned-yet', force: false }, 2).status_code).toBe(U); // else its file would come back
+    expect(core.getReplicaList({ key: 'scanned' }, 2).replica_list[0].file?.path).toBe('scanned');
+    expect(core.getReplicaList({ key: 'in-memory' }, 2).status_code).toBe(ErrorCode.OK);
+    expect(core.getReplicaList({ key: '' }, 2).status_code).toBe(ErrorCode.INVALID_KEY);
+    expect(core.batchGetReplicaList({ keys: ['in-memory', 'scanned'] }, 2).results.map((r) => r.status_code)).toEqual([ErrorCode.OK, ErrorCode.OK]);
+    expect(core.batchGetReplicaList({ keys: ['in-memory', 'not-scanned-yet'] }, 2)).toEqual({ status_code: U, results: [] });
+    expect(core.batchExistKey({ keys: ['scanned', 'not-scanned-yet'] }, 2)).toEqual({ status_code: U, results: [] });
+    files.scanning = false; // the scan ended: what it did not find does not exist
+    expect(core.getReplicaList({ key: 'not-scanned-yet' }, 3).status_code).toBe(ErrorCode.OBJECT_NOT_FOUND);
+    expect(core.batchExistKey({ keys: ['scanned', 'not-scanned-yet'] }, 3).results.map((r) => r.exists)).toEqual([true, false]);
+  });
+
   it('without the tier, PutEnd with replica_type DISK stays refused and nothing changes', () => {
     const core = new MasterCore({ ...defaultMasterCoreConfig }, new SeededRng(1));
     core.mountSegment(mountReq('seg', 1 << 20), 0);

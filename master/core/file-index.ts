@@ -61,6 +61,11 @@ export class FileIndex {
   private refused = 0;
   /** Files found unreadable (a bad header, a torn value) by the rescan; the shell adds them. */
   bad = 0;
+  /**
+   * While true (the shell's rescan of the directory runs: a new HA leader), a key absent from the
+   * index may still have a file: reads of such keys cannot be answered yet (read-path.ts).
+   */
+  scanning = false;
   /** Called when a file is doomed (the shell schedules its deletion). */
   onDoomed: (() => void) | undefined;
 
@@ -79,6 +84,11 @@ export class FileIndex {
 
   get size(): number {
     return this.entries.size;
+  }
+
+  /** Whether a read of `key`, absent from memory and from the index, must wait for the rescan (scanning). */
+  unknown(key: string): boolean {
+    return this.scanning && !this.entries.has(key);
   }
 
   /** Whether `key` has a file or one is expected. */
