@@ -62,9 +62,9 @@ export interface FileTierCounts {
 export interface StagedValue {
   /** CRC-32C of each slice (unsigned). */
   readonly checksums: number[];
-  /** The Put's PutEnd succeeded: write the file. */
+  /** The write's end (PutEnd, UpsertEnd) succeeded: write the file. */
   commit(): void;
-  /** The Put failed: drop the copy. */
+  /** The write failed: drop the copy. */
   cancel(): void;
 }
 
