@@ -684,7 +684,7 @@ describe('replica lists reused under their lease', () => {
     for (const k of ['a', 'b', 'c']) await path.get(k);
     expect(path.replicaCacheStats().entries).toBe(3);
     const small = new ReplicaCache(2);
-    const res = { status_code: 0, replica_list: [], lease_ttl_ms: 5000, slice_checksums: [] };
+    const res = { status_code: 0, replica_list: [], lease_ttl_ms: 5000, slice_checksums: [], version: 0 };
     small.remember('a', res, 0);
     small.remember('b', res, 0);
     small.remember('c', res, 0);

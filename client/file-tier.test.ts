@@ -2,14 +2,14 @@
 // destination; torn, flipped, stale and foreign files are never served; an unusable directory is
 // logged once and turns the tier off; staging is bounded (a Put waits, nothing is dropped).
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ErrorCode } from '../common/error-code.js';
 import { keyFileName } from '../common/file-tier-name.js';
 import { copyWithCrc32c, crc32c } from '../native/checksum.js';
 import { ObjectNotFoundError, StoreError } from './errors.js';
-import { FileTier, type FileTierDeps } from './file-tier.js';
+import { FileTier, MISSING_FILE_RETRY_MS, type FileTierDeps } from './file-tier.js';
 
 /** A Put's staging whose PutEnd succeeded at once: the file is queued. */
 async function stageNow(tier: FileTier, key: string, slices: Uint8Array[]): Promise<void> {
@@ -53,6 +53,22 @@ describe('client file tier', () => {
     await tier.readInto(keyFileName(key), key, out, reports[0].checksums);
     expect(out.equals(Buffer.concat([first, slices[2]]))).toBe(true);
     expect(tier.counts).toMatchObject({ written: 1, read: 1, bad: 0 });
+  });
+
+  it('a file missing for a moment (the master moved it aside to check it) is looked for once more; one still missing is not found', async () => {
+    const tier = new FileTier(deps());
+    await tier.setRoot(dir);
+    const value = randomBytes(5000);
+    await stageNow(tier, 'k', [value]);
+    await tier.drain();
+    const path = join(dir, keyFileName('k'));
+    renameSync(path, join(dir, '.tmp-aside'));
+    setTimeout(() => renameSync(join(dir, '.tmp-aside'), path), MISSING_FILE_RETRY_MS / 4);
+    const out = Buffer.alloc(5000);
+    await tier.readInto(keyFileName('k'), 'k', out, reports[0].checksums);
+    expect(out.equals(value)).toBe(true);
+    rmSync(path);
+    await expect(tier.readInto(keyFileName('k'), 'k', out, reports[0].checksums)).rejects.toBeInstanceOf(ObjectNotFoundError);
   });
 
   it('never serves a torn, flipped, stale or foreign file: not found or CHECKSUM_MISMATCH, counted', async () => {

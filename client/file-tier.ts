@@ -1,8 +1,10 @@
-// The client's side of the file tier (docs/tiers.md "File tier"): once a Put's memory write is
-// done, before its PutEnd, the value is copied (with each slice's CRC-32C, in the same pass) into
-// a bounded staging area; after the PutEnd succeeded it is written, off the event loop, to <root>/<escaped key> through a temporary name in the same
-// directory: header + value, fsync, rename, so a crash never leaves a torn file under an object's
-// name. Then the writer reports it (BatchPutEnd replica_type DISK) and the master indexes it. A Get the
+// The client's side of the file tier (docs/tiers.md "File tier"): once a Put's (or an Upsert's)
+// memory write is done, before its end, the value is copied (with each slice's CRC-32C, in the
+// same pass) into a bounded staging area; after the end succeeded it is written, off the event
+// loop, to <root>/<escaped key> through a temporary name in the same directory: header + value,
+// fsync, rename, so a crash never leaves a torn file under an object's name (an upsert's rename
+// replaces the old value's file). Then the writer reports it (BatchPutEnd replica_type DISK, for
+// both) and the master indexes it if it is the current value's. A Get the
 // master answers with a file replica reads the file straight into the destination, checking the
 // header (magic, key, length, the checksums the master recorded) and each slice's CRC-32C; a bad
 // file is never served (counted, and the read fails as not found or as a checksum mismatch).
@@ -26,6 +28,12 @@ import { ObjectNotFoundError, TransferError } from './errors.js';
 export const DEFAULT_FILE_STAGING_BYTES = 256 * 1024 * 1024;
 /** File writes in flight at once (the libuv threadpool has 4 threads by default). */
 const WRITES_IN_FLIGHT = 4;
+/**
+ * A file the master named and this client finds missing is looked for once more after this long:
+ * the master moves a file aside for a moment when it deletes an older value's file that a newer
+ * one replaced meanwhile (master/file-tier-dir.ts `deleteDoomed`), and links it back.
+ */
+export const MISSING_FILE_RETRY_MS = 20;
 
 export interface FileTierDeps {
   crc32c(data: Uint8Array): number;
@@ -54,9 +62,9 @@ export interface FileTierCounts {
 export interface StagedValue {
   /** CRC-32C of each slice (unsigned). */
   readonly checksums: number[];
-  /** The Put's PutEnd succeeded: write the file. */
+  /** The write's end (PutEnd, UpsertEnd) succeeded: write the file. */
   commit(): void;
-  /** The Put failed: drop the copy. */
+  /** The write failed: drop the copy. */
   cancel(): void;
 }
 
@@ -122,10 +130,11 @@ export class FileTier {
   }
 
   /**
-   * Copies a Put's value into staging (waiting for room), computing each slice's CRC-32C; the
-   * caller's buffer is not read afterwards. The Put's PutEnd then carries these checksums (so the
-   * master can tell this value's file from a stale one of the same key), and `commit()` queues the
-   * file write once the PutEnd succeeded (`cancel()` drops it otherwise). Undefined: tier off here.
+   * Copies a Put's or an Upsert's value into staging (waiting for room), computing each slice's
+   * CRC-32C; the caller's buffer is not read afterwards. The write's end (PutEnd, UpsertEnd) then
+   * carries these checksums (so the master can tell this value's file from a stale one of the same
+   * key), and `commit()` queues the file write once the end succeeded (`cancel()` drops it
+   * otherwise). Undefined: tier off here.
    */
   async stage(key: string, slices: readonly Uint8Array[]): Promise<StagedValue | undefined> {
     if (!this.enabled) return undefined;
@@ -252,7 +261,11 @@ export class FileTier {
       throw new ObjectNotFoundError(`${what}: the master named file ${JSON.stringify(path)}, not this key's`);
     let fh;
     try {
-      fh = await open(join(this.root, path), 'r');
+      fh = await open(join(this.root, path), 'r').catch(async (e: NodeJS.ErrnoException) => {
+        if (e.code !== 'ENOENT') throw e;
+        await new Promise((r) => setTimeout(r, MISSING_FILE_RETRY_MS));
+        return open(join(this.root, path), 'r');
+      });
     } catch (e) {
       throw new ObjectNotFoundError(`${what}: ${(e as Error).message}`, { cause: e });
     }

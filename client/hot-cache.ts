@@ -3,14 +3,15 @@
 // a store service's SSD. Pure logic over a storage Buffer the caller provides (process memory, or
 // a memfd mapping with MC_STORE_LOCAL_HOT_CACHE_USE_SHM).
 //
-// Staleness rule: an entry is keyed by the object's key AND the identity of the replica it was
-// read from: each handle's segment, registration (incarnation), address and size, and the slices'
-// CRC-32C its writer recorded. A rewritten object (a new put after a remove, an upsert, in place
-// or moved) has new handles or new checksums, so its new replica list never finds the old entry;
-// equal bytes at an unchanged place are the same value. The write generation is not in read
-// replies (always 0 there), which is why the recorded checksums stand in for it; a replica list
-// without checksums is not cached. Entries are only ever looked up with a replica list the master
-// granted for the read in progress.
+// Staleness rule: an entry is keyed by the object's key, the value's version (the master gives a
+// new one each time a write of the key ends: GetReplicaListResponse.version) and the identity of
+// the replica it was read from: each handle's segment, registration (incarnation), address and
+// size, and the slices' CRC-32C its writer recorded, if any. A rewritten object (a new put after a
+// remove, an upsert, in place or moved) has a new version, so its new replica list never finds
+// the old entry, whatever its place and checksums. From a master that gives no version (0) the
+// checksums stand in for it, and a replica list without them is not cached (equal bytes at an
+// unchanged place are the same value, up to a CRC-32C collision). Entries are only ever looked up
+// with a replica list the master granted for the read in progress.
 //
 // Space is counted in blocks of MC_STORE_LOCAL_HOT_BLOCK_SIZE: a value takes ceil(size / block)
 // blocks (not necessarily adjacent); the least recently used entries give theirs up. Admission:
@@ -58,12 +59,16 @@ export function hotCacheSettings(env: Record<string, string | undefined>): HotCa
   return { capacityBytes, blockSize, useShm: shm === '1' || shm.toLowerCase() === 'true', admissionThreshold };
 }
 
-/** The identity of a value read from `replica` of `key`, or undefined when it must not be cached (no recorded checksums). */
-export function hotCacheId(key: string, replica: ReplicaInfo__Output, sliceChecksums: readonly number[]): string | undefined {
-  if (sliceChecksums.length === 0 || sliceChecksums.length !== replica.handles.length) return undefined;
-  let id = key + '\0';
+/**
+ * The identity of a value of `key` read from `replica`, given the reply's `version` and
+ * `sliceChecksums`, or undefined when it must not be cached (no version and no checksums).
+ */
+export function hotCacheId(key: string, replica: ReplicaInfo__Output, sliceChecksums: readonly number[], version: number): string | undefined {
+  const sums = sliceChecksums.length === replica.handles.length ? sliceChecksums : [];
+  if (version === 0 && sums.length === 0) return undefined;
+  let id = `${key}\0${version}\0`;
   for (const h of replica.handles) id += `${h.segment_name}@${h.incarnation}:${h.buffer}+${h.size};`;
-  return id + '\0' + sliceChecksums.join(',');
+  return id + '\0' + sums.join(',');
 }
 
 interface Entry {
@@ -107,6 +112,28 @@ export class HotCache {
 
   /** A copy of the cached value for `id` (hotCacheId), or undefined (a miss, counted toward the key's admission). */
   get(key: string, id: string): Buffer | undefined {
+    const e = this.lookup(key, id);
+    if (e === undefined) return undefined;
+    const out = Buffer.allocUnsafe(e.length);
+    this.copyOut(e, out);
+    return out;
+  }
+
+  /**
+   * Copies the cached value for `id` into the start of `out` and returns its length, or returns -1
+   * (a miss, counted toward the key's admission). `out` must hold the value (its size is the
+   * replica's, known before the lookup).
+   */
+  copyInto(key: string, id: string, out: Uint8Array): number {
+    const e = this.lookup(key, id);
+    if (e === undefined) return -1;
+    if (out.length < e.length) throw new RangeError(`hot cache: a ${e.length} B value does not fit in ${out.length} B`);
+    this.copyOut(e, out);
+    return e.length;
+  }
+
+  /** The entry for `id`, made the most recently used; a miss is counted. */
+  private lookup(key: string, id: string): Entry | undefined {
     const e = this.entries.get(id);
     if (e === undefined) {
       this.misses++;
@@ -116,9 +143,7 @@ export class HotCache {
     this.entries.delete(id);
     this.entries.set(id, e); // most recently used
     this.hits++;
-    const out = Buffer.allocUnsafe(e.length);
-    this.copyOut(e, out);
-    return out;
+    return e;
   }
 
   /** Offers a value just read for `id`; kept when the key was missed often enough and it fits. */
@@ -171,7 +196,7 @@ export class HotCache {
     for (const b of e.blocks) this.free.push(b);
   }
 
-  private copyOut(e: Entry, out: Buffer): void {
+  private copyOut(e: Entry, out: Uint8Array): void {
     for (let i = 0, at = 0; i < e.blocks.length; i++, at += this.blockSize) {
       const n = Math.min(this.blockSize, e.length - at);
       this.storage.copy(out, at, e.blocks[i] * this.blockSize, e.blocks[i] * this.blockSize + n);

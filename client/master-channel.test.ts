@@ -98,6 +98,7 @@ describe('MasterChannel', () => {
         },
       ],
       slice_checksums: [],
+      version: 0,
     });
   });
 

@@ -2,6 +2,7 @@
 // under its lease, replica-cache.ts) -> the replica on an own segment first (memcpy), else an
 // engine READ straight into the result when it is registered memory, else through staging -> the
 // lease checked (a read that outlived it returns no data). A failed replica gives way to the next.
+// A value only a DISK replica holds goes through the local hot cache when it is on (hot-cache.ts).
 import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
 import type { GetReplicaListResponse__Output } from '../proto/gen/store/GetReplicaListResponse.js';
 import { ErrorCode } from '../common/error-code.js';
@@ -10,7 +11,7 @@ import { keyProblem } from '../common/key-rules.js';
 import type { BufferLease } from './buffer-pool.js';
 import { InvalidParamsError, LeaseExpiredError, ObjectNotFoundError, StoreError, TransferError } from './errors.js';
 import { ReplicaCache } from './replica-cache.js';
-import { hotCacheId } from './hot-cache.js';
+import { hotCacheId, type HotCache } from './hot-cache.js';
 import { leaseDeadline, orderReplicas, replicaPieces, replicaSize, withinLease, type Piece, type TransferOp } from './transfer-plan.js';
 import {
   asBuffer,
@@ -82,23 +83,19 @@ export class ReadPath {
         return this.readFile(file.path, key, out, res).then(() => out);
       }
       const replicas = this.readable(res, key);
-      // No MEMORY replica complete: the value comes from the SSD tier, through the local hot cache if on.
-      const hot = replicas[0].replica_type === ReplicaType.DISK ? this.core.d.hotCache : undefined;
-      const hotId = hot === undefined ? undefined : hotCacheId(key, replicas[0], res.slice_checksums);
-      if (hotId !== undefined) {
-        const hit = hot!.get(key, hotId);
-        if (hit !== undefined) return hit;
-      }
+      const hot = this.hotFor(key, res, replicas[0]);
+      const hit = hot?.cache.get(key, hot.id);
+      if (hit !== undefined) return hit;
       const result = this.core.allocOut(replicaSize(replicas[0]));
       const sums = this.expected(res, replicas[0]);
       if (this.readInline(replicas[0], result.out, sums, key)) {
         const out = this.leaseChecked(result.out, start, res, key);
-        if (hotId !== undefined) hot!.admit(key, hotId, out);
+        hot?.cache.admit(key, hot.id, out);
         return out;
       }
       return this.readFrom(replicas, result.out, leaseDeadline(start, Number(res.lease_ttl_ms)), getWhat(key), result, sums, key).then(() => {
         // admitted only once read within its lease and checked against its recorded CRC-32C
-        if (hotId !== undefined) hot!.admit(key, hotId, result.out);
+        hot?.cache.admit(key, hot.id, result.out);
         return result.out;
       });
     });
@@ -125,14 +122,19 @@ export class ReadPath {
         // not read here: the caller reads it with getInto, which tells where it came from
         return { size };
       }
+      const hot = this.hotFor(key, res, replicas[0]);
+      const hit = hot?.cache.get(key, hot.id);
+      if (hit !== undefined) return { size, value: hit };
       const result = this.core.allocOut(size);
       const sums = this.expected(res, replicas[0]);
       if (this.readInline(replicas[0], result.out, sums, key)) {
         const value = this.leaseChecked(result.out, start, res, key);
+        hot?.cache.admit(key, hot.id, value);
         if (observe) this.tell(observe, res, replicas[0], start);
         return { size, value };
       }
       return this.readFrom(replicas, result.out, leaseDeadline(start, Number(res.lease_ttl_ms)), getWhat(key), result, sums, key).then((used) => {
+        hot?.cache.admit(key, hot.id, result.out);
         if (observe) this.tell(observe, res, used, start);
         return { size, value: result.out };
       });
@@ -154,13 +156,17 @@ export class ReadPath {
       const size = replicaSize(replicas[0]);
       if (target.byteLength < size) throw new InvalidParamsError(`${getWhat(key)}: the target holds ${target.byteLength} B, the object is ${size} B`);
       const out = asBuffer(target).subarray(0, size);
+      const hot = this.hotFor(key, res, replicas[0]);
+      if (hot !== undefined && hot.cache.copyInto(key, hot.id, out) === size) return size;
       const sums = this.expected(res, replicas[0]);
       if (this.readInline(replicas[0], out, sums, key)) {
         const n = this.leaseChecked(size, start, res, key);
+        hot?.cache.admit(key, hot.id, out);
         if (observe) this.tell(observe, res, replicas[0], start);
         return n;
       }
       return this.readFrom(replicas, out, leaseDeadline(start, Number(res.lease_ttl_ms)), getWhat(key), undefined, sums, key).then((used) => {
+        hot?.cache.admit(key, hot.id, out);
         if (observe) this.tell(observe, res, used, start);
         return size;
       });
@@ -235,6 +241,18 @@ export class ReadPath {
   /** Cached replica lists: reads served without a master call, and entries held. */
   replicaCacheStats(): { hits: number; misses: number; entries: number } {
     return { hits: this.replicaCache.hits, misses: this.replicaCache.misses, entries: this.replicaCache.size };
+  }
+
+  /**
+   * The local hot cache and the identity of the value in `replica` of `res`, when the cache is on
+   * and serves this read: no MEMORY replica is complete (the first in reading order is a DISK one,
+   * on the SSD tier) and the value can be identified (hot-cache.ts); else undefined.
+   */
+  private hotFor(key: string, res: GetReplicaListResponse__Output, replica: ReplicaInfo__Output): { cache: HotCache; id: string } | undefined {
+    const cache = this.core.d.hotCache;
+    if (cache === undefined || replica.replica_type !== ReplicaType.DISK) return undefined;
+    const id = hotCacheId(key, replica, res.slice_checksums ?? [], Number(res.version ?? 0));
+    return id === undefined ? undefined : { cache, id };
   }
 
   /** The replicas of a GetReplicaList reply in reading order; throws the reply's error or not-found. */
@@ -505,6 +523,7 @@ export class ReadPath {
       what: string;
       sums?: readonly number[];
       recorded: readonly number[];
+      hot?: { cache: HotCache; id: string };
     }[] = [];
     const fileReads: Promise<void>[] = [];
     keys.forEach((key, i) => {
@@ -527,14 +546,22 @@ export class ReadPath {
         }
         const replicas = orderReplicas(r.replica_list, this.core.isOwn);
         if (replicas.length === 0) throw new ObjectNotFoundError(`${w}: no complete replica`);
+        const size = replicaSize(replicas[0]);
+        const result = outFor(i, size, w);
+        const hot = this.hotFor(key, r, replicas[0]);
+        if (hot !== undefined && hot.cache.copyInto(key, hot.id, result.out) === size) {
+          results[i].value = result.out; // from the local hot cache: nothing to read
+          return;
+        }
         wanted.push({
           i,
           replicas,
           deadline: leaseDeadline(start, Number(r.lease_ttl_ms)),
-          result: outFor(i, replicaSize(replicas[0]), w),
+          result,
           what: w,
           sums: this.expected(r, replicas[0]),
           recorded: r.slice_checksums ?? [],
+          hot,
         });
       } catch (e) {
         results[i].error = e as StoreError;
@@ -556,6 +583,7 @@ export class ReadPath {
         const leaseLeftMs = w.deadline - this.core.d.now();
         if (!withinLease(this.core.d.now(), w.deadline)) throw new LeaseExpiredError(`${w.what}: the lease expired before the read finished; no data returned`);
         results[w.i].value = w.result.out;
+        w.hot?.cache.admit(keys[w.i], w.hot.id, w.result.out);
         if (observe) observe(w.i, { replica: used, sums: w.recorded, leaseLeftMs });
       } catch (e) {
         results[w.i].error = e as StoreError;

@@ -117,9 +117,10 @@ export class WritePath {
         if (attempt < WRITE_ATTEMPTS && unreachable.length > 0) continue;
         throw e;
       }
-      // The file tier's copy (spec rule 4): staged now, written after the PutEnd, asynchronously.
-      // Its checksums go with the PutEnd when the write recorded none (file-tier.ts says why).
-      const staged = rpcs.verb === 'put' ? await this.core.d.files?.stage(key, slices) : undefined;
+      // The file tier's copy (spec rule 4), a Put's or an Upsert's: staged now, written after the
+      // end, asynchronously. Its checksums go with the end when the write recorded none
+      // (file-tier.ts says why: the master keeps only the current value's file).
+      const staged = await this.core.d.files?.stage(key, slices);
       let ended;
       try {
         ended = await rpcs.end(key, sums[0].length > 0 || !staged ? sums[0] : staged.checksums);
@@ -316,9 +317,9 @@ export class WritePath {
       again.forEach((g, k) => (results[g.i] = retried[k]!));
     }
     if (done.length > 0) {
-      // The file tier's copies, staged before the end as for a single put (writeOne).
+      // The file tier's copies, staged before the end as for a single write (writeOne).
       const staged = new Map<number, StagedValue>();
-      const files = rpcs.verb === 'put' ? this.core.d.files : undefined;
+      const files = this.core.d.files;
       if (files) {
         for (const g of done) {
           const v = await files.stage(g.req.key!, g.slices);

@@ -113,6 +113,7 @@ describe('compiled proto codec', () => {
         },
       ],
       slice_checksums: [0, 1, 0xffffffff],
+      version: 2 ** 30 - 1,
     };
     expect(decodeWith(codec, encodeWith(codec, res))).toEqual(res);
   });

@@ -121,6 +121,30 @@ describe('SSD tier', () => {
       const first = await reader.get(key); // from the SSD, admitted
       expect((await reader.get(key)).equals(first)).toBe(true);
       expect(reader.hotCache!.stats()).toMatchObject({ hits: 1, admitted: 1 });
+      // getInto and the batch reads are served from it too
+      const into = Buffer.alloc(first.length + 10);
+      expect(await reader.getInto(key, into)).toBe(first.length);
+      expect(into.subarray(0, first.length).equals(first)).toBe(true);
+      const [batched] = await reader.getBatch([key]);
+      expect(batched.value?.equals(first)).toBe(true);
+      const target = Buffer.alloc(first.length);
+      const [intoBatch] = await reader.getIntoBatch([{ key, target }]);
+      expect([intoBatch.size, target.equals(first)]).toEqual([first.length, true]);
+      expect(reader.hotCache!.stats()).toMatchObject({ hits: 4, admitted: 1 });
+      // A value written without checksums is cached too: the master's value version identifies it.
+      const plain = await Client.setup(cluster.clientConfig(), { checksums: false });
+      try {
+        const value = randomBytes(200 * KiB);
+        await putRetry(plain, 'nosum', value);
+        for (let i = 0; i < 24; i++) await putRetry(plain, `nosum-push-${i}`, randomBytes(256 * KiB)); // pushes it out of memory
+        await eventually(async () => (await replicaTypes(reader, 'nosum')).every((t) => t === ReplicaType.DISK), 'nosum on SSD only');
+        const before = reader.hotCache!.stats().hits;
+        expect((await reader.get('nosum')).equals(value)).toBe(true);
+        expect((await reader.get('nosum')).equals(value)).toBe(true);
+        expect(reader.hotCache!.stats().hits).toBe(before + 1);
+      } finally {
+        await plain.close();
+      }
       // rewritten by another client: the new replica list names other bytes, never the cached ones
       const next = randomBytes(first.length);
       // (removable once the reader's read lease ran out)
@@ -190,19 +214,35 @@ describe('SSD tier: a store service killed mid-offload', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   }, 30_000);
 
-  it('never serves a torn copy: each object is read from its memory replica, bit-exact', async () => {
+  it('never serves a torn copy: each object is read from its memory replica, bit-exact; the lost DISK replicas are made again on the SSD left', async () => {
     dir = mkdtempSync(join(tmpdir(), 'kvstore-ssd-kill-'));
     // the SSD tier on another store service, killed while copies land on it
     const run = await offloadUnderWay(dir, 40, 512 * KiB, 'kill');
     ({ cluster, client } = run);
     const { ssd, values } = run;
+    const spare = await cluster.addService(['--global_segment_size=0', `--offload_dir=${dir}`, '--offload_size=64MB']);
+    const detail = JSON.parse(await cluster.admin('/get_segments_detail')) as { segments: { segment_name: string; client_id: string }[] };
+    const spareSegments = new Set(detail.segments.filter((g) => g.client_id === spare.clientId).map((g) => g.segment_name));
+    expect(spareSegments.size).toBeGreaterThan(0);
     ssd.proc.kill('SIGKILL');
     for (const [key, value] of values) {
       const got = await client.get(key);
       expect(got.equals(value)).toBe(true);
     }
-    // once the master dropped the dead service, no object names its disk replica
-    await eventually(() => noneOf(client, values.keys(), ReplicaType.DISK), 'DISK replicas on the dead service dropped');
+    // Once the master dropped the dead service, every object is offloaded again from its memory
+    // replica: each has a DISK replica, on the SSD left.
+    const onSpare = async (): Promise<boolean> => {
+      const listed = await client.queryByRegex('^kill-');
+      for (const key of values.keys()) {
+        const disk = (listed.get(key) ?? []).filter((r) => r.replica_type === ReplicaType.DISK);
+        if (disk.length === 0 || disk.some((r) => r.handles.some((h) => !spareSegments.has(h.segment_name)))) return false;
+      }
+      return true;
+    };
+    await eventually(onSpare, 'every object offloaded again to the SSD left').catch(async (e: Error) => {
+      throw new Error(`${e.message}\n${await cluster.admin('/metrics/summary')}`);
+    });
+    expect(await cluster.admin('/metrics/summary')).toMatch(/offload: .* [1-9]\d* queued again \(DISK replica lost\)/);
     for (const [key, value] of values) expect((await client.get(key)).equals(value)).toBe(true);
   }, 120_000);
 });

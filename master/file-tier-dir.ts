@@ -3,19 +3,21 @@
 // a startup error), rebuilding the index (master/core/file-index.ts) by reading every file's
 // header (temporary files a crash left are deleted; a file whose header is bad or whose length is
 // not header + value is left out and counted), and deleting the files the index dooms (removals,
-// refusals). All of it through fs/promises, on the libuv threadpool, never blocking the loop.
+// refusals, an upsert's old value) only while they still hold the value they were doomed as. All
+// of it through fs/promises, on the libuv threadpool, never blocking the loop.
+import { randomUUID } from 'node:crypto';
 import { constants as fsc } from 'node:fs';
-import { access, mkdir, open, readdir, unlink } from 'node:fs/promises';
+import { access, link, mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import { FlagError } from '../common/flags.js';
 import { readHeader } from '../common/file-tier-header.js';
-import { keyFileName, TEMP_PREFIX } from '../common/file-tier-name.js';
+import { keyFileName, TEMP_PREFIX, tempFileName } from '../common/file-tier-name.js';
 import type { Logger } from '../common/logger.js';
 import { crc32c } from '../native/checksum.js';
-import { FileIndex } from './core/file-index.js';
+import { FileIndex, type DoomedFile } from './core/file-index.js';
 
 /** Files whose headers are read at once during a rescan. */
-const SCAN_PARALLEL = 16;
+export const SCAN_PARALLEL = 16;
 
 /** What a rescan found. */
 export interface ScanReport {
@@ -107,13 +109,61 @@ export function deleteDoomedFiles(dir: string, index: FileIndex, log: Logger): v
     scheduled = true;
     setImmediate(() => {
       scheduled = false;
-      for (const name of index.takeDoomed()) {
-        unlink(join(dir, name)).catch((e: NodeJS.ErrnoException) => {
-          if (e.code !== 'ENOENT') log.warn(`file tier: deleting ${join(dir, name)} failed: ${e.message}`);
+      for (const doomed of index.takeDoomed()) {
+        deleteDoomed(dir, doomed).catch((e: NodeJS.ErrnoException) => {
+          if (e.code !== 'ENOENT') log.warn(`file tier: deleting ${join(dir, doomed.name)} failed: ${e.message}`);
         });
       }
     });
   };
+}
+
+/** The slice checksums of the value in the file at `path`, or undefined when it has no good header. */
+async function valueAt(path: string): Promise<number[] | undefined> {
+  const fh = await open(path, 'r');
+  try {
+    const d = await readHeader(fh, crc32c);
+    return d.ok ? d.header.checksums : undefined;
+  } finally {
+    await fh.close();
+  }
+}
+
+function holds(sums: readonly number[] | undefined, doomed: DoomedFile): boolean {
+  const want = doomed.checksums;
+  return sums === undefined || (sums.length === want.length && sums.every((c, i) => c >>> 0 === want[i] >>> 0));
+}
+
+/**
+ * Deletes a doomed file if its name still holds the value it was doomed as (any file when the doom
+ * names no checksums). A writer's rename may have put a newer value there meanwhile (an upsert's,
+ * a Put after a removal): that file stays. The check and the deletion are made race-free by moving
+ * the file aside first (a rename takes whatever has the name, atomically), reading its header
+ * there, and then deleting it, or linking it back under its name when it holds another value
+ * (link never replaces a file renamed there later still). A crash in between leaves a temporary
+ * file, which the next scan deletes: a file lost, never a wrong one kept. Readers may find no file
+ * only in that short window, and only when the name holds a value other than the doomed one,
+ * which the header read first rules out in the usual case.
+ */
+export async function deleteDoomed(dir: string, doomed: DoomedFile): Promise<void> {
+  const path = join(dir, doomed.name);
+  if (doomed.checksums.length === 0) return unlink(path);
+  if (!holds(await valueAt(path).catch(() => undefined), doomed)) return; // another value (or none) there already
+  const aside = join(dir, tempFileName(randomUUID()));
+  try {
+    await rename(path, aside);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return; // gone meanwhile
+    throw e;
+  }
+  if (!holds(await valueAt(aside).catch(() => undefined), doomed)) {
+    try {
+      await link(aside, path);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') return rename(aside, path); // no hard links on this file system: back by rename
+    }
+  }
+  await unlink(aside);
 }
 
 /** A new index over `dir`, deleting what it dooms, filled by a scan (resolves when it is). */

@@ -164,7 +164,7 @@ export async function summary(d: AdminDeps): Promise<string> {
     ...(s.diskCapacityBytes > 0 || s.offloadsDone > 0
       ? [
           `ssd tier: ${formatSize(s.diskUsedBytes)} of ${formatSize(s.diskCapacityBytes)} used (${s.diskUsedBytes} bytes, quota ${s.diskQuotaBytes} bytes), ${s.diskEvictions} disk evictions`,
-          `offload: ${s.offloadsQueued} queued, ${s.offloadsInFlight} in flight, ${s.offloadsDone} done, ${s.offloadsFailed} failed, ${s.offloadsDropped} dropped (queue full), ${s.offloadsSkippedFull} skipped (disk full), ${s.forcedEvictions} evicted without a copy`,
+          `offload: ${s.offloadsQueued} queued, ${s.offloadsInFlight} in flight, ${s.offloadsDone} done, ${s.offloadsFailed} failed, ${s.offloadsDropped} dropped (queue full), ${s.offloadsSkippedFull} skipped (disk full), ${s.offloadsRequeued} queued again (DISK replica lost), ${s.forcedEvictions} evicted without a copy`,
           `promotion: ${s.promotionsQueued} queued, ${s.promotionsInFlight} in flight, ${s.promotionsDone} done, ${s.promotionsFailed} failed`,
         ]
       : []),

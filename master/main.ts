@@ -26,6 +26,7 @@ import { MasterMetrics } from './master-metrics.js';
 import { parseMasterFlags, type MasterFlags } from './master-flags.js';
 import { coreConfigFromFlags, effectiveMaxConnections, openFilesLimit, resolveRpcAddress, unbuiltFeatureNotices } from './master-startup.js';
 import { createMetadataServer, MetadataStore } from './metadata-server.js';
+import { RescanHold } from './rescan-hold.js';
 import { RpcDispatcher } from './rpc-dispatcher.js';
 import { RpcListener } from './rpc-listener.js';
 import { HeapGuard } from './heap-guard.js';
@@ -122,15 +123,23 @@ async function main(): Promise<void> {
       process.exit(2);
     }
   }
-  /** The index of a new leader's core: empty, filled by a scan in the background. */
+  /**
+   * The index of a new leader's core: empty, filled by a scan in the background. Meanwhile reads
+   * of keys it cannot tell about yet are held until the scan ends (master/rescan-hold.ts).
+   */
+  const rescanHold = new RescanHold();
   const leaderFiles = (): FileIndex | undefined => {
     if (fileDir === '') return undefined;
     const idx = new FileIndex(fileDir, flags.global_file_segment_size);
     deleteDoomedFiles(fileDir, idx, log);
-    scanFileTier(fileDir, idx, log).then(
-      (r) => log.info(`HA: file tier ${fileDir} rescanned as leader: ${r.files} objects, ${r.bytes} B${r.bad ? `, ${r.bad} bad files left out` : ''}`),
-      (e: Error) => log.error(`HA: rescanning the file tier ${fileDir} failed: ${e.message}`),
-    );
+    idx.scanning = true;
+    const scan = scanFileTier(fileDir, idx, log)
+      .then(
+        (r) => log.info(`HA: file tier ${fileDir} rescanned as leader: ${r.files} objects, ${r.bytes} B${r.bad ? `, ${r.bad} bad files left out` : ''}`),
+        (e: Error) => log.error(`HA: rescanning the file tier ${fileDir} failed: ${e.message}`),
+      )
+      .finally(() => (idx.scanning = false));
+    rescanHold.begin(scan);
     return idx;
   };
   // Copy notices on the channel (docs/master-channel.md "Notices"): every core, each HA term's too, tells through it.
@@ -258,7 +267,10 @@ async function main(): Promise<void> {
   }
   const disabled = new Set(flags.enable_remove_all ? [] : ['RemoveAll']);
   if (!flags.enable_remove_all) log.info('RemoveAll is disabled (--enable_remove_all=false): answered NOT_IMPLEMENTED');
-  const dispatcher = new RpcDispatcher(ha ? ha.gate.rpcTarget : core, masterMethods, clock, metrics, log, disabled, barrier);
+  // Only a new HA leader rescans while it serves (a single master scans before it serves).
+  const hold = ha && fileDir !== '' ? rescanHold : undefined;
+  if (hold) metrics.watchHeld(() => hold.held);
+  const dispatcher = new RpcDispatcher(ha ? ha.gate.rpcTarget : core, masterMethods, clock, metrics, log, disabled, barrier, hold);
   const refusals = new RefusalLog((line) => log.warn(line));
   const { injector } = createGrpcServer(
     dispatcher,

@@ -102,6 +102,11 @@ export class MasterMetrics {
     total('store_master_offload_failures_total', 'offload copies that failed, went stale or were not reported in time', (s) => s.offloadsFailed);
     total('store_master_offloads_dropped_total', 'completed writes not queued for offload: the queue was full', (s) => s.offloadsDropped);
     total('store_master_offloads_skipped_full_total', 'offloads not placed: no SSD room within the quota', (s) => s.offloadsSkippedFull);
+    total(
+      'store_master_offloads_requeued_total',
+      'objects queued for offload again: their DISK replica went with its SSD segment, a memory replica remained',
+      (s) => s.offloadsRequeued,
+    );
     total('store_master_promotions_total', 'SSD-only objects given a memory replica again', (s) => s.promotionsDone);
     total('store_master_promotion_failures_total', 'promotions not placed or whose copy failed', (s) => s.promotionsFailed);
     total('store_master_disk_evictions_total', 'objects or DISK replicas removed to keep SSD use within the quota', (s) => s.diskEvictions);
@@ -173,6 +178,18 @@ export class MasterMetrics {
       registers,
       collect() {
         this.set(read().bufferedRequestBytes);
+      },
+    });
+  }
+
+  /** The gauge of calls held for a new leader's file-tier rescan (master/rescan-hold.ts), read at scrape time. */
+  watchHeld(read: () => number): void {
+    new client.Gauge({
+      name: 'store_master_calls_held_for_rescan',
+      help: "calls a new HA leader holds until its rescan of the file tier's directory ends (at most 5 s each)",
+      registers: [this.registry],
+      collect() {
+        this.set(read());
       },
     });
   }

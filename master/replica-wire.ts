@@ -16,6 +16,7 @@ import { ReplicaType } from '../proto/gen/store/ReplicaType.js';
 const REPLY_REPLICA_LIST = 0x12; // GetReplicaListResponse.replica_list = 2, PutStartResponse.replica_list = 2
 const REPLY_LEASE_TTL_MS = 0x18; // GetReplicaListResponse.lease_ttl_ms = 3
 const REPLY_SLICE_CHECKSUMS = 0x22; // GetReplicaListResponse.slice_checksums = 4 (packed)
+const REPLY_VERSION = 0x28; // GetReplicaListResponse.version = 5
 const REPLICA_HANDLES = 0x0a; // ReplicaInfo.handles = 1
 const REPLICA_STATUS = 0x10; // ReplicaInfo.status = 2
 const REPLICA_TYPE = 0x18; // ReplicaInfo.replica_type = 3
@@ -148,6 +149,10 @@ encodeInstancesAs(GrantedReplicas, 'GetReplicaListResponse', function (this: Gra
     const start = w.beginLen();
     for (let i = 0; i < sums.length; i++) w.varint(sums[i]);
     w.endLen(start);
+  }
+  if (this.version !== 0) {
+    w.byte(REPLY_VERSION);
+    w.varint(this.version);
   }
 });
 

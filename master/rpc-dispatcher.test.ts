@@ -3,6 +3,7 @@ import { Logger } from '../common/logger.js';
 import { masterMethodByName, masterMethods } from '../common/master-proto.js';
 import type { CoreStats } from './core-port.js';
 import { MasterMetrics } from './master-metrics.js';
+import { RescanHold } from './rescan-hold.js';
 import { RpcDispatcher } from './rpc-dispatcher.js';
 import { EMPTY_STATS } from './core/master-core-config.js';
 
@@ -115,5 +116,60 @@ describe('RpcDispatcher', () => {
     });
     expect(await d.serve(idx('GetReplicaListByRegex'), { key_regex: 'x' }, 'grpc')).toEqual({ status_code: ErrorCode.INTERNAL_ERROR });
     expect(logs.join('')).toMatch(/GetReplicaListByRegex failed inside the master: Error: walk broke/);
+  });
+});
+
+describe('RpcDispatcher with a rescan hold (master/rescan-hold.ts)', () => {
+  it('holds a reply of UNAVAILABLE_IN_CURRENT_STATUS while the hold says so, then asks the core again: one call counted, the second answer sent', async () => {
+    let scanned = false;
+    let release!: () => void;
+    const scan = new Promise<void>((r) => (release = r));
+    const hold = new RescanHold(60_000);
+    hold.begin(scan.then(() => (scanned = true)));
+    const asked: boolean[] = [];
+    const metrics = new MasterMetrics(masterMethods, () => stats);
+    const core = {
+      getReplicaList() {
+        asked.push(scanned);
+        return scanned
+          ? { status_code: ErrorCode.OK, replica_list: [], lease_ttl_ms: 5, slice_checksums: [], version: 0 }
+          : { status_code: ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS };
+      },
+      ping: () => ({ status_code: ErrorCode.OK }),
+    };
+    let t = 0;
+    const d = new RpcDispatcher(core, masterMethods, () => t++, metrics, new Logger({ program: 't', stderr: () => {} }), new Set(), undefined, hold);
+    const held = d.serve(idx('GetReplicaList'), { key: 'k' }, 'channel');
+    expect(held).toBeInstanceOf(Promise);
+    expect(hold.held).toBe(1);
+    expect(d.serve(idx('Ping'), { client_id: 'c' }, 'channel')).toEqual({ status_code: ErrorCode.OK }); // others go on
+    release();
+    expect((await held).status_code).toBe(ErrorCode.OK);
+    expect(asked).toEqual([false, true]);
+    expect(hold.held).toBe(0);
+    const text = await metrics.metrics();
+    expect(text).toMatch(/store_master_rpc_requests_total\{method="GetReplicaList",transport="channel"\} 1/);
+    expect(text).not.toMatch(/store_master_rpc_errors_total\{method="GetReplicaList"/);
+    // no rescan running: UNAVAILABLE goes out at once
+    const later = { getReplicaList: () => ({ status_code: ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS }) };
+    const d2 = new RpcDispatcher(later, masterMethods, () => t++, metrics, new Logger({ program: 't', stderr: () => {} }), new Set(), undefined, hold);
+    expect(d2.serve(idx('GetReplicaList'), { key: 'k' }, 'channel')).toEqual({ status_code: ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS });
+  });
+
+  it('holds a call at most holdMs: then the core is asked again (and may still say UNAVAILABLE_IN_CURRENT_STATUS)', async () => {
+    const hold = new RescanHold(20);
+    hold.begin(new Promise(() => {})); // a scan that never ends
+    const d = new RpcDispatcher(
+      { getReplicaList: () => ({ status_code: ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS }) },
+      masterMethods,
+      () => 0,
+      new MasterMetrics(masterMethods, () => stats),
+      new Logger({ program: 't', stderr: () => {} }),
+      new Set(),
+      undefined,
+      hold,
+    );
+    expect(await d.serve(idx('GetReplicaList'), { key: 'k' }, 'grpc')).toEqual({ status_code: ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS });
+    expect(hold.held).toBe(0);
   });
 });

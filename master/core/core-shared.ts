@@ -25,6 +25,9 @@ import type { Rng } from './rng.js';
 import { SegmentRegistry } from './segment-registry.js';
 import { objectRecordOf } from './state-records.js';
 
+/** Value versions stay below this: small integers for V8 (see object-meta.ts). */
+export const VERSION_LIMIT = 2 ** 30;
+
 /** The previous placement of an object whose upsert moved it to new space (freed at UpsertEnd). */
 export class PreviousPlacement {
   constructor(
@@ -83,6 +86,8 @@ export class CoreShared {
   hardPinnedCount = 0;
   /** Objects deleted so far: a batch's looked-up objects are stale once this moves. */
   removals = 0;
+  /** The last value version given (nextVersion). */
+  private version: number;
   /** The file tier's index (file-index.ts); a disabled one when --root_fs_dir is not set. */
   files: FileIndex = new FileIndex('', 0);
   /** Where committed changes are reported (change-sink.ts); undefined: nobody listens, nothing is built. */
@@ -102,6 +107,9 @@ export class CoreShared {
     ends: EvictionEnds,
   ) {
     this.objects = new ObjectTable(keyHashSeed);
+    // Versions start where this master's view version (ms since the epoch at its start) points,
+    // so another master's (a restart, an HA leader) rarely meet this one's for the same key.
+    this.version = config.viewVersion % VERSION_LIMIT;
     this.eviction = new EvictionRound(
       {
         inFlight: this.inFlight,
@@ -124,6 +132,17 @@ export class CoreShared {
       (purpose, key, meta) => this.disk.copyEnded(purpose, key, meta),
       () => this.copiers.wakeAll(),
     );
+  }
+
+  /**
+   * A new value version (ObjectMeta.version): 1 up to VERSION_LIMIT - 1, then round again. Unique
+   * within this master for 2^30 writes; a reader keys its cache by the version together with the
+   * replica's place and checksums (client/hot-cache.ts), so a repeat would also need the same key
+   * rewritten at the same place with the same CRC-32C.
+   */
+  nextVersion(): number {
+    this.version = this.version >= VERSION_LIMIT - 1 ? 1 : this.version + 1;
+    return this.version;
   }
 
   /** Reports an object's whole record to the sink. */

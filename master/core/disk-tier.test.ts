@@ -7,6 +7,7 @@ import type { ReplicaCopy__Output } from '../../proto/gen/store/ReplicaCopy.js';
 import { ReplicaType } from '../../proto/gen/store/ReplicaType.js';
 import type { MasterCore, MasterCoreConfig } from './master-core.js';
 import { PUT_EVICTION_CAP, scanLimitFor } from './eviction.js';
+import { OFFLOAD_ATTEMPTS } from './disk-tier.js';
 import { makeCore, MEMORY, mountReq, putReq } from './master-core-fixture.js';
 
 const KB = 1024;
@@ -30,6 +31,9 @@ const copiesFor = (core: MasterCore, now: number): ReplicaCopy__Output[] => core
 const report = (core: MasterCore, c: ReplicaCopy__Output, ok = true) => core.replicaCopied({ client_id: 'store', copy_id: c.copy_id, ok, failed_segments: [] }, 0).status_code;
 const tiers = (core: MasterCore, key: string, now: number) =>
   core.getReplicaList({ key }, now).replica_list.map((r) => [r.replica_type, r.handles.map((h) => [h.segment_name, h.memory_type])]);
+
+/** The segment of each replica's first handle. */
+const placed = (core: MasterCore, key: string, now: number) => core.getReplicaList({ key }, now).replica_list.map((r) => r.handles[0].segment_name);
 
 /** Fills `mem` (64 KiB) with 16 objects of 4 KiB, each offloaded, then 16 more: the first ones end up on SSD only. */
 function overfill(core: MasterCore): void {
@@ -205,6 +209,147 @@ describe('SSD tier in the core', () => {
     expect(s.offloadsSkippedFull).toBeGreaterThan(0);
     expect(s.forcedEvictions).toBeGreaterThan(0);
     expect(core.checkIndexes()).toEqual([]);
+  });
+});
+
+describe('DISK replicas lost with their SSD segment', () => {
+  /** setup() plus SSD segment `ssd2` of client `other` (a second store service with an SSD). */
+  function twoDisks(over: Partial<MasterCoreConfig> = {}): MasterCore {
+    const core = setup(over);
+    expect(core.mountSegment({ ...mountReq('ssd2', 1 << 20, 'other', 0x6000_0000, '10.0.0.4:1', 5), protocol: 'ssd' }, 0).status_code).toBe(ErrorCode.OK);
+    return core;
+  }
+  const unmount = (core: MasterCore, name: string, client: string, now: number) =>
+    expect(core.unmountSegment({ segment_name: name, client_id: client, grace_period_seconds: 0 }, now).status_code).toBe(ErrorCode.OK);
+
+  it('an object that keeps its memory replica is offloaded again, through the same queue and copies', () => {
+    const core = twoDisks();
+    put(core, 'k', 4 * KB, 1);
+    const [first] = copiesFor(core, 2);
+    expect(first.target!.handles[0].segment_name).toBe('ssd'); // the owner's SSD first
+    report(core, first);
+    unmount(core, 'ssd', 'store', 3); // its store service unmounts it (or dies: the same drain)
+    expect(tiers(core, 'k', 4)).toEqual([[ReplicaType.MEMORY, [['mem', MemoryType.DRAM]]]]);
+    expect(core.stats(4)).toMatchObject({ offloadsQueued: 1, offloadsRequeued: 1 });
+    const [again] = copiesFor(core, 5);
+    expect(again.key).toBe('k');
+    expect(again.source!.handles[0].segment_name).toBe('mem');
+    expect(again.target!.handles[0].segment_name).toBe('ssd2');
+    report(core, again);
+    expect(tiers(core, 'k', 6)).toEqual([
+      [ReplicaType.MEMORY, [['mem', MemoryType.DRAM]]],
+      [ReplicaType.DISK, [['ssd2', MemoryType.SSD]]],
+    ]);
+    expect(core.stats(6)).toMatchObject({ offloadsQueued: 0, offloadsDone: 2 });
+    expect(core.checkIndexes()).toEqual([]);
+  });
+
+  it('a copy that fails (its target SSD died meanwhile, or the copier failed) is tried again elsewhere, OFFLOAD_ATTEMPTS times at most', () => {
+    const core = twoDisks();
+    put(core, 'k', 4 * KB, 1);
+    const [first] = copiesFor(core, 2);
+    expect(first.target!.handles[0].segment_name).toBe('ssd');
+    // the copier could not reach the target: it is suspect for a while, so the next try goes elsewhere
+    expect(core.replicaCopied({ client_id: 'store', copy_id: first.copy_id, ok: false, failed_segments: ['ssd'] }, 3).status_code).toBe(ErrorCode.OK);
+    expect(core.stats(3)).toMatchObject({ offloadsFailed: 1, offloadsQueued: 1 });
+    const [second] = copiesFor(core, 4);
+    expect(second.target!.handles[0].segment_name).toBe('ssd2');
+    report(core, second);
+    expect(tiers(core, 'k', 5).map(([t]) => t)).toEqual([ReplicaType.MEMORY, ReplicaType.DISK]);
+    // an object whose copies keep failing is left without a DISK replica after OFFLOAD_ATTEMPTS
+    put(core, 'bad', 4 * KB, 10);
+    let attempts = 0;
+    for (let now = 11; now < 100; now++) {
+      const copies = copiesFor(core, now);
+      if (copies.length === 0) break;
+      for (const c of copies) report(core, c, false);
+      attempts += copies.length;
+    }
+    expect(attempts).toBe(OFFLOAD_ATTEMPTS);
+    expect(core.stats(100)).toMatchObject({ offloadsQueued: 0, offloadsInFlight: 0 });
+  });
+
+  it('an SSD-only object that lost its only replica is gone; nothing is queued for it', () => {
+    const core = twoDisks();
+    overfill(core); // k0 .. k15 on SSD only (on `ssd`, the owner's), the rest in memory and on SSD
+    expect(tiers(core, 'k0', 10_000)).toEqual([[ReplicaType.DISK, [['ssd', MemoryType.SSD]]]]);
+    const inMemory = core.stats(10_000).objects - 16;
+    unmount(core, 'ssd', 'store', 10_001);
+    expect(core.getReplicaList({ key: 'k0' }, 10_002).status_code).toBe(ErrorCode.OBJECT_NOT_FOUND);
+    expect(core.stats(10_002)).toMatchObject({ objects: inMemory, offloadsRequeued: inMemory, offloadsQueued: inMemory });
+    for (const c of copiesFor(core, 10_003)) {
+      expect(c.target!.handles[0].segment_name).toBe('ssd2');
+      report(core, c);
+    }
+    expect(core.stats(10_004)).toMatchObject({ offloadsQueued: 0, diskUsedBytes: inMemory * 4 * KB });
+    expect(core.checkIndexes()).toEqual([]);
+  });
+
+  it('with --offload_on_evict (or offload off) a lost DISK replica is left to eviction: nothing is queued', () => {
+    for (const over of [{ offloadOnEvict: true }, { enableOffload: false }]) {
+      const core = twoDisks(over);
+      put(core, 'k', 4 * KB, 1);
+      expect(core.createCopyTask({ key: 'k', targets: ['ssd'] }, 1).status_code).toBe(ErrorCode.OK); // a DISK replica by a task
+      copiesFor(core, 2).forEach((c) => report(core, c));
+      core.sweep(3);
+      expect(tiers(core, 'k', 4).map(([t]) => t)).toEqual([ReplicaType.MEMORY, ReplicaType.DISK]);
+      unmount(core, 'ssd', 'store', 5);
+      expect(core.stats(5)).toMatchObject({ offloadsQueued: 0, offloadsRequeued: 0 });
+    }
+  });
+
+  it('a store service that dies with a memory and a DISK replica: re-replication restores the memory replicas it had, offload the DISK one', () => {
+    const core = makeCore({ enableOffload: true, defaultKvLeaseTtlMs: 10, clientTtlMs: 1000 });
+    for (const [name, client, base] of [
+      ['mem-a', 'a', 0x1000_0000],
+      ['mem-b', 'b', 0x2000_0000],
+      ['mem-c', 'c', 0x3000_0000],
+    ] as const)
+      core.mountSegment(mountReq(name, 64 * KB, client, base, `10.0.0.${base >>> 28}:1`, 5), 0);
+    core.mountSegment({ ...mountReq('ssd-a', 1 << 20, 'a', 0x4000_0000, '10.0.0.1:1', 5), protocol: 'ssd' }, 0);
+    core.mountSegment({ ...mountReq('ssd-b', 1 << 20, 'b', 0x5000_0000, '10.0.0.2:1', 5), protocol: 'ssd' }, 0);
+    expect(core.putStart(putReq('k', 4 * KB, { replica_num: 2, preferred_segment: 'mem-a' }), 1).status_code).toBe(ErrorCode.OK);
+    expect(core.putEnd({ key: 'k', replica_type: MEMORY, slice_checksums: [7] }, 1).status_code).toBe(ErrorCode.OK);
+    const copier = (client: string, now: number) => core.ping({ client_id: client, fence_acks: [], can_copy: true }, now).copies;
+    const [offload] = copier('a', 2);
+    expect(offload.target!.handles[0].segment_name).toBe('ssd-a');
+    core.replicaCopied({ client_id: 'a', copy_id: offload.copy_id, ok: true, failed_segments: [] }, 2);
+    expect(placed(core, 'k', 3)).toEqual(['mem-a', 'mem-b', 'ssd-a']);
+    // a goes silent: its memory and SSD segments go
+    for (const client of ['b', 'c']) core.ping({ client_id: client, fence_acks: [], can_copy: false }, 1050);
+    expect(core.sweep(1100).droppedClients).toEqual(['a']);
+    expect(core.stats(1100)).toMatchObject({ underReplicated: 1, offloadsQueued: 1 });
+    const made: string[] = [];
+    for (let now = 1102, round = 0; round < 4; round++, now++) {
+      for (const c of copier('b', now)) {
+        made.push(c.target!.handles[0].segment_name);
+        core.replicaCopied({ client_id: 'b', copy_id: c.copy_id, ok: true, failed_segments: [] }, now);
+      }
+    }
+    expect(made.sort()).toEqual(['mem-c', 'ssd-b']); // one memory replica (it had two), one DISK replica
+    expect(placed(core, 'k', 2000)).toEqual(['mem-b', 'mem-c', 'ssd-b']);
+    expect(core.stats(2000)).toMatchObject({ underReplicated: 0, offloadsQueued: 0 });
+    expect(core.checkIndexes()).toEqual([]);
+  });
+
+  it('a DISK replica elsewhere does not stand in for a lost memory replica: re-replication counts memory replicas', () => {
+    const core = makeCore({ enableOffload: true, defaultKvLeaseTtlMs: 10, clientTtlMs: 1000 });
+    core.mountSegment(mountReq('mem-a', 64 * KB, 'a', 0x1000_0000, '10.0.0.1:1', 5), 0);
+    core.mountSegment(mountReq('mem-b', 64 * KB, 'b', 0x2000_0000, '10.0.0.2:1', 5), 0);
+    core.mountSegment({ ...mountReq('ssd-b', 1 << 20, 'b', 0x5000_0000, '10.0.0.2:1', 5), protocol: 'ssd' }, 0);
+    core.putStart(putReq('k', 4 * KB, { replica_num: 2, preferred_segment: 'mem-b' }), 1);
+    core.putEnd({ key: 'k', replica_type: MEMORY, slice_checksums: [7] }, 1);
+    core.mountSegment(mountReq('mem-c', 64 * KB, 'c', 0x3000_0000, '10.0.0.3:1', 5), 1); // after: k is on a and b
+    const [offload] = core.ping({ client_id: 'b', fence_acks: [], can_copy: true }, 2).copies;
+    core.replicaCopied({ client_id: 'b', copy_id: offload.copy_id, ok: true, failed_segments: [] }, 2);
+    for (const client of ['b', 'c']) core.ping({ client_id: client, fence_acks: [], can_copy: false }, 1050);
+    expect(core.sweep(1100).droppedClients).toEqual(['a']);
+    const [restore, ...more] = core.ping({ client_id: 'b', fence_acks: [], can_copy: true }, 1101).copies;
+    expect(more).toEqual([]);
+    expect(restore.target!.handles[0].segment_name).toBe('mem-c');
+    core.replicaCopied({ client_id: 'b', copy_id: restore.copy_id, ok: true, failed_segments: [] }, 1101);
+    expect(placed(core, 'k', 1102)).toEqual(['mem-b', 'ssd-b', 'mem-c']);
+    expect(core.stats(1102)).toMatchObject({ underReplicated: 0, copied: 1 });
   });
 });
 

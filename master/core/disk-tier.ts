@@ -6,7 +6,8 @@
 //   SSD segment (the memory replica's owner preferred). The copy is re-replication's
 //   (re-replication.ts `direct`): the DISK replica joins the object only when reported complete
 //   and not stale, so a torn copy is never part of an object. With --offload_on_evict nothing is
-//   queued at PutEnd; eviction queues what it picks.
+//   queued at PutEnd; eviction queues what it picks. An object whose DISK replica went with its SSD
+//   segment (store service dead or unmounted) while a memory replica remains is queued again.
 // - Memory eviction (evictFromMemory): an object with a DISK replica loses only its memory
 //   replicas and moves to the disk eviction list (FLAG_DISK_ONLY); one without is, with offload
 //   on, copied first (its memory freed once the copy is in: the eviction round moves on to other
@@ -35,6 +36,8 @@ export const OFFLOAD_QUEUE_MAX = 100_000;
 export const DIRECTED_PER_PING = 64;
 /** Queued keys looked at per Ping: a Ping stays O(1). */
 const SCAN_PER_PING = 256;
+/** Failed offload copies of one object before it is left without a DISK replica (eviction still queues it when it picks it). */
+export const OFFLOAD_ATTEMPTS = 5;
 /** Default quota: this share of the SSD segments' capacity. */
 export const DEFAULT_QUOTA_RATIO = 0.9;
 /**
@@ -58,6 +61,8 @@ export interface DiskTierStats {
   offloadsDropped: number;
   /** Offloads not placed: no SSD segment had room within the quota. */
   offloadsSkippedFull: number;
+  /** Objects queued for offload again after their DISK replica was lost with its SSD segment. */
+  offloadsRequeued: number;
   promotionsQueued: number;
   promotionsInFlight: number;
   promotionsDone: number;
@@ -81,6 +86,8 @@ export class DiskTier {
   /** Keys whose memory replicas may go now (their copy joined; checked for leases at the next sweep). */
   private readonly freeable = new Set<string>();
   private readonly promoteQueue = new Set<string>();
+  /** Failed offload copies per key, of keys queued or in flight again after a failure (few: only failing keys). */
+  private readonly failures = new Map<string, number>();
   private readonly sketch: CountMinSketch | undefined;
   private offloadsInFlight = 0;
   private promotionsInFlight = 0;
@@ -88,6 +95,7 @@ export class DiskTier {
   private offloadsFailed = 0;
   private offloadsDropped = 0;
   private offloadsSkippedFull = 0;
+  private offloadsRequeued = 0;
   private promotionsDone = 0;
   private promotionsFailed = 0;
   private diskEvictions = 0;
@@ -116,11 +124,26 @@ export class DiskTier {
     return n > 0;
   }
 
+  /** Whether completed writes are offloaded (--enable_offload without --offload_on_evict). */
+  private get atPutEnd(): boolean {
+    const c = this.s.config;
+    return c.enableOffload && !c.offloadOnEvict;
+  }
+
   /** A write became complete (PutEnd, UpsertEnd): queued for offload when offload runs at PutEnd. */
   completed(meta: ObjectMeta): void {
-    const c = this.s.config;
-    if (!c.enableOffload || c.offloadOnEvict) return;
-    this.queueOffload(meta);
+    if (this.atPutEnd) this.queueOffload(meta);
+  }
+
+  /**
+   * The object lost its DISK replica with an SSD segment (its store service died or unmounted it:
+   * membership.ts) and still has a memory replica: queued for offload again, as a completed write
+   * is, so it keeps a copy beyond DRAM. (An SSD-only object that lost its only replica is gone.)
+   * With --offload_on_evict, eviction queues it when it picks it, as any object.
+   */
+  lostDiskReplica(meta: ObjectMeta): void {
+    if (!this.atPutEnd || !meta.complete || this.hasDiskReplica(meta)) return;
+    if (this.queueOffload(meta)) this.offloadsRequeued++;
   }
 
   private queueOffload(meta: ObjectMeta): boolean {
@@ -240,6 +263,7 @@ export class DiskTier {
       queue.delete(key);
       if (meta === undefined) {
         this.evictAfter.delete(key); // removed meanwhile
+        this.failures.delete(key);
         continue;
       }
       if (!meta.complete) {
@@ -248,13 +272,19 @@ export class DiskTier {
       }
       const wanted = purpose === 'offload' ? !this.hasDiskReplica(meta) : (meta.flags & FLAG_DISK_ONLY) !== 0;
       if (!wanted) {
-        if (purpose === 'offload') this.copyAwaited(key, meta, true); // it has one already
+        if (purpose === 'offload') {
+          this.copyAwaited(key, meta, true); // it has one already
+          this.failures.delete(key);
+        }
         continue;
       }
       const target = purpose === 'offload' ? this.placeOnDisk(meta, now) : this.placeInMemory(meta, now);
       if (target === undefined) {
         if (purpose === 'promote') this.promotionsFailed++;
-        else this.copyAwaited(key, meta, false); // nowhere to go: eviction may delete it
+        else {
+          this.copyAwaited(key, meta, false); // nowhere to go: eviction may delete it
+          this.failures.delete(key);
+        }
         continue;
       }
       const copy = s.rereplicator.directPlaced(purpose, key, meta, target, clientId, now, gen);
@@ -303,14 +333,22 @@ export class DiskTier {
     this.offloadsInFlight--;
     if (meta === undefined) {
       this.offloadsFailed++;
-      if (this.evictAfter.has(key)) {
-        const again = s.objects.get(key);
-        if (again === undefined)
-          this.evictAfter.delete(key); // removed meanwhile
-        else if (!this.queueOffload(again)) this.copyAwaited(key, again, false); // still to be evicted: try again, or let eviction delete it
+      const again = s.objects.get(key);
+      if (again === undefined) {
+        this.evictAfter.delete(key); // removed meanwhile
+        this.failures.delete(key);
+      } else if (this.evictAfter.has(key)) {
+        if (!this.queueOffload(again)) this.copyAwaited(key, again, false); // still to be evicted: try again, or let eviction delete it
+      } else if (this.atPutEnd) {
+        // Its target went with its SSD segment, or the copier failed: tried again elsewhere (the
+        // segments the copier could not reach are suspect for a while), a few times at most.
+        const failed = (this.failures.get(key) ?? 0) + 1;
+        if (failed < OFFLOAD_ATTEMPTS && this.queueOffload(again)) this.failures.set(key, failed);
+        else this.failures.delete(key);
       }
       return;
     }
+    this.failures.delete(key);
     this.offloadsDone++;
     this.copyAwaited(key, meta, true);
   }
@@ -480,6 +518,7 @@ export class DiskTier {
       offloadsFailed: this.offloadsFailed,
       offloadsDropped: this.offloadsDropped,
       offloadsSkippedFull: this.offloadsSkippedFull,
+      offloadsRequeued: this.offloadsRequeued,
       promotionsQueued: this.promoteQueue.size,
       promotionsInFlight: this.promotionsInFlight,
       promotionsDone: this.promotionsDone,

@@ -123,6 +123,7 @@ export const EMPTY_STATS: Readonly<MasterStats> = Object.freeze({
   offloadsFailed: 0,
   offloadsDropped: 0,
   offloadsSkippedFull: 0,
+  offloadsRequeued: 0,
   promotionsQueued: 0,
   promotionsInFlight: 0,
   promotionsDone: 0,

@@ -150,6 +150,7 @@ export class MasterCore implements MasterRpcSurface {
     this.walkHost = {
       objects: s.objects,
       segments: s.segments,
+      files: s.files,
       get removals() {
         return s.removals;
       },
@@ -214,11 +215,14 @@ export class MasterCore implements MasterRpcSurface {
     return runSteps(this.getReplicaListByRegexSteps(req, now), now);
   }
 
-  /** getReplicaListByRegex in bounded steps (table-walk.ts); RESULT_TOO_LARGE past the reply limit. */
-  getReplicaListByRegexSteps(req: GetReplicaListByRegexRequest__Output, _now: number): Steps<GetReplicaListByRegexResponse__Output> {
+  /**
+   * getReplicaListByRegex in bounded steps (table-walk.ts); RESULT_TOO_LARGE past the reply limit
+   * (`limit` bytes: the frame limit, MAX_QUERY_REPLY_BYTES; tests pass a smaller one).
+   */
+  getReplicaListByRegexSteps(req: GetReplicaListByRegexRequest__Output, _now: number, limit?: number): Steps<GetReplicaListByRegexResponse__Output> {
     const re = compileKeyRegex(req.key_regex);
     if (re === null) return answered({ status_code: ErrorCode.INVALID_PARAMS, object_map: {} });
-    return queryByRegexSteps(this.walkHost, re);
+    return queryByRegexSteps(this.walkHost, re, limit);
   }
 
   // --- Writes (write-path.ts) ---

@@ -23,7 +23,7 @@ import type { EvictionResult } from './eviction-round.js';
 import type { SweepReport } from './master-core-config.js';
 import { handlesOn, writeGeneration, type ObjectMeta } from './object-meta.js';
 import type { ObjectLifecycle } from './object-lifecycle.js';
-import { dropReplicasOn } from './replica-placement.js';
+import { dropReplicasOn, memoryReplicaCount } from './replica-placement.js';
 import { isUuid, randomUuid } from './rng.js';
 import type { Segment } from './segment-registry.js';
 import { segmentRecordOf } from './state-records.js';
@@ -279,9 +279,12 @@ export class Membership {
         else s.previous.set(key, new PreviousPlacement(kept, prev.slices, prev.flags));
       }
       if (meta.complete && meta.hasHandleOn(id)) {
-        const had = life.dropReplicas(key, meta, id);
-        // copied back elsewhere (re-replication.ts); a lost DISK replica is not (offload queues anew)
-        if (had > 0 && !seg.disk) s.rereplicator.lost(key, had);
+        const memory = memoryReplicaCount(s.segments, meta);
+        if (life.dropReplicas(key, meta, id) === 0) continue; // no replica left: gone
+        // A lost memory replica is copied back elsewhere (re-replication.ts); a lost DISK replica
+        // is offloaded again from the memory replica left, if any (disk-tier.ts).
+        if (seg.disk) s.disk.lostDiskReplica(meta);
+        else s.rereplicator.lost(key, memory);
       }
     }
     s.segments.delete(seg);

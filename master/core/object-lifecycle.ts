@@ -37,6 +37,8 @@ export class ObjectLifecycle {
 
   /** Deletes a complete object (removal, eviction, a replica clear) and frees its space. */
   deleteObject(key: string, meta: ObjectMeta): void {
+    // Its file, if any, serves it from now on: only if it holds this value (file-index.ts).
+    if (this.s.files.size !== 0 && meta.hasChecksums) this.s.files.memoryGone(key, meta.checksums);
     this.s.sink?.removed(key);
     freeHandles(this.s.segments, meta.h);
     this.forgetObject(key, meta);

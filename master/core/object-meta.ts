@@ -66,6 +66,12 @@ export class ObjectMeta {
    * integer (a small integer for V8, no number box), several as an array of them; null: none.
    */
   declare private crc: number | number[] | null;
+  /**
+   * The value's version (CoreShared.nextVersion), given when a write ends and carried in read
+   * replies: a rewrite of the key (an upsert in place, a put after a removal) has a new one. A
+   * small integer (0 until the first write ends).
+   */
+  declare version: number;
 
   private constructor() {}
 
@@ -97,6 +103,7 @@ export class ObjectMeta {
       prev: null,
       next: null,
       crc: null,
+      version: 0,
     } as unknown as ObjectMeta;
     meta.leaseUntil = leaseUntil;
     meta.lastAccess = lastAccess;

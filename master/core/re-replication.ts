@@ -22,7 +22,7 @@ import type { ReplicaInfo__Output } from '../../proto/gen/store/ReplicaInfo.js';
 import { ReplicaStatus } from '../../proto/gen/store/ReplicaStatus.js';
 import { HANDLE_FIELDS, ObjectMeta } from './object-meta.js';
 import type { ObjectTable } from './object-table.js';
-import { freeHandles, quarantineHandles } from './replica-placement.js';
+import { freeHandles, memoryReplicaCount, quarantineHandles } from './replica-placement.js';
 import type { ReplicaPlacer } from './replica-placer.js';
 import { replicaList } from './replica-capture.js';
 import type { SegmentRegistry } from './segment-registry.js';
@@ -45,7 +45,7 @@ export type CopyPurpose = 'restore' | 'offload' | 'promote';
 export type DirectedCopyEnd = (purpose: CopyPurpose, key: string, meta: ObjectMeta | undefined) => void;
 
 interface Want {
-  /** Replicas the object had before it lost some. */
+  /** Memory replicas the object had before it lost some (a DISK replica lost is the disk tier's to make again). */
   replicas: number;
   failures: number;
 }
@@ -118,7 +118,7 @@ export class ReReplicator {
     this.nextId = idBase;
   }
 
-  /** The object lost replicas: it had `replicas` and should have them again. */
+  /** The object lost memory replicas: it had `replicas` of them and should have them again. */
   lost(key: string, replicas: number): void {
     const w = this.wants.get(key);
     if (w === undefined) this.wants.set(key, { replicas, failures: 0 });
@@ -179,7 +179,7 @@ export class ReReplicator {
       if (this.copies.size >= COPIES_IN_FLIGHT_MAX || (out?.length ?? 0) >= COPIES_PER_PING || scanned++ >= SCAN_PER_PING) break;
       if (this.byKey.has(key)) continue;
       const meta = this.objects.get(key);
-      if (meta === undefined || meta.replicaCount >= want.replicas) {
+      if (meta === undefined || memoryReplicaCount(this.segments, meta) >= want.replicas) {
         this.wants.delete(key);
         continue;
       }
@@ -358,7 +358,7 @@ export class ReReplicator {
       this.copied++; // (a task counts its own)
     else if (c.tag > 0) this.settled(c.tag, ErrorCode.OK, now);
     const want = this.wants.get(c.key);
-    if (want !== undefined && meta.replicaCount >= want.replicas) this.wants.delete(c.key);
+    if (want !== undefined && memoryReplicaCount(this.segments, meta) >= want.replicas) this.wants.delete(c.key);
     return ErrorCode.OK;
   }
 

@@ -96,3 +96,42 @@ describe('batch reads', () => {
     );
   });
 });
+
+describe('value versions in read replies', () => {
+  const version = (core: ReturnType<typeof makeCore>, key: string, now: number): number => Number(core.getReplicaList({ key }, now).version);
+
+  it('a new one for every rewrite of the key (upsert in place or moved, put after a removal), the same for every read of a value', () => {
+    const core = makeCore({ defaultKvLeaseTtlMs: 10 });
+    core.mountSegment(mountReq('seg', 1 << 20, 'client-a', 0x10000000, '10.0.0.1:7000'), 0);
+    putObject(core, 'k', 64, 1);
+    const v1 = version(core, 'k', 2);
+    expect(v1).toBeGreaterThan(0);
+    expect(version(core, 'k', 3)).toBe(v1);
+    expect(core.batchGetReplicaList({ keys: ['k'] }, 4).results[0].version).toBe(v1);
+    const seen = new Set([v1]);
+    const upsert = (len: number, now: number) => {
+      const start = core.upsertStart(putReq('k', len), now);
+      expect(start.status_code).toBe(ErrorCode.OK);
+      expect(core.upsertEnd({ key: 'k', replica_type: 0, slice_checksums: [] }, now).status_code).toBe(ErrorCode.OK);
+      return start;
+    };
+    // in place: the same place and (here) no checksums, so only the version tells the values apart
+    const before = core.getReplicaList({ key: 'k' }, 100).replica_list[0].handles[0].buffer;
+    expect(upsert(64, 200).reused).toBe(true);
+    expect(core.getReplicaList({ key: 'k' }, 201).replica_list[0].handles[0].buffer).toBe(before);
+    seen.add(version(core, 'k', 201));
+    expect(upsert(128, 300).reused).toBe(false);
+    seen.add(version(core, 'k', 301));
+    expect(core.remove({ key: 'k', force: false }, 400).status_code).toBe(ErrorCode.OK);
+    putObject(core, 'k', 64, 400); // the same ms as the removal
+    seen.add(version(core, 'k', 401));
+    expect(seen.size).toBe(4);
+    // another master (a restart, an HA leader) gives the objects it imports versions of its own
+    const next = makeCore({ defaultKvLeaseTtlMs: 10, viewVersion: 1_700_000_000_000 });
+    next.importState(core.exportState(500), 500);
+    expect(next.mountSegment(mountReq('seg', 1 << 20, 'client-a', 0x10000000, '10.0.0.1:7000'), 501).status_code).toBe(ErrorCode.OK); // its owner is back
+    const imported = version(next, 'k', 502);
+    expect(imported).toBeGreaterThan(0);
+    expect(seen.has(imported)).toBe(false);
+  });
+});

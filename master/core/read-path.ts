@@ -1,5 +1,8 @@
 // The read RPCs of the core: ExistKey, GetReplicaList and their batch forms (the regex query walks
-// the whole table: table-walk.ts).
+// the whole table: table-walk.ts). While a new HA leader's rescan of the file tier runs, a key
+// absent from memory and from the file index so far cannot be answered: its file may not be
+// scanned yet. Such a read answers UNAVAILABLE_IN_CURRENT_STATUS (a batch: the whole batch),
+// which the shell holds until the scan ends and then asks again (master/rescan-hold.ts).
 // A read looks the key up, grants the object a lease and moves it to the recently-used end of its
 // eviction list. The batch forms are loops of their own (not a call per key): the lease horizon
 // moves once per batch, the TTL is read once, and keys with the same answer share one reply
@@ -47,6 +50,7 @@ export class ReadPath {
     const code = lookedUpKeyCode(key, meta);
     if (code !== ErrorCode.OK) return { status_code: code, exists: false, lease_ttl_ms: 0 };
     if (meta === undefined && this.files.get(key) !== undefined) return { status_code: ErrorCode.OK, exists: true, lease_ttl_ms: 0 };
+    if (meta === undefined && this.files.unknown(key)) return { status_code: ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS, exists: false, lease_ttl_ms: 0 };
     if (meta === undefined || !meta.complete) return { status_code: ErrorCode.OK, exists: false, lease_ttl_ms: 0 };
     this.leases.advance(now);
     this.access(meta, now + this.leaseTtlMs, now);
@@ -64,6 +68,7 @@ export class ReadPath {
     const fileYes: ExistKeyResponse__Output = Object.freeze({ status_code: ErrorCode.OK, exists: true, lease_ttl_ms: 0 });
     const results = new Array<ExistKeyResponse__Output>(keys.length);
     const found = this.objects.getMany(keys);
+    if (this.scanPending(keys, found)) return { status_code: ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS, results: [] };
     for (let i = 0; i < keys.length; i++) {
       const meta = found[i];
       const code = lookedUpKeyCode(keys[i], meta);
@@ -86,16 +91,17 @@ export class ReadPath {
   getReplicaList(key: string, now: number): GetReplicaListResponse__Output {
     const meta = typeof key === 'string' ? this.objects.get(key) : undefined;
     const code = lookedUpKeyCode(key, meta);
-    if (code !== ErrorCode.OK) return { status_code: code, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
+    if (code !== ErrorCode.OK) return { status_code: code, replica_list: [], lease_ttl_ms: 0, slice_checksums: [], version: 0 };
     if (meta === undefined) {
       const file = this.files.get(key);
       if (file !== undefined) return fileReplicaReply(file, this.leaseTtlMs);
-      return { status_code: ErrorCode.OBJECT_NOT_FOUND, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
+      const absent = this.files.unknown(key) ? ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS : ErrorCode.OBJECT_NOT_FOUND;
+      return { status_code: absent, replica_list: [], lease_ttl_ms: 0, slice_checksums: [], version: 0 };
     }
-    if (!meta.complete) return { status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
+    if (!meta.complete) return { status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: [], lease_ttl_ms: 0, slice_checksums: [], version: 0 };
     // Replicas on RESTORED segments wait for their owner (served-view.ts); none left: not ready yet.
     const view = this.segments.restored === 0 ? meta : servedView(this.segments, meta);
-    if (view === null) return { status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
+    if (view === null) return { status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: [], lease_ttl_ms: 0, slice_checksums: [], version: 0 };
     this.leases.advance(now);
     this.access(meta, now + this.leaseTtlMs, now);
     if ((meta.flags & FLAG_DISK_ONLY) !== 0) this.diskRead(meta);
@@ -111,6 +117,7 @@ export class ReadPath {
     let notReady: GetReplicaListResponse__Output | undefined;
     const results = new Array<GetReplicaListResponse__Output>(keys.length);
     const found = this.objects.getMany(keys);
+    if (this.scanPending(keys, found)) return { status_code: ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS, results: [] };
     // Two passes: the replies first (reads of handle arrays and allocator words), then the leases
     // and LRU moves (writes to list neighbours). Each pass is a short loop whose iterations do not
     // depend on each other, so the cache misses of different keys overlap.
@@ -126,13 +133,13 @@ export class ReadPath {
       } else {
         found[i] = undefined;
         if (code !== ErrorCode.OK) {
-          results[i] = { status_code: code, replica_list: [], lease_ttl_ms: 0, slice_checksums: [] };
+          results[i] = { status_code: code, replica_list: [], lease_ttl_ms: 0, slice_checksums: [], version: 0 };
         } else if (meta === undefined && this.files.get(keys[i]) !== undefined) {
           results[i] = fileReplicaReply(this.files.get(keys[i])!, ttl);
         } else if (meta === undefined) {
-          results[i] = notFound ??= Object.freeze({ status_code: ErrorCode.OBJECT_NOT_FOUND, replica_list: NO_REPLICAS, lease_ttl_ms: 0, slice_checksums: [] });
+          results[i] = notFound ??= Object.freeze({ status_code: ErrorCode.OBJECT_NOT_FOUND, replica_list: NO_REPLICAS, lease_ttl_ms: 0, slice_checksums: [], version: 0 });
         } else {
-          results[i] = notReady ??= Object.freeze({ status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: NO_REPLICAS, lease_ttl_ms: 0, slice_checksums: [] });
+          results[i] = notReady ??= Object.freeze({ status_code: ErrorCode.REPLICA_IS_NOT_READY, replica_list: NO_REPLICAS, lease_ttl_ms: 0, slice_checksums: [], version: 0 });
         }
       }
     }
@@ -146,6 +153,16 @@ export class ReadPath {
       }
     }
     return { status_code: ErrorCode.OK, results };
+  }
+
+  /** Whether a batch names a key that only the file tier's rescan, still running, could find. */
+  private scanPending(keys: readonly unknown[], found: readonly (ObjectMeta | undefined)[]): boolean {
+    if (!this.files.scanning) return false;
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i];
+      if (found[i] === undefined && typeof key === 'string' && lookedUpKeyCode(key, undefined) === ErrorCode.OK && this.files.unknown(key)) return true;
+    }
+    return false;
   }
 
   /** A read of meta: its lease runs until `until` (horizon already advanced to now), LRU touched. */

@@ -29,7 +29,11 @@ export class RemovalPath {
     const meta = typeof req.key === 'string' ? this.s.objects.get(req.key) : undefined;
     const code = lookedUpKeyCode(req.key, meta);
     if (code !== ErrorCode.OK) return { status_code: code };
-    if (meta === undefined) return { status_code: this.s.files.remove(req.key) ? ErrorCode.OK : ErrorCode.OBJECT_NOT_FOUND };
+    if (meta === undefined) {
+      if (this.s.files.remove(req.key)) return { status_code: ErrorCode.OK };
+      // a file not scanned yet by a new leader's rescan would come back after it (read-path.ts)
+      return { status_code: this.s.files.unknown(req.key) ? ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS : ErrorCode.OBJECT_NOT_FOUND };
+    }
     if (!meta.complete) return { status_code: ErrorCode.REPLICA_IS_NOT_READY };
     if (meta.hardPinned && req.force !== true) return { status_code: ErrorCode.OBJECT_HARD_PINNED };
     if (meta.leased(now)) return { status_code: ErrorCode.OBJECT_HAS_LEASE };

@@ -121,6 +121,8 @@ export class GrantedReplicas extends ReplicaCapture implements GetReplicaListRes
 
   /** The slices' CRC-32C as the writer recorded them ([] when it recorded none). */
   readonly slice_checksums: number[];
+  /** The value's version (ObjectMeta.version). */
+  readonly version: number;
 
   constructor(
     segments: SegmentRegistry,
@@ -129,10 +131,11 @@ export class GrantedReplicas extends ReplicaCapture implements GetReplicaListRes
   ) {
     super(segments, meta);
     this.slice_checksums = meta.hasChecksums ? meta.checksums : NO_CHECKSUMS;
+    this.version = meta.version;
   }
 
   toJSON(): GetReplicaListResponse__Output {
-    return { status_code: this.status_code, replica_list: this.replica_list, lease_ttl_ms: this.lease_ttl_ms, slice_checksums: this.slice_checksums };
+    return { status_code: this.status_code, replica_list: this.replica_list, lease_ttl_ms: this.lease_ttl_ms, slice_checksums: this.slice_checksums, version: this.version };
   }
 }
 

@@ -1,6 +1,6 @@
 // Handle arrays (the flat form of object-meta.ts, made by replica-placer.ts): freeing them, and
 // dropping the replicas on one segment. Their replies capture them in replica-capture.ts.
-import { HANDLE_FIELDS } from './object-meta.js';
+import { HANDLE_FIELDS, type ObjectMeta } from './object-meta.js';
 import type { SegmentRegistry } from './segment-registry.js';
 
 /** Returns every handle's space to its segment (handles on segments already gone are skipped). */
@@ -41,4 +41,15 @@ export function dropReplicasOn(segments: SegmentRegistry, h: readonly number[], 
     else kept.push(...replica);
   }
   return kept.slice(); // exact capacity
+}
+
+/**
+ * The object's memory replicas: those not on SSD (offload) segments. A DISK replica is placed
+ * wholly on SSD segments (disk-tier.ts), so its first handle tells.
+ */
+export function memoryReplicaCount(segments: SegmentRegistry, meta: ObjectMeta): number {
+  const slices = meta.slices;
+  let n = 0;
+  for (let k = 0, count = meta.handleCount; k < count; k += slices) if (segments.byId(meta.segAt(k))?.disk !== true) n++;
+  return n;
 }

@@ -26,5 +26,6 @@ export function servedView(segments: SegmentRegistry, meta: ObjectMeta): ObjectM
   if (kept.length === n * HANDLE_FIELDS) return meta;
   const view = ObjectMeta.create(kept, slices, meta.flags, 0, meta.lastAccess, meta.key);
   view.checksums = meta.checksums;
+  view.version = meta.version;
   return view;
 }

@@ -40,6 +40,7 @@ export function importState(s: CoreShared, state: CoreState, now: number): Impor
     for (let i = 0; i < o.h.length; i += HANDLE_FIELDS) o.h[i] = ids[o.h[i]]!;
     const meta = ObjectMeta.create(o.h, o.slices, o.flags | ReplicaStatus.COMPLETE, 0, now - o.ageMs, o.key);
     meta.checksums = o.checksums;
+    meta.version = s.nextVersion(); // this master's own: another master's versions are not kept
     if (s.disk.onDiskOnly(meta)) meta.flags |= FLAG_DISK_ONLY; // on the disk eviction list (disk-tier.ts)
     s.objects.set(o.key, meta);
     s.countPins(o.flags, 1);

@@ -1,7 +1,9 @@
 import { ErrorCode } from '../../common/error-code.js';
-import { makeCore, MEMORY, mountReq, putObject, putReq, usage } from './master-core-fixture.js';
-import type { MasterCore } from './master-core.js';
-import { STEP_KEY_CHARS, STEP_OBJECTS, type Steps } from './table-walk.js';
+import { encodeMessage, lookupType } from '../../common/master-proto.js';
+import { FileIndex } from './file-index.js';
+import { DISK, makeCore, MEMORY, mountReq, putObject, putReq, usage } from './master-core-fixture.js';
+import { defaultMasterCoreConfig, MasterCore, SeededRng } from './master-core.js';
+import { runSteps, STEP_KEY_CHARS, STEP_OBJECTS, type Steps } from './table-walk.js';
 
 const MiB = 1024 * 1024;
 
@@ -88,6 +90,29 @@ describe('whole-table RPCs in bounded steps', () => {
     expect(reply.removed_count).toBeLessThanOrEqual(STEP_OBJECTS);
     expect(exists(core, 'r/pinned')).toBe(true);
     expect(core.stats(1).objects).toBe(n + 1 - reply.removed_count);
+  });
+
+  it("GetReplicaListByRegex's size bound holds for any reply it lets through: UTF-8 keys and names, large numbers, several replicas and slices, files", () => {
+    const files = new FileIndex('/shared/kv/c', 1 << 30);
+    const core = new MasterCore({ ...defaultMasterCoreConfig }, new SeededRng(1), undefined, undefined, files);
+    // names, endpoints and keys of multi-byte characters (3 and 4 UTF-8 bytes per UTF-16 unit or pair), addresses near 2^47
+    for (let s = 0; s < 3; s++) core.mountSegment(mountReq(`段${'名'.repeat(300)}${s}`, 1024 * MiB, 'c', 2 ** 46 * (s + 1), `${'主'.repeat(150)}🚀:${s}`, 2 ** 40 + s), 0);
+    const key = (i: number) => `${'鍵'.repeat(1300)}${i}`;
+    for (let i = 0; i < 40; i++) {
+      expect(core.putStart(putReq(key(i), [1 << 20, 3, 1 << 24], { replica_num: i % 3 === 0 ? 3 : 1 }), 0).status_code).toBe(ErrorCode.OK);
+      core.putEnd({ key: key(i), replica_type: MEMORY, slice_checksums: [] }, 0);
+      if (i % 2 === 0) core.putEnd({ key: key(i), replica_type: DISK, slice_checksums: [] }, 0); // its file
+    }
+    core.batchReplicaClear({ object_keys: [key(0), key(2)], client_id: 'c', segment_name: '' }, 100_000); // held only by their files
+    const req = { key_regex: '^鍵' };
+    const reply = runSteps(core.getReplicaListByRegexSteps(req, 100_001), 100_001);
+    expect(reply.status_code).toBe(ErrorCode.OK);
+    expect(Object.keys(reply.object_map)).toHaveLength(40);
+    const encoded = encodeMessage(lookupType('GetReplicaListByRegexResponse'), reply).length;
+    // A limit one byte below the reply's real size refuses it: the bound never falls short.
+    expect(runSteps(core.getReplicaListByRegexSteps(req, 100_001, encoded - 1), 100_001)).toEqual({ status_code: ErrorCode.RESULT_TOO_LARGE, object_map: {} });
+    // ...and it is a close bound, not a wild one (the fixed fields at their widest).
+    expect(runSteps(core.getReplicaListByRegexSteps(req, 100_001, Math.ceil(encoded * 1.1)), 100_001).status_code).toBe(ErrorCode.OK);
   });
 
   it('GetReplicaListByRegex answers RESULT_TOO_LARGE instead of building a reply over 64 MiB', () => {

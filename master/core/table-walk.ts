@@ -15,10 +15,12 @@ import type { GetReplicaListByRegexResponse__Output } from '../../proto/gen/stor
 import type { ObjectReplicaList__Output } from '../../proto/gen/store/ObjectReplicaList.js';
 import type { RemoveAllResponse__Output } from '../../proto/gen/store/RemoveAllResponse.js';
 import type { RemoveByRegexResponse__Output } from '../../proto/gen/store/RemoveByRegexResponse.js';
+import type { FileEntry, FileIndex } from './file-index.js';
+import { fileReplica } from './file-replica.js';
 import type { ObjectMeta } from './object-meta.js';
 import type { ObjectTable } from './object-table.js';
 import { replicaList } from './replica-capture.js';
-import type { SegmentRegistry } from './segment-registry.js';
+import type { Segment, SegmentRegistry } from './segment-registry.js';
 import { servedView } from './served-view.js';
 
 /** The RPCs that MasterCore also serves in steps (method `<rpc>Steps`, first letter lower case). */
@@ -32,18 +34,45 @@ export const STEP_OBJECTS = 4096;
 /** Key characters visited per step (keys may be 4 KiB each; a regex reads all of a key). */
 export const STEP_KEY_CHARS = 1 << 20;
 /**
- * Largest GetReplicaListByRegex answer, estimated from key, segment-name and endpoint lengths:
- * the reply frame limit (64 MiB, common/channel-frame.ts). Past it the walk stops with
- * RESULT_TOO_LARGE instead of building a reply no transport may send.
+ * Largest GetReplicaListByRegex answer: the reply frame limit (64 MiB, common/channel-frame.ts).
+ * Past it the walk stops with RESULT_TOO_LARGE instead of building a reply no transport may send.
+ * The walk adds up an upper bound of each entry's encoding as it goes: the UTF-8 bytes of the key,
+ * the segment names and endpoints, and the file names, plus the most the fixed fields can take
+ * (each tag, length and varint at its widest), so a reply it lets through always fits.
  */
 export const MAX_QUERY_REPLY_BYTES = 64 * 1024 * 1024;
-/** Estimated encoding overhead per handle besides its strings (tags, lengths, numbers). */
-const HANDLE_OVERHEAD = 40;
+/** The reply's status_code (a negative int32 is a 10-byte varint). */
+const REPLY_OVERHEAD = 11;
+/** A map entry besides its key's bytes: entry tag and length, key tag and length, value tag and length. */
+const ENTRY_OVERHEAD = 1 + 5 + 1 + 2 + 1 + 5;
+/** A ReplicaInfo besides its handles and file: its tag and length, status, replica_type. */
+const REPLICA_OVERHEAD = 1 + 3 + 2 + 2;
+/**
+ * A BufHandle besides its two strings: its tag and length, the strings' tags and lengths, size,
+ * buffer and incarnation (10-byte varints at most), status, memory_type (read replies carry no
+ * generation).
+ */
+const HANDLE_OVERHEAD = 1 + 2 + 3 + 3 + 11 + 11 + 11 + 2 + 2;
+/** A file replica's FileReplica besides its path: its tag and length, the path's tag and length, size. */
+const FILE_OVERHEAD = 1 + 2 + 3 + 11;
+
+/** UTF-8 bytes of a segment's name and endpoint (repeated by every handle on it), computed once per registration. */
+const segmentBytes = new WeakMap<Segment, number>();
+function stringBytesOf(seg: Segment): number {
+  let n = segmentBytes.get(seg);
+  if (n === undefined) {
+    n = Buffer.byteLength(seg.name) + Buffer.byteLength(seg.teEndpoint);
+    segmentBytes.set(seg, n);
+  }
+  return n;
+}
 
 /** What a walk needs of the core. */
 export interface WalkHost {
   readonly objects: ObjectTable;
   readonly segments: SegmentRegistry;
+  /** The file tier's index: listed objects show their file too, and objects held only there are listed. */
+  readonly files: FileIndex;
   /** Objects deleted so far (any cause); moves whenever one is. */
   readonly removals: number;
   deleteObject(key: string, meta: ObjectMeta): void;
@@ -111,24 +140,53 @@ export function* removeSteps(host: WalkHost, eligible: (key: string, meta: Objec
   return { status_code: ErrorCode.OK, removed_count: removed };
 }
 
-/** The replica lists of complete objects whose key `re` matches (a query: no lease). */
-export function* queryByRegexSteps(host: WalkHost, re: RegExp): Steps<GetReplicaListByRegexResponse__Output> {
+/**
+ * The replica lists of complete objects whose key `re` matches (a query: no lease): memory and
+ * SSD (DISK) replicas, and the object's file in the file tier as one more DISK replica; then the
+ * objects held only by the file tier, in steps of STEP_OBJECTS keys. RESULT_TOO_LARGE when the
+ * reply would pass `limit` bytes (tests pass a smaller one).
+ */
+export function* queryByRegexSteps(host: WalkHost, re: RegExp, limit = MAX_QUERY_REPLY_BYTES): Steps<GetReplicaListByRegexResponse__Output> {
   const walk = new Walk(host);
   const object_map: { [key: string]: ObjectReplicaList__Output } = Object.create(null) as { [key: string]: ObjectReplicaList__Output };
-  let bytes = 0;
+  const files = host.files;
+  const segments = host.segments;
+  let bytes = REPLY_OVERHEAD;
+  /** Adds `key`'s list (the replicas of `view`, and `file`) to the reply; false when it would pass `limit`. */
+  const add = (key: string, view: ObjectMeta | null, file: FileEntry | undefined): boolean => {
+    bytes += ENTRY_OVERHEAD + Buffer.byteLength(key);
+    if (view !== null) {
+      bytes += REPLICA_OVERHEAD * view.replicaCount;
+      for (let k = 0, n = view.handleCount; k < n; k++) bytes += HANDLE_OVERHEAD + stringBytesOf(segments.byId(view.segAt(k))!);
+    }
+    if (file !== undefined) bytes += REPLICA_OVERHEAD + FILE_OVERHEAD + file.name.length; // (an escaped name is ASCII)
+    if (bytes > limit) return false;
+    const replica_list = view === null ? [] : replicaList(segments, view); // a new array each call
+    if (file !== undefined) replica_list.push(fileReplica(file));
+    object_map[key] = { replica_list };
+    return true;
+  };
   for (const [key, meta] of host.objects) {
     if (walk.spent(key)) {
       yield;
       walk.resumed();
     }
     if (!walk.live(key, meta) || !meta.complete || !re.test(key)) continue;
-    const view = servedView(host.segments, meta); // replicas on RESTORED segments are not handed out
+    const view = servedView(segments, meta); // replicas on RESTORED segments are not handed out
     if (view === null) continue;
-    const replica_list = replicaList(host.segments, view);
-    bytes += key.length + 8;
-    for (const r of replica_list) for (const h of r.handles) bytes += h.segment_name.length + h.te_endpoint.length + HANDLE_OVERHEAD;
-    if (bytes > MAX_QUERY_REPLY_BYTES) return { status_code: ErrorCode.RESULT_TOO_LARGE, object_map: {} };
-    object_map[key] = { replica_list };
+    if (!add(key, view, files.size === 0 ? undefined : files.get(key))) return { status_code: ErrorCode.RESULT_TOO_LARGE, object_map: {} };
+  }
+  if (files.size === 0) return { status_code: ErrorCode.OK, object_map };
+  let visited = 0;
+  let chars = 0;
+  for (const [key, file] of files.all()) {
+    chars += key.length;
+    if (++visited >= STEP_OBJECTS || chars >= STEP_KEY_CHARS) {
+      yield;
+      visited = chars = 0;
+    }
+    if (host.objects.get(key) !== undefined || !re.test(key)) continue; // listed above with its memory replicas
+    if (!add(key, null, file)) return { status_code: ErrorCode.RESULT_TOO_LARGE, object_map: {} };
   }
   return { status_code: ErrorCode.OK, object_map };
 }

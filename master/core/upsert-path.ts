@@ -55,6 +55,7 @@ export class UpsertPath {
     if (meta === undefined) {
       const code = placement.place(v.sliceLengths, v.replicaNum, v.preferredSegment, now);
       if (code !== ErrorCode.OK) return fail(code);
+      s.files.upsertStarted(key); // a value held only by its file is replaced
       const flags = ReplicaStatus.INITIALIZED | FLAG_UPSERT | pinFlags(v.softPin, v.hardPin) | (s.placer.cxl ? FLAG_CXL : 0);
       const created = placement.insertWrite(key, v.sliceLengths.length, flags, now);
       return { status_code: ErrorCode.OK, replica_list: this.view(created), reused: false };
@@ -67,6 +68,7 @@ export class UpsertPath {
     const sameLayout =
       old.length === v.sliceLengths.length && old.every((len, j) => len === v.sliceLengths[j]) && (s.segments.restored === 0 || servedView(s.segments, meta) === meta);
     if (sameLayout) {
+      s.files.upsertStarted(key); // its file holds the old value
       s.sink?.removed(key); // its bytes are about to be overwritten: no longer state until UpsertEnd
       s.order.remove(meta); // in flight: not a candidate until UpsertEnd
       s.setFlags(meta, meta.flags | FLAG_UPSERT | FLAG_REUSED | softPin);
@@ -84,6 +86,7 @@ export class UpsertPath {
       return fail(code);
     }
     s.order.remove(meta);
+    s.files.upsertStarted(key); // its file holds the old value (a revoke brings back its memory replicas only)
     s.sink?.removed(key); // not readable while the upsert runs; a revoke reports it again (abortWrite)
     s.previous.set(key, before);
     s.placer.into(meta);

@@ -251,12 +251,11 @@ export class WritePath {
         freeHandles(s.segments, prev.h);
       }
     }
-    if (s.files.enabled) {
-      // A Put's file follows (written by the client, rule 4); an upsert replaced the value any file held.
-      if ((meta.flags & FLAG_UPSERT) !== 0) s.files.remove(key);
-      else s.files.expect(key, sizeOf(meta), meta.checksums, now);
-    }
+    // The value's file follows, a Put's or an Upsert's (written by the client, rule 4; an
+    // upsert's old file left the index when it started: file-index.ts `upsertStarted`).
+    if (s.files.enabled) s.files.expect(key, sizeOf(meta), meta.checksums, now);
     meta.flags &= ~(FLAG_UPSERT | FLAG_REUSED);
+    meta.version = s.nextVersion(); // a new value: readers' caches keyed by the old version miss it
     meta.status = ReplicaStatus.COMPLETE;
     meta.lastAccess = now;
     s.inFlight.delete(meta);

@@ -79,6 +79,7 @@ export class WritePlacement {
       meta.prev = null;
       meta.next = null;
       meta.checksums = null;
+      meta.version = 0;
     }
     s.countPins(flags, 1);
     s.objects.set(key, meta);
