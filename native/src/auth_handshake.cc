@@ -114,8 +114,8 @@ ServerAuthResult ServeAuthHandshake(int fd, const AuthConfig& cfg, const AuthWir
   int err = 0;
   size_t got = 0;
   auto refuse = [&](const std::string& why, bool frame) {
+    CountAuthRefusal(cfg, wire, who, why);  // before the peer hears it: its next look at our counters sees it
     if (frame) SendAuthRefusal(fd, wire, deadline);
-    CountAuthRefusal(cfg, wire, who, why);
     result.outcome = ServerAuthOutcome::kRefused;
     return result;
   };

@@ -65,9 +65,12 @@ bool ShmControlServer::Authenticate(int fd) {
       ShmResponse resp{};
       resp.magic = kShmResponseMagic;
       resp.status = static_cast<int32_t>(ShmStatus::kUnauthenticated);
+      // Counted before the peer hears the refusal: one that reads our counters next must see it.
+      CountAuthRefusal(auth_, kShmAuthWire, who, "a request without authentication (the peer has no authSecret)");
       SendAllBy(fd, &resp, sizeof resp, deadline, &err);
+    } else {
+      CountAuthRefusal(auth_, kShmAuthWire, who, "a request without authentication (the peer has no authSecret)");
     }
-    CountAuthRefusal(auth_, kShmAuthWire, who, "a request without authentication (the peer has no authSecret)");
   } else {
     CountAuthRefusal(auth_, kShmAuthWire, who, "not an authentication hello (not this protocol, or an older version)");
   }
@@ -89,8 +92,8 @@ void ShmControlServer::Serve(int fd) {
     IoStatus st = got >= 4 ? IoStatus::kOk : RecvAllBy(fd, raw + got, 4 - got, deadline, &err);
     if (st == IoStatus::kOk && got < 4) got = 4;
     if (st == IoStatus::kOk && req.magic == kShmAuthHelloMagic && !auth_.enabled()) {
-      SendAuthRefusal(fd, kShmAuthWire, deadline);
       CountAuthRefusal(auth_, kShmAuthWire, "from " + SocketPeerText(fd), "it asks for authentication and this engine has no authSecret");
+      SendAuthRefusal(fd, kShmAuthWire, deadline);
       break;
     }
     if (st == IoStatus::kOk) st = RecvAllBy(fd, raw + got, sizeof req - got, deadline, &err);

@@ -90,8 +90,9 @@ bool TcpServer::Authenticate(int fd) {
   const ServerAuthResult r = ServeAuthHandshake(fd, auth_, kTcpAuthWire, tuning_.timeout_ms, who);
   if (r.outcome != ServerAuthOutcome::kUnauthenticatedPeer) return r.outcome == ServerAuthOutcome::kOk;
   if (r.first_word == kRequestMagic) {
-    RefuseRequest(fd, r.first_word);
+    // Counted before the peer hears the refusal: one that reads our counters next must see it.
     CountAuthRefusal(auth_, kTcpAuthWire, who, "a request without authentication (the peer has no authSecret)");
+    RefuseRequest(fd, r.first_word);
   } else {
     CountAuthRefusal(auth_, kTcpAuthWire, who, "not an authentication hello (not this protocol, or an older version)");
   }
