@@ -134,18 +134,20 @@ class LocalReadCache:
 
     def end_many(self, keys: Sequence[str], stamp: Stamp, locals_) -> None:
         """end() for a batch: `locals_[i]` (None: nothing) answers `keys[i]`."""
+        now = self._now()  # one clock read for the batch: the reply came once
+        keep = self._keep
         with self._lock:
             for key, local in zip(keys, locals_):
                 if local is not None:
-                    self._keep(key, stamp, local)
+                    keep(key, stamp, local, now)
 
-    def _keep(self, key: str, stamp: Stamp, local) -> None:
+    def _keep(self, key: str, stamp: Stamp, local, now: Optional[float] = None) -> None:
         sent_at, seq = stamp
         if self.max_entries <= 0 or seq < self._floor or (self._drops and self._drops.get(key, -1) > seq):
             return
         left = local.lease_left_us / 1e6
         reuse_until = sent_at + left / 2
-        if left <= 0 or self._now() >= reuse_until:
+        if left <= 0 or (self._now() if now is None else now) >= reuse_until:
             return
         slices = local.slices
         if len(slices) == 1:
@@ -193,13 +195,22 @@ class LocalReadCache:
     def forget(self, key: str) -> None:
         """Drops `key`'s entry and voids the reads of it in flight."""
         with self._lock:
-            self._entries.pop(key, None)
-            self._seq += 1
-            if len(self._drops) >= MAX_DROPS_REMEMBERED:
-                self._floor = self._seq
-                self._drops.clear()
-            else:
-                self._drops[key] = self._seq
+            self._forget(key)
+
+    def forget_many(self, keys) -> None:
+        """forget() for each of `keys` (a batch write), taking the lock once."""
+        with self._lock:
+            for key in keys:
+                self._forget(key)
+
+    def _forget(self, key: str) -> None:
+        self._entries.pop(key, None)
+        self._seq += 1
+        if len(self._drops) >= MAX_DROPS_REMEMBERED:
+            self._floor = self._seq
+            self._drops.clear()
+        else:
+            self._drops[key] = self._seq
 
     def clear(self) -> None:
         """Drops every entry and voids every read in flight."""
