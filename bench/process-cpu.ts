@@ -23,6 +23,15 @@ export function cpuNs(pid: number): number {
   return ns;
 }
 
+/** Minor page faults so far of `pid` (all its threads, ended ones included; 0 when it is gone). */
+export function minorFaults(pid: number): number {
+  try {
+    return Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[7]);
+  } catch {
+    return 0;
+  }
+}
+
 /** Samples of several named processes; `since(earlier, n)` is the CPU us per op of each between two samples. */
 export class ProcessCpu {
   constructor(private readonly pids: ReadonlyMap<string, number>) {}

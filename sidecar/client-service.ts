@@ -42,6 +42,11 @@ type Handler = (req: never, session: DummySession) => Promise<Reply>;
 
 const OK = { status_code: ErrorCode.OK };
 
+/** Spans as fresh plain objects of one shape (the decoder's objects differ by message). */
+function spanList(spans: readonly { region_id: number; offset: number; length: number }[]): { region_id: number; offset: number; length: number }[] {
+  return spans.map((s) => ({ region_id: s.region_id, offset: Number(s.offset), length: Number(s.length) }));
+}
+
 /** status_code + error of a failure. */
 export function failure(e: unknown): Reply {
   if (e instanceof StoreError) return { status_code: e.code, error: e.message };
@@ -99,7 +104,7 @@ export class ClientService {
 
     getInto: (req: GetIntoRequest__Output, s) => {
       if (!req.target) throw new InvalidParamsError('getInto: a target span is required');
-      const { views, done } = s.use([req.target], () => `getInto ${JSON.stringify(req.key)}`);
+      const { views, done } = s.use(spanList([req.target]), () => `getInto ${JSON.stringify(req.key)}`);
       // settles in the read's own continuation: no async frame of its own
       let local: LocalReplica | undefined;
       const observe = s.localReads ? (src: ReadSource) => void (local = localReplica(src, this.sameHost)) : undefined;
@@ -120,7 +125,7 @@ export class ClientService {
         if (!it.target) throw new InvalidParamsError(`getInto ${JSON.stringify(it.key)}: a target span is required`);
         return it.target;
       });
-      const { views, done } = s.use(spans, () => `batch getInto of ${req.items.length} keys`);
+      const { views, done } = s.use(spanList(spans), () => `batch getInto of ${req.items.length} keys`);
       try {
         let locals: (LocalReplica | undefined)[] | undefined;
         const observe = s.localReads ? (i: number, src: ReadSource) => void ((locals ??= [])[i] = localReplica(src, this.sameHost)) : undefined;
@@ -207,44 +212,30 @@ export class ClientService {
   }
 
   /** Runs handler `call` for `req`; every failure becomes a reply. */
-  invoke(call: string, req: object, session: DummySession): Promise<Reply> {
+  async invoke(call: string, req: object, session: DummySession): Promise<Reply> {
     const h = this.handlers[call];
-    if (!h) return Promise.resolve({ status_code: ErrorCode.NOT_IMPLEMENTED, error: `ClientService.${call} is not served by this store service` });
-    let p: Promise<Reply>;
+    if (!h) return { status_code: ErrorCode.NOT_IMPLEMENTED, error: `ClientService.${call} is not served by this store service` };
     try {
-      p = h(req as never, session);
+      return await h(req as never, session);
     } catch (e) {
-      return Promise.resolve(failure(e));
+      return failure(e);
     }
-    return p.then(undefined, failure);
   }
 
-  private writeFrom(req: PutFromRequest__Output, s: DummySession, verb: 'put' | 'upsert'): Promise<Reply> {
+  private async writeFrom(req: PutFromRequest__Output, s: DummySession, verb: 'put' | 'upsert'): Promise<Reply> {
     if (req.slices.length === 0) throw new InvalidParamsError(`${verb} ${JSON.stringify(req.key)}: no value spans`);
-    const { views, done } = s.use(req.slices, () => `${verb} ${JSON.stringify(req.key)}`);
-    const value = views.length === 1 ? views[0] : views;
-    let written: Promise<void>;
+    const { views, done } = s.use(spanList(req.slices), () => `${verb} ${JSON.stringify(req.key)}`);
     try {
-      written = verb === 'put' ? this.client.put(req.key, value, putConfig(req.config)) : this.client.upsert(req.key, value, putConfig(req.config));
-    } catch (e) {
+      const value = views.length === 1 ? views[0] : views;
+      await (verb === 'put' ? this.client.put(req.key, value, putConfig(req.config)) : this.client.upsert(req.key, value, putConfig(req.config)));
+      return OK;
+    } finally {
       done();
-      throw e;
     }
-    // settles in the write's own continuation: no async frame of its own
-    return written.then(
-      () => {
-        done();
-        return OK;
-      },
-      (e: unknown) => {
-        done();
-        throw e;
-      },
-    );
   }
 
   private async batchWriteFrom(items: PutFromRequest__Output[], s: DummySession, verb: 'put' | 'upsert'): Promise<Reply> {
-    const spans = items.flatMap((it) => it.slices);
+    const spans = items.flatMap((it) => spanList(it.slices));
     for (const it of items) if (it.slices.length === 0) throw new InvalidParamsError(`${verb} ${JSON.stringify(it.key)}: no value spans`);
     const { views, done } = s.use(spans, () => `batch ${verb} of ${items.length} keys`);
     try {

@@ -230,21 +230,29 @@ HOP_CASES = [
 ]
 
 
-def hop_cases(c: DummyClient, prefix: str, preferred: str, scale: float) -> None:
+def hop_cases(c: DummyClient, prefix: str, preferred: str, scale: float, pool: str = "", pool_size: int = 0) -> None:
     """The rows of `npm run bench:dummy-hop` (bench/dummy-hop-bench.ts): calls that need the real
-    client. Prints {"start": row} before each row (the bench samples every process's CPU then)
-    and the row's figures after it, with "objects" and this process's CPU us per object (its
-    threads end with the row: /proc would lose their time)."""
+    client. First the bench's pool of `pool_size` objects (named `pool`-i, put by the bench) is
+    read once (not reported: the local-read cache is then full, as in a long-running client); the
+    last row reads it again. Prints {"start": row} before each row (the bench samples every
+    process's CPU then) and the row's figures after it, with "objects" and this process's CPU us
+    per object (its threads end with the row: /proc would lose their time)."""
     from kvcache_store import ReplicateConfig
 
     cfg = ReplicateConfig(preferred_segment=preferred)
     size = 4 * KiB
     leases = [c.alloc_buffer(size * 128) for _ in range(64)]
-    for name, inflight, k, n in HOP_CASES:
-        n = max(k * 4, round(n * scale))
+    ptrs = [leases[0].ptr + j * size for j in range(128)]
+    for first in range(0, pool_size, 128):
+        keys = [f"{pool}-{first + j}" for j in range(min(128, pool_size - first))]
+        c.batch_get_into(keys, ptrs[: len(keys)], [size] * len(keys))
+    cases = [(name, inflight, k, max(k * 4, round(n * scale))) for name, inflight, k, n in HOP_CASES]
+    if pool_size:
+        cases.append(("get batch 128 x 4 KiB (first read, pool)", 1, 128, pool_size))
+    for name, inflight, k, n in cases:
         verb = name.split(" ")[0]
         shape = name.split(" ", 1)[1].replace(" (first read)", "").replace(" ", "")
-        key = lambda i: f"{prefix}-{shape}-{i}"  # noqa: E731
+        key = (lambda i: f"{pool}-{i}") if name.endswith("pool)") else (lambda i, shape=shape: f"{prefix}-{shape}-{i}")
 
         def op(first, t):
             lz = leases[t]
@@ -284,6 +292,8 @@ def main() -> None:
     ap.add_argument("--preferred-segment", default=None, help="run bench:sidecar's cases, placing objects on this segment")
     ap.add_argument("--hop-cases", action="store_true", help="with --preferred-segment: run bench:dummy-hop's rows instead")
     ap.add_argument("--prefix", default=None, help="key prefix (default from the pid and time)")
+    ap.add_argument("--pool", default="", help="with --hop-cases: key prefix of the bench's pool of objects")
+    ap.add_argument("--pool-size", type=int, default=0, help="with --hop-cases: objects in the pool (read once first, then as the last row)")
     ap.add_argument("--bytes-per-row", type=int, default=96 * MiB, help="with --preferred-segment: bytes per case (at most 3000 calls)")
     args = ap.parse_args()
     cluster = None
@@ -306,7 +316,7 @@ def main() -> None:
             c.put(f"warm-{os.getpid()}-{i}", b"w" * 4096)
             c.get(f"warm-{os.getpid()}-{i}")
         if args.preferred_segment is not None and args.hop_cases:
-            hop_cases(c, args.prefix or f"py-{os.getpid()}-{int(time.time())}", args.preferred_segment, args.scale)
+            hop_cases(c, args.prefix or f"py-{os.getpid()}-{int(time.time())}", args.preferred_segment, args.scale, args.pool, args.pool_size)
         elif args.preferred_segment is not None:
             sidecar_cases(c, f"py-{os.getpid()}-{int(time.time())}", args.preferred_segment, args.bytes_per_row)
             print(json.dumps({"local_reads": c.local_read_stats}), flush=True)
