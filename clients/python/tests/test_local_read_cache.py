@@ -128,3 +128,13 @@ def test_many_entries_keep_their_fields():
     for i in (0, 1, 2047, 2999):
         e = c.lookup(f"k{i}")
         assert (e.address, e.length, e.incarnation, e.crc, e.size) == (i * 8192, 4096, i, i, 4096)
+
+
+def test_forget_many_drops_each_key_and_voids_its_reads_in_flight():
+    _, c = make()
+    for k in "ab":
+        c.end(k, c.begin(), local(1000))
+    in_flight = c.begin()
+    c.forget_many(["a", "c"])  # a batch write of a and c
+    c.end_many(["c", "d"], in_flight, [local(1000), local(1000)])
+    assert [c.lookup(k) is not None for k in "abcd"] == [False, True, False, True]
