@@ -80,4 +80,59 @@ describe('LocalReadCache', () => {
     expect(c.size).toBe(64); // each 32 kept, up to 32 expired ones went
     expect(c.lookup('new-0')).toBeDefined();
   });
+
+  it('keeps every field of many entries as it grows, entries of several slices included', () => {
+    const { c } = cache(5000);
+    const many = (i: number): LocalReplica__Output => ({
+      slices: (i % 7 === 0 ? [100, 28] : [4096]).map((length, j) => ({
+        te_endpoint: `127.0.0.1:${7000 + (i % 3)}`,
+        address: i * 8192 + j * 100,
+        length,
+        incarnation: i,
+        crc32c: i + j,
+      })),
+      lease_left_us: 1_000_000,
+      checksums: i % 2 === 0,
+    });
+    for (let i = 0; i < 3000; i++) c.end(`k${i}`, c.begin(), many(i));
+    expect(c.size).toBe(3000);
+    for (const i of [0, 1, 255, 256, 257, 1023, 1024, 2999]) {
+      const e = c.lookup(`k${i}`)!;
+      const m = many(i).slices;
+      expect(e).toMatchObject({
+        endpoint: m[0].te_endpoint,
+        address: m[0].address,
+        length: m[0].length,
+        incarnation: i,
+        crc: i,
+        checksums: i % 2 === 0,
+        size: i % 7 === 0 ? 128 : 4096,
+      });
+      if (i % 7 === 0) {
+        expect(e.slices).toEqual(m.map((s) => ({ endpoint: s.te_endpoint, address: s.address, length: s.length, incarnation: s.incarnation, crc: s.crc32c })));
+      } else {
+        expect(e.slices).toBeUndefined();
+      }
+    }
+  });
+
+  it('a key kept again counts as young: the bound drops the older keys first', () => {
+    const { c } = cache(3);
+    for (const k of ['a', 'b', 'a', 'c', 'd']) c.end(k, c.begin(), local(1000));
+    expect(['a', 'b', 'c', 'd'].map((k) => c.lookup(k) !== undefined)).toEqual([true, false, true, true]);
+    expect(c.size).toBe(3);
+  });
+
+  it('entries dropped by forget() or expiry free their places for new ones', () => {
+    const { clock, c } = cache(4);
+    for (const k of ['a', 'b', 'c', 'd']) c.end(k, c.begin(), local(1000));
+    c.forget('b');
+    c.end('e', c.begin(), local(1000));
+    expect(['a', 'c', 'd', 'e'].map((k) => c.lookup(k) !== undefined)).toEqual([false, true, true, true]); // the bound took a, the oldest
+    clock.t += 600;
+    expect(c.lookup('c')).toBeUndefined();
+    for (const k of ['f', 'g', 'h', 'i']) c.end(k, c.begin(), local(1000));
+    expect(c.size).toBe(4);
+    expect(['f', 'g', 'h', 'i'].every((k) => c.lookup(k) !== undefined)).toBe(true);
+  });
 });

@@ -5,7 +5,6 @@
 // buffer). Failures become `status_code` + `error` (the Client's message), never a thrown error.
 import { ErrorCode } from '../common/error-code.js';
 import type { ReplicateConfig__Output } from '../proto/gen/store/ReplicateConfig.js';
-import type { RegionSpan__Output } from '../proto/gen/store/RegionSpan.js';
 import type { PutFromRequest__Output } from '../proto/gen/store/PutFromRequest.js';
 import type { PutRequest__Output } from '../proto/gen/store/PutRequest.js';
 import type { GetIntoRequest__Output } from '../proto/gen/store/GetIntoRequest.js';
@@ -43,6 +42,11 @@ type Handler = (req: never, session: DummySession) => Promise<Reply>;
 
 const OK = { status_code: ErrorCode.OK };
 
+/** Spans as fresh plain objects of one shape (the decoder's objects differ by message). */
+function spanList(spans: readonly { region_id: number; offset: number; length: number }[]): { region_id: number; offset: number; length: number }[] {
+  return spans.map((s) => ({ region_id: s.region_id, offset: Number(s.offset), length: Number(s.length) }));
+}
+
 /** status_code + error of a failure. */
 export function failure(e: unknown): Reply {
   if (e instanceof StoreError) return { status_code: e.code, error: e.message };
@@ -58,10 +62,6 @@ function itemResult(r: { error?: StoreError }, size = 0, local?: LocalReplica): 
 function putConfig(c: ReplicateConfig__Output | null | undefined): PutConfig | undefined {
   if (!c) return undefined;
   return { replica_num: c.replica_num || 1, with_soft_pin: c.with_soft_pin, with_hard_pin: c.with_hard_pin, preferred_segment: c.preferred_segment };
-}
-
-function spanList(spans: readonly RegionSpan__Output[]): { region_id: number; offset: number; length: number }[] {
-  return spans.map((s) => ({ region_id: s.region_id, offset: Number(s.offset), length: Number(s.length) }));
 }
 
 export class ClientService {
@@ -102,17 +102,22 @@ export class ClientService {
     batchPutFrom: (req: { items: PutFromRequest__Output[] }, s) => this.batchWriteFrom(req.items, s, 'put'),
     batchUpsertFrom: (req: { items: PutFromRequest__Output[] }, s) => this.batchWriteFrom(req.items, s, 'upsert'),
 
-    getInto: async (req: GetIntoRequest__Output, s) => {
-      const { views, done } = s.use(spanList(req.target ? [req.target] : []), `getInto ${JSON.stringify(req.key)}`);
-      if (views.length !== 1) throw new InvalidParamsError('getInto: a target span is required');
-      try {
-        const d = this.describe(s);
-        const size = await this.client.getInto(req.key, views[0], d.observe);
-        const local = d.local();
-        return local ? { ...OK, size, local } : { ...OK, size };
-      } finally {
-        done();
-      }
+    getInto: (req: GetIntoRequest__Output, s) => {
+      if (!req.target) throw new InvalidParamsError('getInto: a target span is required');
+      const { views, done } = s.use(spanList([req.target]), () => `getInto ${JSON.stringify(req.key)}`);
+      // settles in the read's own continuation: no async frame of its own
+      let local: LocalReplica | undefined;
+      const observe = s.localReads ? (src: ReadSource) => void (local = localReplica(src, this.sameHost)) : undefined;
+      return this.client.getInto(req.key, views[0], observe).then(
+        (size) => {
+          done();
+          return local ? { status_code: ErrorCode.OK, size, local } : { status_code: ErrorCode.OK, size };
+        },
+        (e: unknown) => {
+          done();
+          throw e;
+        },
+      );
     },
 
     batchGetInto: async (req: { items: GetIntoRequest__Output[] }, s) => {
@@ -120,7 +125,7 @@ export class ClientService {
         if (!it.target) throw new InvalidParamsError(`getInto ${JSON.stringify(it.key)}: a target span is required`);
         return it.target;
       });
-      const { views, done } = s.use(spanList(spans), `batch getInto of ${req.items.length} keys`);
+      const { views, done } = s.use(spanList(spans), () => `batch getInto of ${req.items.length} keys`);
       try {
         let locals: (LocalReplica | undefined)[] | undefined;
         const observe = s.localReads ? (i: number, src: ReadSource) => void ((locals ??= [])[i] = localReplica(src, this.sameHost)) : undefined;
@@ -219,7 +224,7 @@ export class ClientService {
 
   private async writeFrom(req: PutFromRequest__Output, s: DummySession, verb: 'put' | 'upsert'): Promise<Reply> {
     if (req.slices.length === 0) throw new InvalidParamsError(`${verb} ${JSON.stringify(req.key)}: no value spans`);
-    const { views, done } = s.use(spanList(req.slices), `${verb} ${JSON.stringify(req.key)}`);
+    const { views, done } = s.use(spanList(req.slices), () => `${verb} ${JSON.stringify(req.key)}`);
     try {
       const value = views.length === 1 ? views[0] : views;
       await (verb === 'put' ? this.client.put(req.key, value, putConfig(req.config)) : this.client.upsert(req.key, value, putConfig(req.config)));
@@ -232,7 +237,7 @@ export class ClientService {
   private async batchWriteFrom(items: PutFromRequest__Output[], s: DummySession, verb: 'put' | 'upsert'): Promise<Reply> {
     const spans = items.flatMap((it) => spanList(it.slices));
     for (const it of items) if (it.slices.length === 0) throw new InvalidParamsError(`${verb} ${JSON.stringify(it.key)}: no value spans`);
-    const { views, done } = s.use(spans, `batch ${verb} of ${items.length} keys`);
+    const { views, done } = s.use(spans, () => `batch ${verb} of ${items.length} keys`);
     try {
       let at = 0;
       const batch = items.map((it) => {

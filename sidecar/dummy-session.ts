@@ -125,18 +125,19 @@ export class DummySession {
 
   /**
    * Buffers over the spans of one call, marking their regions in use until `done` is called.
-   * Throws InvalidParamsError for an unknown region or a span outside it (nothing is marked then).
+   * Throws InvalidParamsError for an unknown region or a span outside it (nothing is marked then);
+   * `what` names the call in that error (a function: built only then).
    */
-  use(spans: readonly SpanRequest[], what: string): { views: Buffer[]; done: () => void } {
+  use(spans: readonly SpanRequest[], what: string | (() => string)): { views: Buffer[]; done: () => void } {
     const used: SessionRegion[] = [];
     const views: Buffer[] = [];
     for (const s of spans) {
       const r = this.regions.get(s.region_id);
-      if (!r || r.closing) throw new InvalidParamsError(`${what}: unknown region id ${s.region_id}`);
+      if (!r || r.closing) throw new InvalidParamsError(`${named(what)}: unknown region id ${s.region_id}`);
       const offset = Number(s.offset);
       const length = Number(s.length);
       if (!(length > 0) || offset < 0 || offset + length > r.mapped.size) {
-        throw new InvalidParamsError(`${what}: span [${offset}, +${length}) lies outside region ${s.region_id} (${r.mapped.size} bytes)`);
+        throw new InvalidParamsError(`${named(what)}: span [${offset}, +${length}) lies outside region ${s.region_id} (${r.mapped.size} bytes)`);
       }
       views.push(r.mapped.view(offset, length));
       used.push(r);
@@ -174,4 +175,8 @@ export class DummySession {
       });
     return r.released;
   }
+}
+
+function named(what: string | (() => string)): string {
+  return typeof what === 'string' ? what : what();
 }

@@ -219,6 +219,68 @@ def sidecar_cases(c: DummyClient, prefix: str, preferred: str, bytes_per_row: in
             lz.release()
 
 
+HOP_CASES = [
+    ("isExist x1", 1, 1, 3000),
+    ("put 4 KiB x1", 1, 1, 3000),
+    ("get 4 KiB x1 (first read)", 1, 1, 3000),
+    ("put 4 KiB x64", 64, 1, 6400),
+    ("get 4 KiB x64 (first read)", 64, 1, 6400),
+    ("put batch 128 x 4 KiB", 1, 128, 8192),
+    ("get batch 128 x 4 KiB (first read)", 1, 128, 8192),
+]
+
+
+def hop_cases(c: DummyClient, prefix: str, preferred: str, scale: float, pool: str = "", pool_size: int = 0) -> None:
+    """The rows of `npm run bench:dummy-hop` (bench/dummy-hop-bench.ts): calls that need the real
+    client. First the bench's pool of `pool_size` objects (named `pool`-i, put by the bench) is
+    read once (not reported: the local-read cache is then full, as in a long-running client); the
+    last row reads it again. Prints {"start": row} before each row (the bench samples every
+    process's CPU then) and the row's figures after it, with "objects" and this process's CPU us
+    per object (its threads end with the row: /proc would lose their time)."""
+    from kvcache_store import ReplicateConfig
+
+    cfg = ReplicateConfig(preferred_segment=preferred)
+    size = 4 * KiB
+    leases = [c.alloc_buffer(size * 128) for _ in range(64)]
+    ptrs = [leases[0].ptr + j * size for j in range(128)]
+    for first in range(0, pool_size, 128):
+        keys = [f"{pool}-{first + j}" for j in range(min(128, pool_size - first))]
+        c.batch_get_into(keys, ptrs[: len(keys)], [size] * len(keys))
+    cases = [(name, inflight, k, max(k * 4, round(n * scale))) for name, inflight, k, n in HOP_CASES]
+    if pool_size:
+        cases.append(("get batch 128 x 4 KiB (first read, pool)", 1, 128, pool_size))
+    for name, inflight, k, n in cases:
+        verb = name.split(" ")[0]
+        shape = name.split(" ", 1)[1].replace(" (first read)", "").replace(" ", "")
+        key = (lambda i: f"{pool}-{i}") if name.endswith("pool)") else (lambda i, shape=shape: f"{prefix}-{shape}-{i}")
+
+        def op(first, t):
+            lz = leases[t]
+            if verb == "isExist":
+                check(c.is_exist(f"{prefix}-exists-{first % 64}"), "is_exist")
+            elif k == 1 and verb == "put":
+                check(c.put_from(key(first), lz.ptr, size, cfg), "put_from")
+            elif k == 1:
+                check(c.get_into(key(first), lz.ptr, size), "get_into")
+            else:
+                m = min(k, n - first)
+                ptrs = [lz.ptr + j * size for j in range(m)]
+                if verb == "put":
+                    rs = c.batch_put_from([key(first + j) for j in range(m)], ptrs, [size] * m, cfg)
+                else:
+                    rs = c.batch_get_into([key(first + j) for j in range(m)], ptrs, [size] * m)
+                for r in rs:
+                    check(r, name)
+
+        print(json.dumps({"start": name}), flush=True)
+        cpu = time.process_time()  # all threads, ended ones included
+        el, lat = lanes_run(n, k, inflight, op)
+        cpu_us = (time.process_time() - cpu) * 1e6 / n
+        print(json.dumps({"case": name, "objects": n, "ops_per_s": round(n / el, 1), "cpu_us": round(cpu_us, 2)}), flush=True)
+    for lz in leases:
+        lz.release()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--address", default=os.environ.get("STORE_SIDECAR_ADDRESS", ""))
@@ -228,6 +290,10 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=1.0, help="multiply the operation counts")
     ap.add_argument("--spin-us", type=float, default=100.0)
     ap.add_argument("--preferred-segment", default=None, help="run bench:sidecar's cases, placing objects on this segment")
+    ap.add_argument("--hop-cases", action="store_true", help="with --preferred-segment: run bench:dummy-hop's rows instead")
+    ap.add_argument("--prefix", default=None, help="key prefix (default from the pid and time)")
+    ap.add_argument("--pool", default="", help="with --hop-cases: key prefix of the bench's pool of objects")
+    ap.add_argument("--pool-size", type=int, default=0, help="with --hop-cases: objects in the pool (read once first, then as the last row)")
     ap.add_argument("--bytes-per-row", type=int, default=96 * MiB, help="with --preferred-segment: bytes per case (at most 3000 calls)")
     args = ap.parse_args()
     cluster = None
@@ -249,7 +315,9 @@ def main() -> None:
         for i in range(200):
             c.put(f"warm-{os.getpid()}-{i}", b"w" * 4096)
             c.get(f"warm-{os.getpid()}-{i}")
-        if args.preferred_segment is not None:
+        if args.preferred_segment is not None and args.hop_cases:
+            hop_cases(c, args.prefix or f"py-{os.getpid()}-{int(time.time())}", args.preferred_segment, args.scale, args.pool, args.pool_size)
+        elif args.preferred_segment is not None:
             sidecar_cases(c, f"py-{os.getpid()}-{int(time.time())}", args.preferred_segment, args.bytes_per_row)
             print(json.dumps({"local_reads": c.local_read_stats}), flush=True)
         else:

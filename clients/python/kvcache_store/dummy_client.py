@@ -33,6 +33,7 @@ from ._proto import store_client_pb2 as pb
 from .buffer_pool import BufferLease, BufferPool
 from .channel import Channel
 from .config import to_wire
+from ._proto.store_master_pb2 import ReplicateConfig as _WireConfig
 from .connection import resolve_endpoint, open_socket
 from .dummy_adopt import AdoptCalls
 from .dummy_metadata import MetadataCalls
@@ -340,8 +341,7 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
         """Our own write or removal of `keys`: the locations we knew of them may be stale."""
         local = self._local
         if local is not None:
-            for k in keys:
-                local.cache.forget(k)
+            local.cache.forget_many(keys)
 
     def _forget_all(self) -> None:
         if self._local is not None:
@@ -495,18 +495,21 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
         self._forget(keys)
         if not c.shared:
             req = pb.BatchPutRequest()
+            wire = _WireConfig()
+            to_wire(config, wire)
+            add = req.items.add
             for k, b in zip(keys, bufs):
-                it = req.items.add(key=k, value=_bytes_of(b))
-                to_wire(config, it.config)
+                add(key=k, value=_bytes_of(b), config=wire)
             res = self._call(c, "BatchPut" if verb == "put" else "BatchUpsert", req, deadline)
             self._count("inline_bytes_put", sum(b.size for b in bufs))
         else:
             spans, lease, staged = self._stage(c, bufs, deadline)
             req = pb.BatchPutFromRequest()
+            wire = _WireConfig()
+            to_wire(config, wire)  # once: every item has the same
+            add = req.items.add
             for k, s in zip(keys, spans):
-                it = req.items.add(key=k)
-                it.slices.append(s)
-                to_wire(config, it.config)
+                add(key=k, slices=(s,), config=wire)
             res = self._run_with_lease(c, "BatchPutFrom" if verb == "put" else "BatchUpsertFrom", req, deadline, lease, on_late)
             self._count("staged_bytes_put", staged)
             self._count("zero_copy_bytes_put", sum(b.size for b in bufs) - staged)
@@ -717,6 +720,7 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
                 local.end_many(keys, stamp, res.results)
             try:
                 out = []
+                staged_bytes = zero_copy_bytes = 0
                 for t, place, r in zip(targets, places, res.results):
                     if r.status_code != 0:
                         out.append(r.status_code)
@@ -726,10 +730,13 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
                         src = lease.region.view[lease.offset + place:lease.offset + place + n]
                         copy_out(t, src, lease.ptr + place, n)
                         del src
-                        self._count("staged_bytes_get", n)
+                        staged_bytes += n
                     else:
-                        self._count("zero_copy_bytes_get", n)
+                        zero_copy_bytes += n
                     out.append(n)
+                if staged_bytes:
+                    self._count("staged_bytes_get", staged_bytes)
+                self._count("zero_copy_bytes_get", zero_copy_bytes)
                 return out + [E.INTERNAL_ERROR] * (len(keys) - len(out))
             finally:
                 if lease is not None:

@@ -15,9 +15,14 @@ everything) was numbered after its read was sent. Bounded: the oldest entries go
 read learns (a batch of 128 keys learns all of them), so learning is kept cheap: a one-slice
 location is kept as a tuple of plain values (no message object is kept, and the garbage collector
 stops tracking it) and made an entry only when first used, and a batch takes the lock once.
-Lookups take the lock only to replace or drop an entry.
+Lookups take the lock only to replace or drop an entry. The age order is a deque of (key, entry
+as kept) beside the dict, oldest first: the bound and expiry pop its head. The dict is never
+walked from its start: CPython keeps a deleted entry's place until the table is rebuilt, so taking
+the first key of a dict used as a queue walks over every entry deleted before it (11 us per entry
+kept at 65,536 entries, measured).
 """
 import threading
+from collections import deque
 from typing import Callable, Dict, NamedTuple, Optional, Sequence, Tuple, Union
 
 #: drops remembered by key; past this many, every read then in flight is voided instead
@@ -38,7 +43,7 @@ class LocalEntry:
     """An object's location: the first slice's fields, and all slices when there are several.
     `size` is -1 when the message was malformed (no slice, an empty one)."""
 
-    __slots__ = ("reuse_until", "deadline", "endpoint", "address", "length", "incarnation", "crc", "slices", "checksums", "size", "resolved")
+    __slots__ = ("reuse_until", "deadline", "endpoint", "address", "length", "incarnation", "crc", "slices", "checksums", "size", "resolved", "origin")
 
     def __init__(self, endpoint, address, length, incarnation, crc, checksums, reuse_until, deadline, slices=None):
         self.endpoint, self.address, self.length, self.incarnation, self.crc = endpoint, address, length, incarnation, crc
@@ -53,6 +58,8 @@ class LocalEntry:
             self.size = sum(x.length for x in slices) if all(x.length > 0 and x.endpoint for x in slices) else -1
         #: the reader's own cache of where each slice's grant is (local_reads.py), or None
         self.resolved = None
+        #: the tuple it was decoded from (the cache's age order names that), or None
+        self.origin = None
 
     @staticmethod
     def of(local, reuse_until: float, deadline: float) -> "LocalEntry":
@@ -77,6 +84,8 @@ class LocalReadCache:
         self.max_entries = max_entries
         self._now = now
         self._entries: Dict[str, Union[tuple, LocalEntry]] = {}
+        #: key, entry as kept, key, entry...: oldest first (stale pairs are skipped)
+        self._order: deque = deque()
         self._drops: Dict[str, int] = {}
         self._seq = 0
         self._floor = 0  # reads sent before this drop number keep nothing
@@ -98,6 +107,7 @@ class LocalReadCache:
                 self._drop(key, e)
                 return None
             decoded = LocalEntry(*e)
+            decoded.origin = e
             with self._lock:
                 if self._entries.get(key) is e:
                     self._entries[key] = decoded
@@ -124,18 +134,20 @@ class LocalReadCache:
 
     def end_many(self, keys: Sequence[str], stamp: Stamp, locals_) -> None:
         """end() for a batch: `locals_[i]` (None: nothing) answers `keys[i]`."""
+        now = self._now()  # one clock read for the batch: the reply came once
+        keep = self._keep
         with self._lock:
             for key, local in zip(keys, locals_):
                 if local is not None:
-                    self._keep(key, stamp, local)
+                    keep(key, stamp, local, now)
 
-    def _keep(self, key: str, stamp: Stamp, local) -> None:
+    def _keep(self, key: str, stamp: Stamp, local, now: Optional[float] = None) -> None:
         sent_at, seq = stamp
         if self.max_entries <= 0 or seq < self._floor or (self._drops and self._drops.get(key, -1) > seq):
             return
         left = local.lease_left_us / 1e6
         reuse_until = sent_at + left / 2
-        if left <= 0 or self._now() >= reuse_until:
+        if left <= 0 or (self._now() if now is None else now) >= reuse_until:
             return
         slices = local.slices
         if len(slices) == 1:
@@ -144,40 +156,67 @@ class LocalReadCache:
         else:
             e = LocalEntry.of(local, reuse_until, sent_at + left)
         entries = self._entries
-        entries[key] = e  # a key set again keeps its place: eviction is only roughly oldest-first
-        if len(entries) > self.max_entries:
-            del entries[next(iter(entries))]
+        entries[key] = e  # a key kept again is young: its older pair in the order goes stale
+        order = self._order
+        order.append(key)
+        order.append(e)
+        while order and (len(entries) > self.max_entries or len(order) > 8 * self.max_entries):
+            self._pop()
         self._kept += 1
         if self._kept % PRUNE_EVERY == 0:
             self._prune()
 
-    def _prune(self) -> None:
-        """Drops expired entries from the old end (the dict's order is roughly the send order), a
-        few at a time: what is never read again does not stay until the bound pushes it out."""
-        now = self._now()
-        dead = []
-        for key, e in self._entries.items():
-            if now < (e[6] if e.__class__ is tuple else e.reuse_until) or len(dead) >= PRUNE_EVERY:
-                break
-            dead.append(key)
-        for key in dead:
+    def _pop(self) -> None:
+        """Takes the oldest pair of the order, dropping its entry if it is still the key's."""
+        order = self._order
+        key = order.popleft()
+        kept = order.popleft()
+        if self._current(key, kept):
             del self._entries[key]
+
+    def _current(self, key: str, kept) -> bool:
+        """Whether `kept` (a pair of the order) is still `key`'s entry, decoded or not."""
+        e = self._entries.get(key)
+        return e is kept or (e is not None and e.__class__ is LocalEntry and e.origin is kept)
+
+    def _prune(self) -> None:
+        """Drops expired entries from the old end of the order (roughly the send order), a few at
+        a time: what is never read again does not stay until the bound pushes it out."""
+        now = self._now()
+        order = self._order
+        for _ in range(2 * PRUNE_EVERY):
+            if not order:
+                return
+            kept = order[1]
+            if now < (kept[6] if kept.__class__ is tuple else kept.reuse_until) and self._current(order[0], kept):
+                return
+            self._pop()
 
     def forget(self, key: str) -> None:
         """Drops `key`'s entry and voids the reads of it in flight."""
         with self._lock:
-            self._entries.pop(key, None)
-            self._seq += 1
-            if len(self._drops) >= MAX_DROPS_REMEMBERED:
-                self._floor = self._seq
-                self._drops.clear()
-            else:
-                self._drops[key] = self._seq
+            self._forget(key)
+
+    def forget_many(self, keys) -> None:
+        """forget() for each of `keys` (a batch write), taking the lock once."""
+        with self._lock:
+            for key in keys:
+                self._forget(key)
+
+    def _forget(self, key: str) -> None:
+        self._entries.pop(key, None)
+        self._seq += 1
+        if len(self._drops) >= MAX_DROPS_REMEMBERED:
+            self._floor = self._seq
+            self._drops.clear()
+        else:
+            self._drops[key] = self._seq
 
     def clear(self) -> None:
         """Drops every entry and voids every read in flight."""
         with self._lock:
             self._entries.clear()
+            self._order.clear()
             self._seq += 1
             self._floor = self._seq
             self._drops.clear()

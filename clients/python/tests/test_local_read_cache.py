@@ -94,3 +94,47 @@ def test_expired_entries_go_from_the_old_end_as_new_ones_come():
         c.end(f"new-{i}", c.begin(), local(1000))
     assert len(c) == 64  # each 32 kept, up to 32 expired ones went
     assert c.lookup("new-0") is not None
+
+
+def test_a_key_kept_again_counts_as_young_and_the_bound_drops_older_keys_first():
+    _, c = make(3)
+    for k in "abacd":
+        c.end(k, c.begin(), local(1000))
+    assert [c.lookup(k) is not None for k in "abcd"] == [True, False, True, True]
+    assert len(c) == 3
+
+
+def test_decoded_entries_still_leave_by_age_and_dropped_ones_free_their_place():
+    clock, c = make(3)
+    for k in "abc":
+        c.end(k, c.begin(), local(1000))
+    assert c.lookup("a") is not None  # decoded at its first use: still the oldest
+    c.end("d", c.begin(), local(1000))
+    assert [c.lookup(k) is not None for k in "abcd"] == [False, True, True, True]
+    c.forget("c")
+    c.end("e", c.begin(), local(1000))
+    assert [c.lookup(k) is not None for k in "bde"] == [True, True, True] and len(c) == 3
+    clock.t += 0.6
+    for i in range(32):
+        c.end(f"n{i}", c.begin(), local(1000))
+    assert len(c) == 3 and c.lookup("n31") is not None
+
+
+def test_many_entries_keep_their_fields():
+    _, c = make(5000)
+    for i in range(3000):
+        c.end(f"k{i}", c.begin(), pb.LocalReplica(slices=[pb.LocalSlice(te_endpoint="127.0.0.1:7000", address=i * 8192, length=4096, incarnation=i, crc32c=i)], lease_left_us=10**6))
+    assert len(c) == 3000
+    for i in (0, 1, 2047, 2999):
+        e = c.lookup(f"k{i}")
+        assert (e.address, e.length, e.incarnation, e.crc, e.size) == (i * 8192, 4096, i, i, 4096)
+
+
+def test_forget_many_drops_each_key_and_voids_its_reads_in_flight():
+    _, c = make()
+    for k in "ab":
+        c.end(k, c.begin(), local(1000))
+    in_flight = c.begin()
+    c.forget_many(["a", "c"])  # a batch write of a and c
+    c.end_many(["c", "d"], in_flight, [local(1000), local(1000)])
+    assert [c.lookup(k) is not None for k in "abcd"] == [False, True, False, True]

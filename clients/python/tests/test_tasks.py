@@ -68,3 +68,24 @@ def test_move_and_bad_requests(client, rclient, service, second, master, key):
     assert err.value.code == E.TASK_NOT_FOUND
     with pytest.raises(E.ObjectNotFoundError):
         rclient.create_copy_task(f"{key}-absent", [there])
+
+
+def test_batch_puts_place_every_item_by_the_config_and_a_failing_item_fails_alone(rclient, service, second, key):
+    there = _segment(second)
+    keys = [f"{key}-{i}" for i in range(5)]
+    assert rclient.put(keys[2], b"first", ReplicateConfig(preferred_segment=_segment(service))) == 0
+    values = [bytes([i]) * (1000 + i) for i in range(5)]
+    with rclient.alloc_buffer(sum(len(v) for v in values)) as lease:
+        ptrs, at = [], 0
+        for v in values:
+            lease.buffer[at:at + len(v)] = v
+            ptrs.append(lease.ptr + at)
+            at += len(v)
+        codes = rclient.batch_put_from(keys, ptrs, [len(v) for v in values], ReplicateConfig(preferred_segment=there))
+    assert codes == [0, 0, E.OBJECT_ALREADY_EXISTS, 0, 0]
+    placed = rclient.query_by_regex(f"^{re.escape(key)}-")
+    for i, k in enumerate(keys):
+        assert [r["handles"][0]["segment_name"] for r in placed[k]] == ([_segment(service)] if i == 2 else [there])
+    assert rclient.batch_get(keys) == values[:2] + [b"first"] + values[3:]
+    assert rclient.batch_put([f"{key}-b0", f"{key}-b1"], [b"x", b"y"], ReplicateConfig(preferred_segment=there)) == [0, 0]
+    assert {r["handles"][0]["segment_name"] for k in (f"{key}-b0", f"{key}-b1") for r in rclient.query_by_regex(f"^{re.escape(k)}$")[k]} == {there}
