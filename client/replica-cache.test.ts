@@ -1,6 +1,6 @@
 import { ReplicaCache } from './replica-cache.js';
 
-const res = { status_code: 0, replica_list: [], lease_ttl_ms: 1000, slice_checksums: [] };
+const res = { status_code: 0, replica_list: [], lease_ttl_ms: 1000, slice_checksums: [], version: 0 };
 
 describe('ReplicaCache', () => {
   it('a key kept again counts as young: the bound drops the older keys first', () => {
