@@ -564,8 +564,8 @@ export class Client implements StoreClient {
         reportBatch: (r) => this.m().batchReplicaCopied(r),
         report: (r) => this.m().replicaCopied(r),
         log: (level, msg) => this.log(level, msg),
-        // Done with what it took: ask for more now, unless the master tells it when there is more (notices) and nothing waits.
-        onIdle: () => {
+        // A batch made and room for another: ask for more now, unless the master tells it when there is more (notices) and nothing waits.
+        onRoom: () => {
           if (!this.copiesPushed || this.moreCopies) this.heartbeat?.nudge();
         },
       });
@@ -687,11 +687,13 @@ export class Client implements StoreClient {
         this.fences.install(res.fences);
         this.copiesPushed = res.copy_push === true;
         this.moreCopies = res.more_copies === true;
-        // Copies wait that this copier, busy when it pinged, did not take, and it is done since: ask again now.
-        if (this.moreCopies && !canCopy && copier?.idle === true) this.heartbeat?.nudge();
+        // Copies wait that this copier, busy when it pinged, did not take, and it has room since: ask again now.
+        if (this.moreCopies && !canCopy && copier?.canTake === true) this.heartbeat?.nudge();
         if (res.copies.length > 0) {
           copier?.start(res.copies);
           this.copiesSeenAt = this.now();
+          // More wait and there is room for a batch beside this one: fetched (and its sources checked) while this one is written.
+          if (this.moreCopies && copier?.canTake === true) this.heartbeat?.nudge();
         } else if (copier !== undefined && !res.copy_push && this.now() - this.copiesSeenAt < COPY_POLL_WINDOW_MS) {
           // Copies came lately (the SSD tier's offloads follow puts): ask again soon, not at the next heartbeat.
           setTimeout(() => this.heartbeat?.nudge(), COPY_POLL_MS).unref();
@@ -1251,6 +1253,7 @@ export class Client implements StoreClient {
     this.unmounting.delete(seg);
     await this.metadata.remove(seg.name).catch((e) => this.log('warn', `unpublish of ${seg.name} failed: ${(e as Error).message}`));
     await this.offloadFiles.settled(seg.name); // a copy's write still on the file's descriptor
+    this.offloadFiles.release(seg.name); // its O_DIRECT descriptor would keep the unlinked file's blocks
     await this.unmapRegion(seg.region);
   }
 
@@ -1295,6 +1298,7 @@ export class Client implements StoreClient {
     this.pool?.close();
     this.master?.close();
     this.engine.close();
+    this.offloadFiles.close(); // O_DIRECT descriptors of SSD files (copies were drained by close())
     for (const seg of this.segments.values()) seg.region.release();
     this.segments.clear();
     this.localRegion?.release();
