@@ -564,8 +564,8 @@ export class Client implements StoreClient {
         reportBatch: (r) => this.m().batchReplicaCopied(r),
         report: (r) => this.m().replicaCopied(r),
         log: (level, msg) => this.log(level, msg),
-        // A batch made and room for another: ask for more now, unless the master tells it when there is more (notices) and nothing waits.
-        onRoom: () => {
+        // Done with what it took: ask for more now, unless the master tells it when there is more (notices) and nothing waits.
+        onIdle: () => {
           if (!this.copiesPushed || this.moreCopies) this.heartbeat?.nudge();
         },
       });
@@ -687,13 +687,11 @@ export class Client implements StoreClient {
         this.fences.install(res.fences);
         this.copiesPushed = res.copy_push === true;
         this.moreCopies = res.more_copies === true;
-        // Copies wait that this copier, busy when it pinged, did not take, and it has room since: ask again now.
-        if (this.moreCopies && !canCopy && copier?.canTake === true) this.heartbeat?.nudge();
+        // Copies wait that this copier, busy when it pinged, did not take, and it is done since: ask again now.
+        if (this.moreCopies && !canCopy && copier?.idle === true) this.heartbeat?.nudge();
         if (res.copies.length > 0) {
           copier?.start(res.copies);
           this.copiesSeenAt = this.now();
-          // More wait and there is room for a batch beside this one: fetched (and its sources checked) while this one is written.
-          if (this.moreCopies && copier?.canTake === true) this.heartbeat?.nudge();
         } else if (copier !== undefined && !res.copy_push && this.now() - this.copiesSeenAt < COPY_POLL_WINDOW_MS) {
           // Copies came lately (the SSD tier's offloads follow puts): ask again soon, not at the next heartbeat.
           setTimeout(() => this.heartbeat?.nudge(), COPY_POLL_MS).unref();

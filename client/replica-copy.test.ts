@@ -1,14 +1,13 @@
 // The copier's batches (replica-copy.ts ReplicaCopier): a Ping reply's copies are made together
 // and reported in one BatchReplicaCopied; an older master that refuses the method gets one
 // ReplicaCopied per copy from then on; the next Ping is asked for as soon as the copies are made,
-// not after the report's reply; a second reply's copies are taken while one batch is being made,
-// not a third.
+// not after the report's reply.
 import type { BatchReplicaCopiedRequest } from '../proto/gen/store/BatchReplicaCopiedRequest.js';
 import type { ReplicaCopiedRequest } from '../proto/gen/store/ReplicaCopiedRequest.js';
 import type { ReplicaCopy__Output } from '../proto/gen/store/ReplicaCopy.js';
 import { TransferError } from './errors.js';
 import { MasterProtocolError } from './master-channel-errors.js';
-import { BATCHES_AT_ONCE, COPIES_AT_ONCE, ReplicaCopier } from './replica-copy.js';
+import { ReplicaCopier } from './replica-copy.js';
 
 const copy = (id: number): ReplicaCopy__Output => ({ copy_id: id, key: `k${id}`, source: null, target: null, slice_checksums: [] });
 
@@ -31,7 +30,7 @@ function copier(opts: { batch?: 'ok' | 'old-master'; fail?: number } = {}) {
     },
     report: async (req) => void singles.push(req),
     log: () => {},
-    onRoom: () => events.push('idle'),
+    onIdle: () => events.push('idle'),
   });
   return { c, batches, singles, events, answer: () => answer?.() };
 }
@@ -74,32 +73,5 @@ describe('ReplicaCopier', () => {
       { client_id: 'me', copy_id: 3, ok: true, failed_segments: [] },
     ]);
     expect(t.events.filter((e) => e === 'refused')).toEqual(['refused']); // asked once
-  });
-
-  it('takes a second batch while one is being made, not a third, and asks for more when one of them ends', async () => {
-    const made: (() => void)[] = [];
-    const events: string[] = [];
-    const c = new ReplicaCopier({
-      clientId: () => 'me',
-      copy: (cs) => new Promise((r) => made.push(() => r(cs.map(() => undefined)))),
-      reportBatch: async () => void events.push('report'),
-      report: async () => {},
-      log: () => {},
-      onRoom: () => events.push('room'),
-    });
-    const batch = (first: number) => Array.from({ length: 64 }, (_, i) => copy(first + i)); // a Ping reply's worth, past COPIES_AT_ONCE
-    expect(64).toBeGreaterThan(COPIES_AT_ONCE);
-    expect(BATCHES_AT_ONCE).toBe(2);
-    c.start(batch(0));
-    expect(c.canTake).toBe(true); // its writes may run while the next batch is fetched and checked
-    c.start(batch(100));
-    expect(c.canTake).toBe(false);
-    made.shift()!();
-    await new Promise((r) => setImmediate(r));
-    expect(events).toEqual(['report', 'room']); // one batch still running: room for another
-    expect(c.canTake).toBe(true);
-    made.shift()!();
-    await c.drain();
-    expect(events).toEqual(['report', 'room', 'report', 'room']);
   });
 });

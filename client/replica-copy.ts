@@ -13,10 +13,7 @@
 // copies whose every piece is remote move as one engine batch of reads and one of writes through
 // staging; anything else (own pieces read by memcpy, MC_STORE_MEMCPY) copies alone
 // (`copyReplica`). `ReplicaCopier` runs a reply's copies beside the client's own traffic and
-// reports their outcomes in one BatchReplicaCopied (ReplicaCopied each from an older master). It
-// takes a second reply's copies while one is being made (BATCHES_AT_ONCE), so the next batch's
-// Ping and source checks overlap this one's writes: one batch at a time, the SSD tier's offloads
-// waited for a Ping round trip and the checks between two file writes.
+// reports their outcomes in one BatchReplicaCopied (ReplicaCopied each from an older master).
 import { ErrorCode } from '../common/error-code.js';
 import type { BatchReplicaCopiedRequest } from '../proto/gen/store/BatchReplicaCopiedRequest.js';
 import type { CopyOutcome } from '../proto/gen/store/CopyOutcome.js';
@@ -31,10 +28,8 @@ import { transferFailure, type PathCore } from './path-core.js';
 import { replicaPieces, type Piece, type TransferOp } from './transfer-plan.js';
 import { unreachableSegments } from './write-path.js';
 
-/** Copies one client runs at once (each holds a staging lease of the object's size while it runs)... */
+/** Copies one client runs at once (each holds a staging lease of the object's size while it runs). */
 export const COPIES_AT_ONCE = 16;
-/** ...or Ping replies' batches, whatever their size: the next batch's source checks and Ping overlap this one's writes. */
-export const BATCHES_AT_ONCE = 2;
 
 /** Reads `copy.source` and writes it to `copy.target`. Throws when any byte did not make it. */
 export async function copyReplica(core: PathCore, copy: ReplicaCopy__Output): Promise<void> {
@@ -183,7 +178,7 @@ function fileCopy(core: PathCore, copy: ReplicaCopy__Output): FileRange[] | unde
     // their space was freed and reused, and then the master knows the copy is stale.
     if (sums && crc && crc.of(view) !== sums[i]) mismatch(core, copy, from[i], what);
     range.data = view;
-    range.address = Number(from[i].handle.buffer);
+    range.address = Number(from[i].handle.buffer); // page-aligned: written with O_DIRECT
     ranges.push(range);
   }
   return ranges;
@@ -297,24 +292,27 @@ export interface ReplicaCopierDeps {
   /** Reports one outcome (an older master). */
   report: (req: ReplicaCopiedRequest) => Promise<unknown>;
   log: (level: 'info' | 'warn', msg: string) => void;
-  /** A batch was made and the copier can take more: ask the master now rather than at the next heartbeat. */
-  onRoom?: () => void;
+  /** All copies started have been made: ask the master for more now rather than at the next heartbeat. */
+  onIdle?: () => void;
 }
 
 export class ReplicaCopier {
   /** Copies started and not yet made. */
   private active = 0;
-  /** Batches (Ping replies' copies) started and not yet made. */
-  private batches = 0;
   private readonly done = new Set<Promise<void>>();
   /** False once the master refused BatchReplicaCopied (an older one): one ReplicaCopied per copy. */
   private batchReports = true;
 
   constructor(private readonly d: ReplicaCopierDeps) {}
 
-  /** Whether to offer the master to copy (sent in Ping): fewer than COPIES_AT_ONCE copies or BATCHES_AT_ONCE batches running. */
+  /** Whether to offer the master to copy (sent in Ping): not while COPIES_AT_ONCE are running. */
   get canTake(): boolean {
-    return this.active < COPIES_AT_ONCE || this.batches < BATCHES_AT_ONCE;
+    return this.active < COPIES_AT_ONCE;
+  }
+
+  /** Whether no copy is being made. */
+  get idle(): boolean {
+    return this.active === 0;
   }
 
   /** Starts the copies of a Ping reply; they report on their own. */
@@ -331,7 +329,6 @@ export class ReplicaCopier {
 
   private async batch(copies: readonly ReplicaCopy__Output[]): Promise<void> {
     this.active += copies.length;
-    this.batches++;
     let made: (Error | undefined)[];
     try {
       made = await this.d.copy(copies);
@@ -348,8 +345,7 @@ export class ReplicaCopier {
     const reported = this.report(outcomes);
     // The report and the next Ping leave together: the master reads the report first (one connection, in order).
     this.active -= copies.length;
-    this.batches--;
-    if (this.canTake) this.d.onRoom?.();
+    if (this.active === 0) this.d.onIdle?.();
     await reported;
   }
 
