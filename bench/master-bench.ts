@@ -2,20 +2,24 @@
 // 127.0.0.1 (or uses --master host:port), mounts fake segments, and through MasterClient prints
 // PutStart+PutEnd pairs/s (also with a Remove after each), GetReplicaList/s, ExistKey/s and batch keys/s (the put pair, and its
 // BatchPutStart and BatchPutEnd each alone) at 1 and 64 calls in flight with p50/p99 latency; the
-// same framing against a bare echo process for comparison; and the master heap per object after
+// same framing against a bare echo process for comparison; batched 64 KiB puts into masters of
+// their own whose memory has room, is full (every put evicts), and is full with the SSD tier's
+// offload copies reported by a copier of this process (`fullMemory`: keys/s and the master's CPU
+// per key; not with --master); and the master heap per object after
 // 1,000,000 objects, measured on MasterCore in this process. `--snapshots` starts the master with
 // --enable_snapshot (change log in a temporary STORE_SNAPSHOT_LOCAL_PATH; `--change-log-sync
 // interval` to pass that policy) to show what the log costs the put path; `--objects 0` skips the
 // heap phase.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runInNewContext } from 'node:vm';
 import { setFlagsFromString } from 'node:v8';
 import { MasterClient } from '../client/master-client.js';
+import { ErrorCode } from '../common/error-code.js';
 import { CHANNEL_MAGIC, FrameDecoder, FrameKind, FrameWriter } from '../common/channel-frame.js';
 import { encodeMessage, masterMethodByName } from '../common/master-proto.js';
 import { MasterCore, defaultMasterCoreConfig } from '../master/core/master-core.js';
@@ -40,9 +44,9 @@ const SNAPSHOTS = process.argv.includes('--snapshots');
 const LOG_SYNC = arg('change-log-sync', 'placement');
 
 /** A store_master child on free ports; resolves with its RPC address. */
-function startMaster(): Promise<{ proc: ChildProcess; address: string }> {
+function startMaster(extraArgs: string[] = []): Promise<{ proc: ChildProcess; address: string }> {
   const main = fileURLToPath(new URL('../master/main.js', import.meta.url));
-  const args = [main, '--rpc_address=127.0.0.1', '--rpc_port=0', '--metrics_port=0', '--enable_metric_reporting=false'];
+  const args = [main, '--rpc_address=127.0.0.1', '--rpc_port=0', '--metrics_port=0', '--enable_metric_reporting=false', ...extraArgs];
   // an authenticated master (a secret in a temp dir unless the environment names one)
   const env = clusterEnv({ ...process.env });
   if (SNAPSHOTS) {
@@ -248,6 +252,100 @@ async function echoRates(address: string): Promise<number[]> {
   return rates;
 }
 
+/** CPU milliseconds process `pid` has used so far (/proc, Linux; 10 ms ticks). */
+function cpuMs(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime + stime, USER_HZ 100
+}
+
+const FULL_VALUE = 64 * 1024;
+const FULL_BATCH = 32;
+const FULL_LANES = 4;
+const FULL_MEMORY = 64 * 1024 * 1024;
+const FULL_KEYS = 65_536;
+
+/**
+ * Batched puts of 64 KiB (32 per BatchPutStart + BatchPutEnd, 4 in flight, as the tiers bench's
+ * writer) into a master of its own whose memory is `how`: a segment with room; a 64 MB segment,
+ * full, so every put evicts; the same with the SSD tier (--enable_offload, a 4 GB SSD segment),
+ * where a copier of this process takes the offload copies each Ping hands out and reports them
+ * made at once (no bytes move: the master's side of the tier alone) and the writer puts again
+ * what is refused for room, as the tiers bench's does. Memory is filled by an unmeasured round
+ * first. Prints keys/s and the master's CPU per key (/proc).
+ */
+async function fullMemory(how: 'room' | 'full' | 'full, SSD tier'): Promise<void> {
+  const ssd = how === 'full, SSD tier';
+  const master = await startMaster(ssd ? ['--enable_offload'] : []);
+  const c = await MasterClient.connect(master.address, { requestTimeoutMs: 30_000 });
+  let copier: MasterClient | undefined;
+  let stop = false;
+  const copies: Promise<void>[] = [];
+  try {
+    const mount = async (m: MasterClient, name: string, size: number, buffer: number, protocol: string, client: string) => {
+      const r = await m.mountSegment({ buffer, size, segment_name: name, client_id: client, te_endpoint: '127.0.0.1:20000', protocol });
+      if (r.status_code !== 0) throw new Error(`MountSegment ${name}: ${r.status_code}`);
+    };
+    await mount(c, 'mem', how === 'room' ? TB : FULL_MEMORY, 2 * TB, 'tcp', CLIENT);
+    if (ssd) {
+      const COPIER = '00000000-0000-4000-8000-00000000c0b1';
+      let wake: (() => void) | undefined;
+      copier = await MasterClient.connect(master.address, { requestTimeoutMs: 30_000, onNotice: () => wake?.() });
+      await mount(copier, 'ssd', 4 * 1024 * 1024 * 1024, 8 * TB, 'ssd', COPIER);
+      const m = copier;
+      copies.push(
+        (async () => {
+          while (!stop) {
+            const r = await m.ping({ client_id: COPIER, can_copy: true, copy_push: true });
+            if (r.copies.length > 0) await m.batchReplicaCopied({ client_id: COPIER, outcomes: r.copies.map((x) => ({ copy_id: x.copy_id, ok: true, failed_segments: [] })) });
+            if (!r.more_copies) await new Promise<void>((res) => ((wake = res), setTimeout(res, 100)));
+          }
+        })(),
+      );
+    }
+    const put = (key: string) => ({ key, value_length: FULL_VALUE, slice_lengths: [FULL_VALUE], config: { replica_num: 1 } });
+    let refused = 0;
+    const round = async (tag: string, keys: number) => {
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: FULL_LANES }, async () => {
+          while (next < keys) {
+            const first = next;
+            next += FULL_BATCH;
+            let left = Array.from({ length: FULL_BATCH }, (_, j) => `${tag}-${first + j}`);
+            while (left.length > 0) {
+              const r = await c.batchPutStart({ requests: left.map(put) });
+              const ok = left.filter((_, j) => r.results[j]?.status_code === 0);
+              if (ok.length > 0) await c.batchPutEnd({ keys: ok, replica_type: 0 });
+              const again = left.filter((_, j) => r.results[j]?.status_code === ErrorCode.NO_AVAILABLE_HANDLE /* copies still landing */);
+              if (again.length + ok.length !== left.length) throw new Error(`BatchPutStart refused: ${JSON.stringify(r.results.map((x) => x.status_code))}`);
+              refused += again.length;
+              left = again;
+              if (left.length > 0) await new Promise((res) => setTimeout(res, 5));
+            }
+          }
+        }),
+      );
+    };
+    await round('fill', 2 * (FULL_MEMORY / FULL_VALUE)); // memory full, the path compiled
+    refused = 0;
+    const cpu0 = cpuMs(master.proc.pid!);
+    const t0 = performance.now();
+    await round('put', FULL_KEYS);
+    const seconds = (performance.now() - t0) / 1000;
+    const us = ((cpuMs(master.proc.pid!) - cpu0) * 1000) / FULL_KEYS;
+    const label = `BatchPutStart+End (32 x 64 KiB), ${how}`;
+    console.log(
+      `${label.padEnd(50)} in-flight  ${FULL_LANES}  ${fmt(FULL_KEYS / seconds).padStart(11)} keys/s  master CPU ${us.toFixed(1)} us/key${ssd ? `, ${fmt(refused)} refused for room and put again` : ''}`,
+    );
+  } finally {
+    stop = true;
+    c.close();
+    copier?.close();
+    await Promise.allSettled(copies);
+    master.proc.kill('SIGTERM');
+  }
+}
+
 function heapPerObject(): void {
   setFlagsFromString('--expose-gc');
   const gc = runInNewContext('gc') as () => void;
@@ -313,6 +411,7 @@ async function main(): Promise<void> {
     master.proc?.kill('SIGTERM');
     echo.proc.kill('SIGTERM');
   }
+  if (!given) for (const how of ['room', 'full', 'full, SSD tier'] as const) await fullMemory(how);
   if (HEAP_OBJECTS > 0) heapPerObject();
   console.log(`total run time ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }

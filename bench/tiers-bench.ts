@@ -5,12 +5,13 @@
 //    direct I/O (oflag=direct / iflag=direct; without it when the file system refuses O_DIRECT,
 //    as tmpfs does, and then said), and fio when installed (`apt-get install -y fio`; optional).
 // 2. Real processes on 127.0.0.1: a store_master with --enable_offload and a store service with
-//    a 64 MB memory segment and an SSD tier (--offload_dir, BENCH_OFFLOAD_DIR or a directory in
-//    the same file system as part 1). Objects of 64 KiB and 4 MiB are put until they all have a
-//    DISK replica (Put to the SSD tier: memory write + offload copy), one at a time (8 in flight)
-//    and in batches (putBatch, as engines write KV pages: 32 x 64 KiB or 4 x 4 MiB, a few in
-//    flight), pushed out of memory by more puts, then read back while held only on SSD (Get from
-//    the SSD tier through the transfer engine), cold, then warm: all of them in the order they
+//    a 64 MB memory segment and a 4 GB SSD tier (--offload_dir, BENCH_OFFLOAD_DIR or a directory
+//    in the same file system as part 1; sparse, so only what is written takes room). Objects of
+//    64 KiB and 4 MiB are put until they all have a DISK replica (Put to the SSD tier: memory
+//    write + offload copy), one at a time (8 in flight) and in batches (putBatch, as engines write
+//    KV pages: 32 x 64 KiB or 4 x 4 MiB, a few in flight), pushed out of memory by more puts, then
+//    (the first 2,048 of 64 KiB, 64 of 4 MiB) read back while held only on SSD (Get from the SSD
+//    tier through the transfer engine), cold, then warm: all of them in the order they
 //    were put (neighbours in the file) one at a time and in batches (getBatch), and a random
 //    eighth of them in batches (reads scattered over the file, as an engine's are). The reader
 //    keeps no replica lists, so every get asks the master, cold or warm: the two passes differ in
@@ -31,9 +32,12 @@
 //
 // Beside each put row: the same puts into memory only (a cluster without the SSD tier whose
 // segment holds them all), the ceiling the put path itself sets on this machine (also as a share
-// of the raw write: no put to the SSD tier can beat it), and the CPU per
-// object of the master, the store service and this process (/proc) in both, so the offload's own
-// cost per copy is the difference.
+// of the raw write: no put to the SSD tier can beat it); the same puts into memory only with the
+// SSD tier's 64 MB segment, full, so every put evicts (what eviction alone costs); and the CPU per
+// object of the master, the store service and this process (/proc) in all three, so the offload's
+// own cost per copy is the difference. Each measured put round follows an unmeasured one of the
+// same mode and size: memory is full when it starts (a cache's normal state), and the processes
+// have compiled the path (their first calls of it cost several times the later ones).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -49,6 +53,8 @@ import { LocalCluster } from '../sidecar/local-cluster.js';
 import { fmtSize, KiB, measure, MiB, type Row } from './bench-util.js';
 
 const RAW_MB = Number(process.env.BENCH_RAW_MB ?? 512);
+/** The SSD tier's file: sparse, room for every round without disk eviction. */
+const OFFLOAD_SIZE = '4GB';
 const fmtMiB = (bytes: number): string => `${(bytes / MiB).toFixed(0)} MiB`;
 
 /** MB/s dd reports on stderr ("..., 1.2 GB/s"), as bytes per second. */
@@ -214,10 +220,15 @@ function shuffle(keys: readonly string[], seed: number): string[] {
   return out;
 }
 
-/** Object size, objects per round, and the batched rows' objects per batch and batches in flight. */
+/**
+ * Object size, objects per put round (after a warm-up round of `warm`), objects read back, and the
+ * batched rows' objects per batch and batches in flight. Rounds of 8,192 x 64 KiB: at 2,048 a
+ * round lasted 0.1-0.4 s, so /proc's 10 ms CPU ticks made 5 us steps per object and the
+ * processes' first calls of a path (compiled meanwhile) weighed on the figure.
+ */
 const SIZES = [
-  { size: 64 * KiB, count: 2048, batch: 32, lanes: 4 },
-  { size: 4 * MiB, count: 64, batch: 4, lanes: 2 },
+  { size: 64 * KiB, count: 8192, warm: 2048, reads: 2048, batch: 32, lanes: 4 },
+  { size: 4 * MiB, count: 128, warm: 32, reads: 64, batch: 4, lanes: 2 },
 ] as const;
 const LANES = 8; // single puts and gets in flight
 
@@ -283,21 +294,27 @@ const fmtCpu = (us: number[], last = 'writer'): string => `master ${us[0].toFixe
 
 type Peer = Map<string, { gbps: number; cpu: number[] }>;
 
-/** The same puts into memory only (no SSD tier, a segment large enough): what the put path alone gives on this machine. */
-async function memoryOnlyPeer(): Promise<Peer> {
+/**
+ * The same puts into memory only: with `segment` 1GB a segment large enough (emptied before each
+ * round), what the put path alone gives on this machine; with 64MB the SSD tier's memory, full
+ * (every put evicts), what eviction adds to it.
+ */
+async function memoryOnlyPeer(segment: '1GB' | '64MB'): Promise<Peer> {
   const cluster = await LocalCluster.start({ masterArgs: ['--default_kv_lease_ttl=1000'] });
   let client: Client | undefined;
   const out: Peer = new Map();
   try {
-    const svc = await cluster.addService(['--global_segment_size=1GB', '--local_buffer_size=256MB']);
+    const svc = await cluster.addService([`--global_segment_size=${segment}`, '--local_buffer_size=256MB']);
     client = await Client.setup(cluster.clientConfig({ local_buffer_size: 256 * MiB })); // a writer on the same host, as in ssdTier
     const c = client;
     await warmUp(c);
-    for (const { size, count, batch, lanes } of SIZES) {
+    for (const { size, count, warm, batch, lanes } of SIZES) {
       const value = randomBytes(size);
       for (const mode of MODES) {
+        await putRound(c, mode, `w${size}-${mode}-`, value, warm, batch, lanes); // as in ssdTier: memory full, the path compiled
+        if (segment === '1GB') await c.removeAll();
         const cpu = new CpuMeter([cluster.master.proc.pid!, svc.proc.pid!, process.pid]);
-        const puts = await putRound(c, mode, `m${size}-`, value, count, batch, lanes);
+        const puts = await putRound(c, mode, `m${size}-${mode}-`, value, count, batch, lanes);
         out.set(`${size}/${mode}`, { gbps: puts.gbps, cpu: cpu.perObject(count) });
         await c.removeAll();
       }
@@ -325,12 +342,12 @@ async function allOffloaded(cluster: LocalCluster, n: number): Promise<number> {
 const TARGET = 0.7; // issue #13: >= 0.7x the raw device
 const verdict = (x: number): string => (x >= TARGET ? `meets ${TARGET}x` : `misses ${TARGET}x`);
 
-async function ssdTier(dir: string, raw: { write: number; read: number }, peer: Peer): Promise<void> {
+async function ssdTier(dir: string, raw: { write: number; read: number }, peer: Peer, full: Peer): Promise<void> {
   const cluster = await LocalCluster.start({ masterArgs: ['--enable_offload', '--default_kv_lease_ttl=1000'], echo: process.env.BENCH_DEBUG ? (l) => console.log(l) : undefined });
   let client: Client | undefined;
   let reader: Client | undefined;
   try {
-    const svc = await cluster.addService(['--global_segment_size=64MB', `--offload_dir=${dir}`, '--offload_size=2GB', '--local_buffer_size=256MB']);
+    const svc = await cluster.addService(['--global_segment_size=64MB', `--offload_dir=${dir}`, `--offload_size=${OFFLOAD_SIZE}`, '--local_buffer_size=256MB']);
     const pids = [cluster.master.proc.pid!, svc.proc.pid!, process.pid];
     // The writer is on the store service's host (the default transport: shared memory), as an
     // inference engine beside its store service. The reader uses TCP, as one on another host: a
@@ -346,11 +363,14 @@ async function ssdTier(dir: string, raw: { write: number; read: number }, peer: 
     let offloaded = WARMUP_PUTS;
     await allOffloaded(cluster, offloaded);
     console.log(`  (first ${WARMUP_PUTS} puts of 64 KiB into fresh processes, not counted: ${first.gbps.toFixed(2)} GB/s)`);
-    for (const { size, count, batch, lanes } of SIZES) {
+    for (const { size, count, warm, reads: toRead, batch, lanes } of SIZES) {
       const value = randomBytes(size);
       const label = fmtSize(size).padStart(7);
       for (const mode of MODES) {
         const prefix = `t${size}-${mode}-`;
+        // memory full (the cache's normal state) and the path compiled before the measured round
+        await putRound(c, mode, `w${size}-${mode}-`, value, warm, batch, lanes);
+        offloaded += warm;
         const failedBefore = await allOffloaded(cluster, offloaded);
         const cpu = new CpuMeter(pids);
         const t0 = performance.now();
@@ -362,6 +382,7 @@ async function ssdTier(dir: string, raw: { write: number; read: number }, peer: 
         offloaded += count;
         const putBps = (count * size) / ((end - t0) / 1000);
         const p = peer.get(`${size}/${mode}`)!;
+        const f = full.get(`${size}/${mode}`)!;
         const ratio = putBps / raw.write;
         console.log(
           `${mode === 'single' ? label : ' '.repeat(7)}: put to SSD tier, ${modeName(mode, batch, lanes)}: ${(putBps / 1e9).toFixed(2)} GB/s (${ratio.toFixed(2)}x raw write, ${verdict(ratio)}; the puts alone ${puts.gbps.toFixed(2)} GB/s, the last offload ${((end - putsEnd) / 1000).toFixed(2)} s after the last put)`,
@@ -370,13 +391,21 @@ async function ssdTier(dir: string, raw: { write: number; read: number }, peer: 
           `           peer, the same puts to memory only: ${p.gbps.toFixed(2)} GB/s (put to SSD tier / this: ${(putBps / 1e9 / p.gbps).toFixed(2)}x; this / raw write: ${((p.gbps * 1e9) / raw.write).toFixed(2)}x, the most the put path allows here)`,
         );
         console.log(
-          `           CPU per object, put to SSD tier: ${fmtCpu(used)}; memory only: ${fmtCpu(p.cpu)}${failed > 0 ? `; ${failed} offload copies failed (copied again)` : ''}`,
+          `           peer, the same puts to memory only, full (64 MB, every put evicts): ${f.gbps.toFixed(2)} GB/s (put to SSD tier / this: ${(putBps / 1e9 / f.gbps).toFixed(2)}x)`,
+        );
+        console.log(
+          `           CPU per object, put to SSD tier: ${fmtCpu(used)}; memory only: ${fmtCpu(p.cpu)}; memory only, full: ${fmtCpu(f.cpu)}${failed > 0 ? `; ${failed} offload copies failed (copied again)` : ''}`,
         );
       }
       // push them out of memory, then read those held only on SSD (the single puts' objects)
       const flush = randomBytes(MiB);
       for (let i = 0; i < 128; i++) await putRetry(c, `flush-${size}-${i}`, flush);
-      const diskOnly = [...(await r.queryByRegex(`^t${size}-single-`)).entries()].filter(([, rs]) => rs.every((r) => r.replica_type === ReplicaType.DISK)).map(([k]) => k);
+      // the first `reads` of the single round's objects (in the order put: neighbours in the file)
+      const diskOnly = [...(await r.queryByRegex(`^t${size}-single-`)).entries()]
+        .filter(([, rs]) => rs.every((r) => r.replica_type === ReplicaType.DISK))
+        .map(([k]) => k)
+        .sort((a, b) => Number(a.slice(a.lastIndexOf('-') + 1)) - Number(b.slice(b.lastIndexOf('-') + 1)))
+        .slice(0, toRead);
       const row = (what: string, r: Row): string => {
         const x = (r.gbps * 1e9) / raw.read;
         return `get ${what} ${r.gbps.toFixed(2)} GB/s (${x.toFixed(2)}x raw read${what === 'cold' ? `, ${verdict(x)}` : ''}), p50 ${r.p50ms.toFixed(2)} ms, p99 ${r.p99ms.toFixed(2)} ms`;
@@ -513,9 +542,10 @@ async function main(): Promise<void> {
     console.log(`raw file system of ${dir} (${RAW_MB} MiB, ${raw.how}): write ${(raw.write / 1e9).toFixed(2)} GB/s, read ${(raw.read / 1e9).toFixed(2)} GB/s`);
     const f = fio(dir);
     console.log(f ? `  ${f}` : '  fio: not installed (apt-get install -y fio), dd only');
-    const peer = await memoryOnlyPeer();
-    console.log('SSD tier through the store (1 store service, 64 MB memory, 2 GB SSD tier; the writer on its host, the reader over TCP):');
-    await ssdTier(dir, raw, peer);
+    const peer = await memoryOnlyPeer('1GB');
+    const full = await memoryOnlyPeer('64MB');
+    console.log(`SSD tier through the store (1 store service, 64 MB memory, ${OFFLOAD_SIZE} SSD tier; the writer on its host, the reader over TCP):`);
+    await ssdTier(dir, raw, peer, full);
     console.log('hit rate, Zipf(0.99) over 1024 objects of 64 KiB, DRAM tier 16 MiB (a quarter of the working set), 200k reads:');
     const mem = hitRate({}, false);
     const withSsd = hitRate({ enableOffload: true }, true);

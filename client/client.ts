@@ -1251,6 +1251,7 @@ export class Client implements StoreClient {
     this.unmounting.delete(seg);
     await this.metadata.remove(seg.name).catch((e) => this.log('warn', `unpublish of ${seg.name} failed: ${(e as Error).message}`));
     await this.offloadFiles.settled(seg.name); // a copy's write still on the file's descriptor
+    this.offloadFiles.release(seg.name); // its O_DIRECT descriptor would keep the unlinked file's blocks
     await this.unmapRegion(seg.region);
   }
 
@@ -1295,6 +1296,7 @@ export class Client implements StoreClient {
     this.pool?.close();
     this.master?.close();
     this.engine.close();
+    this.offloadFiles.close(); // O_DIRECT descriptors of SSD files (copies were drained by close())
     for (const seg of this.segments.values()) seg.region.release();
     this.segments.clear();
     this.localRegion?.release();

@@ -16,6 +16,21 @@ export class StoreError extends Error {
     this.codeName = errorCodeName(code);
   }
 
+  /**
+   * fromCode without a stack trace, for the per-key refusals of a batch (a put batch into a full
+   * cache refused while offload copies land: one error per key). Its stack would name only the
+   * batch's own frames, and capturing it was 2.0 of the 2.5 us an error costs here (node 20).
+   */
+  static forItem(code: number, message: string): StoreError {
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    try {
+      return StoreError.fromCode(code, message);
+    } finally {
+      Error.stackTraceLimit = limit;
+    }
+  }
+
   /** The right subclass for a status code returned by the master (or produced locally). */
   static fromCode(code: number, message: string, options?: { cause?: unknown }): StoreError {
     const text = `${message}: ${errorCodeName(code)}`;

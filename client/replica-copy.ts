@@ -8,7 +8,8 @@
 //
 // `copyReplicas` makes the copies of one Ping reply together: a copy from this client's own
 // memory into its own SSD file (the SSD tier's offloads, placed on the owner's file first) is a
-// positioned write of the source bytes, adjacent ones as one pwritev (offload-file-writer.ts);
+// positioned write of the source bytes, adjacent ones as one pwritev, O_DIRECT when page-aligned
+// (offload-file-writer.ts);
 // copies whose every piece is remote move as one engine batch of reads and one of writes through
 // staging; anything else (own pieces read by memcpy, MC_STORE_MEMCPY) copies alone
 // (`copyReplica`). `ReplicaCopier` runs a reply's copies beside the client's own traffic and
@@ -177,6 +178,7 @@ function fileCopy(core: PathCore, copy: ReplicaCopy__Output): FileRange[] | unde
     // their space was freed and reused, and then the master knows the copy is stale.
     if (sums && crc && crc.of(view) !== sums[i]) mismatch(core, copy, from[i], what);
     range.data = view;
+    range.address = Number(from[i].handle.buffer); // page-aligned: written with O_DIRECT
     ranges.push(range);
   }
   return ranges;

@@ -272,7 +272,7 @@ export class WritePath {
     const granted = prepared.flatMap((p, k) => {
       const r = started.results[k];
       if (!r || r.status_code !== ErrorCode.OK) {
-        results[p.i].error = StoreError.fromCode(r?.status_code ?? ErrorCode.INTERNAL_ERROR, `${rpcs.verb} ${JSON.stringify(p.req.key)}: start refused`);
+        results[p.i].error = StoreError.forItem(r?.status_code ?? ErrorCode.INTERNAL_ERROR, `${rpcs.verb} ${JSON.stringify(p.req.key)}: start refused`);
         return [];
       }
       return [{ ...p, replicas: r.replica_list }];

@@ -122,6 +122,29 @@ describe.each(['random', 'free_ratio_first'] as const)('BatchPutStart (%s strate
 });
 
 describe('BatchPutStart', () => {
+  it('refused for room with nothing left to evict: later requests of the same shape get what PutStart after PutStart gives, placements drawn alike', () => {
+    for (let seed = 1; seed <= 20; seed++) {
+      const cores = [makeCore({}, seed), makeCore({}, seed)];
+      for (const core of cores) {
+        SEGS.forEach((name, i) => core.mountSegment(mountReq(name, 12 * 1024, 'c', (i + 1) * 2 ** 32, `h${i}:1`), 0));
+        for (let i = 0; i < 9; i++) {
+          expect(core.putStart(putReq(`pinned-${i}`, 4096, { with_hard_pin: true }), 0).status_code).toBe(ErrorCode.OK); // never evicted
+          core.putEnd({ key: `pinned-${i}`, replica_type: MEMORY, slice_checksums: [] }, 0);
+        }
+      }
+      const [batched, single] = cores;
+      const full = ['x0', 'x1', 'x2', 'x3', 'x4', 'x5'].map((k) => putReq(k, 4096));
+      const got = batched.batchPutStart({ requests: full }, 1).results.map(reply);
+      expect(got).toEqual(full.map((r) => reply(single.putStart(r, 1))));
+      expect(got.every((r) => (r as PutStartResponse__Output).status_code === ErrorCode.NO_AVAILABLE_HANDLE)).toBe(true);
+      // room again: the placements of both come from the same draws of their rng
+      for (const core of cores) for (let i = 0; i < 6; i += 2) core.remove({ key: `pinned-${i}`, force: true }, 2);
+      const more = ['y0', 'y1', 'y2'].map((k) => putReq(k, 4096));
+      expect(batched.batchPutStart({ requests: more }, 3).results.map(reply)).toEqual(more.map((r) => reply(single.putStart(r, 3))));
+      expect(snapshot(batched, 3)).toEqual(snapshot(single, 3));
+    }
+  });
+
   it('answers a key listed twice in one batch as PutStart would: the second finds the first', () => {
     const core = makeCore();
     core.mountSegment(mountReq('s0', 1 << 20), 0);

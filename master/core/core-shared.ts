@@ -114,7 +114,9 @@ export class CoreShared {
       {
         inFlight: this.inFlight,
         order: this.order,
-        objectCount: () => this.objects.size,
+        // Objects in memory: SSD-only ones (the disk list) are not memory eviction's to count. With
+        // them counted, a round over a large SSD tier aimed at more objects than memory held.
+        objectCount: () => this.objects.size - this.order.disk.size,
         release: (meta) => ends.release(meta),
         evict: (meta) => ends.evict(meta),
       },

@@ -7,7 +7,7 @@ import type { ReplicaCopy__Output } from '../../proto/gen/store/ReplicaCopy.js';
 import { ReplicaType } from '../../proto/gen/store/ReplicaType.js';
 import type { MasterCore, MasterCoreConfig } from './master-core.js';
 import { PUT_EVICTION_CAP, scanLimitFor } from './eviction.js';
-import { OFFLOAD_ATTEMPTS } from './disk-tier.js';
+import { DIRECTED_BYTES_PER_PING, DIRECTED_PER_PING, OFFLOAD_ATTEMPTS } from './disk-tier.js';
 import { makeCore, MEMORY, mountReq, putReq } from './master-core-fixture.js';
 
 const KB = 1024;
@@ -201,6 +201,28 @@ describe('SSD tier in the core', () => {
     expect(core.checkIndexes()).toEqual([]);
   });
 
+  it('an eviction round aims at --eviction_ratio of the objects in memory, SSD-only objects not counted', () => {
+    const core = setup();
+    let now = 1;
+    // 16 objects fill `mem`; 200 in all, each offloaded: 184 held only on SSD
+    for (let i = 0; i < 200; i++) {
+      now += 100;
+      let code = put(core, `k${i}`, 4 * KB, now);
+      for (let tries = 0; code === ErrorCode.NO_AVAILABLE_HANDLE && tries < 5; tries++) {
+        for (const c of copiesFor(core, now)) report(core, c);
+        code = put(core, `k${i}`, 4 * KB, now);
+      }
+      expect(code).toBe(ErrorCode.OK);
+      for (const c of copiesFor(core, now)) report(core, c);
+    }
+    expect(core.stats(now)).toMatchObject({ objects: 200, usedBytes: 64 * KB, diskUsedBytes: 200 * 4 * KB });
+    const before = core.stats(now).evictionsTotal;
+    core.sweep(now + 100); // memory at the high watermark: a round of ceil(0.05 x 16) = 1, not ceil(0.05 x 200) = 10
+    expect(core.stats(now + 100).evictionsTotal - before).toBe(1);
+    expect(core.stats(now + 100).usedBytes).toBe(60 * KB);
+    expect(core.checkIndexes()).toEqual([]);
+  });
+
   it('without disk eviction, offload stops placing when the quota is reached (counted) and memory eviction deletes', () => {
     const core = setup({ quotaBytes: 8 * KB, enableDiskEviction: false });
     overfill(core);
@@ -383,14 +405,31 @@ describe('copy notices (the push: copier-roster.ts)', () => {
   it('a Ping reply says whether copies wait beyond the ones it hands out (the copier then asks again when done)', () => {
     const { core } = told({}, 4 << 20);
     core.mountSegment(mountReq('mem-big', 4 << 20, 'store', 0x2000_0000, '10.0.0.1:1', 5), 0);
-    for (let i = 0; i < 70; i++) expect(put(core, `k${i}`, 4 * KB, 1, ['mem', 'mem-big'])).toBe(ErrorCode.OK);
+    for (let i = 0; i < DIRECTED_PER_PING + 6; i++) expect(put(core, `k${i}`, 4 * KB, 1, ['mem', 'mem-big'])).toBe(ErrorCode.OK);
     const first = core.ping({ client_id: 'store', fence_acks: [], can_copy: true }, 2);
-    expect(first.copies).toHaveLength(64); // DIRECTED_PER_PING
+    expect(first.copies).toHaveLength(DIRECTED_PER_PING);
+    expect(DIRECTED_PER_PING).toBe(128); // one Ping and one report per 128 offloads of KV pages (docs/tiers.md)
     expect(first.more_copies).toBe(true);
     const busy = core.ping({ client_id: 'store', fence_acks: [], can_copy: false }, 3); // still making them: takes nothing
     expect([busy.copies.length, busy.more_copies]).toEqual([0, true]);
     const second = core.ping({ client_id: 'store', fence_acks: [], can_copy: true }, 4);
     expect([second.copies.length, second.more_copies]).toEqual([6, false]); // told when new ones come
+  });
+
+  it('a Ping reply hands out copies of at most DIRECTED_BYTES_PER_PING (at least one), so a batch of large objects is written and reported soon', () => {
+    const MB = 1 << 20;
+    const { core } = told({}, 1 << 30);
+    core.mountSegment(mountReq('mem-big', 256 * MB, 'store', 0x2000_0000, '10.0.0.1:1', 5), 0);
+    for (let i = 0; i < 40; i++) expect(put(core, `big${i}`, MB, 1, ['mem', 'mem-big'])).toBe(ErrorCode.OK);
+    const first = core.ping({ client_id: 'store', fence_acks: [], can_copy: true }, 2);
+    expect([first.copies.length, first.more_copies]).toEqual([DIRECTED_BYTES_PER_PING / MB, true]);
+    expect(DIRECTED_BYTES_PER_PING).toBe(32 * MB);
+    const second = core.ping({ client_id: 'store', fence_acks: [], can_copy: true }, 3);
+    expect([second.copies.length, second.more_copies]).toEqual([40 - DIRECTED_BYTES_PER_PING / MB, false]);
+    // one object larger than the bound still goes, alone
+    expect(put(core, 'huge', 40 * MB, 4, ['mem', 'mem-big'])).toBe(ErrorCode.OK);
+    expect(put(core, 'after', MB, 4, ['mem', 'mem-big'])).toBe(ErrorCode.OK);
+    expect(core.ping({ client_id: 'store', fence_acks: [], can_copy: true }, 5).copies.map((c) => c.key)).toEqual(['huge']);
   });
 
   it('without a shell that sends them, Ping replies say so (clients then poll)', () => {

@@ -32,8 +32,14 @@ import type { Segment } from './segment-registry.js';
 
 /** Objects waiting for an offload copy, at most (more are counted as dropped). */
 export const OFFLOAD_QUEUE_MAX = 100_000;
-/** Directed copies (offload and promotion) handed to one client per Ping. */
-export const DIRECTED_PER_PING = 64;
+/**
+ * Directed copies (offload and promotion) handed to one client per Ping, at most, and bytes of
+ * them (at least one copy). One Ping and one BatchReplicaCopied per 128 offloads of 64 KiB instead
+ * of 64: each is a round trip for master and copier (measured, docs/tiers.md); the byte bound keeps
+ * a batch of large objects from holding their memory until all of it is written.
+ */
+export const DIRECTED_PER_PING = 128;
+export const DIRECTED_BYTES_PER_PING = 32 * 1024 * 1024;
 /** Queued keys looked at per Ping: a Ping stays O(1). */
 const SCAN_PER_PING = 256;
 /** Failed offload copies of one object before it is left without a DISK replica (eviction still queues it when it picks it). */
@@ -255,9 +261,10 @@ export class DiskTier {
   private drain(queue: Set<string>, purpose: CopyPurpose, clientId: string, now: number, gen: number, out: ReplicaCopy__Output[]): void {
     const s = this.s;
     let scanned = 0;
+    let bytes = 0;
     const later: string[] = [];
     for (const key of queue) {
-      if (out.length >= DIRECTED_PER_PING || scanned++ >= SCAN_PER_PING) break;
+      if (out.length >= DIRECTED_PER_PING || bytes >= DIRECTED_BYTES_PER_PING || scanned++ >= SCAN_PER_PING) break;
       const meta = s.objects.get(key);
       if (meta !== undefined && !this.copiesFor(clientId, meta, now)) continue; // left for its owner
       queue.delete(key);
@@ -295,6 +302,7 @@ export class DiskTier {
       }
       if (purpose === 'offload') this.offloadsInFlight++;
       else this.promotionsInFlight++;
+      bytes += meta.bytes() / Math.max(1, meta.replicaCount);
       out.push(copy);
     }
     for (const key of later) queue.add(key);

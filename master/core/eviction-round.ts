@@ -1,5 +1,6 @@
 // Eviction rounds, paid in bounded steps. A round begins when a PutStart finds no space or usage
-// reaches the high watermark; its target is evictionRatio of the objects. The PutStart that began
+// reaches the high watermark; its target is evictionRatio of the objects in memory (SSD-only
+// objects of the disk tier are not counted). The PutStart that began
 // it evicts only what its allocation needs (its size in bytes, then twice as much more on each
 // failed retry, at most PUT_EVICTION_CAP objects); what is left of the target is a debt that
 // sweeps pay, at most SWEEP_EVICTION_BATCH objects each. Zombie writes are released first and
@@ -21,6 +22,7 @@ export interface EvictionHost {
   /** Unfinished writes, oldest first. */
   readonly inFlight: InFlightWrites;
   readonly order: EvictionOrder;
+  /** Objects with a replica in memory (the ratio's base). */
   objectCount(): number;
   /** Cancels a zombie write, freeing its space. */
   release(meta: ObjectMeta): void;
@@ -54,9 +56,9 @@ export class EvictionRound {
   /**
    * A PutStart of `bytes` found no space: evicts for it and calls `retry` after each batch until
    * it returns true, the cap is reached or nothing is left to evict. Begins a round (or keeps the
-   * larger debt of the one in progress).
+   * larger debt of the one in progress). Returns whether nothing was left to evict.
    */
-  makeRoom(now: number, bytes: number, retry: () => boolean): void {
+  makeRoom(now: number, bytes: number, retry: () => boolean): boolean {
     const target = evictionTarget(this.host.objectCount(), this.config.evictionRatio);
     let goal = bytes;
     let spent = 0;
@@ -69,6 +71,7 @@ export class EvictionRound {
       goal *= 2;
     }
     this.debt = exhausted ? 0 : Math.max(this.debt, target - spent);
+    return exhausted;
   }
 
   /**

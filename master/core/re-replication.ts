@@ -30,7 +30,7 @@ import type { SegmentRegistry } from './segment-registry.js';
 /** A copy not reported within this long is given up (its space quarantined, the object queued again). */
 export const COPY_TIMEOUT_MS = 30_000;
 /** Copies assigned and not yet reported, across all clients. */
-export const COPIES_IN_FLIGHT_MAX = 256;
+export const COPIES_IN_FLIGHT_MAX = 512;
 /** Copies handed to one client per Ping. */
 export const COPIES_PER_PING = 16;
 /** Failed copies of one object before it is left with the replicas it has. */
@@ -96,6 +96,8 @@ export class ReReplicator {
   private copied = 0;
   private failed = 0;
   private abandoned = 0;
+  /** The record `describe` fills for each replica it describes. */
+  private readonly scratch = ObjectMeta.create([], 1, 0, 0, 0);
 
   /**
    * `idBase`: copy ids start there. A process passes its view version scaled up, so a late report
@@ -321,7 +323,13 @@ export class ReReplicator {
   }
 
   private describe(handles: number[], slices: number, flags: number, status: number, gen: number): ReplicaInfo__Output {
-    const one = ObjectMeta.create(handles, slices, (flags & ~0x7) | status, 0, 0);
+    // A record reused for every copy: ObjectMeta.create puts its objects straight in the old
+    // generation (object-meta.ts says why), so one per replica described was old garbage, two per
+    // offloaded object. The capture takes what it needs at once (replica-capture.ts).
+    const one = this.scratch;
+    one.h = handles;
+    one.slices = slices;
+    one.flags = (flags & ~0x7) | status;
     return replicaList(this.segments, one, gen)[0];
   }
 

@@ -84,6 +84,8 @@ export class WritePath {
     const found = s.objects.getMany(keys);
     const removals = s.removals;
     const seen = this.batchSeen;
+    const placement = this.placement;
+    placement.beginBatch();
     try {
       for (let i = 0; i < n; i++) {
         const r = requests[i];
@@ -100,6 +102,7 @@ export class WritePath {
       }
     } finally {
       seen.clear();
+      placement.endBatch();
     }
     return { status_code: ErrorCode.OK, results };
   }

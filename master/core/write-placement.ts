@@ -2,6 +2,12 @@
 // segments, placement (with an eviction round making room when nothing fits), the new object
 // created on the placement, when an unfinished write may be taken over, and the segments a
 // writer reported unreachable, which get no new placement for a while.
+//
+// Within a batch of PutStarts (write-path.ts), once eviction found nothing left to evict for a
+// request that still finds no room, the batch's later requests of the same shape that find no
+// room are refused without an eviction round: nothing can have been freed meanwhile, so another
+// round (what one PutStart after another does) finds nothing either. A batch refused while memory
+// is full of objects awaiting their offload copies paid a round per request.
 import { ErrorCode } from '../../common/error-code.js';
 import type { CoreShared } from './core-shared.js';
 import { ObjectMeta } from './object-meta.js';
@@ -19,8 +25,22 @@ export class WritePlacement {
   /** The cxl strategy's default preference: the allocatable segments of protocol cxl, for `cxlOf`. */
   private cxlSegments: readonly string[] = NO_PREFERENCE;
   private cxlOf: readonly unknown[] | null = null;
+  /** In a batch: the placement eviction could free nothing for, and the removals count then. */
+  private noRoom: { lengths: readonly number[]; replicas: number; preferred: string; removals: number } | undefined;
+  private inBatch = false;
 
   constructor(private readonly s: CoreShared) {}
+
+  /** A batch of writes begins (end it with `endBatch`, in a finally). */
+  beginBatch(): void {
+    this.inBatch = true;
+    this.noRoom = undefined;
+  }
+
+  endBatch(): void {
+    this.inBatch = false;
+    this.noRoom = undefined;
+  }
 
   /** An unfinished write may be taken over once the discard timeout has passed. */
   preemptible(meta: ObjectMeta, now: number): boolean {
@@ -49,14 +69,28 @@ export class WritePlacement {
       }
     }
     if (code !== ErrorCode.NO_AVAILABLE_HANDLE) return code;
+    // (The placements above ran all the same: they draw from the rng as one PutStart after another would.)
+    if (this.noRoom !== undefined && this.refusedAlready(sliceLengths, replicaNum, preferredSegment)) return code;
     let bytes = 0;
     for (let j = 0; j < sliceLengths.length; j++) bytes += sliceLengths[j];
     if (!this.fitsWhenEmpty(sliceLengths, bytes)) return code;
-    s.eviction.makeRoom(now, bytes * replicaNum, () => {
+    this.noRoom = undefined; // an eviction may free room for any shape
+    const exhausted = s.eviction.makeRoom(now, bytes * replicaNum, () => {
       code = placer.place(sliceLengths, replicaNum, preferred);
       return code === ErrorCode.OK;
     });
+    if (code === ErrorCode.NO_AVAILABLE_HANDLE && exhausted && this.inBatch) {
+      this.noRoom = { lengths: sliceLengths, replicas: replicaNum, preferred: preferredSegment, removals: s.removals };
+    }
     return code;
+  }
+
+  /** Whether the batch already found no room, with nothing left to evict, for a placement like this one. */
+  private refusedAlready(sliceLengths: readonly number[], replicaNum: number, preferredSegment: string): boolean {
+    const n = this.noRoom!;
+    if (n.removals !== this.s.removals || n.replicas !== replicaNum || n.preferred !== preferredSegment || n.lengths.length !== sliceLengths.length) return false;
+    for (let i = 0; i < sliceLengths.length; i++) if (sliceLengths[i] !== n.lengths[i]) return false;
+    return true;
   }
 
   /**
