@@ -234,6 +234,8 @@ export class Client implements StoreClient {
   /** From the last Ping reply: the master sends copy notices; copies wait beyond those it handed out. */
   private copiesPushed = false;
   private moreCopies = false;
+  /** A copy notice came while the copier could take no copies: it pings when it can (onIdle), not at once. */
+  private noticed = false;
   /** The local hot cache (MC_STORE_LOCAL_HOT_CACHE_SIZE), if on: its hits and misses are in `stats()`. */
   hotCache: HotCache | undefined;
   private heartbeat: Heartbeat | undefined;
@@ -560,13 +562,13 @@ export class Client implements StoreClient {
     if (this.pool) {
       this.copier = new ReplicaCopier({
         clientId: () => this.clientId,
-        copy: (cs) => this.data.copyReplicas(cs),
+        copy: (cs, nearlyDone) => this.data.copyReplicas(cs, nearlyDone),
         reportBatch: (r) => this.m().batchReplicaCopied(r),
         report: (r) => this.m().replicaCopied(r),
         log: (level, msg) => this.log(level, msg),
         // Done with what it took: ask for more now, unless the master tells it when there is more (notices) and nothing waits.
         onIdle: () => {
-          if (!this.copiesPushed || this.moreCopies) this.heartbeat?.nudge();
+          if (!this.copiesPushed || this.moreCopies || this.noticed) this.heartbeat?.nudge();
         },
       });
     }
@@ -669,9 +671,15 @@ export class Client implements StoreClient {
     return this.files?.drain() ?? Promise.resolve();
   }
 
-  /** A NOTICE on the master channel: Ping means copies wait for this copier, so it pings now rather than at its next heartbeat. */
+  /**
+   * A NOTICE on the master channel: Ping means copies wait for this copier, so it pings now rather
+   * than at its next heartbeat; a copier that can take none now (a batch being made) pings when it
+   * can (onIdle): a Ping now would take nothing and cost master and copier a round trip.
+   */
   private readonly onNotice = (method: number): void => {
-    if (method === PING_METHOD && this.copier !== undefined && !this.closing) this.heartbeat?.nudge();
+    if (method !== PING_METHOD || this.copier === undefined || this.closing) return;
+    if (this.copier.canTake) this.heartbeat?.nudge();
+    else this.noticed = true;
   };
 
   /** Liveness pings (with fence acks and replica copies), and remounts when the master asks. */
@@ -682,13 +690,15 @@ export class Client implements StoreClient {
       ping: async () => {
         const copier = this.closing ? undefined : this.copier;
         const canCopy = copier?.canTake ?? false;
+        if (canCopy) this.noticed = false;
         const res = await this.m().ping({ client_id: this.clientId, fence_acks: this.fences.takeAcks(), can_copy: canCopy, copy_push: canCopy });
         void this.files?.setRoot(res.file_tier_root ?? '');
         this.fences.install(res.fences);
         this.copiesPushed = res.copy_push === true;
         this.moreCopies = res.more_copies === true;
-        // Copies wait that this copier, busy when it pinged, did not take, and it is done since: ask again now.
-        if (this.moreCopies && !canCopy && copier?.idle === true) this.heartbeat?.nudge();
+        // Copies wait that this copier, busy when it pinged, did not take, and it can take them since
+        // (done, or down to its last write after deciding not to ask: `moreCopies` was false then): ask again now.
+        if (this.moreCopies && !canCopy && copier?.canTake === true) this.heartbeat?.nudge();
         if (res.copies.length > 0) {
           copier?.start(res.copies);
           this.copiesSeenAt = this.now();

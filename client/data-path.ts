@@ -78,8 +78,8 @@ export class DataPath {
   }
 
   /** A Ping reply's replica copies (replica-copy.ts): each one's outcome, in order. */
-  copyReplicas(copies: readonly ReplicaCopy__Output[]): Promise<(Error | undefined)[]> {
-    return copyReplicas(this.core, copies);
+  copyReplicas(copies: readonly ReplicaCopy__Output[], lastWriteStarted?: () => void): Promise<(Error | undefined)[]> {
+    return copyReplicas(this.core, copies, lastWriteStarted);
   }
 
   /** Forgets every cached replica list (the master changed: its leases are gone). */

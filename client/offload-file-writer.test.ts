@@ -1,6 +1,7 @@
 // Positioned writes of replica copies into own SSD files (offload-file-writer.ts): every range
 // lands at its place whatever the order given, a failing file fails only its own ranges, and
-// `settled` waits for the writes in flight on a segment (a write fence's ack waits on it).
+// `settled` waits for the writes in flight on a segment (a write fence's ack waits on it), and
+// `lastStarted` says when a batch is down to its last call (the copier asks for more then).
 // Page-aligned ranges from mapped memory go out with O_DIRECT, the rest buffered, and a direct
 // write the file refuses is made buffered.
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
@@ -84,6 +85,31 @@ describe('OffloadFileWriter', () => {
       await w.settled('s');
       expect(readFileSync(join(dir, 'f')).equals(bytes(1 << 20, 7))).toBe(true);
       expect(await writing).toEqual([undefined]);
+    } finally {
+      closeSync(fd);
+    }
+  });
+
+  it('lastStarted: called once the last of several calls starts, the others written; never for a single call', async () => {
+    const fd = openSync(join(dir, 'f'), 'w+');
+    try {
+      const w = new OffloadFileWriter();
+      const at: number[] = [];
+      let next: Promise<(Error | undefined)[]> | undefined;
+      const three = w.write(
+        [0, 1, 2].map((i) => ({ segment: 's', fd, position: i * 8192, data: bytes(4096, i + 1) })), // not adjacent: three calls
+        () => {
+          at.push(w.counts.bufferedBytes);
+          // lined up behind the last call (the copier's next batch)
+          next = w.write([{ segment: 's', fd, position: 3 * 8192, data: bytes(4096, 4) }], () => at.push(-1));
+        },
+      );
+      expect(await three).toEqual([undefined, undefined, undefined]);
+      expect(at).toEqual([8192]); // the first two calls written, the last one started
+      expect(await next).toEqual([undefined]); // a single call: no lastStarted
+      expect(at).toEqual([8192]);
+      const f = readFileSync(join(dir, 'f'));
+      for (let i = 0; i < 4; i++) expect(f.subarray(i * 8192, i * 8192 + 4096).every((b) => b === i + 1)).toBe(true);
     } finally {
       closeSync(fd);
     }

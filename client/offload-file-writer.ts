@@ -198,14 +198,20 @@ export class OffloadFileWriter {
 
   /**
    * Writes every range; resolves with each one's outcome in order (undefined: written; an Error:
-   * not, maybe partly). Never rejects.
+   * not, maybe partly). Never rejects. `lastStarted` is called when the last of its write calls
+   * starts after others (they have ended: one call at a time; never for a single call): the caller
+   * may line up more writes behind it, so the device has the next ones as soon as this one ends.
    */
-  async write(ranges: readonly FileRange[]): Promise<(Error | undefined)[]> {
+  async write(ranges: readonly FileRange[], lastStarted?: () => void): Promise<(Error | undefined)[]> {
     const out: (Error | undefined)[] = ranges.map(() => undefined);
+    const pieces = writePieces(ranges, (r) => this.directFd(r));
     await Promise.all(
-      writePieces(ranges, (r) => this.directFd(r)).map(async (piece) => {
+      pieces.map(async (piece, n) => {
         // one write call at a time (the opening comment says why)
-        const p = this.tail.then(() => this.writePiece(piece));
+        const p = this.tail.then(() => {
+          if (n > 0 && n === pieces.length - 1) lastStarted?.();
+          return this.writePiece(piece);
+        });
         this.tail = p.catch(() => {});
         const segments = new Set(piece.ranges.map((i) => ranges[i].segment));
         for (const s of segments) this.track(s, p);

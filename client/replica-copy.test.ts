@@ -1,7 +1,7 @@
 // The copier's batches (replica-copy.ts ReplicaCopier): a Ping reply's copies are made together
 // and reported in one BatchReplicaCopied; an older master that refuses the method gets one
 // ReplicaCopied per copy from then on; the next Ping is asked for as soon as the copies are made,
-// not after the report's reply.
+// not after the report's reply, or as soon as a batch is down to its last file write.
 import type { BatchReplicaCopiedRequest } from '../proto/gen/store/BatchReplicaCopiedRequest.js';
 import type { ReplicaCopiedRequest } from '../proto/gen/store/ReplicaCopiedRequest.js';
 import type { ReplicaCopy__Output } from '../proto/gen/store/ReplicaCopy.js';
@@ -59,6 +59,41 @@ describe('ReplicaCopier', () => {
     t.answer();
     await d;
     expect(t.singles).toEqual([]);
+  });
+
+  it('a batch down to its last write lets the next Ping take copies and asks for it then, once, not again when done', async () => {
+    const events: string[] = [];
+    const ends: (() => void)[] = [];
+    const nearly: (() => void)[] = [];
+    const c = new ReplicaCopier({
+      clientId: () => 'me',
+      copy: (cs, nearlyDone) => {
+        nearly.push(nearlyDone);
+        return new Promise((r) => ends.push(() => r(cs.map(() => undefined))));
+      },
+      reportBatch: async () => void events.push('report'),
+      report: async () => {},
+      log: () => {},
+      onIdle: () => events.push('idle'),
+    });
+    const big = Array.from({ length: 128 }, (_, i) => copy(i));
+    c.start(big);
+    expect(c.canTake).toBe(false); // 128 copies being made
+    nearly[0]();
+    nearly[0](); // said twice: counted once
+    expect(c.canTake).toBe(true);
+    expect(c.idle).toBe(false);
+    expect(events).toEqual(['idle']); // the next Ping now, while the last write runs
+    c.start(big.map((x) => copy(x.copy_id + 1000))); // that Ping's copies
+    expect(c.canTake).toBe(false);
+    ends[0]();
+    await new Promise((r) => setImmediate(r));
+    expect(events).toEqual(['idle', 'report']); // done: reported, no second ask
+    ends[1](); // a batch that never got down to a last write: asks when done, as before
+    await c.drain();
+    expect(events).toEqual(['idle', 'report', 'report', 'idle']);
+    expect(c.idle).toBe(true);
+    expect(c.canTake).toBe(true);
   });
 
   it('an older master (no BatchReplicaCopied): one ReplicaCopied per copy, and no more batch attempts', async () => {

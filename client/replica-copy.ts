@@ -104,9 +104,10 @@ function mismatch(core: PathCore, copy: ReplicaCopy__Output, p: Piece, what: str
 /**
  * Makes `copies` (one Ping reply's), each as cheaply as its placement allows (the opening
  * comment); resolves with each one's outcome in order: undefined (every byte at its target) or
- * why not. Never rejects.
+ * why not. Never rejects. `lastWriteStarted`: called when all that is left of them is their last
+ * file write, now started after others (only when every copy is a file write; ReplicaCopier's `nearlyDone`).
  */
-export async function copyReplicas(core: PathCore, copies: readonly ReplicaCopy__Output[]): Promise<(Error | undefined)[]> {
+export async function copyReplicas(core: PathCore, copies: readonly ReplicaCopy__Output[], lastWriteStarted?: () => void): Promise<(Error | undefined)[]> {
   const out: (Error | undefined)[] = copies.map(() => undefined);
   const files: { at: number; ranges: FileRange[] }[] = [];
   const remote: number[] = [];
@@ -121,7 +122,14 @@ export async function copyReplicas(core: PathCore, copies: readonly ReplicaCopy_
       out[at] = e as Error;
     }
   });
-  const writes = files.length > 0 ? core.d.offloadFiles!.write(files.flatMap((f) => f.ranges)) : undefined;
+  const onlyFiles = remote.length === 0 && alone.length === 0;
+  const writes =
+    files.length > 0
+      ? core.d.offloadFiles!.write(
+          files.flatMap((f) => f.ranges),
+          onlyFiles ? lastWriteStarted : undefined,
+        )
+      : undefined;
   await Promise.all([
     writes?.then((errors) => {
       let i = 0;
@@ -285,8 +293,11 @@ async function engineBatch(core: PathCore, copies: readonly ReplicaCopy__Output[
 
 export interface ReplicaCopierDeps {
   clientId: () => string;
-  /** Makes one Ping reply's copies; each one's outcome in order (copyReplicas). */
-  copy: (copies: readonly ReplicaCopy__Output[]) => Promise<(Error | undefined)[]>;
+  /**
+   * Makes one Ping reply's copies; each one's outcome in order (copyReplicas). Calls `nearlyDone`,
+   * when it can tell, once all that is left is a last write the device is already making.
+   */
+  copy: (copies: readonly ReplicaCopy__Output[], nearlyDone: () => void) => Promise<(Error | undefined)[]>;
   /** Reports many outcomes at once; rejects with MasterProtocolError "unknown method" from an older master. */
   reportBatch: (req: BatchReplicaCopiedRequest) => Promise<unknown>;
   /** Reports one outcome (an older master). */
@@ -299,15 +310,20 @@ export interface ReplicaCopierDeps {
 export class ReplicaCopier {
   /** Copies started and not yet made. */
   private active = 0;
+  /** Of those, copies whose batch is down to its last write (nearlyDone): they do not stop a Ping from taking more. */
+  private finishing = 0;
   private readonly done = new Set<Promise<void>>();
   /** False once the master refused BatchReplicaCopied (an older one): one ReplicaCopied per copy. */
   private batchReports = true;
 
   constructor(private readonly d: ReplicaCopierDeps) {}
 
-  /** Whether to offer the master to copy (sent in Ping): not while COPIES_AT_ONCE are running. */
+  /**
+   * Whether to offer the master to copy (sent in Ping): not while COPIES_AT_ONCE are running,
+   * leaving out those down to their last write.
+   */
   get canTake(): boolean {
-    return this.active < COPIES_AT_ONCE;
+    return this.active - this.finishing < COPIES_AT_ONCE;
   }
 
   /** Whether no copy is being made. */
@@ -329,9 +345,21 @@ export class ReplicaCopier {
 
   private async batch(copies: readonly ReplicaCopy__Output[]): Promise<void> {
     this.active += copies.length;
+    // Down to its last file write, others written before it: ask for the next batch now, so its
+    // Ping (a round trip behind the master's other work) and checks overlap that write and its
+    // writes queue behind it: the device is not left idle between batches. Not earlier, nor for a
+    // batch of one write: a Ping then finds fewer copies waiting, and smaller batches cost more
+    // per copy (docs/tiers.md "SSD tier").
+    let finishing = false;
+    const nearlyDone = (): void => {
+      if (finishing) return;
+      finishing = true;
+      this.finishing += copies.length;
+      if (this.active === this.finishing) this.d.onIdle?.();
+    };
     let made: (Error | undefined)[];
     try {
-      made = await this.d.copy(copies);
+      made = await this.d.copy(copies, nearlyDone);
     } catch (e) {
       made = copies.map(() => e as Error);
     }
@@ -345,7 +373,9 @@ export class ReplicaCopier {
     const reported = this.report(outcomes);
     // The report and the next Ping leave together: the master reads the report first (one connection, in order).
     this.active -= copies.length;
-    if (this.active === 0) this.d.onIdle?.();
+    if (finishing) this.finishing -= copies.length;
+    // Nothing left but batches down to their last write (which asked already, as did this one if it was one).
+    if (this.active === this.finishing && !finishing) this.d.onIdle?.();
     await reported;
   }
 
