@@ -5,7 +5,8 @@
 // The cluster is authenticated: with no STORE_CLUSTER_SECRET_FILE (and no
 // STORE_ALLOW_UNAUTHENTICATED=1) in its environment, a new secret is written to a temp dir (removed
 // when this process exits) and named in this process's environment too, so that the clients it
-// makes prove it.
+// makes prove it. LOCAL_CLUSTER_NODE_ARGS adds node flags to every process it starts (profiling:
+// `--cpu-prof --cpu-prof-dir=DIR`, which NODE_OPTIONS refuses).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -116,10 +117,19 @@ export function clusterEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.Process
   return { ...env, [SECRET_ENV]: process.env[SECRET_ENV], [ALLOW_UNAUTHENTICATED_ENV]: process.env[ALLOW_UNAUTHENTICATED_ENV] };
 }
 
+/**
+ * Node flags for the processes a cluster starts, from LOCAL_CLUSTER_NODE_ARGS (space-separated),
+ * for profiling benches: e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`, which NODE_OPTIONS refuses.
+ */
+function nodeArgs(env: NodeJS.ProcessEnv): string[] {
+  return (env.LOCAL_CLUSTER_NODE_ARGS ?? '').split(/\s+/).filter((a) => a.length > 0);
+}
+
 function spawnMaster(opts: LocalClusterOptions, rpcPort: number, metadataPort: number): ProcessHandle {
   const proc = spawn(
     process.execPath,
     [
+      ...nodeArgs(opts.env ?? process.env),
       join(distRoot(), 'master/main.js'),
       `--rpc_port=${rpcPort}`,
       '--metrics_port=0',
@@ -184,6 +194,7 @@ export class LocalCluster {
     const proc = spawn(
       process.execPath,
       [
+        ...nodeArgs(this.opts.env ?? process.env),
         join(distRoot(), 'sidecar/main.js'),
         '--host=127.0.0.1',
         '--port=0',
