@@ -3,13 +3,15 @@
 // served bit-exact with no message to the real client (its /segments counts the calls it got), in
 // every read form; a removed or overwritten object is never read old; a master restart is survived
 // (reads stay right, then are served here again); a master refusing the secret is not read from;
-// an object only the file tier holds is read through the real client.
-// Checksums are on (MC_STORE_CHECKSUM=1). Run `npm run build` first.
+// an object only the file tier holds is read through the real client; with HA masters, a leader
+// change is followed. Checksums are on (MC_STORE_CHECKSUM=1). Run `npm run build` first.
+import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LocalCluster, type StoreServiceProcess } from '../sidecar/local-cluster.js';
+import { clusterEnv, distRoot, LocalCluster, track, type ProcessHandle, type StoreServiceProcess } from '../sidecar/local-cluster.js';
+import { freePort } from './free-port.js';
 import { Client } from '../client/client.js';
 import { DummyClient } from '../client/dummy-client.js';
 import { MasterClient } from '../client/master-client.js';
@@ -241,5 +243,107 @@ describe('an object only the file tier holds', () => {
     expect(got.equals(values[fileOnly])).toBe(true);
     expect(dummy.localReadStats.direct).toBe(before.direct);
     expect(dummy.localReadStats.directFallbacks).toBe(before.directFallbacks + 1);
+  }, 60_000);
+});
+
+const hasRedis = (() => {
+  try {
+    execFileSync('which', ['redis-server'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+// HA: two masters elect a leader through a redis-server started here; the store service follows
+// the leader (redis://), and so does its dummy, through what the store service tells it.
+(hasRedis ? describe : describe.skip)(`a leader change${hasRedis ? '' : ' (skipped: no redis-server on PATH)'}`, () => {
+  const procs: ProcessHandle[] = [];
+  afterAll(async () => {
+    const running = procs.filter((h) => h.proc.exitCode === null && h.proc.signalCode === null);
+    for (const h of running) h.proc.kill('SIGKILL');
+    await Promise.all(running.map((h) => h.exited));
+  });
+
+  it('reads stay right, and once the store service follows the new leader the dummy reads here again', async () => {
+    const cenv = clusterEnv(env);
+    const redisPort = await freePort();
+    const redis = track(
+      'redis',
+      spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] }),
+    );
+    procs.push(redis);
+    await redis.waitFor(/Ready to accept connections/);
+    const masters: (ProcessHandle & { rpc: string })[] = [];
+    for (let i = 0; i < 2; i++) {
+      const args = [
+        '--rpc_port=0',
+        '--metrics_port=0',
+        '--rpc_address=127.0.0.1',
+        '--enable_ha=true',
+        '--ha_backend_type=redis',
+        `--ha_backend_connstring=redis://127.0.0.1:${redisPort}`,
+      ];
+      const h = track(
+        `master-${i}`,
+        spawn(process.execPath, [join(distRoot(), 'master/main.js'), ...args, '--enable_metric_reporting=false'], { stdio: ['ignore', 'pipe', 'pipe'], env: cenv }),
+      );
+      procs.push(h);
+      masters.push({ ...h, rpc: (await h.waitFor(/store_master listening: rpc=(\S+)/))[1] });
+    }
+    const svc = track(
+      'store_service-ha',
+      spawn(
+        process.execPath,
+        [
+          join(distRoot(), 'sidecar/main.js'),
+          '--host=127.0.0.1',
+          '--port=0',
+          '--rpc_port=0',
+          '--local_hostname=127.0.0.1',
+          `--master_server=redis://127.0.0.1:${redisPort}`,
+          '--metadata_server=P2PHANDSHAKE',
+          '--global_segment_size=16MB',
+          '--shutdown_grace_seconds=0',
+        ],
+        { stdio: ['ignore', 'pipe', 'pipe'], env: cenv },
+      ),
+    );
+    procs.push(svc);
+    const [, , segment, socket] = await svc
+      .waitFor(/store_service ready: http=\S+ te_endpoint=\S+ segments=([^(\s]+)\(\d+B\)\S* client_id=\S+ rpc=\S+ socket=(\S+)/)
+      .then((m) => [m[0], m[0], m[1], m[2]]);
+    const dummy = await DummyClient.connect({ socketPath: socket, bufferSize: 4 * MiB });
+    try {
+      const before = randomBytes(4096);
+      await dummy.put('ha-before', before, { preferred_segment: segment });
+      const t = Buffer.alloc(4096);
+      expect(await dummy.getInto('ha-before', t)).toBe(4096);
+      expect(t.equals(before)).toBe(true);
+      expect(dummy.localReadStats.direct).toBe(1);
+      const leader = await Promise.race(masters.map((m, i) => m.waitFor(/HA: elected leader/).then(() => i)));
+      const follower = masters[1 - leader];
+      masters[leader].proc.kill('SIGKILL');
+      await svc.waitFor(new RegExp(`remounted 1 segment\\(s\\) on master leader ${follower.rpc.replace(/\./g, '\\.')}`));
+      // the old object: its bytes, or an error (the new leader may not serve it): never other bytes
+      t.fill(0);
+      const old = await dummy.getInto('ha-before', t).then(
+        () => t.equals(before),
+        (e: unknown) => e instanceof StoreError,
+      );
+      expect(old).toBe(true);
+      const { direct } = dummy.localReadStats;
+      for (let i = 0; dummy.localReadStats.direct === direct; i++) {
+        const value = randomBytes(4096);
+        await eventually(() => dummy.put(`ha-after-${i}`, value, { preferred_segment: segment }), 'a put on the new leader');
+        t.fill(0);
+        expect(await dummy.getInto(`ha-after-${i}`, t)).toBe(4096);
+        expect(t.equals(value)).toBe(true);
+        if (dummy.localReadStats.direct === direct) await new Promise((r) => setTimeout(r, 200)); // a failed lookup is retried here after a second
+        expect(i).toBeLessThan(100);
+      }
+    } finally {
+      await dummy.close();
+    }
   }, 60_000);
 });
