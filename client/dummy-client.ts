@@ -549,18 +549,22 @@ export class DummyClient implements StoreClient {
     });
   }
 
-  async getInto(key: string, target: Uint8Array): Promise<number> {
-    if (!(target instanceof Uint8Array)) throw new InvalidParamsError(`get ${JSON.stringify(key)}: the target must be a Buffer/Uint8Array`);
-    if (this.local) {
-      const r = this.local.read(key, target);
-      if (r !== undefined) {
-        const n = typeof r === 'number' ? r : await r;
-        if (n !== undefined) return n;
-      } else if (this.direct?.usable) {
-        const n = await this.direct.read(key, target);
-        if (n !== undefined) return n;
-      }
+  /** Not an async function: a read served here settles in the copy's (or the master lookup's) own continuation. */
+  getInto(key: string, target: Uint8Array): Promise<number> {
+    if (!(target instanceof Uint8Array)) return Promise.reject(new InvalidParamsError(`get ${JSON.stringify(key)}: the target must be a Buffer/Uint8Array`));
+    const local = this.local;
+    if (local) {
+      const r = local.read(key, target);
+      if (typeof r === 'number') return Promise.resolve(r);
+      if (r !== undefined) return r.then((n) => n ?? this.getIntoRemote(key, target));
+      // no location known: looked up at the master here when we can
+      if (this.direct?.usable) return this.direct.read(key, target).then((n) => n ?? this.getIntoRemote(key, target));
     }
+    return this.getIntoRemote(key, target);
+  }
+
+  /** getInto through the real client. */
+  private getIntoRemote(key: string, target: Uint8Array): Promise<number> {
     return this.run(async (c) => {
       if (!c.shared) {
         const sent = this.local?.begin();

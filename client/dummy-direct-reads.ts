@@ -20,7 +20,7 @@ import type { GetReplicaListResponse__Output } from '../proto/gen/store/GetRepli
 import type { BatchGetReplicaListResponse__Output } from '../proto/gen/store/BatchGetReplicaListResponse.js';
 import type { LocalReplica__Output } from '../proto/gen/store/LocalReplica.js';
 import type { LocalReads } from './dummy-local-reads.js';
-import type { ReadStamp } from './local-read-cache.js';
+import type { LocalEntry, ReadStamp } from './local-read-cache.js';
 import { localReplica, sameHostAs } from './local-replica.js';
 import { MasterChannel } from './master-channel.js';
 import { MasterAuthError } from './master-channel-errors.js';
@@ -122,8 +122,8 @@ export class DirectReads {
     const t = this.d.local.begin();
     return ch.call<GetReplicaListResponse__Output>(GET_REPLICA_LIST, { key }).then(
       (res) => {
-        const size = this.keep(key, t, res);
-        const r = size === undefined || target.byteLength < size ? undefined : this.d.local.read(key, target);
+        const e = this.keep(key, t, res);
+        const r = e === undefined || target.byteLength < e.size ? undefined : this.d.local.read(key, target, e);
         return r === undefined || typeof r === 'number' ? this.count(r) : r.then((n) => this.count(n));
       },
       (e: unknown) => this.count(this.failed(e)),
@@ -132,21 +132,21 @@ export class DirectReads {
 
   /** The object's bytes read here, or undefined (read it through the real client). */
   async get(key: string): Promise<Buffer | undefined> {
-    const size = await this.locate(key);
-    if (size === undefined) return void this.count(undefined);
-    const out = Buffer.allocUnsafe(size);
-    return this.count(await this.d.local.read(key, out)) === undefined ? undefined : out;
+    const e = await this.locate(key);
+    if (e === undefined) return void this.count(undefined);
+    const out = Buffer.allocUnsafe(e.size);
+    return this.count(await this.d.local.read(key, out, e)) === undefined ? undefined : out;
   }
 
   /** Reads each item here when it can (one lookup for all): per item its size, or undefined (through the real client). */
   async readMany(items: readonly { key: string; target: Uint8Array }[]): Promise<Got[]> {
-    const sizes = await this.locateMany(items.map((it) => it.key));
+    const found = await this.locateMany(items.map((it) => it.key));
     const out = new Array<Got>(items.length);
     const waits: Promise<void>[] = [];
     for (let i = 0; i < items.length; i++) {
-      const size = sizes?.[i];
+      const e = found?.[i];
       const { key, target } = items[i];
-      const r = size === undefined || target.byteLength < size ? undefined : this.d.local.read(key, target);
+      const r = e === undefined || target.byteLength < e.size ? undefined : this.d.local.read(key, target, e);
       if (r === undefined || typeof r === 'number') out[i] = this.count(r);
       else waits.push(r.then((n) => void (out[i] = this.count(n))));
     }
@@ -156,17 +156,17 @@ export class DirectReads {
 
   /** Like readMany, into new Buffers of the objects' sizes. */
   async getMany(keys: readonly string[]): Promise<(Buffer | undefined)[]> {
-    const sizes = await this.locateMany(keys);
+    const found = await this.locateMany(keys);
     const out = new Array<Buffer | undefined>(keys.length);
     const waits: Promise<void>[] = [];
     for (let i = 0; i < keys.length; i++) {
-      const size = sizes?.[i];
-      if (size === undefined) {
+      const e = found?.[i];
+      if (e === undefined) {
         this.count(undefined);
         continue;
       }
-      const buf = Buffer.allocUnsafe(size);
-      const r = this.d.local.read(keys[i], buf);
+      const buf = Buffer.allocUnsafe(e.size);
+      const r = this.d.local.read(keys[i], buf, e);
       if (r === undefined || typeof r === 'number') out[i] = this.count(r) === undefined ? undefined : buf;
       else waits.push(r.then((n) => void (out[i] = this.count(n) === undefined ? undefined : buf)));
     }
@@ -180,8 +180,8 @@ export class DirectReads {
     return n;
   }
 
-  /** Looks `key` up at the master and keeps where it lies: its size, or undefined. */
-  private async locate(key: string): Promise<Got> {
+  /** Looks `key` up at the master and keeps where it lies: the entry kept, or undefined. */
+  private async locate(key: string): Promise<LocalEntry | undefined> {
     const ch = this.channel ?? (await this.open());
     if (!ch) return undefined;
     const t = this.d.local.begin();
@@ -194,8 +194,8 @@ export class DirectReads {
     return this.keep(key, t, res);
   }
 
-  /** locate() for many keys in one call: per key its size or undefined; undefined for all. */
-  private async locateMany(keys: readonly string[]): Promise<Got[] | undefined> {
+  /** locate() for many keys in one call: per key its entry or undefined; undefined for all. */
+  private async locateMany(keys: readonly string[]): Promise<(LocalEntry | undefined)[] | undefined> {
     if (keys.length > MAX_BATCH_KEYS) return undefined;
     const ch = this.channel ?? (await this.open());
     if (!ch) return undefined;
@@ -212,10 +212,10 @@ export class DirectReads {
 
   /**
    * Keeps the location of the first complete replica of `res` that lies in this host's memory
-   * (local-read cache, under the lease granted to a request sent at `t`): the object's size, or
+   * (local-read cache, under the lease granted to a request sent at `t`): the entry kept, or
    * undefined when there is none or the cache did not keep it.
    */
-  private keep(key: string, t: ReadStamp, res: GetReplicaListResponse__Output): Got {
+  private keep(key: string, t: ReadStamp, res: GetReplicaListResponse__Output): LocalEntry | undefined {
     if (res.status_code !== ErrorCode.OK) return this.refused(res.status_code);
     this.failing = false;
     const ttl = Number(res.lease_ttl_ms);
@@ -225,7 +225,7 @@ export class DirectReads {
       const local = localReplica({ replica, sums, leaseLeftMs: ttl }, this.sameHost);
       if (local === undefined) continue;
       this.d.local.end(key, t, local as LocalReplica__Output);
-      return this.d.local.cache.lookup(key)?.size;
+      return this.d.local.cache.lookup(key);
     }
     return undefined;
   }
