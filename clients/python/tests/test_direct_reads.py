@@ -41,7 +41,10 @@ def test_first_reads_are_served_here_bit_exact_with_no_message(make_client, serv
         writer.put(k, v)
     calls, before = service.dummy_calls(), c.local_read_stats
     for i, size in enumerate(sizes):
-        v = lambda f: values[f"{key}-{i}-{f}"]  # noqa: E731
+
+        def v(form: str, i: int = i) -> bytes:
+            return values[f"{key}-{i}-{form}"]
+
         with c.alloc_buffer(size) as lease:
             assert c.get_into(f"{key}-{i}-ptr", lease.ptr, size) == size and bytes(lease.buffer) == v("ptr")
             plain = bytearray(size + 3)
