@@ -558,7 +558,7 @@ export class DummyClient implements StoreClient {
       if (typeof r === 'number') return Promise.resolve(r);
       if (r !== undefined) return r.then((n) => n ?? this.getIntoRemote(key, target));
       // no location known: looked up at the master here when we can
-      if (this.direct?.usable) return this.direct.read(key, target).then((n) => n ?? this.getIntoRemote(key, target));
+      if (this.direct?.usable) return this.direct.read(key, target, () => this.getIntoRemote(key, target));
     }
     return this.getIntoRemote(key, target);
   }

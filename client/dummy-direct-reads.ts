@@ -108,26 +108,36 @@ export class DirectReads {
   }
 
   /**
-   * Reads `key` into `target` here: its size, or undefined (read it through the real client). Not
-   * an async function: at 64 in flight every promise hop is CPU, so the copy runs in the lookup
-   * reply's own continuation.
+   * Reads `key` into `target` here: its size, else `otherwise()` (the read through the real
+   * client). Not an async function: at 64 in flight every promise hop is CPU, so the copy runs in
+   * the lookup reply's own continuation.
    */
-  read(key: string, target: Uint8Array): Promise<Got> {
+  read(key: string, target: Uint8Array, otherwise: () => Promise<number>): Promise<number> {
     const ch = this.channel;
-    if (ch) return this.readOn(ch, key, target);
-    return this.open().then((c) => (c ? this.readOn(c, key, target) : this.count(undefined)));
+    if (ch) return this.readOn(ch, key, target, otherwise);
+    return this.open().then((c) => (c ? this.readOn(c, key, target, otherwise) : this.fellBack(otherwise)));
   }
 
-  private readOn(ch: MasterChannel, key: string, target: Uint8Array): Promise<Got> {
+  private readOn(ch: MasterChannel, key: string, target: Uint8Array, otherwise: () => Promise<number>): Promise<number> {
     const t = this.d.local.begin();
     return ch.call<GetReplicaListResponse__Output>(GET_REPLICA_LIST, { key }).then(
       (res) => {
         const e = this.keep(key, t, res);
         const r = e === undefined || target.byteLength < e.size ? undefined : this.d.local.read(key, target, e);
-        return r === undefined || typeof r === 'number' ? this.count(r) : r.then((n) => this.count(n));
+        if (typeof r === 'number') return this.count(r)!;
+        if (r === undefined) return this.fellBack(otherwise);
+        return r.then((n) => (n === undefined ? this.fellBack(otherwise) : this.count(n)!));
       },
-      (e: unknown) => this.count(this.failed(e)),
+      (e: unknown) => {
+        this.failed(e);
+        return this.fellBack(otherwise);
+      },
     );
+  }
+
+  private fellBack(otherwise: () => Promise<number>): Promise<number> {
+    this.fallbacks++;
+    return otherwise();
   }
 
   /** The object's bytes read here, or undefined (read it through the real client). */

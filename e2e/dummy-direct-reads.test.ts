@@ -173,7 +173,7 @@ describe('first reads looked up by the dummy itself', () => {
     try {
       direct.configure(cluster.master.rpc, a.endpoint);
       expect(direct.usable).toBe(true);
-      expect(await direct.read('dr-refused', Buffer.alloc(4096))).toBeUndefined();
+      expect(await direct.read('dr-refused', Buffer.alloc(4096), async () => -1)).toBe(-1); // -1: the real client's way
       expect(direct.stats).toEqual({ direct: 0, directFallbacks: 1 });
       expect(local.stats.hits).toBe(0);
       expect(logs.join('\n')).toMatch(/wrong cluster secret.*refused our cluster secret/);

@@ -19,9 +19,8 @@ import logging
 import socket
 import threading
 import time
-from typing import List, Optional, Sequence
+from typing import List, NamedTuple, Optional, Sequence
 
-from ._proto import store_client_pb2 as cpb
 from ._proto import store_master_pb2 as mpb
 from .channel import Channel
 from .connection import split_host_port
@@ -48,6 +47,28 @@ _SERVICE = mpb.DESCRIPTOR.services_by_name["MasterService"]
 _INDEX = {m.name: i for i, m in enumerate(_SERVICE.methods)}
 _GRL = _INDEX["GetReplicaList"]
 _BGRL = _INDEX["BatchGetReplicaList"]
+
+
+class _Slice(NamedTuple):
+    """A LocalSlice's fields (what the local-read cache reads of one), without a message."""
+
+    te_endpoint: str
+    address: int
+    length: int
+    incarnation: int
+    crc32c: int
+
+
+class _Local(NamedTuple):
+    """A LocalReplica's fields: building a protobuf message per key cost more than the read."""
+
+    slices: tuple
+    lease_left_us: int
+    checksums: bool
+
+
+_COMPLETE = mpb.COMPLETE
+_MEMORY = mpb.MEMORY
 
 
 def _host(endpoint: str) -> Optional[str]:
@@ -180,17 +201,17 @@ class DirectReads:
             return None
         sums = res.slice_checksums
         for r in res.replica_list:
-            if r.status != mpb.COMPLETE or r.replica_type != mpb.MEMORY or not r.handles:
+            handles = r.handles
+            if r.status != _COMPLETE or r.replica_type != _MEMORY or not handles or (sums and len(sums) != len(handles)):
                 continue
-            if sums and len(sums) != len(r.handles):
-                continue
-            local = cpb.LocalReplica(lease_left_us=ttl_ms * 1000, checksums=bool(sums))
-            for i, h in enumerate(r.handles):
-                if not h.te_endpoint or h.size <= 0 or not self._same_host(h.te_endpoint):
+            slices = []
+            for i, h in enumerate(handles):
+                ep = h.te_endpoint
+                if not ep or h.size <= 0 or not self._same_host(ep):
                     break
-                local.slices.add(te_endpoint=h.te_endpoint, address=h.buffer, length=h.size, incarnation=h.incarnation, crc32c=sums[i] if sums else 0)
+                slices.append(_Slice(ep, h.buffer, h.size, h.incarnation, sums[i] if sums else 0))
             else:
-                self._local.cache.end(key, stamp, local)
+                self._local.cache.end(key, stamp, _Local(tuple(slices), ttl_ms * 1000, bool(sums)))
                 return self._local.cache.lookup(key)
         return None
 
