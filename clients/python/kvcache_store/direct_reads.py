@@ -1,6 +1,6 @@
 """A dummy client's first read of an object in same-host memory, without the real client (as the
 TypeScript client's client/dummy-direct-reads.ts): the dummy asks the master itself
-(GetReplicaList / BatchGetReplicaList on a master channel of its own: the KVD1 framing with the
+(GetReplicaList on a master channel of its own: the KVD1 framing with the
 master's magic "KVC1" and MasterService's method numbers, opened at the first such read and
 authenticated with the cluster secret it already has) and, for a complete MEMORY replica whose
 every slice lies with an engine of this host, keeps the location in the local-read cache under
@@ -19,7 +19,7 @@ import logging
 import socket
 import threading
 import time
-from typing import List, NamedTuple, Optional, Sequence
+from typing import NamedTuple, Optional
 
 from ._proto import store_master_pb2 as mpb
 from .channel import Channel
@@ -40,13 +40,10 @@ RETRY_AFTER = 1.0
 AUTH_RETRY_AFTER = 60.0
 #: A lookup not answered by then is given up (the read goes through the real client).
 CALL_TIMEOUT = 5.0
-#: Keys per BatchGetReplicaList (larger batches go through the real client).
-MAX_BATCH_KEYS = 16384
 
 _SERVICE = mpb.DESCRIPTOR.services_by_name["MasterService"]
 _INDEX = {m.name: i for i, m in enumerate(_SERVICE.methods)}
 _GRL = _INDEX["GetReplicaList"]
-_BGRL = _INDEX["BatchGetReplicaList"]
 
 
 class _Slice(NamedTuple):
@@ -144,15 +141,6 @@ class DirectReads:
         self._count(None if v is None else len(v))
         return v
 
-    def read_many(self, keys: Sequence[str], targets: Sequence[Buf]) -> List[Optional[int]]:
-        """read_into for many keys with one lookup: per key its size, or None."""
-        found = self._locate_many(keys)
-        out: List[Optional[int]] = []
-        for i, (k, t) in enumerate(zip(keys, targets)):
-            e = found[i] if found is not None else None
-            out.append(self._count(self._local.read_into(k, t) if e is not None and t.size >= e.size else None))
-        return out
-
     def _count(self, n):
         if n is None:
             self.fallbacks += 1
@@ -173,22 +161,6 @@ class DirectReads:
         except (StoreError, ValueError) as e:
             return self._failed(e)
         return self._keep(key, stamp, res)
-
-    def _locate_many(self, keys: Sequence[str]) -> Optional[List[Optional[LocalEntry]]]:
-        if len(keys) > MAX_BATCH_KEYS:
-            return None
-        ch = self._master()
-        if ch is None:
-            return None
-        stamp = self._local.begin()
-        try:
-            payload = ch.call("BatchGetReplicaList", _BGRL, mpb.BatchGetReplicaListRequest(keys=list(keys)).SerializeToString(), _now() + CALL_TIMEOUT)
-            res = mpb.BatchGetReplicaListResponse.FromString(payload)
-        except (StoreError, ValueError) as e:
-            return self._failed(e)
-        if res.status_code != OK or len(res.results) != len(keys):
-            return self._refused(res.status_code)
-        return [self._keep(k, stamp, r) for k, r in zip(keys, res.results)]
 
     def _keep(self, key: str, stamp, res) -> Optional[LocalEntry]:
         """Keeps the location of the first complete MEMORY replica of `res` wholly on this host's

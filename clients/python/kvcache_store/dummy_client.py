@@ -709,17 +709,9 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
                         if out is None:
                             out = [None] * len(keys)
                         out[i] = n
-            # those we know nothing of are looked up at the master here (one call) when we can
-            direct = self._direct
-            if direct is not None and direct.usable():
-                idx = [i for i, t in enumerate(targets) if (out is None or out[i] is None) and t.size <= LOCAL_READ_MAX]
-                if idx:
-                    got = direct.read_many([keys[i] for i in idx], [targets[i] for i in idx])
-                    for i, n in zip(idx, got):
-                        if n is not None:
-                            if out is None:
-                                out = [None] * len(keys)
-                            out[i] = n
+            # keys we know nothing of go to the real client in one call, not to the master from
+            # here: decoding a batch's replica lists in Python costs more than the hop saves
+            # (docs/client.md "First reads")
             if out is None:
                 return self._batch_get_into(keys, targets, deadline, on_late)
             rest = [i for i, n in enumerate(out) if n is None]
