@@ -8,7 +8,9 @@
 // Gets are measured twice: the first read of each key (a master round trip) and a repeated read
 // while the read lease holds (the embedded client and the real client reuse the replica list:
 // client/replica-cache.ts; dummy clients copy same-host memory themselves: their local reads,
-// counted below; STORE_DUMMY_LOCAL_READS=0 turns those off for a comparison).
+// counted below; STORE_DUMMY_LOCAL_READS=0 turns those off for a comparison, and a dummy's first
+// reads of same-host memory are looked up at the master by the dummy itself:
+// STORE_DUMMY_DIRECT_READS=0 turns that off).
 // In the same run: memcpy (cold). Ratios: dummy / embedded per row, 4 MiB vs memcpy.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -188,7 +190,9 @@ async function main(): Promise<void> {
       }
     }
     const lr = dummy.localReadStats;
-    console.log(` ts-dummy local reads (no message to the real client): ${lr.hits} hits, ${lr.fallbacks} fallbacks`);
+    console.log(
+      ` ts-dummy local reads (no message to the real client): ${lr.hits} hits (${lr.direct} of them first reads looked up at the master here), ${lr.fallbacks} fallbacks, ${lr.directFallbacks} first reads through the real client`,
+    );
     for (const placement of ['in A', 'in B']) {
       for (const row of ['get 4 KiB x1 (first read)', 'get 4 KiB x1 (repeated)']) {
         const r = find('python', placement, row);

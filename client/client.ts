@@ -370,6 +370,11 @@ export class Client implements StoreClient {
     return Client.setup(config, options);
   }
 
+  /** host:port of the master in use (the elected leader in HA mode); '' before the first connection. */
+  get masterAddress(): string {
+    return this.masterEndpoint;
+  }
+
   /** host:port of this client's transfer engine. */
   get endpoint(): string {
     return this.engine.endpoint;

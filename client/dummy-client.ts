@@ -8,6 +8,8 @@
 //
 // A repeated read on the same host costs no message: the real client says where the bytes of an
 // object it read lie, and while its read lease holds we copy them ourselves (dummy-local-reads.ts).
+// A first read costs none either when the object lies in same-host memory: we ask the master
+// ourselves, at the address the real client gave (dummy-direct-reads.ts).
 //
 // A restart of the real client is survived: calls in flight fail with UnavailableError, the next
 // call reconnects (within its deadline) and registers the regions again.
@@ -33,6 +35,7 @@ import { taskInfoOf, type TaskInfo } from './task-info.js';
 import type { TaskInfo__Output } from '../proto/gen/store/TaskInfo.js';
 import type { LocalReplica__Output } from '../proto/gen/store/LocalReplica.js';
 import { DEFAULT_LOCAL_READ_ENTRIES, LocalReads, type LocalReadStats } from './dummy-local-reads.js';
+import { DirectReads, type DirectReadStats } from './dummy-direct-reads.js';
 
 const MAGIC = Buffer.from('KVD1', 'latin1');
 /** Prefix the real client requires of region file names. */
@@ -59,6 +62,12 @@ export interface DummyClientOptions {
    * true; STORE_DUMMY_LOCAL_READS=0 turns it off): a repeated read then costs no message.
    */
   localReads?: boolean;
+  /**
+   * With local reads: look up a first read at the master ourselves and copy same-host memory
+   * (default true; STORE_DUMMY_DIRECT_READS=0 turns it off): a first read then costs one master
+   * round trip and no message to the real client.
+   */
+  directReads?: boolean;
   /** Objects whose location is kept for that (default 65,536; the oldest go). */
   localReadEntries?: number;
   /** Name shown in the real client's logs. */
@@ -133,6 +142,8 @@ export class DummyClient implements StoreClient {
   private closed = false;
   /** Our own reads of same-host memory; undefined when turned off. */
   private local: LocalReads | undefined;
+  /** First reads looked up at the master here; undefined when turned off. */
+  private direct: DirectReads | undefined;
   private readonly timeoutMs: number;
   private readonly log: NonNullable<DummyClientOptions['log']>;
   private secret: Buffer | null = null;
@@ -178,6 +189,15 @@ export class DummyClient implements StoreClient {
         },
         stage: (size) => client.pool.tryAcquire(size) ?? undefined,
       });
+      if (opts.directReads ?? !/^(0|false|no|off)$/i.test(env.STORE_DUMMY_DIRECT_READS ?? '')) {
+        client.direct = new DirectReads({
+          local: client.local,
+          secret: client.secret,
+          now: () => performance.now(),
+          refresh: () => client.askMaster(),
+          log: client.log,
+        });
+      }
     }
     const primary = client.newRegion(size);
     const po = opts.bufferPool ?? {};
@@ -208,9 +228,13 @@ export class DummyClient implements StoreClient {
     return this.conn?.shared ?? true;
   }
 
-  /** Reads served from same-host memory here, and those that fell back to the real client. */
-  get localReadStats(): LocalReadStats {
-    return this.local?.stats ?? { hits: 0, fallbacks: 0, entries: 0 };
+  /**
+   * Reads served from same-host memory here, and those that fell back to the real client; of the
+   * first reads, those looked up at the master here (direct, within hits) and those that went
+   * through the real client after all.
+   */
+  get localReadStats(): LocalReadStats & DirectReadStats {
+    return { ...(this.local?.stats ?? { hits: 0, fallbacks: 0, entries: 0 }), ...(this.direct?.stats ?? { direct: 0, directFallbacks: 0 }) };
   }
 
   // ------------------------------------------------------------------ regions
@@ -361,12 +385,8 @@ export class DummyClient implements StoreClient {
     }
     const channel = new MasterChannel(socket, where, options);
     try {
-      const hello = await callRaw(
-        channel,
-        m('Hello'),
-        { client_name: this.opts.clientName ?? `pid ${process.pid}`, protocol_version: 1, local_reads: this.local !== undefined },
-        where,
-      );
+      const hello = await callRaw(channel, m('Hello'), this.helloRequest(), where);
+      this.direct?.configure((hello.master_address as string | undefined) ?? '', hello.te_endpoint as string);
       const c: Connection = { channel, instanceId: hello.instance_id as string, maxInline: Number(hello.max_inline_bytes), ids: new Map(), shared: true };
       try {
         await this.span(c, this.regions[0].mapped.view(0, 1));
@@ -380,6 +400,17 @@ export class DummyClient implements StoreClient {
       channel.close();
       throw e;
     }
+  }
+
+  private helloRequest(): object {
+    return { client_name: this.opts.clientName ?? `pid ${process.pid}`, protocol_version: 1, local_reads: this.local !== undefined };
+  }
+
+  /** Asks the real client again where the master is (its master failed us or moved: HA). */
+  private async askMaster(): Promise<void> {
+    const c = await this.connection(performance.now() + this.timeoutMs);
+    const hello = await this.call(c, m('Hello'), this.helloRequest());
+    this.direct?.configure((hello.master_address as string | undefined) ?? '', hello.te_endpoint as string);
   }
 
   /** Sends one call on `c`; a failed status becomes the matching StoreError. */
@@ -497,6 +528,9 @@ export class DummyClient implements StoreClient {
       const out = Buffer.allocUnsafe(size);
       const r = this.local!.read(key, out);
       if ((typeof r === 'number' ? r : await r) !== undefined) return out;
+    } else if (this.direct?.usable) {
+      const out = await this.direct.get(key);
+      if (out) return out;
     }
     return this.run(async (c) => {
       const sent = this.local?.begin();
@@ -515,15 +549,22 @@ export class DummyClient implements StoreClient {
     });
   }
 
-  async getInto(key: string, target: Uint8Array): Promise<number> {
-    if (!(target instanceof Uint8Array)) throw new InvalidParamsError(`get ${JSON.stringify(key)}: the target must be a Buffer/Uint8Array`);
-    if (this.local) {
-      const r = this.local.read(key, target);
-      if (r !== undefined) {
-        const n = typeof r === 'number' ? r : await r;
-        if (n !== undefined) return n;
-      }
+  /** Not an async function: a read served here settles in the copy's (or the master lookup's) own continuation. */
+  getInto(key: string, target: Uint8Array): Promise<number> {
+    if (!(target instanceof Uint8Array)) return Promise.reject(new InvalidParamsError(`get ${JSON.stringify(key)}: the target must be a Buffer/Uint8Array`));
+    const local = this.local;
+    if (local) {
+      const r = local.read(key, target);
+      if (typeof r === 'number') return Promise.resolve(r);
+      if (r !== undefined) return r.then((n) => n ?? this.getIntoRemote(key, target));
+      // no location known: looked up at the master here when we can
+      if (this.direct?.usable) return this.direct.read(key, target, () => this.getIntoRemote(key, target));
     }
+    return this.getIntoRemote(key, target);
+  }
+
+  /** getInto through the real client. */
+  private getIntoRemote(key: string, target: Uint8Array): Promise<number> {
     return this.run(async (c) => {
       if (!c.shared) {
         const sent = this.local?.begin();
@@ -564,6 +605,42 @@ export class DummyClient implements StoreClient {
 
   async getBatch(keys: readonly string[]): Promise<BatchGetResult[]> {
     if (keys.length === 0) return [];
+    const local = this.local;
+    let values: (Buffer | undefined)[] | undefined;
+    if (local) {
+      // as getIntoBatch: known locations read here, unknown keys looked up here, the rest through the real client
+      let waits: Promise<void>[] | undefined;
+      let unknown: number[] | undefined;
+      for (let i = 0; i < keys.length; i++) {
+        const size = local.cache.lookup(keys[i])?.size;
+        if (size === undefined) {
+          (unknown ??= []).push(i);
+          continue;
+        }
+        const buf = Buffer.allocUnsafe(size);
+        const r = local.read(keys[i], buf);
+        const out = (values ??= new Array<Buffer | undefined>(keys.length));
+        if (typeof r === 'number') out[i] = buf;
+        else if (r) (waits ??= []).push(r.then((n) => void (n !== undefined && (out[i] = buf))));
+      }
+      if (unknown && this.direct?.usable) {
+        const idx = unknown;
+        const got = this.direct.getMany(idx.map((i) => keys[i]));
+        const out = (values ??= new Array<Buffer | undefined>(keys.length));
+        (waits ??= []).push(got.then((bufs) => idx.forEach((i, k) => bufs[k] && (out[i] = bufs[k]))));
+      }
+      if (waits) await Promise.all(waits);
+    }
+    if (!values) return this.getBatchRemote(keys);
+    const rest: number[] = [];
+    for (let i = 0; i < keys.length; i++) if (!values[i]) rest.push(i);
+    const got = rest.length > 0 ? await this.getBatchRemote(rest.map((i) => keys[i])) : [];
+    const results: BatchGetResult[] = keys.map((key, i) => ({ key, value: values[i] }));
+    rest.forEach((i, k) => (results[i] = got[k]));
+    return results;
+  }
+
+  private async getBatchRemote(keys: readonly string[]): Promise<BatchGetResult[]> {
     return this.run(async (c) => {
       if (!c.shared) {
         const r = await this.call(c, m('BatchGet'), { keys: [...keys] });
@@ -596,16 +673,27 @@ export class DummyClient implements StoreClient {
     const local = this.local;
     let results: (BatchGetIntoResult | undefined)[] | undefined;
     if (local) {
-      // the keys whose location we know are read here; the rest in one call
+      // the keys whose location we know are read here; those we know nothing of are looked up at
+      // the master here when we can (one call); the rest in one call to the real client
       let waits: Promise<void>[] | undefined;
+      let unknown: number[] | undefined;
       for (let i = 0; i < items.length; i++) {
         const { key, target } = items[i];
         if (!(target instanceof Uint8Array)) continue;
         const r = local.read(key, target);
-        if (r === undefined) continue;
+        if (r === undefined) {
+          (unknown ??= []).push(i);
+          continue;
+        }
         const out = (results ??= new Array<BatchGetIntoResult | undefined>(items.length));
         if (typeof r === 'number') out[i] = { key, size: r };
         else (waits ??= []).push(r.then((n) => void (n !== undefined && (out[i] = { key, size: n }))));
+      }
+      if (unknown && this.direct?.usable) {
+        const idx = unknown;
+        const got = this.direct.readMany(idx.map((i) => items[i]));
+        const out = (results ??= new Array<BatchGetIntoResult | undefined>(items.length));
+        (waits ??= []).push(got.then((sizes) => idx.forEach((i, k) => sizes[k] !== undefined && (out[i] = { key: items[i].key, size: sizes[k] }))));
       }
       if (waits) await Promise.all(waits);
     }
@@ -716,6 +804,7 @@ export class DummyClient implements StoreClient {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.direct?.close();
     this.pool?.close();
     this.conn?.channel.close();
     this.conn = undefined;

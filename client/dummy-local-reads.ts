@@ -92,12 +92,11 @@ export class LocalReads {
   }
 
   /**
-   * Reads `key` into `target` here when a cached entry allows: its size (at once), a promise of
+   * Reads `key` into `target` here when its cached entry `e` allows: its size (at once), a promise of
    * it, or undefined: no usable entry, or the read failed a check (entry dropped): read it
    * through the real client.
    */
-  read(key: string, target: Uint8Array): number | Promise<number | undefined> | undefined {
-    const e = this.cache.lookup(key);
+  read(key: string, target: Uint8Array, e: LocalEntry | undefined = this.cache.lookup(key)): number | Promise<number | undefined> | undefined {
     if (e === undefined || target.byteLength < e.size || !this.engine) return undefined;
     const out = target.byteLength === e.size ? target : target.subarray(0, e.size);
     if (e.size <= LOCAL_INLINE_MAX) {

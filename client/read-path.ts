@@ -39,7 +39,7 @@ export const DEFAULT_REPLICA_CACHE_ENTRIES = 65_536;
 
 /**
  * The replica a read came from, as a same-host dummy client needs it to read the object again
- * itself while the lease holds (sidecar/local-replica.ts).
+ * itself while the lease holds (client/local-replica.ts).
  */
 export interface ReadSource {
   readonly replica: ReplicaInfo__Output;

@@ -5,7 +5,10 @@
 // a restarted real client's dummies use nothing they learned from the old one; a corrupted byte
 // under a cached location is caught by its CRC-32C and the read goes through the real client; a
 // dummy whose uid the serving engine refuses fds reads through the real client. Checksums are on
-// (MC_STORE_CHECKSUM=1: the real clients record every slice's CRC). Run `npm run build` first.
+// (MC_STORE_CHECKSUM=1: the real clients record every slice's CRC). The dummies here read their
+// first reads through the real client (directReads: false): what they learn from it is what is
+// tested; first reads looked up at the master by the dummy itself are e2e/dummy-direct-reads.test.ts's.
+// Run `npm run build` first.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, copyFileSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
@@ -61,7 +64,7 @@ async function removeOnceUnleased(client: Client, key: string): Promise<void> {
 describe('a dummy client on the Unix socket', () => {
   let dummy: DummyClient;
   beforeAll(async () => {
-    dummy = await DummyClient.connect({ socketPath: a.socket, bufferSize: 32 * MiB });
+    dummy = await DummyClient.connect({ socketPath: a.socket, bufferSize: 32 * MiB, directReads: false });
   });
   afterAll(async () => dummy?.close());
 
@@ -152,7 +155,7 @@ describe('a restarted real client', () => {
   it('is not trusted with what the dummy learned from the previous one', async () => {
     const port = await freePort();
     const first = await cluster.addService([`--rpc_port=${port}`]);
-    const dummy = await DummyClient.connect({ socketPath: first.socket, bufferSize: 8 * MiB, requestTimeoutMs: 20_000 });
+    const dummy = await DummyClient.connect({ socketPath: first.socket, bufferSize: 8 * MiB, requestTimeoutMs: 20_000, directReads: false });
     try {
       const inB = randomBytes(4096);
       const inFirst = randomBytes(4096);

@@ -15,13 +15,15 @@ import type { DummySession } from './dummy-session.js';
 import type { TaskInfo__Output } from '../proto/gen/store/TaskInfo.js';
 import type { ReadObserver, ReadSource } from '../client/read-path.js';
 import type { LocalReplica } from '../proto/gen/store/LocalReplica.js';
-import { localReplica, sameHostAs } from './local-replica.js';
+import { localReplica, sameHostAs } from '../client/local-replica.js';
 
 /** What the service needs of the real client (client/client.ts implements it). */
 export interface RealClient extends Omit<StoreClient, 'allocBuffer' | 'close' | 'getInto' | 'getIntoBatch'> {
   readonly clientId: string;
   readonly endpoint: string;
   readonly mountedSegments: readonly { name: string }[];
+  /** host:port of the master in use (the leader in HA mode); '' when there is none yet. */
+  readonly masterAddress: string;
   /** As StoreClient's; `observe` is told which replica the bytes came from (for LocalReplica). */
   getInto(key: string, target: Uint8Array, observe?: ReadObserver): Promise<number>;
   getIntoBatch(items: readonly { key: string; target: Uint8Array }[], observe?: (i: number, source: ReadSource) => void): ReturnType<StoreClient['getIntoBatch']>;
@@ -87,7 +89,10 @@ export class ClientService {
     hello: async (req: { client_name: string; local_reads?: boolean }, s) => {
       if (typeof req.client_name === 'string') s.clientName = req.client_name.slice(0, 200).replace(/[\u0000-\u001f\u007f]/g, '?');
       s.localReads = s.sameHost && req.local_reads === true;
-      return this.helloReply();
+      const reply = this.helloReply();
+      // a same-host dummy reading memory itself may look up its first reads at the master too
+      const master = s.localReads ? this.client.masterAddress : '';
+      return master ? { ...reply, master_address: master } : reply;
     },
 
     registerRegion: async (req: { name: string; size: number; offset: number }, s) => ({ ...OK, region_id: s.register(req.name, Number(req.size), Number(req.offset)) }),

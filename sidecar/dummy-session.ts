@@ -48,7 +48,7 @@ export class DummySession {
   clientName = '';
   /**
    * The dummy client asked (Hello local_reads) to be told where the bytes it reads lie, and is on
-   * this host (the Unix socket): read replies carry LocalReplica (sidecar/local-replica.ts).
+   * this host (the Unix socket): read replies carry LocalReplica (client/local-replica.ts).
    */
   localReads = false;
 

@@ -65,21 +65,32 @@ class _Call:
 
 
 class Channel:
-    def __init__(self, sock: socket.socket, where: str, spin_us: float = 100.0, secret: Optional[bytes] = None):
+    def __init__(
+        self,
+        sock: socket.socket,
+        where: str,
+        spin_us: float = 100.0,
+        secret: Optional[bytes] = None,
+        magic: bytes = MAGIC,
+        interface: str = "dummy-client",
+        peer: str = "real client",
+    ):
         # the magic (and with a cluster secret the handshake, cluster_auth.py) goes first, before
-        # any thread can send a frame
+        # any thread can send a frame. The same framing reaches the master with its own magic,
+        # interface and method numbers (direct_reads.py).
+        self.peer = peer
         sock.settimeout(5.0)
         try:
             if secret is None:
-                sock.sendall(MAGIC)
+                sock.sendall(magic)
             else:
-                client_handshake(sock, secret, "dummy-client", MAGIC)
+                client_handshake(sock, secret, interface, magic)
         except UnauthenticatedError as e:
             sock.close()
-            raise UnauthenticatedError(f"real client {where}: {e.message}") from None
+            raise UnauthenticatedError(f"{peer} {where}: {e.message}") from None
         except OSError as e:
             sock.close()
-            raise UnavailableError(f"real client {where}: cannot start the channel: {e}") from None
+            raise UnavailableError(f"{peer} {where}: cannot start the channel: {e}") from None
         sock.setblocking(False)
         self.where = where
         self.spin_s = max(0.0, spin_us) / 1e6
@@ -135,9 +146,9 @@ class Channel:
         if c.error is not None:
             raise c.error
         if c.kind == KIND_ERROR and c.payload.startswith(b"UNAUTHENTICATED:"):
-            raise UnauthenticatedError(f"{method}: the real client at {self.where} requires the cluster secret: {c.payload.decode('utf-8', 'replace')}")
+            raise UnauthenticatedError(f"{method}: the {self.peer} at {self.where} requires the cluster secret: {c.payload.decode('utf-8', 'replace')}")
         if c.kind == KIND_ERROR:
-            raise StoreError(INTERNAL_ERROR, f"{method}: the real client at {self.where} refused the request: {c.payload.decode('utf-8', 'replace')}")
+            raise StoreError(INTERNAL_ERROR, f"{method}: the {self.peer} at {self.where} refused the request: {c.payload.decode('utf-8', 'replace')}")
         return c.payload
 
     def call_nowait(self, method: str, index: int, payload: bytes, timeout: float = 5.0) -> None:
@@ -166,7 +177,7 @@ class Channel:
 
     def _send_locked(self, data: bytes, deadline: float, method: str) -> None:
         if self._error is not None:
-            raise UnavailableError(f"real client {self.where}: {self._error.message}")
+            raise UnavailableError(f"{self.peer} {self.where}: {self._error.message}")
         view = memoryview(data)
         if _c_send is not None:
             n = _c_send(self._fd, data, len(data), _SEND_FLAGS)
@@ -175,7 +186,7 @@ class Channel:
             if n < 0:
                 err = ctypes.get_errno()
                 if err not in _RETRY:
-                    raise UnavailableError(f"real client {self.where}: send failed: {os.strerror(err)}")
+                    raise UnavailableError(f"{self.peer} {self.where}: send failed: {os.strerror(err)}")
             else:
                 view = view[n:]
         while view:
@@ -186,11 +197,11 @@ class Channel:
             except (BlockingIOError, InterruptedError):
                 pass
             except OSError as e:
-                raise UnavailableError(f"real client {self.where}: send failed: {e}") from None
+                raise UnavailableError(f"{self.peer} {self.where}: send failed: {e}") from None
             remaining = deadline - _now()
             if remaining <= 0:
                 # part of a frame may be out: the stream is unusable
-                raise UnavailableError(f"real client {self.where}: {method} not sent within its deadline (the real client does not read)")
+                raise UnavailableError(f"{self.peer} {self.where}: {method} not sent within its deadline (the {self.peer} does not read)")
             self._poll_out.poll(remaining * 1000)
 
     def _wait(self, c: _Call, rid: int, deadline: float) -> None:
@@ -225,7 +236,7 @@ class Channel:
                     if c.done:
                         return
                     c.abandoned = True
-                raise DeadlineExceededError(f"{c.method}: no reply from the real client at {self.where} within the call's deadline")
+                raise DeadlineExceededError(f"{c.method}: no reply from the {self.peer} at {self.where} within the call's deadline")
 
     def _pass_reader(self) -> None:
         """Gives up the reader's role, waking one sleeping caller to take it."""
@@ -247,7 +258,7 @@ class Channel:
             try:
                 f = frames.next_frame()
             except FrameError as e:
-                self._fail(UnavailableError(f"real client {self.where}: {e}"))
+                self._fail(UnavailableError(f"{self.peer} {self.where}: {e}"))
                 return
             if f is not None:
                 self._deliver(f)
@@ -257,10 +268,10 @@ class Channel:
             except (BlockingIOError, InterruptedError):
                 n = -1
             except OSError as e:
-                self._fail(UnavailableError(f"connection to the real client {self.where} failed: {e}"))
+                self._fail(UnavailableError(f"connection to the {self.peer} {self.where} failed: {e}"))
                 return
             if n == 0:
-                self._fail(UnavailableError(f"the real client {self.where} closed the connection (did it exit?)"))
+                self._fail(UnavailableError(f"the {self.peer} {self.where} closed the connection (did it exit?)"))
                 return
             if n > 0:
                 frames.advance(n)
@@ -283,7 +294,7 @@ class Channel:
             if c is None:
                 return
             if kind != KIND_RESPONSE and kind != KIND_ERROR:
-                c.error = UnavailableError(f"{c.method}: unexpected frame kind {kind} from the real client")
+                c.error = UnavailableError(f"{c.method}: unexpected frame kind {kind} from the {self.peer}")
             c.kind = kind
             c.payload = payload
             c.done = True
@@ -329,4 +340,4 @@ class Channel:
             fn()
 
     def close(self, reason: str = "closed") -> None:
-        self._fail(UnavailableError(f"connection to the real client {self.where} {reason}"))
+        self._fail(UnavailableError(f"connection to the {self.peer} {self.where} {reason}"))

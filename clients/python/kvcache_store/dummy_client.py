@@ -20,7 +20,10 @@ fail with UnavailableError, the next call reconnects and registers the regions a
 
 A repeated read on the same host costs no message: the real client says where the bytes of an
 object it read lie, and while its read lease holds this client copies them itself
-(local_reads.py; `local_reads=False` or STORE_DUMMY_LOCAL_READS=0 turns it off).
+(local_reads.py; `local_reads=False` or STORE_DUMMY_LOCAL_READS=0 turns it off). A first read of
+an object in same-host memory costs none either: this client asks the master itself, at the
+address the real client gave (direct_reads.py; `direct_reads=False` or STORE_DUMMY_DIRECT_READS=0
+turns it off).
 """
 import logging
 import os
@@ -42,6 +45,7 @@ from .errors import DeadlineExceededError, InvalidParamsError, StoreError, Unaut
 from .dummy_tasks import TaskCalls
 from .protocol import METHODS
 from .local_reads import DEFAULT_LOCAL_READ_ENTRIES, LocalReads
+from .direct_reads import DirectReads
 from .shm_region import SharedRegion
 from .values import Buf, as_buffer, copy_in, copy_out
 
@@ -113,6 +117,8 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
         self._secret: Optional[bytes] = None
         #: our own reads of same-host memory (local_reads.py); None when turned off
         self._local: Optional[LocalReads] = None
+        #: first reads looked up at the master here (direct_reads.py); None when turned off
+        self._direct: Optional[DirectReads] = None
 
     # ------------------------------------------------------------------ setup
 
@@ -141,6 +147,7 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
         cluster_secret_file: Optional[str] = None,
         local_reads: Optional[bool] = None,
         local_read_entries: int = DEFAULT_LOCAL_READ_ENTRIES,
+        direct_reads: Optional[bool] = None,
         env=None,
     ) -> int:
         """Connects to the real client. Mooncake's positional arguments are accepted: the cluster
@@ -150,7 +157,9 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
         real client does not fail setup; each call connects within its own deadline (a cache
         whose store is down at start). `local_reads` (default: on unless STORE_DUMMY_LOCAL_READS
         is 0/false/no/off): repeated reads of same-host memory copy the bytes here while the
-        real client's read lease holds, keeping up to `local_read_entries` locations. Returns 0
+        real client's read lease holds, keeping up to `local_read_entries` locations; with them,
+        `direct_reads` (default: on unless STORE_DUMMY_DIRECT_READS is 0/false/no/off): a first
+        read of same-host memory is looked up at the master here and copied here. Returns 0
         (or raises with raise_errors=True; else a negative ErrorCode)."""
         if isinstance(local_hostname, dict):
             return self.setup(**local_hostname)
@@ -168,6 +177,10 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
                 local_reads = env.get("STORE_DUMMY_LOCAL_READS", "").strip().lower() not in ("0", "false", "no", "off")
             if local_reads:
                 self._local = LocalReads(self._secret, local_read_entries, self._locate, LOCAL_READ_MAX)
+                if direct_reads is None:
+                    direct_reads = env.get("STORE_DUMMY_DIRECT_READS", "").strip().lower() not in ("0", "false", "no", "off")
+                if direct_reads:
+                    self._direct = DirectReads(self._local, self._secret, self._ask_master, spin_us)
             self._setup(resolve_endpoint(address, socket_path, shm_dir, env), size, max_regions, max_bytes, acquire_timeout, overflow, timeout, spin_us, client_name, lazy)
             return 0
         except (StoreError, TypeError, ValueError) as e:
@@ -295,7 +308,9 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
         sock = open_socket(self.endpoint, deadline)
         channel = Channel(sock, self.endpoint.describe(), self._spin_us, self._secret)
         try:
-            hello = self._call_on(channel, "Hello", pb.HelloRequest(client_name=self._client_name, protocol_version=1, local_reads=self._local is not None), deadline)
+            hello = self._call_on(channel, "Hello", self._hello_request(), deadline)
+            if self._direct is not None:
+                self._direct.configure(hello.master_address, hello.te_endpoint)
             c = _Conn(channel, hello)
             try:
                 self._region_id(c, self._pool.primary, deadline)
@@ -306,6 +321,16 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
         except BaseException:
             channel.close()
             raise
+
+    def _hello_request(self):
+        return pb.HelloRequest(client_name=self._client_name, protocol_version=1, local_reads=self._local is not None)
+
+    def _ask_master(self) -> None:
+        """Asks the real client again where the master is (its master failed us or moved: HA)."""
+        deadline = _now() + min(self._timeout, 5.0)
+        hello = self._call(self._connection(deadline), "Hello", self._hello_request(), deadline)
+        if self._direct is not None:
+            self._direct.configure(hello.master_address, hello.te_endpoint)
 
     def _call_on(self, channel: Channel, name: str, req, deadline: float, on_late=None):
         m = METHODS[name]
@@ -558,6 +583,11 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
             value = local.read_bytes(key)
             if value is not None:
                 return value
+            direct = self._direct
+            if direct is not None and direct.usable():
+                value = direct.read_bytes(key)
+                if value is not None:
+                    return value
         deadline = self._deadline(timeout)
         c = self._connection(deadline)
         res = self._read_call(c, key, "Get", pb.GetRequest(key=key, max_inline=INLINE_GET_BYTES if c.shared else c.max_inline), deadline)
@@ -647,6 +677,12 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
                 n = local.read_into(key, target)
                 if n is not None:
                     return n
+                direct = self._direct
+                # larger objects are read through the real client anyway (LOCAL_READ_MAX)
+                if direct is not None and target.size <= LOCAL_READ_MAX and direct.usable():
+                    n = direct.read_into(key, target)
+                    if n is not None:
+                        return n
             deadline = self._deadline(timeout)
             return self._get_into(self._connection(deadline), key, target, deadline)
         except (StoreError, TypeError, ValueError) as e:
@@ -673,6 +709,9 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
                         if out is None:
                             out = [None] * len(keys)
                         out[i] = n
+            # keys we know nothing of go to the real client in one call, not to the master from
+            # here: decoding a batch's replica lists in Python costs more than the hop saves
+            # (docs/client.md "First reads")
             if out is None:
                 return self._batch_get_into(keys, targets, deadline, on_late)
             rest = [i for i, n in enumerate(out) if n is None]
@@ -809,8 +848,12 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
     @property
     def local_read_stats(self) -> dict:
         """Reads served from same-host memory here (`hits`), reads that had a cached location but
-        went through the real client (`fallbacks`: a check failed), and locations held (`entries`)."""
-        return self._local.stats() if self._local is not None else {"hits": 0, "fallbacks": 0, "entries": 0}
+        went through the real client (`fallbacks`: a check failed), and locations held (`entries`);
+        first reads looked up at the master and served here (`direct`, among the hits) and those
+        that went through the real client after all (`direct_fallbacks`)."""
+        out = self._local.stats() if self._local is not None else {"hits": 0, "fallbacks": 0, "entries": 0}
+        out.update(self._direct.stats() if self._direct is not None else {"direct": 0, "direct_fallbacks": 0})
+        return out
 
     def stats(self) -> dict:
         """Bytes moved per path (zero copy, staged through a lease, inline in messages),
@@ -844,6 +887,8 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
         self._conn = None
         if c is not None:
             c.channel.close()
+        if self._direct is not None:
+            self._direct.close()
         if self._local is not None:
             self._local.close()
         for r in self._regions:

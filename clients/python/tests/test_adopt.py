@@ -17,7 +17,8 @@ def anon(pages: int) -> mmap.mmap:
     return mmap.mmap(-1, pages * PAGE, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)
 
 
-def test_shared_anonymous_memory_is_adopted_in_place_and_the_service_maps_its_file(client, service, shm_dir, key):
+def test_shared_anonymous_memory_is_adopted_in_place_and_the_service_maps_its_file(make_client, service, shm_dir, key):
+    client = make_client(direct_reads=False)  # the real client's own path is counted below
     mm = anon(8)
     arr = np.frombuffer(mm, dtype=np.uint8)
     arr[:] = np.random.default_rng(1).integers(0, 256, arr.size, dtype=np.uint8)

@@ -22,7 +22,8 @@ def engine_memory():
     mm.close()
 
 
-def test_adopted_memory_keeps_its_address_and_bytes_and_moves_with_no_copy(rclient, service, engine_memory, key):
+def test_adopted_memory_keeps_its_address_and_bytes_and_moves_with_no_copy(make_client, service, engine_memory, key):
+    rclient = make_client(raise_errors=True, direct_reads=False)  # the real client's own path is counted below
     mm, addr = engine_memory
     before = bytes(mm)
     # the range starts and ends inside a page: 6 whole pages can move, head and tail stay
@@ -50,7 +51,8 @@ def test_adopted_memory_keeps_its_address_and_bytes_and_moves_with_no_copy(rclie
     assert rclient.get(key + "-head") == before[100:300]
 
 
-def test_remap_moves_the_memory_to_a_new_file_so_late_transfers_reach_nobody(rclient, service, engine_memory, key):
+def test_remap_moves_the_memory_to_a_new_file_so_late_transfers_reach_nobody(make_client, service, engine_memory, key):
+    rclient = make_client(raise_errors=True, direct_reads=False)  # the real client's own path is counted below
     mm, addr = engine_memory
     mem = rclient.adopt_memory(addr, 8 * PAGE)
     assert rclient.put_from(key, addr, PAGE) == 0  # registers the region with the service

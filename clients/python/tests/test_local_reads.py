@@ -4,7 +4,10 @@ repeated read is served here bit-exact with no message to the real client (its /
 the calls it got); once the lease ended and another client removed the object the old bytes are
 never returned; a restarted real client's dummies use nothing learned from the old one; a
 corrupted byte under a cached location is caught by its CRC-32C (checksums on) and the read goes
-the usual way; a dummy whose uid the serving engine refuses fds reads through the real client."""
+the usual way; a dummy whose uid the serving engine refuses fds reads through the real client.
+Where a test follows what the real client said, its dummy reads first reads through the real
+client (direct_reads=False); first reads looked up at the master by the dummy itself are
+test_direct_reads.py's."""
 import json
 import os
 import re
@@ -88,7 +91,7 @@ def test_a_restarted_real_client_is_not_trusted_with_what_the_old_one_said(servi
     c = DummyClient(raise_errors=True)
     second = None
     try:
-        c.setup(address=first.rpc, shm_dir=d, buffer_size=8 << 20, timeout=60)
+        c.setup(address=first.rpc, shm_dir=d, buffer_size=8 << 20, timeout=60, direct_reads=False)
         in_holder, in_first = os.urandom(4096), os.urandom(4096)
         c.put(f"{key}-h", in_holder, ReplicateConfig(preferred_segment=holder.segment))
         c.put(f"{key}-f", in_first, ReplicateConfig(preferred_segment=first.segment))
@@ -125,7 +128,7 @@ def test_a_corrupted_byte_under_a_cached_location_is_caught_by_its_crc(master, s
     c = DummyClient(raise_errors=False)
     usual = DummyClient(raise_errors=False)
     try:
-        assert c.setup(address=svc.rpc, shm_dir=shm_dir, buffer_size=8 << 20) == 0
+        assert c.setup(address=svc.rpc, shm_dir=shm_dir, buffer_size=8 << 20, direct_reads=False) == 0
         assert usual.setup(address=svc.rpc, shm_dir=shm_dir, buffer_size=8 << 20, local_reads=False) == 0
         value = os.urandom(16384)
         assert c.put(key, value, ReplicateConfig(preferred_segment=svc.segment)) == 0

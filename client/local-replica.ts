@@ -5,8 +5,10 @@
 // writer recorded (when it recorded them: checksums on), and the lease time left. Only for MEMORY
 // replicas whose every slice lies with an engine on this host (the dummy maps it through that
 // engine's same-host control socket, which only a process in this network namespace reaches);
-// anything else gets no description and the dummy keeps reading through us.
-import type { ReadSource } from '../client/read-path.js';
+// anything else gets no description and the dummy keeps reading through us. A dummy that looks up
+// a first read at the master itself (client/dummy-direct-reads.ts) describes the replica it got
+// the same way.
+import type { ReadSource } from './read-path.js';
 import { splitHostPort } from '../common/host-port.js';
 import { ReplicaType } from '../proto/gen/store/ReplicaType.js';
 import type { LocalReplica } from '../proto/gen/store/LocalReplica.js';

@@ -1,0 +1,255 @@
+"""A dummy client's first read of an object in same-host memory, without the real client (as the
+TypeScript client's client/dummy-direct-reads.ts): the dummy asks the master itself
+(GetReplicaList on a master channel of its own: the KVD1 framing with the
+master's magic "KVC1" and MasterService's method numbers, opened at the first such read and
+authenticated with the cluster secret it already has) and, for a complete MEMORY replica whose
+every slice lies with an engine of this host, keeps the location in the local-read cache under
+the lease the master just granted and copies the bytes as a repeated read does (local_reads.py).
+
+The real client says where its master is (Hello master_address, only to same-host dummies that
+asked for local reads). Anything else goes through the real client as before: a DISK/file
+replica, slices on another host, a copy that fails a check, an error status (not found included:
+the real client gives the error), and a master that cannot be reached, refuses our secret or does
+not serve (UNAVAILABLE_IN_CURRENT_STATUS: not the leader, or not yet). After such a failure no
+lookup is made here for a while, and the real client is asked again where the master is (with HA
+the leader moves). A master connection that ends drops every cached location: the leases it
+granted may be gone.
+"""
+import logging
+import socket
+import threading
+import time
+from typing import NamedTuple, Optional
+
+from ._proto import store_master_pb2 as mpb
+from .channel import Channel
+from .connection import split_host_port
+from .errors import OK, UNAVAILABLE_IN_CURRENT_STATUS, StoreError, UnauthenticatedError
+from .local_read_cache import LocalEntry
+from .local_reads import LocalReads
+from .shm_grant import watch_hangup
+from .values import Buf
+
+log = logging.getLogger("kvcache_store")
+_now = time.monotonic
+
+MASTER_MAGIC = b"KVC1"
+#: After the master failed us, first reads go through the real client for this long (seconds).
+RETRY_AFTER = 1.0
+#: After the master refused our secret: this long.
+AUTH_RETRY_AFTER = 60.0
+#: A lookup not answered by then is given up (the read goes through the real client).
+CALL_TIMEOUT = 5.0
+
+_SERVICE = mpb.DESCRIPTOR.services_by_name["MasterService"]
+_INDEX = {m.name: i for i, m in enumerate(_SERVICE.methods)}
+_GRL = _INDEX["GetReplicaList"]
+
+
+class _Slice(NamedTuple):
+    """A LocalSlice's fields (what the local-read cache reads of one), without a message."""
+
+    te_endpoint: str
+    address: int
+    length: int
+    incarnation: int
+    crc32c: int
+
+
+class _Local(NamedTuple):
+    """A LocalReplica's fields: building a protobuf message per key cost more than the read."""
+
+    slices: tuple
+    lease_left_us: int
+    checksums: bool
+
+
+_COMPLETE = mpb.COMPLETE
+_MEMORY = mpb.MEMORY
+
+
+def _host(endpoint: str) -> Optional[str]:
+    try:
+        return split_host_port(endpoint)[0]
+    except StoreError:
+        return None
+
+
+class DirectReads:
+    def __init__(self, local: LocalReads, secret: Optional[bytes], refresh, spin_us: float = 100.0):
+        #: first reads served here after our own lookup (counted in the local reads' hits too), and
+        #: first reads tried here that went through the real client after all
+        self.served = 0
+        self.fallbacks = 0
+        self._local = local
+        self._secret = secret
+        self._refresh = refresh  # asks the real client where the master is: it calls configure()
+        self._spin_us = spin_us
+        self._address = ""
+        self._host: Optional[str] = None
+        self._hosts = {}  # endpoint -> same host as the real client's engine
+        self._channel: Optional[Channel] = None
+        self._lock = threading.Lock()
+        self._off_until = 0.0
+        self._stale = False
+        self._failing = False
+        self._closed = False
+
+    def stats(self) -> dict:
+        return {"direct": self.served, "direct_fallbacks": self.fallbacks}
+
+    def configure(self, master_address: str, real_endpoint: str) -> None:
+        """What the real client's Hello said: the master's address ('' : none) and its own engine."""
+        with self._lock:
+            self._host = _host(real_endpoint)
+            self._hosts = {}
+            self._stale = False
+            if master_address == self._address:
+                return
+            self._address = master_address
+            self._off_until = 0.0
+            ch, self._channel = self._channel, None
+        if ch is not None:
+            ch.close("dropped: the master moved")
+
+    def usable(self) -> bool:
+        """Whether a first read may be looked up here now (else it goes through the real client)."""
+        if not self._address or self._closed or _now() < self._off_until:
+            return False
+        if not self._stale:
+            return True
+        self._stale = False
+        try:
+            self._refresh()
+        except StoreError as e:
+            self._off_until = _now() + RETRY_AFTER
+            log.info("kvcache_store: asking the real client where the master is failed: %s", e.message)
+        return False
+
+    # ------------------------------------------------------------------ reads
+
+    def read_into(self, key: str, target: Buf) -> Optional[int]:
+        """Reads `key` into `target` here: its size, or None (read it through the real client)."""
+        e = self._locate(key)
+        n = self._local.read_into(key, target) if e is not None and target.size >= e.size else None
+        return self._count(n)
+
+    def read_bytes(self, key: str) -> Optional[bytes]:
+        """The value of `key` read here, or None (read it through the real client)."""
+        e = self._locate(key)
+        v = self._local.read_bytes(key) if e is not None else None
+        self._count(None if v is None else len(v))
+        return v
+
+    def _count(self, n):
+        if n is None:
+            self.fallbacks += 1
+        else:
+            self.served += 1
+        return n
+
+    # ------------------------------------------------------------------ lookups
+
+    def _locate(self, key: str) -> Optional[LocalEntry]:
+        ch = self._master()
+        if ch is None:
+            return None
+        stamp = self._local.begin()
+        try:
+            payload = ch.call("GetReplicaList", _GRL, mpb.GetReplicaListRequest(key=key).SerializeToString(), _now() + CALL_TIMEOUT)
+            res = mpb.GetReplicaListResponse.FromString(payload)
+        except (StoreError, ValueError) as e:
+            return self._failed(e)
+        return self._keep(key, stamp, res)
+
+    def _keep(self, key: str, stamp, res) -> Optional[LocalEntry]:
+        """Keeps the location of the first complete MEMORY replica of `res` wholly on this host's
+        engines (under the lease granted to a request sent at `stamp`): the entry kept, or None."""
+        if res.status_code != OK:
+            return self._refused(res.status_code)
+        self._failing = False
+        ttl_ms = res.lease_ttl_ms
+        if ttl_ms <= 0:
+            return None
+        sums = res.slice_checksums
+        for r in res.replica_list:
+            handles = r.handles
+            if r.status != _COMPLETE or r.replica_type != _MEMORY or not handles or (sums and len(sums) != len(handles)):
+                continue
+            slices = []
+            for i, h in enumerate(handles):
+                ep = h.te_endpoint
+                if not ep or h.size <= 0 or not self._same_host(ep):
+                    break
+                slices.append(_Slice(ep, h.buffer, h.size, h.incarnation, sums[i] if sums else 0))
+            else:
+                self._local.cache.end(key, stamp, _Local(tuple(slices), ttl_ms * 1000, bool(sums)))
+                return self._local.cache.lookup(key)
+        return None
+
+    def _same_host(self, endpoint: str) -> bool:
+        same = self._hosts.get(endpoint)
+        if same is None:
+            same = self._host is not None and _host(endpoint) == self._host
+            if len(self._hosts) < 4096:
+                self._hosts[endpoint] = same
+        return same
+
+    def _refused(self, code: int) -> None:
+        if code == UNAVAILABLE_IN_CURRENT_STATUS:
+            self._stale = True
+            self._off_until = _now() + RETRY_AFTER
+        return None
+
+    def _failed(self, e: Exception) -> None:
+        auth = isinstance(e, UnauthenticatedError)
+        self._off_until = _now() + (AUTH_RETRY_AFTER if auth else RETRY_AFTER)
+        self._stale = True
+        if not self._failing:
+            self._failing = True
+            nxt = "it refused our cluster secret" if auth else "reads go through the real client meanwhile"
+            log.warning("kvcache_store: looking up first reads at master %s failed (%s); %s", self._address, getattr(e, "message", e), nxt)
+        with self._lock:
+            ch, self._channel = self._channel, None
+        if ch is not None:
+            ch.close("dropped after a failure")
+        return None
+
+    def _master(self) -> Optional[Channel]:
+        """Our master channel, connecting at the first call (None: failed; retried later)."""
+        ch = self._channel
+        if ch is not None and not ch.closed:
+            return ch
+        with self._lock:
+            ch = self._channel
+            if ch is not None and not ch.closed:
+                return ch
+            if self._closed:
+                return None
+            address = self._address
+            try:
+                host, port = split_host_port(address)
+                sock = socket.create_connection((host, port), timeout=CALL_TIMEOUT)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except (OSError, StoreError) as e:
+                err: Exception = e
+            else:
+                try:
+                    ch = Channel(sock, address, self._spin_us, self._secret, magic=MASTER_MAGIC, interface="master-channel", peer="master")
+                    err = None
+                except StoreError as e:
+                    err = e
+            if err is None:
+                self._channel = ch
+                # the leases that master granted may be gone with it (a restart, a new leader)
+                watch_hangup(ch.fileno(), self._local.clear, "kvstore-dummy-master")
+                return ch
+        self._failed(err)
+        return None
+
+    def close(self) -> None:
+        self._closed = True
+        with self._lock:
+            ch, self._channel = self._channel, None
+        if ch is not None:
+            ch.close()

@@ -1,0 +1,115 @@
+"""A dummy client's first reads of objects in same-host memory looked up at the master by the
+dummy itself (kvcache_store/direct_reads.py, docs/client.md "First reads"), against real
+processes: served bit-exact with no message to the real client (its /segments counts the calls
+it got) in get_into and get; a batch goes through the real client (then repeats here); a removed
+or overwritten object is never read old; a master refusing the secret is not read from."""
+import os
+import time
+
+import numpy as np
+
+from kvcache_store import DummyClient, ObjectNotFoundError, ReplicateConfig
+from kvcache_store import errors as E
+from kvcache_store.direct_reads import DirectReads
+from kvcache_store.local_reads import LocalReads
+from kvcache_store.values import as_buffer
+
+import pytest
+
+
+def once_unleased(op) -> None:
+    """Runs `op` (a return-code call) until no read lease stands in its way: the master refuses
+    while one does and nothing announces the lease's end."""
+    while True:
+        r = op()
+        if r != E.OBJECT_HAS_LEASE:
+            assert r == 0, r
+            return
+        time.sleep(0.1)
+
+
+def test_first_reads_are_served_here_bit_exact_with_no_message(make_client, service, key):
+    c = make_client(raise_errors=True)
+    writer = make_client(raise_errors=True, direct_reads=False)
+    sizes = (4096, 64 * 1024 + 1, 700_000)
+    forms = ("ptr", "plain", "numpy", "get")
+    values = {}
+    for i, size in enumerate(sizes):
+        for f in forms:
+            values[f"{key}-{i}-{f}"] = os.urandom(size)
+    for k, v in values.items():
+        writer.put(k, v)
+    calls, before = service.dummy_calls(), c.local_read_stats
+    for i, size in enumerate(sizes):
+
+        def v(form: str, i: int = i) -> bytes:
+            return values[f"{key}-{i}-{form}"]
+
+        with c.alloc_buffer(size) as lease:
+            assert c.get_into(f"{key}-{i}-ptr", lease.ptr, size) == size and bytes(lease.buffer) == v("ptr")
+            plain = bytearray(size + 3)
+            assert c.get_into(f"{key}-{i}-plain", plain) == size and plain[:size] == v("plain")
+            arr = np.zeros(size, dtype=np.uint8)
+            assert c.get_into(f"{key}-{i}-numpy", arr) == size and arr.tobytes() == v("numpy")
+            assert c.get(f"{key}-{i}-get") == v("get")
+    after = c.local_read_stats
+    assert after["direct"] - before["direct"] == len(sizes) * len(forms)
+    assert after["hits"] - before["hits"] == len(sizes) * len(forms)
+    assert (after["direct_fallbacks"], after["fallbacks"]) == (before["direct_fallbacks"], before["fallbacks"])
+    assert service.dummy_calls() == calls
+
+
+def test_a_batch_goes_through_the_real_client_and_then_repeats_here(make_client, service, key):
+    # decoding a batch's replica lists in Python costs more than the hop saves: one call
+    c = make_client(raise_errors=False)
+    values = [os.urandom(4096) for _ in range(16)]
+    keys = [f"{key}-{i}" for i in range(16)]
+    assert c.batch_put(keys, values) == [0] * 16
+    with c.alloc_buffer(16 * 4096) as lease:
+        ptrs = [lease.ptr + i * 4096 for i in range(16)]
+        calls, direct = service.dummy_calls(), c.local_read_stats["direct"]
+        assert c.batch_get_into(keys, ptrs, [4096] * 16) == [4096] * 16
+        assert all(bytes(lease.buffer[i * 4096:(i + 1) * 4096]) == values[i] for i in range(16))
+        assert service.dummy_calls() == calls + 1 and c.local_read_stats["direct"] == direct
+        hits = c.local_read_stats["hits"]
+        assert c.batch_get_into(keys, ptrs, [4096] * 16) == [4096] * 16  # what the real client said is used
+        assert c.local_read_stats["hits"] == hits + 16 and service.dummy_calls() == calls + 1
+
+
+def test_a_removed_or_overwritten_object_is_never_read_old(make_client, key):
+    c = make_client(raise_errors=True)
+    other = make_client(raise_errors=False, direct_reads=False)
+    old = os.urandom(8192)
+    c.put(key, old)
+    direct = c.local_read_stats["direct"]
+    assert c.get(key) == old
+    assert c.local_read_stats["direct"] == direct + 1
+    once_unleased(lambda: other.remove(key))
+    with pytest.raises(ObjectNotFoundError):
+        c.get_into(key, bytearray(8192))
+    with pytest.raises(ObjectNotFoundError):
+        c.get(key)
+    fresh = os.urandom(8192)
+    assert other.put(key, fresh) == 0
+    assert c.get(key) == fresh
+    newer = os.urandom(8192)
+    once_unleased(lambda: other.upsert(key, newer))
+    assert c.get(key) == newer
+
+
+def test_a_master_that_refuses_the_secret_is_not_read_from(master, service, key, make_client):
+    # a dummy's secret is its real client's, which is the master's: the lookup half is driven here
+    writer = make_client(raise_errors=True)
+    writer.put(key, os.urandom(4096))
+    local = LocalReads(None, 16, lambda a, n: None, 1 << 20)
+    direct = DirectReads(local, os.urandom(32), lambda: None)
+    try:
+        direct.configure(master.rpc, service.endpoint)
+        assert direct.usable()
+        assert direct.read_into(key, as_buffer(bytearray(4096), None, True, "t")) is None
+        assert direct.stats() == {"direct": 0, "direct_fallbacks": 1}
+        assert local.hits == 0
+        assert not direct.usable()  # not asked again for a while
+    finally:
+        direct.close()
+        local.close()
