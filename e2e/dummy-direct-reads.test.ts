@@ -5,13 +5,14 @@
 // (reads stay right, then are served here again); a master refusing the secret is not read from;
 // an object only the file tier holds is read through the real client; with HA masters, a leader
 // change is followed. Checksums are on (MC_STORE_CHECKSUM=1). Run `npm run build` first.
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { clusterEnv, distRoot, LocalCluster, track, type ProcessHandle, type StoreServiceProcess } from '../sidecar/local-cluster.js';
 import { freePort } from './free-port.js';
+import { have } from './ha-backends.js';
 import { Client } from '../client/client.js';
 import { DummyClient } from '../client/dummy-client.js';
 import { MasterClient } from '../client/master-client.js';
@@ -246,14 +247,7 @@ describe('an object only the file tier holds', () => {
   }, 60_000);
 });
 
-const hasRedis = (() => {
-  try {
-    execFileSync('which', ['redis-server'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const hasRedis = have('redis-server');
 
 // HA: two masters elect a leader through a redis-server started here; the store service follows
 // the leader (redis://), and so does its dummy, through what the store service tells it.
