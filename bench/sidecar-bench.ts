@@ -193,6 +193,8 @@ async function main(): Promise<void> {
     console.log(
       ` ts-dummy local reads (no message to the real client): ${lr.hits} hits (${lr.direct} of them first reads looked up at the master here), ${lr.fallbacks} fallbacks, ${lr.directFallbacks} first reads through the real client`,
     );
+    const dp = dummy.directPutStats;
+    console.log(` ts-dummy puts written here (no message to the real client): ${dp.directPuts}, ${dp.directPutFallbacks} through the real client after all`);
     for (const placement of ['in A', 'in B']) {
       for (const row of ['get 4 KiB x1 (first read)', 'get 4 KiB x1 (repeated)']) {
         const r = find('python', placement, row);

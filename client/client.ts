@@ -375,6 +375,16 @@ export class Client implements StoreClient {
     return this.masterEndpoint;
   }
 
+  /** Whether this client records every slice's CRC-32C at PutEnd and checks it on reads. */
+  get recordsChecksums(): boolean {
+    return this.checksumsOn();
+  }
+
+  /** Whether Puts also write a file-tier copy now (the master names a directory this host can use). */
+  get putsWriteFiles(): boolean {
+    return this.files?.enabled ?? false;
+  }
+
   /** host:port of this client's transfer engine. */
   get endpoint(): string {
     return this.engine.endpoint;

@@ -19,6 +19,7 @@ import { existsSync, unlinkSync } from 'node:fs';
 import { connect as netConnect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { ErrorCode } from '../common/error-code.js';
+import { keyProblem } from '../common/key-rules.js';
 import { clientMethod } from '../common/client-proto.js';
 import type { MethodInfo } from '../common/service-proto.js';
 import type { ReplicaInfo__Output } from '../proto/gen/store/ReplicaInfo.js';
@@ -36,6 +37,7 @@ import type { TaskInfo__Output } from '../proto/gen/store/TaskInfo.js';
 import type { LocalReplica__Output } from '../proto/gen/store/LocalReplica.js';
 import { DEFAULT_LOCAL_READ_ENTRIES, LocalReads, type LocalReadStats } from './dummy-local-reads.js';
 import { DirectReads, type DirectReadStats } from './dummy-direct-reads.js';
+import { DirectPuts, type DirectPutStats } from './dummy-direct-puts.js';
 
 const MAGIC = Buffer.from('KVD1', 'latin1');
 /** Prefix the real client requires of region file names. */
@@ -68,6 +70,12 @@ export interface DummyClientOptions {
    * round trip and no message to the real client.
    */
   directReads?: boolean;
+  /**
+   * With direct reads: put objects into same-host memory ourselves when the real client allows it
+   * (default true; STORE_DUMMY_DIRECT_PUTS=0 turns it off): a put then costs one master round
+   * trip and one copy, no message to the real client (dummy-direct-puts.ts).
+   */
+  directPuts?: boolean;
   /** Objects whose location is kept for that (default 65,536; the oldest go). */
   localReadEntries?: number;
   /** Name shown in the real client's logs. */
@@ -144,6 +152,8 @@ export class DummyClient implements StoreClient {
   private local: LocalReads | undefined;
   /** First reads looked up at the master here; undefined when turned off. */
   private direct: DirectReads | undefined;
+  /** Puts written into same-host memory here; undefined when turned off. */
+  private puts: DirectPuts | undefined;
   private readonly timeoutMs: number;
   private readonly log: NonNullable<DummyClientOptions['log']>;
   private secret: Buffer | null = null;
@@ -197,6 +207,19 @@ export class DummyClient implements StoreClient {
           refresh: () => client.askMaster(),
           log: client.log,
         });
+        if (opts.directPuts ?? !/^(0|false|no|off)$/i.test(env.STORE_DUMMY_DIRECT_PUTS ?? '')) {
+          const local = client.local;
+          client.puts = new DirectPuts({
+            reads: client.direct,
+            engine: () => local.writer(),
+            addressIn: (view) => {
+              const at = client.locate(view);
+              return at && at.region.mapped.address + at.offset;
+            },
+            stage: (size) => Promise.resolve(client.pool.tryAcquire(size) ?? client.pool.acquire(size)),
+            now: () => performance.now(),
+          });
+        }
       }
     }
     const primary = client.newRegion(size);
@@ -235,6 +258,11 @@ export class DummyClient implements StoreClient {
    */
   get localReadStats(): LocalReadStats & DirectReadStats {
     return { ...(this.local?.stats ?? { hits: 0, fallbacks: 0, entries: 0 }), ...(this.direct?.stats ?? { direct: 0, directFallbacks: 0 }) };
+  }
+
+  /** Objects put into same-host memory here (no message to the real client), and those tried here that went through it. */
+  get directPutStats(): DirectPutStats {
+    return this.puts?.stats ?? { directPuts: 0, directPutFallbacks: 0 };
   }
 
   // ------------------------------------------------------------------ regions
@@ -386,7 +414,7 @@ export class DummyClient implements StoreClient {
     const channel = new MasterChannel(socket, where, options);
     try {
       const hello = await callRaw(channel, m('Hello'), this.helloRequest(), where);
-      this.direct?.configure((hello.master_address as string | undefined) ?? '', hello.te_endpoint as string);
+      this.configureDirect(hello);
       const c: Connection = { channel, instanceId: hello.instance_id as string, maxInline: Number(hello.max_inline_bytes), ids: new Map(), shared: true };
       try {
         await this.span(c, this.regions[0].mapped.view(0, 1));
@@ -410,7 +438,13 @@ export class DummyClient implements StoreClient {
   private async askMaster(): Promise<void> {
     const c = await this.connection(performance.now() + this.timeoutMs);
     const hello = await this.call(c, m('Hello'), this.helloRequest());
+    this.configureDirect(hello);
+  }
+
+  /** What a Hello reply says of first reads and puts made here. */
+  private configureDirect(hello: Reply): void {
     this.direct?.configure((hello.master_address as string | undefined) ?? '', hello.te_endpoint as string);
+    this.puts?.configure(hello.direct_puts === true, hello.checksums === true);
   }
 
   /** Sends one call on `c`; a failed status becomes the matching StoreError. */
@@ -479,6 +513,7 @@ export class DummyClient implements StoreClient {
   private async writeOne(fromMethod: string, inlineMethod: string, key: string, value: Value, config?: PutConfig): Promise<void> {
     const slices = slicesOf(value, `${inlineMethod.toLowerCase()} ${JSON.stringify(key)}`);
     this.local?.cache.forget(key);
+    if (fromMethod === 'PutFrom' && this.puts?.usable(config) && (await this.puts.put(key, slices, config))) return;
     await this.run(async (c) => {
       const s = await this.spans(c, slices);
       if (!s) {
@@ -497,6 +532,30 @@ export class DummyClient implements StoreClient {
     if (items.length === 0) return [];
     const lists = items.map((it) => slicesOf(it.value, `put ${JSON.stringify(it.key)}`));
     if (this.local) for (const it of items) this.local.cache.forget(it.key);
+    const puts = this.puts;
+    if (fromMethod === 'BatchPutFrom' && puts && items.every((it) => puts.usable(it.config)) && distinctValidKeys(items)) {
+      const here = await puts.putBatch(items.map((it, i) => ({ key: it.key, slices: lists[i], config: it.config })));
+      const rest = here.flatMap((r, i) => (r ? [] : [i]));
+      if (rest.length === 0) return here as BatchWriteResult[];
+      const there = await this.writeBatchRemote(
+        fromMethod,
+        inlineMethod,
+        rest.map((i) => items[i]),
+        rest.map((i) => lists[i]),
+      );
+      rest.forEach((i, k) => (here[i] = there[k]));
+      return here as BatchWriteResult[];
+    }
+    return this.writeBatchRemote(fromMethod, inlineMethod, items, lists);
+  }
+
+  /** A batch write through the real client. */
+  private async writeBatchRemote(
+    fromMethod: string,
+    inlineMethod: string,
+    items: readonly { key: string; value: Value; config?: PutConfig }[],
+    lists: Uint8Array[][],
+  ): Promise<BatchWriteResult[]> {
     const res = await this.run(async (c) => {
       const s = await this.spans(c, lists.flat());
       if (!s) {
@@ -877,6 +936,16 @@ function slicesOf(value: Value, what: string): Uint8Array[] {
   if (!list || list.some((s) => !(s instanceof Uint8Array))) throw new InvalidParamsError(`${what}: the value must be a Buffer/Uint8Array or an array of them`);
   if (list.length === 0 || list.some((s) => s.byteLength === 0)) throw new InvalidParamsError(`${what}: the value or a slice is empty`);
   return list;
+}
+
+/** Whether every key of a batch is well-formed and appears once (else the real client says what is wrong, per key). */
+function distinctValidKeys(items: readonly { key: string }[]): boolean {
+  const seen = new Set<string>();
+  for (const it of items) {
+    if (seen.has(it.key) || keyProblem(it.key) !== undefined) return false;
+    seen.add(it.key);
+  }
+  return true;
 }
 
 function joined(slices: Uint8Array[]): Uint8Array {

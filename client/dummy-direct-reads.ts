@@ -240,6 +240,28 @@ export class DirectReads {
     return undefined;
   }
 
+  // ---------------------------------------------------------------- for direct puts (dummy-direct-puts.ts)
+
+  /** Our master channel (connecting if need be), or undefined (failed: lookups and puts pause). */
+  masterChannel(): Promise<MasterChannel | undefined> {
+    return this.channel ? Promise.resolve(this.channel) : this.open();
+  }
+
+  /** Whether an engine endpoint is on this host (that of the real client's engine). */
+  get sameHostEndpoint(): (endpoint: string) => boolean {
+    return this.sameHost;
+  }
+
+  /** A call on our master channel failed: as a failed lookup (a pause, the real client asked again). */
+  masterFailed(e: unknown): void {
+    this.failed(e);
+  }
+
+  /** The master answered a call with a status the real client deals with. */
+  masterRefused(code: number): void {
+    this.refused(code);
+  }
+
   /** A status the real client deals with; one saying the master does not serve makes us ask where it is. */
   private refused(code: number): undefined {
     if (code === ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS) {

@@ -207,6 +207,13 @@ export class LocalReads {
     this.engine = engine;
   }
 
+  /** The engine (started now if need be): a dummy's direct puts write with it too (dummy-direct-puts.ts). */
+  writer(): TransferEnginePort {
+    if (this.closed) throw new Error('the local reads are closed');
+    if (!this.engine) this.startEngine();
+    return this.engine!;
+  }
+
   /** Drops every entry (a restarted real client: its leases are gone). */
   clear(): void {
     this.cache.clear();

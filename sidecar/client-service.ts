@@ -24,6 +24,10 @@ export interface RealClient extends Omit<StoreClient, 'allocBuffer' | 'close' | 
   readonly mountedSegments: readonly { name: string }[];
   /** host:port of the master in use (the leader in HA mode); '' when there is none yet. */
   readonly masterAddress: string;
+  /** Whether it records every slice's CRC-32C at PutEnd (a dummy writing itself does likewise). */
+  readonly recordsChecksums: boolean;
+  /** Whether its Puts also write the file tier (a copy only it makes: dummies then put through it). */
+  readonly putsWriteFiles: boolean;
   /** As StoreClient's; `observe` is told which replica the bytes came from (for LocalReplica). */
   getInto(key: string, target: Uint8Array, observe?: ReadObserver): Promise<number>;
   getIntoBatch(items: readonly { key: string; target: Uint8Array }[], observe?: (i: number, source: ReadSource) => void): ReturnType<StoreClient['getIntoBatch']>;
@@ -90,9 +94,11 @@ export class ClientService {
       if (typeof req.client_name === 'string') s.clientName = req.client_name.slice(0, 200).replace(/[\u0000-\u001f\u007f]/g, '?');
       s.localReads = s.sameHost && req.local_reads === true;
       const reply = this.helloReply();
-      // a same-host dummy reading memory itself may look up its first reads at the master too
+      // a same-host dummy reading memory itself may look up its first reads at the master too,
+      // and write objects into same-host memory itself unless Puts also make a file-tier copy
       const master = s.localReads ? this.client.masterAddress : '';
-      return master ? { ...reply, master_address: master } : reply;
+      if (!master) return reply;
+      return { ...reply, master_address: master, direct_puts: !this.client.putsWriteFiles, checksums: this.client.recordsChecksums };
     },
 
     registerRegion: async (req: { name: string; size: number; offset: number }, s) => ({ ...OK, region_id: s.register(req.name, Number(req.size), Number(req.offset)) }),
