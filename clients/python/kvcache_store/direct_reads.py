@@ -187,6 +187,29 @@ class DirectReads:
                 return self._local.cache.lookup(key)
         return None
 
+    # ------------------------------------------------------------------ for direct puts (direct_puts.py)
+
+    def master_channel(self) -> Optional[Channel]:
+        """Our master channel (connecting if need be), or None (failed: lookups and puts pause)."""
+        return self._master()
+
+    def master_busy(self, calls: int) -> bool:
+        """Whether at least `calls` calls wait on our master channel now."""
+        ch = self._channel
+        return ch is not None and ch.in_flight() >= calls
+
+    def same_host(self, endpoint: str) -> bool:
+        """Whether an engine endpoint is on this host (that of the real client's engine)."""
+        return self._same_host(endpoint)
+
+    def master_failed(self, e: Exception) -> None:
+        """A call on our master channel failed: as a failed lookup (a pause, the real client asked again)."""
+        self._failed(e)
+
+    def master_refused(self, code: int) -> None:
+        """The master answered with a status the real client deals with."""
+        self._refused(code)
+
     def _same_host(self, endpoint: str) -> bool:
         same = self._hosts.get(endpoint)
         if same is None:

@@ -46,6 +46,7 @@ from .dummy_tasks import TaskCalls
 from .protocol import METHODS
 from .local_reads import DEFAULT_LOCAL_READ_ENTRIES, LocalReads
 from .direct_reads import DirectReads
+from .direct_puts import DirectPuts
 from .shm_region import SharedRegion
 from .values import Buf, as_buffer, copy_in, copy_out
 
@@ -119,6 +120,8 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
         self._local: Optional[LocalReads] = None
         #: first reads looked up at the master here (direct_reads.py); None when turned off
         self._direct: Optional[DirectReads] = None
+        #: puts written into same-host memory here (direct_puts.py); None when turned off
+        self._puts: Optional[DirectPuts] = None
 
     # ------------------------------------------------------------------ setup
 
@@ -148,6 +151,7 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
         local_reads: Optional[bool] = None,
         local_read_entries: int = DEFAULT_LOCAL_READ_ENTRIES,
         direct_reads: Optional[bool] = None,
+        direct_puts: Optional[bool] = None,
         env=None,
     ) -> int:
         """Connects to the real client. Mooncake's positional arguments are accepted: the cluster
@@ -159,7 +163,10 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
         is 0/false/no/off): repeated reads of same-host memory copy the bytes here while the
         real client's read lease holds, keeping up to `local_read_entries` locations; with them,
         `direct_reads` (default: on unless STORE_DUMMY_DIRECT_READS is 0/false/no/off): a first
-        read of same-host memory is looked up at the master here and copied here. Returns 0
+        read of same-host memory is looked up at the master here and copied here; with those,
+        `direct_puts` (default: off unless STORE_DUMMY_DIRECT_PUTS is 1/true/yes/on): a put of at
+        most 64 KiB whose placement is same-host memory is made here when the real client allows
+        it (its Hello says so). Returns 0
         (or raises with raise_errors=True; else a negative ErrorCode)."""
         if isinstance(local_hostname, dict):
             return self.setup(**local_hostname)
@@ -181,6 +188,10 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
                     direct_reads = env.get("STORE_DUMMY_DIRECT_READS", "").strip().lower() not in ("0", "false", "no", "off")
                 if direct_reads:
                     self._direct = DirectReads(self._local, self._secret, self._ask_master, spin_us)
+                    if direct_puts is None:  # off by default: docs/client.md "Puts a dummy writes itself" says why
+                        direct_puts = env.get("STORE_DUMMY_DIRECT_PUTS", "").strip().lower() in ("1", "true", "yes", "on")
+                    if direct_puts:
+                        self._puts = DirectPuts(self._direct, self._local)
             self._setup(resolve_endpoint(address, socket_path, shm_dir, env), size, max_regions, max_bytes, acquire_timeout, overflow, timeout, spin_us, client_name, lazy)
             return 0
         except (StoreError, TypeError, ValueError) as e:
@@ -309,8 +320,7 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
         channel = Channel(sock, self.endpoint.describe(), self._spin_us, self._secret)
         try:
             hello = self._call_on(channel, "Hello", self._hello_request(), deadline)
-            if self._direct is not None:
-                self._direct.configure(hello.master_address, hello.te_endpoint)
+            self._configure_direct(hello)
             c = _Conn(channel, hello)
             try:
                 self._region_id(c, self._pool.primary, deadline)
@@ -329,8 +339,14 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
         """Asks the real client again where the master is (its master failed us or moved: HA)."""
         deadline = _now() + min(self._timeout, 5.0)
         hello = self._call(self._connection(deadline), "Hello", self._hello_request(), deadline)
+        self._configure_direct(hello)
+
+    def _configure_direct(self, hello) -> None:
+        """What a Hello reply says of first reads and puts made here."""
         if self._direct is not None:
             self._direct.configure(hello.master_address, hello.te_endpoint)
+        if self._puts is not None:
+            self._puts.configure(hello.direct_puts, hello.checksums)
 
     def _call_on(self, channel: Channel, name: str, req, deadline: float, on_late=None):
         m = METHODS[name]
@@ -457,10 +473,15 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
     # ------------------------------------------------------------------ writes
 
     def _write(self, verb: str, key: str, parts: List[Buf], config, timeout) -> None:
-        deadline = self._deadline(timeout)
-        c = self._connection(deadline)
         if not isinstance(key, str) or not key:
             raise InvalidParamsError(f"{verb}: the key must be a non-empty string, got {key!r}")
+        deadline = self._deadline(timeout)
+        puts = self._puts
+        if verb == "put" and puts is not None and self._live() and puts.usable(config, sum(b.size for b in parts)):
+            self._forget((key,))
+            if puts.put(key, parts, config):
+                return
+        c = self._connection(deadline)
         self._forget((key,))
         if not c.shared:
             req = pb.PutRequest(key=key, value=b"".join(_bytes_of(b) for b in parts))
@@ -509,11 +530,21 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
         except (StoreError, TypeError, ValueError) as e:
             return self._code(e)
 
-    def _batch_write(self, verb: str, keys: Sequence[str], bufs: List[Buf], config, timeout, on_late=None) -> List[int]:
+    def _batch_write(self, verb: str, keys: Sequence[str], bufs: List[Buf], config, timeout, on_late=None, direct: bool = True) -> List[int]:
         if len(keys) != len(bufs):
             raise InvalidParamsError(f"batch {verb}: {len(keys)} keys but {len(bufs)} values")
         if not keys:
             return []
+        puts = self._puts if direct else None
+        if verb == "put" and puts is not None and self._live() and _distinct_keys(keys) and puts.usable(config, max(b.size for b in bufs)):
+            self._forget(keys)
+            here = [0 if r == E.OBJECT_ALREADY_EXISTS and not self.raise_errors else r for r in puts.batch_put(keys, bufs, config)]
+            rest = [i for i, r in enumerate(here) if r is None]
+            if rest:
+                there = self._batch_write(verb, [keys[i] for i in rest], [bufs[i] for i in rest], config, timeout, on_late, direct=False)
+                for i, r in zip(rest, there):
+                    here[i] = r
+            return here
         deadline = self._deadline(timeout)
         c = self._connection(deadline)
         exists_ok = verb == "put"
@@ -855,12 +886,20 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
         out.update(self._direct.stats() if self._direct is not None else {"direct": 0, "direct_fallbacks": 0})
         return out
 
+    @property
+    def direct_put_stats(self) -> dict:
+        """Objects put into same-host memory here (`direct_puts`: no message to the real client)
+        and those tried here that went through the real client after all (`direct_put_fallbacks`)."""
+        return self._puts.stats() if self._puts is not None else {"direct_puts": 0, "direct_put_fallbacks": 0}
+
     def stats(self) -> dict:
         """Bytes moved per path (zero copy, staged through a lease, inline in messages),
-        reconnections, local reads (local_read_stats), and the buffer pool's state."""
+        reconnections, local reads (local_read_stats), puts made here (direct_put_stats), and the
+        buffer pool's state."""
         with self._stats_lock:
             out = dict(self._stats)
         out["local_reads"] = self.local_read_stats
+        out["direct_puts"] = self.direct_put_stats
         out["pool"] = self._pool.stats() if self._pool else {}
         out["registered_buffers"] = len(self._registered)
         c = self._conn
@@ -901,6 +940,11 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _distinct_keys(keys: Sequence[str]) -> bool:
+    """Whether every key is a non-empty string and appears once (else the real client says what is wrong, per key)."""
+    return all(isinstance(k, str) and k for k in keys) and len(set(keys)) == len(keys)
 
 
 def _as_store_error(e: Exception) -> StoreError:

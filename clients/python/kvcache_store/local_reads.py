@@ -204,6 +204,10 @@ class LocalReads:
         e.resolved = out
         return out
 
+    def peer(self, endpoint: str) -> ShmPeer:
+        """The engine's control connection (opened if need be); a dummy's own puts write through it too."""
+        return self._peer(endpoint)
+
     def _peer(self, endpoint: str) -> ShmPeer:
         p = self._peers.get(endpoint)
         if p is not None and p.alive:

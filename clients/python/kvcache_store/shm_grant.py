@@ -18,8 +18,16 @@ Then each request is 24 bytes little-endian (magic "KSQ2", reserved u32, address
 and each answer 64 (magic "KSA2", status i32, region start, region length, mapping base, mapping
 length, file offset of the base, the engine's region generation, the region's incarnation; u64
 each). Status 0 comes with three fds (SCM_RIGHTS): the mapping, the engine's generation page and
-the region's fence page (for writers; closed here). 1: the range is not served; 3: not shareable
-(not fd-backed, or our uid is not one the engine gives fds to); 4: the engine wants the secret.
+the region's fence page (for writers). 1: the range is not served; 3: not shareable (not
+fd-backed, or our uid is not one the engine gives fds to); 4: the engine wants the secret.
+
+A writer (a dummy's own puts, direct_puts.py) asks for a writable grant: the mapping read-write
+and the fence page read-only. The fence page says which write generations the engine refuses
+(the master gave those writes up: docs/integrity.md "Write fences"); its layout is the engine's
+(native/src/fence_page.h): u64 seq (odd while the engine updates it), u64 below, u64 count, then
+`count` revoked generations. A write of generation g is refused when g < below or g is listed,
+and when no stable snapshot can be read (a refused write is safe, a stale one is not); it is
+checked before every chunk as the engine's own writers do.
 
 A grant stays true while the engine's generation page holds the value its answer carried (the
 engine bumps it whenever a served region goes away) and the engine lives (a thread waits for the
@@ -32,6 +40,7 @@ import os
 import select
 import socket
 import struct
+import ctypes
 import threading
 from typing import List, Optional
 
@@ -48,6 +57,11 @@ NONCE_BYTES = 32
 MAC_BYTES = 32
 INTERFACE = b"transfer-shm"
 _POLLRDHUP = getattr(select, "POLLRDHUP", 0x2000)
+#: the engine's fence page (native/src/fence_page.h): its size and most revoked generations listed
+FENCE_PAGE_BYTES = 8192
+MAX_REVOKED = 1000
+#: a write is copied and checked against the fence in chunks of at most this many bytes (the engine's chunk)
+WRITE_CHUNK = 1 << 20
 
 
 class ShmRefused(StoreError):
@@ -104,20 +118,44 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
 
 
 class Grant:
-    """A served region of the engine, mapped here read-only: `view` holds its bytes."""
+    """A served region of the engine, mapped here: `view` holds its bytes. A writable grant
+    also has the address of the region's first byte here (`base`) and the fence page (`fence`)."""
 
-    __slots__ = ("start", "length", "incarnation", "generation", "view", "_mm")
+    __slots__ = ("start", "length", "incarnation", "generation", "view", "base", "fence", "_mm", "_fm")
 
-    def __init__(self, start: int, length: int, incarnation: int, generation: int, mm: mmap.mmap, at: int):
+    def __init__(self, start: int, length: int, incarnation: int, generation: int, mm: mmap.mmap, at: int, fm: Optional[mmap.mmap] = None):
         self.start = start
         self.length = length
         self.incarnation = incarnation
         self.generation = generation
         self._mm = mm
         self.view = memoryview(mm)[at:at + length]
+        self._fm = fm
+        self.fence = memoryview(fm).cast("Q") if fm is not None else None
+        self.base = ctypes.addressof(ctypes.c_char.from_buffer(self.view)) if fm is not None else None
 
     def covers(self, address: int, length: int) -> bool:
         return self.start <= address and address + length <= self.start + self.length
+
+    def refuses(self, generation: int) -> bool:
+        """Whether the engine's fence now refuses a write of `generation` (also when no stable
+        snapshot of the page could be read, or this grant has no fence page)."""
+        f = self.fence
+        if f is None:
+            return True
+        for attempt in range(10000):
+            s1 = f[0]
+            if s1 & 1:
+                if attempt > 100:
+                    os.sched_yield()
+                continue
+            below = f[1]
+            count = min(f[2], MAX_REVOKED)
+            listed = count > 0 and generation in f[3:3 + count]
+            if f[0] != s1:
+                continue
+            return generation < below or listed
+        return True
 
 
 class ShmPeer:
@@ -166,8 +204,9 @@ class ShmPeer:
         g = self._generation
         return g[0] if g is not None else -1
 
-    def find(self, address: int, length: int) -> Optional[Grant]:
-        """The cached grant covering the range and still current, else None (stale ones dropped)."""
+    def find(self, address: int, length: int, write: bool = False) -> Optional[Grant]:
+        """The cached grant covering the range (writable with `write`) and still current, else
+        None (stale ones dropped)."""
         grants = self.grants
         if not grants:
             return None
@@ -175,27 +214,54 @@ class ShmPeer:
         for g in grants:
             if g.generation != g0:
                 self.grants = [x for x in grants if x.generation == g0]
-                return self.find(address, length) if self.grants else None
-            if g.covers(address, length):
+                return self.find(address, length, write) if self.grants else None
+            if g.covers(address, length) and (not write or g.fence is not None):
                 return g
         return None
 
-    def grant(self, address: int, length: int) -> Grant:
-        """The grant covering [address, +length), asking the engine when none is cached. Raises
-        ShmRefused (or UnauthenticatedError) when it will not share it, UnavailableError when the
-        engine is gone or does not answer."""
-        g = self.find(address, length)
+    def grant(self, address: int, length: int, write: bool = False) -> Grant:
+        """The grant covering [address, +length) (mapped read-write with its fence page with
+        `write`), asking the engine when none is cached. Raises ShmRefused (or
+        UnauthenticatedError) when it will not share it, UnavailableError when the engine is gone
+        or does not answer."""
+        g = self.find(address, length, write)
         if g is not None:
             return g
         with self._lock:
-            g = self.find(address, length)
+            g = self.find(address, length, write)
             if g is not None:
                 return g
             if not self.alive:
                 raise UnavailableError(f"engine {self.endpoint}: its control socket closed")
-            return self._ask(address, length)
+            return self._ask(address, length, write)
 
-    def _ask(self, address: int, length: int) -> Grant:
+    def write(self, address: int, src, length: int, incarnation: int, generation: int) -> int:
+        """Copies `length` bytes from `src` (an address in this process, or a byte view) to the
+        engine's `address`, as a write of `generation` into registration `incarnation` (0:
+        unchecked): chunk after chunk, each once the grant is current and the fence allows the
+        generation. Returns where the bytes lie here (their address in the mapping). Raises
+        ShmRefused when it must not (or cannot) be written here; nothing is then written after
+        the refusal."""
+        g = self.grant(address, length, write=True)
+        if incarnation and g.incarnation != incarnation:
+            raise ShmRefused(f"engine {self.endpoint}: the write names registration {incarnation}, the region is now {g.incarnation}")
+        dst = g.base + (address - g.start)
+        done = 0
+        while done < length:
+            if not self.alive or self.generation() != g.generation:
+                raise ShmRefused(f"engine {self.endpoint}: the region went away during the write")
+            if g.refuses(generation):
+                raise ShmRefused(f"engine {self.endpoint}: a write of generation {generation} is refused by the region's fence (given up by the master)")
+            n = min(WRITE_CHUNK, length - done)
+            if isinstance(src, int):
+                ctypes.memmove(dst + done, src + done, n)
+            else:
+                at = address - g.start + done
+                g.view[at:at + n] = src[done:done + n]
+            done += n
+        return dst
+
+    def _ask(self, address: int, length: int, write: bool = False) -> Grant:
         s = self._sock
         try:
             s.sendall(REQUEST.pack(REQUEST_MAGIC, 0, address, length))
@@ -219,8 +285,10 @@ class ShmPeer:
             if self._generation is None:
                 gm = mmap.mmap(fds[1], 8, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
                 self._generation = memoryview(gm).cast("Q")
-            mm = mmap.mmap(fds[0], mlen, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ, offset=offset)
-            g = Grant(start, rlen, incarnation, generation, mm, start - base)
+            prot = mmap.PROT_READ | (mmap.PROT_WRITE if write else 0)
+            mm = mmap.mmap(fds[0], mlen, flags=mmap.MAP_SHARED, prot=prot, offset=offset)
+            fm = mmap.mmap(fds[2], FENCE_PAGE_BYTES, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ) if write else None
+            g = Grant(start, rlen, incarnation, generation, mm, start - base, fm)
         except OSError as e:
             raise ShmRefused(f"engine {self.endpoint}: cannot map the granted memory: {e}") from None
         finally:

@@ -42,7 +42,8 @@ def test_shared_anonymous_memory_is_adopted_in_place_and_the_service_maps_its_fi
     del arr
 
 
-def test_unaligned_edges_are_reported_and_staged(client, key):
+def test_unaligned_edges_are_reported_and_staged(make_client, key):
+    client = make_client(direct_puts=False)  # the real client's own path is counted below
     mm = anon(6)
     base = np.frombuffer(mm, dtype=np.uint8)
     start = base.ctypes.data + 100
@@ -67,7 +68,8 @@ def test_overlaps_and_unknown_addresses_are_refused(client):
     del arr
 
 
-def test_release_adopted_keeps_the_bytes_and_deletes_the_file(client, shm_dir, key):
+def test_release_adopted_keeps_the_bytes_and_deletes_the_file(make_client, shm_dir, key):
+    client = make_client(direct_puts=False)  # the real client's own path is counted below
     mm = anon(4)
     arr = np.frombuffer(mm, dtype=np.uint8)
     arr[:] = 7

@@ -78,7 +78,8 @@ def test_remap_moves_the_memory_to_a_new_file_so_late_transfers_reach_nobody(mak
     assert mem.region.name in service.maps()
 
 
-def test_release_keeps_the_memory_usable(rclient, engine_memory, key):
+def test_release_keeps_the_memory_usable(make_client, engine_memory, key):
+    rclient = make_client(raise_errors=True, direct_puts=False)  # the real client's own path is counted below
     mm, addr = engine_memory
     mem = rclient.adopt_memory(addr, 8 * PAGE)
     path = mem.region.path

@@ -57,7 +57,9 @@ def count_sends(client):
 def test_in_flight_calls_fail_and_later_calls_reconnect_after_a_restart(own_service, key):
     svc = own_service["svc"]
     c = DummyClient(raise_errors=True)
-    c.setup(address=svc.rpc, shm_dir=own_service["dir"], buffer_size=8 << 20, timeout=60)
+    # puts through the real client: a put written here would map the service's memory, and the
+    # reads below (of a stopped service's memory, which stays readable) would not need it
+    c.setup(address=svc.rpc, shm_dir=own_service["dir"], buffer_size=8 << 20, timeout=60, direct_puts=False)
     try:
         assert c.put(key, b"before") == 0
         first_instance = c.instance_id
