@@ -125,9 +125,10 @@ class Channel:
 
     # ------------------------------------------------------------------ calls
 
-    def call(self, method: str, index: int, payload: bytes, deadline: float, on_late: Optional[Callable[[], None]] = None) -> bytes:
+    def call(self, method: str, index: int, payload: bytes, deadline: float, on_late: Optional[Callable[[], None]] = None, spin: bool = True) -> bytes:
         """Sends one request and returns the reply's payload. Raises UnavailableError when the
-        connection fails or the deadline passes, StoreError for an ERROR frame."""
+        connection fails or the deadline passes, StoreError for an ERROR frame. `spin`: poll for
+        the reply for `spin_us` before sleeping (False: a reply that cannot come that soon)."""
         c = _Call(method)
         c.on_late = on_late
         with self._lock:
@@ -142,7 +143,7 @@ class Channel:
         except UnavailableError as e:
             self._fail(e)
             raise UnavailableError(f"{method}: {e.message}") from None
-        self._wait(c, rid, deadline)
+        self._wait(c, rid, deadline, spin)
         if c.error is not None:
             raise c.error
         if c.kind == KIND_ERROR and c.payload.startswith(b"UNAUTHENTICATED:"):
@@ -204,7 +205,7 @@ class Channel:
                 raise UnavailableError(f"{self.peer} {self.where}: {method} not sent within its deadline (the {self.peer} does not read)")
             self._poll_out.poll(remaining * 1000)
 
-    def _wait(self, c: _Call, rid: int, deadline: float) -> None:
+    def _wait(self, c: _Call, rid: int, deadline: float, spin: bool = True) -> None:
         while True:
             reader = False
             with self._lock:
@@ -217,7 +218,7 @@ class Channel:
                     c.sleeping = True
             if reader:
                 try:
-                    self._read_until(c, deadline)
+                    self._read_until(c, deadline, spin)
                 finally:
                     self._pass_reader()
                 if c.done:
@@ -248,9 +249,10 @@ class Channel:
                     other.wake.release()
                     break
 
-    def _read_until(self, c: _Call, deadline: float) -> None:
+    def _read_until(self, c: _Call, deadline: float, spin: bool = True) -> None:
         frames = self._frames
-        spin_until = _now() + self.spin_s
+        spin_s = self.spin_s if spin else 0.0
+        spin_until = _now() + spin_s
         while not c.done:
             if self._error is not None:
                 return
@@ -275,7 +277,7 @@ class Channel:
                 return
             if n > 0:
                 frames.advance(n)
-                spin_until = _now() + self.spin_s
+                spin_until = _now() + spin_s
                 continue
             now = _now()
             if now < spin_until:

@@ -15,13 +15,15 @@ object: it reaches every host). The master's refusals (OBJECT_ALREADY_EXISTS, NO
 bad parameters) are raised as the real client's would be. Upserts always go through the real
 client, and so do values above MAX_BYTES (the real client's engine copies those on its threads,
 into mappings whose page tables it filled in beforehand; here every first write to a page of a
-fresh mapping faults under the GIL: 1 MiB puts written here ran at half the rate), and puts made
-while BUSY_CALLS calls already wait on the master channel.
+fresh mapping faulted under the GIL: 1 MiB puts written here ran at half the rate, measured
+before grants' page tables were filled in by a thread), and puts made while BUSY_CALLS calls
+already wait on the master channel.
 
 Off by default (DummyClient.setup(direct_puts=True) or STORE_DUMMY_DIRECT_PUTS=1 turn it on):
 single puts of 4 and 64 KiB gain (1.1-1.6x the embedded client in bench:sidecar against
 0.6-1.25x), but in the same runs the Python process's 64-thread puts and its 1 and 4 MiB puts
-through the real client were slower, for reasons not found yet (docs/client.md).
+through the real client were slower (4 MiB in A: 0.3x memcpy against 0.63x), for reasons not
+found yet (docs/client.md).
 """
 import time
 from typing import List, Optional, Sequence

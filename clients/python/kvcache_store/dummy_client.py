@@ -57,11 +57,12 @@ DEFAULT_BUFFER_SIZE = 256 * MiB
 DEFAULT_TIMEOUT = 30.0
 #: Gets of at most this many bytes come back inside the reply; larger ones go through a lease.
 INLINE_GET_BYTES = 64 * 1024
-#: Objects up to this size are read here from same-host memory when the real client said where.
-#: Larger ones go through the real client: the first copy out of pages this process has not
-#: touched yet costs a page fault per 4 KiB here (~0.6 ms per 4 MiB, against ~0.15 ms once mapped
-#: and ~0.3 ms through the real client, whose mappings are warm), under the GIL.
-LOCAL_READ_MAX = 1 * MiB
+#: Objects up to this size are read here from same-host memory when the real client (or the
+#: master) said where. Grants' page tables are filled in by a thread (shm_grant.py), so a first
+#: copy takes no page fault per 4 KiB; 4 MiB reads here ran at 2,779-3,862 first reads/s and
+#: 6,950-7,128 repeated against 2,000-2,857 and 2,148-4,125 through the real client. Larger ones
+#: go through the real client, whose engine copies with two threads (here the copy holds the GIL).
+LOCAL_READ_MAX = 4 * MiB
 _now = time.monotonic
 
 
@@ -350,7 +351,7 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
 
     def _call_on(self, channel: Channel, name: str, req, deadline: float, on_late=None):
         m = METHODS[name]
-        payload = channel.call(name, m.index, req.SerializeToString(), deadline, on_late)
+        payload = channel.call(name, m.index, req.SerializeToString(), deadline, on_late, _spins(name, req))
         res = m.response.FromString(payload)
         if res.status_code != 0:
             raise StoreError.from_code(res.status_code, res.error or f"{name}: {E.code_name(res.status_code)}")
@@ -940,6 +941,21 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+#: A GetInto of at least this many bytes does not spin for its reply: the real client's engine
+#: copies them with two threads, and on a 2-core machine a spinning caller takes one of their
+#: cores. 4 MiB first reads through the real client, Python rows of bench:sidecar against a
+#: bench-shaped cluster: 1,881-2,405 reads/s spinning 100 us, 2,667-2,865 not; in bench:sidecar,
+#: two alternated pairs, 0.35-0.37x -> 0.41x memcpy in A, 0.40-0.59x -> 0.44-0.60x in B. Puts of
+#: 4 MiB gained nothing (they keep the spin), and 1 MiB reads, looked up at the master, lose
+#: without it.
+NO_SPIN_BYTES = 2 << 20
+
+
+def _spins(name: str, req) -> bool:
+    """Whether the caller of `name` may spin for its reply (Channel.call)."""
+    return name != "GetInto" or req.target.length < NO_SPIN_BYTES
 
 
 def _distinct_keys(keys: Sequence[str]) -> bool:

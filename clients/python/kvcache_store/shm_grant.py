@@ -62,6 +62,47 @@ FENCE_PAGE_BYTES = 8192
 MAX_REVOKED = 1000
 #: a write is copied and checked against the fence in chunks of at most this many bytes (the engine's chunk)
 WRITE_CHUNK = 1 << 20
+#: madvise(2) advice that fills in page tables (Linux 5.14+), and the window a populator fills at a time
+MADV_POPULATE_READ, MADV_POPULATE_WRITE = 22, 23
+POPULATE_WINDOW = 2 << 20
+_libc = ctypes.CDLL(None, use_errno=True)  # CDLL: the GIL is released around madvise
+_madvise = getattr(_libc, "madvise", None)
+if _madvise is not None:
+    _madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    _madvise.restype = ctypes.c_int
+
+
+class _PyBuffer(ctypes.Structure):
+    _fields_ = [("buf", ctypes.c_void_p), ("obj", ctypes.py_object), ("len", ctypes.c_ssize_t), ("itemsize", ctypes.c_ssize_t),
+                ("readonly", ctypes.c_int), ("ndim", ctypes.c_int), ("format", ctypes.c_char_p), ("shape", ctypes.c_void_p),
+                ("strides", ctypes.c_void_p), ("suboffsets", ctypes.c_void_p), ("internal", ctypes.c_void_p)]
+
+
+def _address_of(mm: mmap.mmap) -> int:
+    """The address of a mapping's first byte, read-only mappings included (the buffer protocol)."""
+    b = _PyBuffer()
+    ctypes.pythonapi.PyObject_GetBuffer(ctypes.py_object(mm), ctypes.byref(b), 0)
+    try:
+        return b.buf
+    finally:
+        ctypes.pythonapi.PyBuffer_Release(ctypes.byref(b))
+
+
+def _populate(grant: "Grant", peer: "ShmPeer", write: bool) -> None:
+    """Fills in the page tables of a new grant's mapping, window after window, on a thread of its
+    own (as the engine's populator does for its grants: docs/native.md): a copy through the grant
+    then takes no page fault per 4 KiB under the GIL. Stops when the grant goes stale or the
+    kernel refuses the advice (before Linux 5.14: pages fault in as they are touched)."""
+    if _madvise is None:
+        return
+    base = _address_of(grant._mm)
+    advice = MADV_POPULATE_WRITE if write else MADV_POPULATE_READ
+    size = len(grant._mm)
+    for at in range(0, size, POPULATE_WINDOW):
+        if not peer.alive or peer.generation() != grant.generation:
+            return
+        if _madvise(base + at, min(POPULATE_WINDOW, size - at), advice) != 0:
+            return
 
 
 class ShmRefused(StoreError):
@@ -295,6 +336,7 @@ class ShmPeer:
             for fd in fds:
                 os.close(fd)
         self.grants = self.grants + [g]
+        threading.Thread(target=_populate, args=(g, self, write), name=f"kvstore-populate-{self.endpoint}", daemon=True).start()
         return g
 
     def close(self) -> None:
