@@ -7,6 +7,7 @@ import os
 import re
 import sys
 import time
+import urllib.error
 import urllib.request
 from typing import Dict, List, Optional, Tuple
 
@@ -51,7 +52,13 @@ class VllmServer(Proc):
 
     def _post(self, path: str, body: dict, timeout: float):
         req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
-        return urllib.request.urlopen(req, timeout=timeout)
+        try:
+            return urllib.request.urlopen(req, timeout=timeout)
+        except urllib.error.URLError as e:
+            # a server that stopped answering: what it printed last says why
+            tail = self.output()[-4000:]
+            exited = self.proc.poll()
+            raise RuntimeError(f"{path} on {self.url} failed ({e}); the server {'exited with ' + str(exited) if exited is not None else 'is still running'}; its last output:\n{tail}") from e
 
     def complete(self, prompt: str, max_tokens: int = 8, timeout: float = 120.0) -> List[int]:
         """Greedy completion: the generated token ids."""
