@@ -28,7 +28,7 @@ import { ReplicaType } from '../proto/gen/store/ReplicaType.js';
 import type { BufferLease } from './buffer-pool.js';
 import type { DirectReads } from './dummy-direct-reads.js';
 import type { EngineTransferOp, TransferEnginePort } from './native-port.js';
-import { check, checkKey, wireConfig, type BatchWriteResult, type PutConfig } from './path-core.js';
+import { check, checkKey, handleOp, putStartRequest, type BatchWriteResult, type PutConfig } from './path-core.js';
 import { StoreError, UnavailableError } from './errors.js';
 
 const method = (name: string): MethodInfo => masterMethodByName.get(name) as MethodInfo;
@@ -107,7 +107,7 @@ export class DirectPuts {
     checkKey(key, what);
     const ch = await this.d.reads.masterChannel();
     if (!ch) return this.fellBack(1);
-    const req = startRequest(key, slices, config, what);
+    const req = putStartRequest(key, slices, config, what);
     let started: PutStartResponse__Output;
     try {
       started = await ch.call<PutStartResponse__Output>(PUT_START, req);
@@ -148,7 +148,7 @@ export class DirectPuts {
     if (!ch) return this.allBack(out);
     let reqs: PutStartRequest[];
     try {
-      reqs = items.map((it) => startRequest(it.key, it.slices, it.config, `put ${JSON.stringify(it.key)}`));
+      reqs = items.map((it) => putStartRequest(it.key, it.slices, it.config, `put ${JSON.stringify(it.key)}`));
     } catch {
       return this.allBack(out); // a bad config: the real client says what is wrong, per item
     }
@@ -224,12 +224,8 @@ export class DirectPuts {
    * of each slice ([] when checksums are off), or undefined when it failed (then the real client
    * writes them: it reaches every host and names a segment it cannot reach).
    */
-  private async write(objects: readonly { slices: Uint8Array[]; replicas: ReplicaInfo__Output[] }[]): Promise<number[][] | undefined> {
-    try {
-      return await this.copy(objects);
-    } catch {
-      return undefined;
-    }
+  private write(objects: readonly { slices: Uint8Array[]; replicas: ReplicaInfo__Output[] }[]): Promise<number[][] | undefined> {
+    return this.copy(objects).catch(() => undefined);
   }
 
   private async copy(objects: readonly { slices: Uint8Array[]; replicas: ReplicaInfo__Output[] }[]): Promise<number[][] | undefined> {
@@ -267,11 +263,7 @@ export class DirectPuts {
           r.handles.forEach((h, j) => {
             const length = o.slices[j].byteLength;
             if (length === 0) return;
-            const op: EngineTransferOp = { op: 'write', endpoint: h.te_endpoint, remoteAddress: Number(h.buffer), localAddress: sources[k][j]!, length };
-            const inc = Number(h.incarnation) || 0;
-            if (inc !== 0) op.incarnation = inc;
-            const gen = Number(h.generation) || 0;
-            if (gen !== 0) op.generation = gen;
+            const op = handleOp('write', h, h.te_endpoint, sources[k][j]!, length);
             if (this.checksums && sumOf[k][j] === -1) {
               op.checksum = true; // computed as the bytes are copied
               sumOf[k][j] = ops.length;
@@ -298,9 +290,4 @@ export class DirectPuts {
     this.fallbacks += out.length;
     return out;
   }
-}
-
-function startRequest(key: string, slices: Uint8Array[], config: PutConfig | undefined, what: string): PutStartRequest {
-  const slice_lengths = slices.map((s) => s.byteLength);
-  return { key, value_length: slice_lengths.reduce((a, b) => a + b, 0), slice_lengths, config: wireConfig(config, what) };
 }

@@ -6,6 +6,7 @@ import type { FileTier } from './file-tier.js';
 import type { HotCache } from './hot-cache.js';
 import type { BufHandle__Output } from '../proto/gen/store/BufHandle.js';
 import type { ReplicateConfig } from '../proto/gen/store/ReplicateConfig.js';
+import type { PutStartRequest } from '../proto/gen/store/PutStartRequest.js';
 import type { MasterClient } from './master-client.js';
 import { ErrorCode } from '../common/error-code.js';
 import { keyProblem } from '../common/key-rules.js';
@@ -155,6 +156,24 @@ export function checkKey(key: unknown, what: string): string {
   const problem = keyProblem(key);
   if (problem !== undefined) throw new InvalidParamsError(`${what}: the key ${problem}`, { code: ErrorCode.INVALID_KEY });
   return key as string;
+}
+
+/** The PutStart/UpsertStart request of `key` stored as `slices`. */
+export function putStartRequest(key: string, slices: readonly Uint8Array[], config: PutConfig | undefined, what: string): PutStartRequest {
+  const slice_lengths = slices.map((s) => s.byteLength);
+  return { key, value_length: slice_lengths.reduce((a, b) => a + b, 0), slice_lengths, config: wireConfig(config, what) };
+}
+
+/** The engine op of `length` bytes at handle `h` (at `endpoint`): it names the registration the handle was planned for, and a write its generation. */
+export function handleOp(op: 'read' | 'write', h: BufHandle__Output, endpoint: string, localAddress: number, length: number): TransferOp {
+  const t: TransferOp = { op, endpoint, remoteAddress: Number(h.buffer), localAddress, length };
+  const inc = Number(h.incarnation) || 0;
+  if (inc !== 0) t.incarnation = inc;
+  if (op === 'write') {
+    const gen = Number(h.generation) || 0;
+    if (gen !== 0) t.generation = gen;
+  }
+  return t;
 }
 
 export function wireConfig(c: PutConfig | undefined, what: string): ReplicateConfig {
@@ -347,15 +366,7 @@ export class PathCore {
 
   /** The engine op of a piece: it names the registration the handle was planned for, and a write its generation. */
   op(op: 'read' | 'write', p: Piece, localAddress: number): TransferOp {
-    const h = p.handle;
-    const t: TransferOp = { op, endpoint: this.endpointOf(h), remoteAddress: Number(h.buffer), localAddress, length: p.length };
-    const inc = Number(h.incarnation) || 0;
-    if (inc !== 0) t.incarnation = inc;
-    if (op === 'write') {
-      const gen = Number(h.generation) || 0;
-      if (gen !== 0) t.generation = gen;
-    }
-    return t;
+    return handleOp(op, p.handle, this.endpointOf(p.handle), localAddress, p.length);
   }
 
   /** Checksums recorded and checked, or undefined when they are off. */

@@ -17,7 +17,7 @@ import {
   LARGE_VALUE_BYTES,
   slicesOf,
   transferFailure,
-  wireConfig,
+  putStartRequest,
   type BatchWriteResult,
   type PathCore,
   type PutConfig,
@@ -92,17 +92,12 @@ export class WritePath {
     return this.writeBatch(this.upsertRpcs, items);
   }
 
-  private startRequest(key: string, slices: Uint8Array[], config: PutConfig | undefined, what: string): PutStartRequest {
-    const slice_lengths = slices.map((s) => s.byteLength);
-    return { key, value_length: slice_lengths.reduce((a, b) => a + b, 0), slice_lengths, config: wireConfig(config, what) };
-  }
-
   private async writeOne(rpcs: WriteRpcs, key: string, value: Value, config?: PutConfig): Promise<void> {
     const what = `${rpcs.verb} ${JSON.stringify(key)}`;
     this.core.pool(what);
     checkKey(key, what);
     const slices = slicesOf(value, what);
-    const req = this.startRequest(key, slices, config, what);
+    const req = putStartRequest(key, slices, config, what);
     for (let attempt = 1; ; attempt++) {
       const res = await rpcs.start(req);
       check(res.status_code, `${what}: start refused`);
@@ -257,7 +252,7 @@ export class WritePath {
         if (seen.has(it.key)) throw new InvalidParamsError(`${w}: the key appears twice in the batch`);
         seen.add(it.key);
         const slices = slicesOf(it.value, w);
-        prepared.push({ i, slices, req: this.startRequest(it.key, slices, it.config, w) });
+        prepared.push({ i, slices, req: putStartRequest(it.key, slices, it.config, w) });
       } catch (e) {
         results[i].error = e as StoreError;
       }

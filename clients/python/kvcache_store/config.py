@@ -34,6 +34,17 @@ class ReplicateConfig:
         )
 
 
+def preferred_segment(config) -> str:
+    """The segment `config` prefers ('' : none): `preferred_segment`, else the first of Mooncake's `preferred_segments`."""
+    if config is None:
+        return ""
+    seg = getattr(config, "preferred_segment", "") or ""
+    if not seg:
+        segs = getattr(config, "preferred_segments", None) or []
+        seg = segs[0] if segs else ""
+    return str(seg)
+
+
 def to_wire(config, out: pb.ReplicateConfig) -> None:
     """Fills the proto message from `config` (None: the defaults)."""
     if config is None:
@@ -45,8 +56,4 @@ def to_wire(config, out: pb.ReplicateConfig) -> None:
     out.replica_num = n
     out.with_soft_pin = bool(getattr(config, "with_soft_pin", False))
     out.with_hard_pin = bool(getattr(config, "with_hard_pin", False))
-    seg = getattr(config, "preferred_segment", "") or ""
-    if not seg:
-        segs = getattr(config, "preferred_segments", None) or []
-        seg = segs[0] if segs else ""
-    out.preferred_segment = str(seg)
+    out.preferred_segment = preferred_segment(config)

@@ -31,7 +31,7 @@ from typing import List, Optional, Sequence
 import google_crc32c
 
 from ._proto import store_master_pb2 as mpb
-from .config import to_wire
+from .config import preferred_segment as _preferred, to_wire
 from .direct_reads import CALL_TIMEOUT, DirectReads
 from .errors import OK, UNAVAILABLE_IN_CURRENT_STATUS, StoreError, UnavailableError, check
 from .local_reads import LocalReads, crc32c_at
@@ -233,12 +233,3 @@ class DirectPuts:
         self.fallbacks += len(out)
         return out
 
-
-def _preferred(config) -> str:
-    if config is None:
-        return ""
-    seg = getattr(config, "preferred_segment", "") or ""
-    if not seg:
-        segs = getattr(config, "preferred_segments", None) or []
-        seg = segs[0] if segs else ""
-    return str(seg)
