@@ -47,6 +47,22 @@ class VllmServer(Proc):
             env = {"STORE_SIDECAR_ADDRESS": store.rpc, "STORE_SHM_DIR": store.shm_dir}
         super().__init__(name, args + (extra_args or []), env=offline_env(env))
         self.wait_for(READY, timeout=startup_timeout)
+        self._wait_serving(time.monotonic() + startup_timeout)
+
+    def _wait_serving(self, deadline: float) -> None:
+        """Until the HTTP port answers: uvicorn prints its startup line before it listens, and a
+        request sent in between is refused (CI saw that: "connection refused", the server alive).
+        The socket has no event to await from here, so /health is asked again until it answers."""
+        while True:
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=5):
+                    return
+            except (urllib.error.URLError, ConnectionError, OSError) as e:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"{self.url}: the server exited with {self.proc.returncode}; its last output:\n{self.output()[-4000:]}") from e
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{self.url}: not answering after its startup line ({e})") from e
+                time.sleep(0.1)
 
     # ------------------------------------------------------------------ HTTP
 
