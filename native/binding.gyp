@@ -32,6 +32,7 @@
         "src/raw_pump.cc",
         "src/shareable_registry.cc",
         "src/paged_file.cc",
+        "src/sequential_read_ahead.cc",
         "src/shm_server.cc",
         "src/peer_credentials.cc",
         "src/addon_peer_credentials.cc",

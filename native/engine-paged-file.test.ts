@@ -106,6 +106,37 @@ describe(`paged file regions${why ? ` (skipped: ${why})` : ''}`, () => {
     expect(sha(await read(later, 3 * MiB + 5, 2 * MiB))).toBe(sha(content.subarray(51 * MiB + 5, 53 * MiB + 5)));
   });
 
+  maybe('a run of READs of neighbouring ranges is read ahead of; scattered READs and reads again are not', async () => {
+    const { path, content } = coldFile('run.bin', FILE_SIZE);
+    const peer = await filePeer(path, FILE_SIZE);
+    // scattered 64 KiB READs, one of them read twice: the device reads exactly them
+    const scattered = [5, 1, 9, 9, 3, 13, 7].map((i) => i * MiB);
+    for (const at of scattered) expect(sha(await read(peer, at, 64 * KiB))).toBe(sha(content.subarray(at, at + 64 * KiB)));
+    expect(cachedBytes(path)).toBe(6 * 64 * KiB);
+    // 64 KiB objects read in file order from 32 MiB: from the third neighbour on, the file ahead
+    // of the run is read in large steps, and what is read ahead is the file's own bytes
+    dropCache(path);
+    const start = 32 * MiB;
+    for (let i = 0; i < 4; i++) {
+      const at = start + i * 64 * KiB;
+      expect(sha(await read(peer, at, 64 * KiB))).toBe(sha(content.subarray(at, at + 64 * KiB)));
+    }
+    expect(cachedBytes(path)).toBeGreaterThanOrEqual(2 * MiB);
+    for (let i = 4; i < 64; i++) {
+      const at = start + i * 64 * KiB;
+      expect(sha(await read(peer, at, 64 * KiB))).toBe(sha(content.subarray(at, at + 64 * KiB)));
+    }
+    const cached = cachedBytes(path);
+    expect(cached).toBeGreaterThanOrEqual(4 * MiB);
+    expect(cached).toBeLessThanOrEqual(4 * MiB + 3 * MiB); // at most a window and a half beyond the run
+    // the run never reads past the end of the region served
+    const tail = await filePeer(path, 2 * MiB, 40 * MiB);
+    dropCache(path);
+    for (let i = 0; i < 32; i++) await read(tail, i * 64 * KiB, 64 * KiB);
+    expect(cachedBytes(path)).toBe(2 * MiB);
+    expect((await peer.stats()).fileReadErrors).toBe(0);
+  });
+
   maybe('bytes written through the mapping or by a WRITE are what a READ returns', async () => {
     const { path, content } = coldFile('written.bin', 8 * MiB);
     const peer = await filePeer(path, 8 * MiB);

@@ -28,6 +28,7 @@ std::unique_ptr<PagedFile> FindPagedFile(uint64_t address, uint64_t length) {
   if (!f->fd.valid()) return nullptr;  // no /proc: served from the mapping as before
   ::posix_fadvise(f->fd.get(), 0, 0, POSIX_FADV_RANDOM);
   f->file_offset = m.file_offset + (address - m.map_base);
+  f->file_end = f->file_offset + length;
   return f;
 }
 

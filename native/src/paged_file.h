@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "sequential_read_ahead.h"
 #include "unique_fd.h"
 
 namespace kvstore {
@@ -14,6 +15,8 @@ namespace kvstore {
 struct PagedFile {
   UniqueFd fd;               // the file opened again, read-only, POSIX_FADV_RANDOM
   uint64_t file_offset = 0;  // where in the file the region's first byte is
+  uint64_t file_end = 0;     // where in the file the region's last byte ends
+  mutable SequentialReadAhead ahead;  // READs of neighbouring ranges (tcp_server.cc)
 };
 
 // The paged file behind [address, +length) when it lies in a file-backed mapping of that kind;

@@ -7,8 +7,9 @@
 // device's read-ahead, 8 MiB on the machine measured): a 64 KiB object read at random cost 8 MiB
 // of device reads (docs/tiers.md "Measured"). Through the file (opened for random access) the
 // kernel reads the pages asked for and nothing more; an op of several chunks asks for its whole
-// range with its first chunk. A read error fails the request (the connection closes, counted in
-// fileReadErrors), and the socket takes the page-cache pages without a copy into it. The bytes
+// range with its first chunk, and a run of single-chunk READs of neighbouring ranges is read
+// ahead of (sequential_read_ahead.h). A read error fails the request (the connection closes,
+// counted in fileReadErrors), and the socket takes the page-cache pages without a copy into it. The bytes
 // then leave when the peer takes them rather than when this thread copies them, which is no
 // weaker than before: the reader's lease keeps the range from being freed and rewritten until its
 // read ends, and it checks the bytes against the CRC-32C the writer recorded (a same-host reader
@@ -209,9 +210,13 @@ bool TcpServer::ServeRequest(int fd, std::vector<char>* scratch) {
     resp.length = req.length;
     if (const PagedFile* file = pin.file()) {
       // The op's first chunk asks the device for the whole op at once: its other chunks, served
-      // by other connections, then find their pages read or on the way.
+      // by other connections, then find their pages read or on the way. An op of one chunk may
+      // be one of a run of neighbours (small objects read in file order): read ahead of the run.
       if (req.address == req.range_start && req.range_length > req.length) {
         ::readahead(file->fd.get(), static_cast<off64_t>(pin.FileOffset(req.range_start)), req.range_length);
+      } else if (req.range_length == req.length) {
+        const SequentialReadAhead::Range ahead = file->ahead.OnRead(pin.FileOffset(req.address), req.length, file->file_end);
+        if (ahead.length > 0) ::readahead(file->fd.get(), static_cast<off64_t>(ahead.offset), ahead.length);
       }
       st = SendFromFile(fd, resp, *file, pin.FileOffset(req.address), target, req.length, deadline, &err);
     } else {
