@@ -4,6 +4,7 @@
 // (about 8 bytes per cycle), and join them with carry-less multiplies (PCLMULQDQ) by the right
 // powers of x. Compiled with function-level target attributes: the rest of the addon is built
 // without -msse4.2, and crc32c.cc only calls in here after Sse42Supported().
+#include <algorithm>
 #include <cstring>
 
 #include "crc32c_backend.h"
@@ -112,7 +113,9 @@ uint32_t Sse42Update(uint32_t reg, const uint8_t* src, size_t n) { return Update
 uint32_t Sse42CopyUpdate(uint32_t reg, uint8_t* dst, const uint8_t* src, size_t n, bool stream) {
   if (!stream) return Update<Copy::kPlain>(reg, dst, src, n);
   // Byte steps until dst is 8-byte aligned, so no streaming store straddles a cache line.
-  const size_t head = (8 - reinterpret_cast<uintptr_t>(dst) % 8) % 8;
+  // Never more than n: a short copy to a misaligned dst would otherwise run past its end (and
+  // n - head wrap around).
+  const size_t head = std::min<size_t>((8 - reinterpret_cast<uintptr_t>(dst) % 8) % 8, n);
   reg = Update<Copy::kPlain>(reg, dst, src, head);
   reg = Update<Copy::kStream>(reg, dst + head, src + head, n - head);
   _mm_sfence();  // streaming stores are weakly ordered: make them visible before we return
