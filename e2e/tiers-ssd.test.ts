@@ -112,6 +112,68 @@ describe('SSD tier', () => {
     expect(summary).toMatch(/ssd tier: .* used/);
   }, 120_000);
 
+  it('an embedded client takes an SSD tier of its own (the offload option), mounted with protocol ssd', async () => {
+    const own = await Client.setup(cluster.clientConfig(), { offload: { dir, size: 4 * 1024 * 1024 } });
+    try {
+      const seg = own.mountedSegments.find((x) => x.memory === 'ssd');
+      expect(seg).toBeDefined();
+      const detail = JSON.parse(await cluster.admin('/get_segments_detail')) as { segments: { segment_name: string; protocol: string }[] };
+      expect(detail.segments.find((x) => x.segment_name === seg!.name)?.protocol).toBe('ssd');
+      await expect(own.addOffloadFile(dir, 1000)).rejects.toMatchObject({ code: ErrorCode.INVALID_PARAMS });
+      await expect(own.addOffloadFile(join(dir, 'missing'), 4096)).rejects.toMatchObject({ code: ErrorCode.INVALID_PARAMS });
+    } finally {
+      await own.close();
+    }
+  }, 60_000);
+
+  it('a directory that cannot hold the offload file stops the store service with exit 2, naming --offload_dir', async () => {
+    const svc = cluster.addService(['--global_segment_size=4MB', `--offload_dir=${join(dir, 'no-such-dir')}`, '--offload_size=4MB']);
+    await expect(svc).rejects.toThrow(/exited \(2\)[\s\S]*--offload_dir: [\s\S]*no-such-dir/);
+  });
+
+  it('promotes an SSD-only object read past the admission threshold back to memory', async () => {
+    const keys = [...(await client.queryByRegex('^fill-')).entries()].filter(([, rs]) => rs.every((r) => r.replica_type === ReplicaType.DISK)).map(([k]) => k);
+    expect(keys.length).toBeGreaterThan(0);
+    const key = keys[keys.length - 1];
+    // Two clients: each keeps replica lists it read under their lease (client/replica-cache.ts),
+    // so only the first read of each reaches the master and counts toward promotion.
+    const other = await Client.setup(cluster.clientConfig(), { checksums: true });
+    let value: Buffer;
+    try {
+      value = await client.get(key); // served from disk: one read
+      expect((await other.get(key)).equals(value)).toBe(true); // two: past the threshold
+    } finally {
+      await other.close();
+    }
+    await eventually(async () => (await replicaTypes(client, key)).includes(ReplicaType.MEMORY), `${key} promoted`).catch(async (e: Error) => {
+      throw new Error(`${e.message}\n${await cluster.admin('/metrics/summary')}`);
+    });
+    expect((await client.get(key)).equals(value)).toBe(true);
+  }, 60_000);
+});
+
+// The hot cache serves values only a DISK replica holds: no promotion here, which would bring the
+// object back to memory between the test's reads (a race the cluster above has).
+describe('SSD tier: local hot cache', () => {
+  let dir: string;
+  let cluster: LocalCluster;
+  let client: Client;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'kvstore-ssd-hot-'));
+    cluster = await LocalCluster.start({ masterArgs: ['--enable_offload', '--default_kv_lease_ttl=200'] });
+    await cluster.addService(['--global_segment_size=4MB', `--offload_dir=${dir}`, '--offload_size=64MB']);
+    client = await Client.setup(cluster.clientConfig(), { checksums: true });
+    for (let i = 0; i < 24; i++) await putRetry(client, `fill-${i}`, randomBytes(256 * KiB)); // 6 MiB into 4 MiB of memory
+    await eventually(async () => (await replicaTypes(client, 'fill-0')).every((t) => t === ReplicaType.DISK), 'fill-0 on SSD only');
+  }, 60_000);
+
+  afterAll(async () => {
+    await client?.close();
+    await cluster?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }, 30_000);
+
   it('serves an SSD-only value read again from the local hot cache, and never a rewritten object from it', async () => {
     const env = { ...process.env, MC_STORE_LOCAL_HOT_CACHE_SIZE: '8mb', MC_STORE_LOCAL_HOT_BLOCK_SIZE: '64kb', MC_STORE_LOCAL_HOT_ADMISSION_THRESHOLD: '1' };
     const reader = await Client.setup(cluster.clientConfig(), { checksums: true, env });
@@ -161,45 +223,6 @@ describe('SSD tier', () => {
     } finally {
       await reader.close();
     }
-  }, 60_000);
-
-  it('an embedded client takes an SSD tier of its own (the offload option), mounted with protocol ssd', async () => {
-    const own = await Client.setup(cluster.clientConfig(), { offload: { dir, size: 4 * 1024 * 1024 } });
-    try {
-      const seg = own.mountedSegments.find((x) => x.memory === 'ssd');
-      expect(seg).toBeDefined();
-      const detail = JSON.parse(await cluster.admin('/get_segments_detail')) as { segments: { segment_name: string; protocol: string }[] };
-      expect(detail.segments.find((x) => x.segment_name === seg!.name)?.protocol).toBe('ssd');
-      await expect(own.addOffloadFile(dir, 1000)).rejects.toMatchObject({ code: ErrorCode.INVALID_PARAMS });
-      await expect(own.addOffloadFile(join(dir, 'missing'), 4096)).rejects.toMatchObject({ code: ErrorCode.INVALID_PARAMS });
-    } finally {
-      await own.close();
-    }
-  }, 60_000);
-
-  it('a directory that cannot hold the offload file stops the store service with exit 2, naming --offload_dir', async () => {
-    const svc = cluster.addService(['--global_segment_size=4MB', `--offload_dir=${join(dir, 'no-such-dir')}`, '--offload_size=4MB']);
-    await expect(svc).rejects.toThrow(/exited \(2\)[\s\S]*--offload_dir: [\s\S]*no-such-dir/);
-  });
-
-  it('promotes an SSD-only object read past the admission threshold back to memory', async () => {
-    const keys = [...(await client.queryByRegex('^fill-')).entries()].filter(([, rs]) => rs.every((r) => r.replica_type === ReplicaType.DISK)).map(([k]) => k);
-    expect(keys.length).toBeGreaterThan(0);
-    const key = keys[keys.length - 1];
-    // Two clients: each keeps replica lists it read under their lease (client/replica-cache.ts),
-    // so only the first read of each reaches the master and counts toward promotion.
-    const other = await Client.setup(cluster.clientConfig(), { checksums: true });
-    let value: Buffer;
-    try {
-      value = await client.get(key); // served from disk: one read
-      expect((await other.get(key)).equals(value)).toBe(true); // two: past the threshold
-    } finally {
-      await other.close();
-    }
-    await eventually(async () => (await replicaTypes(client, key)).includes(ReplicaType.MEMORY), `${key} promoted`).catch(async (e: Error) => {
-      throw new Error(`${e.message}\n${await cluster.admin('/metrics/summary')}`);
-    });
-    expect((await client.get(key)).equals(value)).toBe(true);
   }, 60_000);
 });
 
