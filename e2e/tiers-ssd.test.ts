@@ -66,25 +66,43 @@ async function offloadUnderWay(dir: string, count: number, size: number, prefix:
   return { cluster, mem, ssd, client, values };
 }
 
+interface SsdTier {
+  dir: string; // the store service's offload directory
+  cluster: LocalCluster;
+  client: Client;
+  stop(): Promise<void>;
+}
+
+/** A master with `masterArgs`, one store service of 4 MiB memory over a 64 MiB offload file, a client with checksums. */
+async function ssdTier(masterArgs: string[]): Promise<SsdTier> {
+  const dir = mkdtempSync(join(tmpdir(), 'kvstore-ssd-'));
+  const cluster = await LocalCluster.start({ masterArgs });
+  await cluster.addService(['--global_segment_size=4MB', `--offload_dir=${dir}`, '--offload_size=64MB']);
+  const client = await Client.setup(cluster.clientConfig(), { checksums: true });
+  return {
+    dir,
+    cluster,
+    client,
+    async stop() {
+      await client.close();
+      await cluster.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
 describe('SSD tier', () => {
+  let tier: SsdTier;
   let dir: string;
   let cluster: LocalCluster;
   let client: Client;
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'kvstore-ssd-'));
-    cluster = await LocalCluster.start({
-      masterArgs: ['--enable_offload', '--promotion_on_hit', '--promotion_admission_threshold=2', '--default_kv_lease_ttl=200'],
-    });
-    await cluster.addService(['--global_segment_size=4MB', `--offload_dir=${dir}`, '--offload_size=64MB']);
-    client = await Client.setup(cluster.clientConfig(), { checksums: true });
+    tier = await ssdTier(['--enable_offload', '--promotion_on_hit', '--promotion_admission_threshold=2', '--default_kv_lease_ttl=200']);
+    ({ dir, cluster, client } = tier);
   }, 60_000);
 
-  afterAll(async () => {
-    await client?.close();
-    await cluster?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  }, 30_000);
+  afterAll(() => tier?.stop(), 30_000);
 
   it('fills memory three times over: every object stays readable bit-exact, the evicted ones from disk', async () => {
     const values = new Map<string, Buffer>();
@@ -155,24 +173,18 @@ describe('SSD tier', () => {
 // The hot cache serves values only a DISK replica holds: no promotion here, which would bring the
 // object back to memory between the test's reads (a race the cluster above has).
 describe('SSD tier: local hot cache', () => {
-  let dir: string;
+  let tier: SsdTier;
   let cluster: LocalCluster;
   let client: Client;
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'kvstore-ssd-hot-'));
-    cluster = await LocalCluster.start({ masterArgs: ['--enable_offload', '--default_kv_lease_ttl=200'] });
-    await cluster.addService(['--global_segment_size=4MB', `--offload_dir=${dir}`, '--offload_size=64MB']);
-    client = await Client.setup(cluster.clientConfig(), { checksums: true });
+    tier = await ssdTier(['--enable_offload', '--default_kv_lease_ttl=200']);
+    ({ cluster, client } = tier);
     for (let i = 0; i < 24; i++) await putRetry(client, `fill-${i}`, randomBytes(256 * KiB)); // 6 MiB into 4 MiB of memory
     await eventually(async () => (await replicaTypes(client, 'fill-0')).every((t) => t === ReplicaType.DISK), 'fill-0 on SSD only');
   }, 60_000);
 
-  afterAll(async () => {
-    await client?.close();
-    await cluster?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  }, 30_000);
+  afterAll(() => tier?.stop(), 30_000);
 
   it('serves an SSD-only value read again from the local hot cache, and never a rewritten object from it', async () => {
     const env = { ...process.env, MC_STORE_LOCAL_HOT_CACHE_SIZE: '8mb', MC_STORE_LOCAL_HOT_BLOCK_SIZE: '64kb', MC_STORE_LOCAL_HOT_ADMISSION_THRESHOLD: '1' };
