@@ -3,7 +3,10 @@
 //
 // 1. Raw speed of the offload directory's file system: dd of BENCH_RAW_MB (default 512) MiB with
 //    direct I/O (oflag=direct / iflag=direct; without it when the file system refuses O_DIRECT,
-//    as tmpfs does, and then said), and fio when installed (`apt-get install -y fio`; optional).
+//    as tmpfs does, and then said), and fio when installed (`apt-get install -y fio`; optional):
+//    sequential 1 MiB write and read, and 64 KiB random reads with as many in flight as the reader
+//    has connections (BENCH_READER_CONNECTIONS, default 4), the device's own rate for cold 64 KiB
+//    READs, which the cold 64 KiB rows are also given against.
 // 2. Real processes on 127.0.0.1: a store_master with --enable_offload and a store service with
 //    a 64 MB memory segment and a 4 GB SSD tier (--offload_dir, BENCH_OFFLOAD_DIR or a directory
 //    in the same file system as part 1; sparse, so only what is written takes room). Objects of
@@ -90,18 +93,36 @@ function rawDevice(dir: string): { write: number; read: number; how: string } {
   }
 }
 
-function fio(dir: string): string | undefined {
+/** TCP connections the reader keeps to the store service (the transfer engine's default, 4; BENCH_READER_CONNECTIONS). */
+const READER_CONNECTIONS = Number(process.env.BENCH_READER_CONNECTIONS ?? 4);
+
+interface Fio {
+  line: string;
+  /** Bytes per second of 64 KiB reads at random offsets, READER_CONNECTIONS in flight. */
+  randRead64: number;
+}
+
+/**
+ * fio when installed: sequential 1 MiB write and read, and 64 KiB reads at random offsets with as
+ * many in flight as the reader has connections (the store service serves one READ at a time per
+ * connection, so that is the most the device is asked at once by cold single-chunk READs).
+ */
+function fio(dir: string): Fio | undefined {
   if (spawnSync('fio', ['--version']).status !== 0) return undefined;
-  const out = (rw: string): string => {
+  const run = (rw: string, bs: string, engine: string[]): number => {
     const r = execFileSync(
       'fio',
-      ['--name=raw', `--directory=${dir}`, `--rw=${rw}`, '--bs=1M', `--size=${RAW_MB}M`, '--direct=1', '--ioengine=psync', '--output-format=terse', '--terse-version=3'],
+      ['--name=raw', `--directory=${dir}`, `--rw=${rw}`, `--bs=${bs}`, `--size=${RAW_MB}M`, '--direct=1', ...engine, '--output-format=terse', '--terse-version=3'],
       { encoding: 'utf8' },
     );
     const f = r.trim().split(';');
-    return rw === 'write' ? `${(Number(f[47]) / 1024).toFixed(0)} MB/s` : `${(Number(f[6]) / 1024).toFixed(0)} MB/s`;
+    return Number(rw === 'write' ? f[47] : f[6]) * 1024; // KiB/s
   };
-  return `fio seq write ${out('write')}, seq read ${out('read')}`;
+  const mb = (bps: number): string => `${(bps / 1e6).toFixed(0)} MB/s`;
+  const write = run('write', '1M', ['--ioengine=psync']);
+  const read = run('read', '1M', ['--ioengine=psync']);
+  const randRead64 = run('randread', '64k', ['--ioengine=libaio', `--iodepth=${READER_CONNECTIONS}`]);
+  return { line: `fio seq write ${mb(write)}, seq read ${mb(read)}, 64 KiB random read with ${READER_CONNECTIONS} in flight ${mb(randRead64)}`, randRead64 };
 }
 
 /**
@@ -342,7 +363,7 @@ async function allOffloaded(cluster: LocalCluster, n: number): Promise<number> {
 const TARGET = 0.7; // issue #13: >= 0.7x the raw device
 const verdict = (x: number): string => (x >= TARGET ? `meets ${TARGET}x` : `misses ${TARGET}x`);
 
-async function ssdTier(dir: string, raw: { write: number; read: number }, peer: Peer, full: Peer): Promise<void> {
+async function ssdTier(dir: string, raw: { write: number; read: number }, fioRaw: Fio | undefined, peer: Peer, full: Peer): Promise<void> {
   const cluster = await LocalCluster.start({ masterArgs: ['--enable_offload', '--default_kv_lease_ttl=1000'], echo: process.env.BENCH_DEBUG ? (l) => console.log(l) : undefined });
   let client: Client | undefined;
   let reader: Client | undefined;
@@ -355,6 +376,7 @@ async function ssdTier(dir: string, raw: { write: number; read: number }, peer: 
     client = await Client.setup(cluster.clientConfig({ local_buffer_size: 256 * MiB }));
     reader = await Client.setup(cluster.clientConfig({ local_buffer_size: 256 * MiB }), {
       env: { ...process.env, MC_STORE_SHM_TRANSPORT: '0' },
+      engine: { connectionsPerPeer: READER_CONNECTIONS },
       replicaCacheEntries: 0, // every get asks the master, warm or cold: the two passes differ in where the bytes are only
     });
     const c = client;
@@ -408,7 +430,9 @@ async function ssdTier(dir: string, raw: { write: number; read: number }, peer: 
         .slice(0, toRead);
       const row = (what: string, r: Row): string => {
         const x = (r.gbps * 1e9) / raw.read;
-        return `get ${what} ${r.gbps.toFixed(2)} GB/s (${x.toFixed(2)}x raw read${what === 'cold' ? `, ${verdict(x)}` : ''}), p50 ${r.p50ms.toFixed(2)} ms, p99 ${r.p99ms.toFixed(2)} ms`;
+        // a cold 64 KiB READ is one device request at most (outside a run read ahead of): beside the device's own rate for those
+        const rand = what === 'cold' && size === 64 * KiB && fioRaw ? `; ${((r.gbps * 1e9) / fioRaw.randRead64).toFixed(2)}x fio's 64 KiB random read` : '';
+        return `get ${what} ${r.gbps.toFixed(2)} GB/s (${x.toFixed(2)}x raw read${what === 'cold' ? `, ${verdict(x)}` : ''}${rand}), p50 ${r.p50ms.toFixed(2)} ms, p99 ${r.p99ms.toFixed(2)} ms`;
       };
       // the reader's first reads (connections, compiled code) are not the cold pass's
       if (size === SIZES[0].size) {
@@ -541,11 +565,11 @@ async function main(): Promise<void> {
     const raw = rawDevice(dir);
     console.log(`raw file system of ${dir} (${RAW_MB} MiB, ${raw.how}): write ${(raw.write / 1e9).toFixed(2)} GB/s, read ${(raw.read / 1e9).toFixed(2)} GB/s`);
     const f = fio(dir);
-    console.log(f ? `  ${f}` : '  fio: not installed (apt-get install -y fio), dd only');
+    console.log(f ? `  ${f.line}` : '  fio: not installed (apt-get install -y fio), dd only');
     const peer = await memoryOnlyPeer('1GB');
     const full = await memoryOnlyPeer('64MB');
     console.log(`SSD tier through the store (1 store service, 64 MB memory, ${OFFLOAD_SIZE} SSD tier; the writer on its host, the reader over TCP):`);
-    await ssdTier(dir, raw, peer, full);
+    await ssdTier(dir, raw, f, peer, full);
     console.log('hit rate, Zipf(0.99) over 1024 objects of 64 KiB, DRAM tier 16 MiB (a quarter of the working set), 200k reads:');
     const mem = hitRate({}, false);
     const withSsd = hitRate({ enableOffload: true }, true);
