@@ -463,10 +463,11 @@ async function ssdTier(dir: string, raw: { write: number; read: number }, fioRaw
           const ms = performance.now() - t1;
           const used = cpu.perObject(keys.length);
           const after = deviceReads(dir);
-          // how cold it was: what the device read meanwhile (other jobs on the machine add to it)
+          // how cold it was: what the device read meanwhile (other jobs on the machine add to it).
+          // Busy: io_ticks is summed over CPUs, so I/O issued from two CPUs in one tick can count twice (169% seen): capped.
           const dev =
             before && after
-              ? `; the device read ${fmtMiB(after.bytes - before.bytes)} in ${after.ios - before.ios} requests meanwhile${ms >= 200 ? `, busy ${((100 * (after.busyMs - before.busyMs)) / ms).toFixed(0)}% of the time` : ''}`
+              ? `; the device read ${fmtMiB(after.bytes - before.bytes)} in ${after.ios - before.ios} requests meanwhile${ms >= 200 ? `, busy ${Math.min(100, (100 * (after.busyMs - before.busyMs)) / ms).toFixed(0)}% of the time` : ''}`
               : '; device reads not known for this file system';
           cold = `${row('cold', got)} (${fmtSize(resident)} of the file in the page cache after eviction${dev}; CPU per object: ${fmtCpu(used, 'reader')})`;
         } catch (e) {
