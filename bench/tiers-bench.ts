@@ -464,7 +464,7 @@ async function ssdTier(dir: string, raw: { write: number; read: number }, fioRaw
           const used = cpu.perObject(keys.length);
           const after = deviceReads(dir);
           // how cold it was: what the device read meanwhile (other jobs on the machine add to it).
-          // Busy: io_ticks is summed over CPUs, so I/O issued from two CPUs in one tick can count twice (169% seen): capped.
+          // Busy: the kernel's io_ticks can count more than the time that passed (169% seen on a virtio disk): capped.
           const dev =
             before && after
               ? `; the device read ${fmtMiB(after.bytes - before.bytes)} in ${after.ios - before.ios} requests meanwhile${ms >= 200 ? `, busy ${Math.min(100, (100 * (after.busyMs - before.busyMs)) / ms).toFixed(0)}% of the time` : ''}`
