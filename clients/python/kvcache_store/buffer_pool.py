@@ -166,14 +166,20 @@ class BufferPool:
     # ------------------------------------------------------------------ windows
 
     def _add_window(self, start: int, length: int, region: SharedRegion, offset: int) -> None:
-        bisect.insort(self._starts, start)
+        # release() unmaps a lease's memory before the pool takes its window back, so another
+        # thread's new mapping may get the same address first: the newer window replaces it
+        if start not in self._windows:
+            bisect.insort(self._starts, start)
         self._windows[start] = (start + length, region, offset)
 
-    def _remove_window(self, start: int) -> None:
-        i = bisect.bisect_left(self._starts, start)
-        if i < len(self._starts) and self._starts[i] == start:
-            del self._starts[i]
-            del self._windows[start]
+    def _remove_window(self, start: int, region: SharedRegion, offset: int) -> None:
+        """Removes the window at `start` if it is still that of `region` at `offset` (not one a
+        newer mapping at the same address has put in its place)."""
+        w = self._windows.get(start)
+        if w is None or w[1] is not region or w[2] != offset:
+            return
+        del self._starts[bisect.bisect_left(self._starts, start)]
+        del self._windows[start]
 
     def add_region(self, region) -> None:
         """Makes a region that is not a lease (adopted engine memory, adopted_memory.py) known to locate()."""
@@ -182,9 +188,7 @@ class BufferPool:
 
     def remove_region(self, region) -> None:
         with self._cond:
-            w = self._windows.get(region.address)
-            if w is not None and w[1] is region:
-                self._remove_window(region.address)
+            self._remove_window(region.address, region, 0)
 
     def locate(self, address: int, length: int) -> Optional[Tuple[SharedRegion, int]]:
         """(region, file offset) of [address, address+length) when it lies in one of our mappings."""
@@ -315,10 +319,10 @@ class BufferPool:
         self._leased_bytes -= size
         if overflow:
             self._overflow -= 1
-            self._remove_window(region.address)
+            self._remove_window(region.address, region, 0)
             return region
         if window is not None:
-            self._remove_window(window)
+            self._remove_window(window, region, offset)
         self.allocator.free(offset)
         return None
 

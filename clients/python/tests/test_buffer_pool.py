@@ -190,3 +190,51 @@ def test_a_lease_dropped_without_release_comes_back_unless_a_view_outlives_it(po
     again.release()
     view.release()
     assert pool.stats()["leases"] == 1  # the lease whose view outlived it
+
+
+def test_a_mapping_reusing_a_released_leases_address_keeps_its_window(pool_dir):
+    # release() unmaps a tracked lease before the pool takes its window back; a lease another
+    # thread maps in between may get the same address. Its window must survive the old one's removal.
+    pool, _ = make_pool(pool_dir)
+    old = pool.acquire(4096, tracked=True)
+    newer = pool.acquire(4096, tracked=True)
+    at = old.ptr
+    real_return = pool._return
+
+    def racing_return(record):
+        # as if `newer` had been mapped at the address `old` just gave up
+        with pool._cond:
+            pool._add_window(at, 4096, pool.primary, newer.offset)
+        real_return(record)
+
+    pool._return = racing_return
+    old.release()
+    pool._return = real_return
+    assert pool.locate(at, 4096) == (pool.primary, newer.offset)
+    assert pool._starts.count(at) == 1
+    with pool._cond:
+        pool._remove_window(at, pool.primary, newer.offset)
+    newer.release()
+    assert pool.locate(at, 1) is None and pool.stats()["leases"] == 0
+
+
+def test_threads_acquiring_and_releasing_tracked_leases_at_once(pool_dir):
+    pool, _ = make_pool(pool_dir, size=MiB)
+    errors = []
+
+    def work():
+        try:
+            for i in range(300):
+                with pool.acquire((4096, 65536, 200_000)[i % 3], tracked=True) as lease:
+                    lease.buffer[:1] = b"x"
+                    assert pool.locate(lease.ptr, lease.size) is not None
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == [] and pool.stats()["leases"] == 0
+    assert sorted(pool._starts) == pool._starts and len(pool._starts) == len(pool._windows) == 1
