@@ -41,12 +41,13 @@ from .connection import resolve_endpoint, open_socket
 from .dummy_adopt import AdoptCalls
 from .dummy_metadata import MetadataCalls
 from .cluster_auth import client_secret
-from .errors import DeadlineExceededError, InvalidParamsError, StoreError, UnauthenticatedError, UnavailableError
+from .errors import DeadlineExceededError, InvalidParamsError, StoreError, UnauthenticatedError, UnavailableError, code_name
 from .dummy_tasks import TaskCalls
 from .protocol import METHODS
 from .local_reads import DEFAULT_LOCAL_READ_ENTRIES, LocalReads
 from .direct_reads import DirectReads
 from .direct_puts import DirectPuts
+from .call_combiner import CallCombiner
 from .shm_region import SharedRegion
 from .values import Buf, as_buffer, copy_in, copy_out
 
@@ -123,6 +124,9 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
         self._direct: Optional[DirectReads] = None
         #: puts written into same-host memory here (direct_puts.py); None when turned off
         self._puts: Optional[DirectPuts] = None
+        #: first reads and puts of many threads combined into batches (call_combiner.py); None when turned off
+        self._reads: Optional[CallCombiner] = None
+        self._writes: Optional[CallCombiner] = None
 
     # ------------------------------------------------------------------ setup
 
@@ -153,6 +157,7 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
         local_read_entries: int = DEFAULT_LOCAL_READ_ENTRIES,
         direct_reads: Optional[bool] = None,
         direct_puts: Optional[bool] = None,
+        combine_calls: Optional[bool] = None,
         env=None,
     ) -> int:
         """Connects to the real client. Mooncake's positional arguments are accepted: the cluster
@@ -167,7 +172,10 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
         read of same-host memory is looked up at the master here and copied here; with those,
         `direct_puts` (default: off unless STORE_DUMMY_DIRECT_PUTS is 1/true/yes/on): a put of at
         most 64 KiB whose placement is same-host memory is made here when the real client allows
-        it (its Hello says so). Returns 0
+        it (its Hello says so). `combine_calls` (default: on unless STORE_DUMMY_COMBINE_CALLS
+        is 0/false/no/off): first reads (get_into) and puts (put, put_from of one buffer) of
+        threads calling at the same time with the default timeout are made in batch calls
+        (call_combiner.py). Returns 0
         (or raises with raise_errors=True; else a negative ErrorCode)."""
         if isinstance(local_hostname, dict):
             return self.setup(**local_hostname)
@@ -193,6 +201,14 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
                         direct_puts = env.get("STORE_DUMMY_DIRECT_PUTS", "").strip().lower() in ("1", "true", "yes", "on")
                     if direct_puts:
                         self._puts = DirectPuts(self._direct, self._local)
+            if combine_calls is None:
+                combine_calls = env.get("STORE_DUMMY_COMBINE_CALLS", "").strip().lower() not in ("0", "false", "no", "off")
+            if combine_calls:
+                self._reads = CallCombiner(
+                    lambda key, target, _: self._first_read_into(key, target, None),
+                    lambda keys, targets, _: self._batch_get_into(keys, targets, self._deadline(None), None),
+                )
+                self._writes = CallCombiner(self._one_put, lambda keys, bufs, config: self._batch_write("put", keys, bufs, config, None))
             self._setup(resolve_endpoint(address, socket_path, shm_dir, env), size, max_regions, max_bytes, acquire_timeout, overflow, timeout, spin_us, client_name, lazy)
             return 0
         except (StoreError, TypeError, ValueError) as e:
@@ -370,6 +386,25 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
         local.end(key, stamp, res)
         return res
 
+    def _in_region(self, buf: Buf) -> bool:
+        """`buf` lies in a shared region and the real client maps them: a batch of such buffers
+        carries spans only (one of other memory would be staged in one lease for all, which may
+        not fit where each alone would)."""
+        c = self._conn
+        return c is not None and c.shared and buf.address is not None and self._locate(buf.address, buf.size) is not None
+
+    def _combined(self, r, what: str, key: str) -> int:
+        """A combined call's result as the single call's: raised again, or a code raised with raise_errors."""
+        if isinstance(r, BaseException):
+            raise r
+        if r < 0 and self.raise_errors:
+            raise StoreError.from_code(r, f"{what} {key!r}: {code_name(r)}")
+        return r
+
+    def _one_put(self, key: str, buf: Buf, config) -> int:
+        self._write("put", key, [buf], config, None)
+        return 0
+
     def _live(self) -> bool:
         """Connected: the locations we keep came from this real client (a reconnection drops them)."""
         c = self._conn
@@ -502,10 +537,17 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
         stored as one object). 0 on success (an existing key counts as success, as in Mooncake;
         with raise_errors it raises ObjectExistsError)."""
         try:
-            self._write("put", key, _parts(value, "put"), config, timeout)
-            return 0
+            return self._put("put", key, _parts(value, "put"), config, timeout)
         except (StoreError, TypeError, ValueError) as e:
             return self._code(e, exists_ok=True)
+
+    def _put(self, what: str, key: str, parts: List[Buf], config, timeout) -> int:
+        writes = self._writes
+        if writes is None or timeout is not None or len(parts) != 1 or not _plain_key(key) or not self._in_region(parts[0]):
+            self._write("put", key, parts, config, timeout)
+            return 0
+        # many threads' puts go in batches of one config (call_combiner.py)
+        return self._combined(writes.call(key, parts[0], config), what, key)
 
     def upsert(self, key: str, value, config=None, *, timeout: Optional[float] = None) -> int:
         """Inserts or replaces. 0 on success."""
@@ -519,8 +561,7 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
         """Stores `size` bytes at `buffer_ptr` (a pointer, or any buffer; size optional then).
         Zero copy when the memory lies in a shared region (alloc_buffer)."""
         try:
-            self._write("put", key, [as_buffer(buffer_ptr, size, what=f"put_from {key!r}")], config, timeout)
-            return 0
+            return self._put("put_from", key, [as_buffer(buffer_ptr, size, what=f"put_from {key!r}")], config, timeout)
         except (StoreError, TypeError, ValueError) as e:
             return self._code(e, exists_ok=True)
 
@@ -709,16 +750,27 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
                 n = local.read_into(key, target)
                 if n is not None:
                     return n
-                direct = self._direct
-                # larger objects are read through the real client anyway (LOCAL_READ_MAX)
-                if direct is not None and target.size <= LOCAL_READ_MAX and direct.usable():
-                    n = direct.read_into(key, target)
-                    if n is not None:
-                        return n
-            deadline = self._deadline(timeout)
-            return self._get_into(self._connection(deadline), key, target, deadline)
+            reads = self._reads
+            if reads is None or timeout is not None or not _plain_key(key) or not self._in_region(target):
+                return self._first_read_into(key, target, timeout)
+            # many threads' first reads go in batches (call_combiner.py); one call has one deadline
+            return self._combined(reads.call(key, target), "get_into", key)
         except (StoreError, TypeError, ValueError) as e:
             return self._code(e)
+
+    def _first_read_into(self, key: str, target: Buf, timeout: Optional[float]) -> int:
+        """get_into of a key with no location known here: looked up at the master here when it
+        is in same-host memory (direct_reads.py), else through the real client."""
+        local = self._local
+        if local is not None and self._live():
+            direct = self._direct
+            # larger objects are read through the real client anyway (LOCAL_READ_MAX)
+            if direct is not None and target.size <= LOCAL_READ_MAX and direct.usable():
+                n = direct.read_into(key, target)
+                if n is not None:
+                    return n
+        deadline = self._deadline(timeout)
+        return self._get_into(self._connection(deadline), key, target, deadline)
 
     def batch_get_into(self, keys: Sequence[str], buffer_ptrs: Sequence, sizes: Sequence[int], *, timeout: Optional[float] = None, on_late=None) -> List[int]:
         """Reads each key into its buffer in one call: bytes read or a negative code per key.
@@ -895,12 +947,18 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
 
     def stats(self) -> dict:
         """Bytes moved per path (zero copy, staged through a lease, inline in messages),
-        reconnections, local reads (local_read_stats), puts made here (direct_put_stats), and the
+        reconnections, local reads (local_read_stats), puts made here (direct_put_stats), first
+        reads and puts combined into batches (combined_reads, combined_puts: calls made and the
+        single calls they carried in batches), and the
         buffer pool's state."""
         with self._stats_lock:
             out = dict(self._stats)
         out["local_reads"] = self.local_read_stats
         out["direct_puts"] = self.direct_put_stats
+        comb = self._reads
+        out["combined_reads"] = {"calls": comb.calls, "batched": comb.batched} if comb else {}
+        comb = self._writes
+        out["combined_puts"] = {"calls": comb.calls, "batched": comb.batched} if comb else {}
         out["pool"] = self._pool.stats() if self._pool else {}
         out["registered_buffers"] = len(self._registered)
         c = self._conn
@@ -956,6 +1014,12 @@ NO_SPIN_BYTES = 2 << 20
 def _spins(name: str, req) -> bool:
     """Whether the caller of `name` may spin for its reply (Channel.call)."""
     return name != "GetInto" or req.target.length < NO_SPIN_BYTES
+
+
+def _plain_key(key) -> bool:
+    """A key the real client takes at once (printable ASCII, at most 4096 bytes): only such keys
+    join a combined batch, where one bad key would fail the others' reads."""
+    return isinstance(key, str) and 0 < len(key) <= 4096 and key.isascii() and key.isprintable()
 
 
 def _distinct_keys(keys: Sequence[str]) -> bool:
