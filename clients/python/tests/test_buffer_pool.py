@@ -5,6 +5,7 @@ import threading
 
 import numpy as np
 import pytest
+from in_threads import in_threads
 
 from kvcache_store import BufferExhaustedError, InvalidParamsError, LeaseInUseError
 from kvcache_store.buffer_pool import BufferPool
@@ -220,21 +221,12 @@ def test_a_mapping_reusing_a_released_leases_address_keeps_its_window(pool_dir):
 
 def test_threads_acquiring_and_releasing_tracked_leases_at_once(pool_dir):
     pool, _ = make_pool(pool_dir, size=MiB)
-    errors = []
 
     def work():
-        try:
-            for i in range(300):
-                with pool.acquire((4096, 65536, 200_000)[i % 3], tracked=True) as lease:
-                    lease.buffer[:1] = b"x"
-                    assert pool.locate(lease.ptr, lease.size) is not None
-        except Exception as e:  # noqa: BLE001
-            errors.append(e)
+        for i in range(300):
+            with pool.acquire((4096, 65536, 200_000)[i % 3], tracked=True) as lease:
+                lease.buffer[:1] = b"x"
+                assert pool.locate(lease.ptr, lease.size) is not None
 
-    threads = [threading.Thread(target=work) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert errors == [] and pool.stats()["leases"] == 0
+    assert in_threads(work, [()] * 8) == [] and pool.stats()["leases"] == 0
     assert sorted(pool._starts) == pool._starts and len(pool._starts) == len(pool._windows) == 1

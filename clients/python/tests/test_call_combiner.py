@@ -7,6 +7,7 @@ import os
 import threading
 
 import pytest
+from in_threads import in_threads
 
 from kvcache_store import ObjectExistsError, ObjectNotFoundError
 from kvcache_store import errors as E
@@ -120,33 +121,23 @@ def test_many_threads_first_reads_bit_exact_missing_keys_their_own_error(make_cl
     values = {f"{key}-{i}": os.urandom((4096, 65536, 300_000)[i % 3]) for i in range(96)}
     for k, v in values.items():
         writer.put(k, v)
-    errors = []
 
     def worker(t, client):
-        try:
-            for i in range(t, 96, 16):
-                k = f"{key}-{i}"
-                size = len(values[k])
-                with client.alloc_buffer(size) as lease:
-                    assert client.get_into(k, lease.ptr, size) == size
-                    assert bytes(lease.buffer) == values[k]
-                    # the same key again, and one nobody wrote
-                    assert client.get_into(k, lease.ptr, size) == size
-                    if client is c:
-                        assert client.get_into(f"{k}-missing", lease.ptr, size) == E.OBJECT_NOT_FOUND
-                    else:
-                        with pytest.raises(ObjectNotFoundError):
-                            client.get_into(f"{k}-missing", lease.ptr, size)
-        except Exception as e:  # noqa: BLE001
-            errors.append(e)
+        for i in range(t, 96, 16):
+            k = f"{key}-{i}"
+            size = len(values[k])
+            with client.alloc_buffer(size) as lease:
+                assert client.get_into(k, lease.ptr, size) == size
+                assert bytes(lease.buffer) == values[k]
+                # the same key again, and one nobody wrote
+                assert client.get_into(k, lease.ptr, size) == size
+                if client is c:
+                    assert client.get_into(f"{k}-missing", lease.ptr, size) == E.OBJECT_NOT_FOUND
+                else:
+                    with pytest.raises(ObjectNotFoundError):
+                        client.get_into(f"{k}-missing", lease.ptr, size)
 
-    threads = [threading.Thread(target=worker, args=(t, c if t % 2 else strict)) for t in range(16)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(120)
-    assert not any(th.is_alive() for th in threads)
-    assert errors == []
+    assert in_threads(worker, [(t, c if t % 2 else strict) for t in range(16)]) == []
     for client in (c, strict):
         s = client.stats()
         assert s["pool"]["leases"] == 0
@@ -159,33 +150,23 @@ def test_many_threads_puts_stored_bit_exact_an_existing_key_its_own_answer(make_
     reader = make_client(raise_errors=True, combine_calls=False)
     values = {f"{key}-{i}": os.urandom((4096, 65536, 300_000)[i % 3]) for i in range(96)}
     reader.put(f"{key}-taken", b"first value")
-    errors = []
 
     def worker(t, client):
-        try:
-            for i in range(t, 96, 16):
-                k = f"{key}-{i}"
-                v = values[k]
-                with client.alloc_buffer(len(v)) as lease:
-                    lease.buffer[:] = v
-                    assert client.put_from(k, lease.ptr, len(v)) == 0
-                    if client is c:
-                        assert client.put_from(f"{key}-taken", lease.ptr, 11) == 0  # as in Mooncake: it exists
-                    else:
-                        with pytest.raises(ObjectExistsError):
-                            client.put_from(f"{key}-taken", lease.ptr, 11)
-                # memory outside the shared regions: the single way
-                assert client.put(f"{k}-bytes", v) == 0
-        except Exception as e:  # noqa: BLE001
-            errors.append(e)
+        for i in range(t, 96, 16):
+            k = f"{key}-{i}"
+            v = values[k]
+            with client.alloc_buffer(len(v)) as lease:
+                lease.buffer[:] = v
+                assert client.put_from(k, lease.ptr, len(v)) == 0
+                if client is c:
+                    assert client.put_from(f"{key}-taken", lease.ptr, 11) == 0  # as in Mooncake: it exists
+                else:
+                    with pytest.raises(ObjectExistsError):
+                        client.put_from(f"{key}-taken", lease.ptr, 11)
+            # memory outside the shared regions: the single way
+            assert client.put(f"{k}-bytes", v) == 0
 
-    threads = [threading.Thread(target=worker, args=(t, c if t % 2 else strict)) for t in range(16)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(120)
-    assert not any(th.is_alive() for th in threads)
-    assert errors == []
+    assert in_threads(worker, [(t, c if t % 2 else strict) for t in range(16)]) == []
     for k, v in values.items():
         assert reader.get(k) == v and reader.get(f"{k}-bytes") == v
     assert reader.get(f"{key}-taken") == b"first value"

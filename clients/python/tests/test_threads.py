@@ -1,7 +1,8 @@
 """One DummyClient shared by many threads: calls multiplexed on one connection, replies matched
 to their callers, bit-exact."""
 import hashlib
-import threading
+
+from in_threads import in_threads
 
 from kvcache_store import DummyClient
 
@@ -13,30 +14,20 @@ def value(t, i, n):
 
 def test_many_threads_share_one_connection(make_client, key):
     c: DummyClient = make_client(raise_errors=True)
-    errors = []
     peak = [0]
 
     def worker(t):
-        try:
-            for i in range(60):
-                n = (1, 4096, 70000, 300000)[i % 4]
-                k = f"{key}-{t}-{i}"
-                c.put(k, value(t, i, n))
-                peak[0] = max(peak[0], c._conn.channel.in_flight())
-                assert c.get(k) == value(t, i, n)
-                if i % 10 == 0:
-                    assert c.batch_is_exist([k, k + "-no"]) == [1, 0]
-                    out = bytearray(n)
-                    assert c.get_into(k, out) == n and bytes(out) == value(t, i, n)
-        except Exception as e:  # noqa: BLE001
-            errors.append(e)
+        for i in range(60):
+            n = (1, 4096, 70000, 300000)[i % 4]
+            k = f"{key}-{t}-{i}"
+            c.put(k, value(t, i, n))
+            peak[0] = max(peak[0], c._conn.channel.in_flight())
+            assert c.get(k) == value(t, i, n)
+            if i % 10 == 0:
+                assert c.batch_is_exist([k, k + "-no"]) == [1, 0]
+                out = bytearray(n)
+                assert c.get_into(k, out) == n and bytes(out) == value(t, i, n)
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(16)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(120)
-    assert not any(th.is_alive() for th in threads)
-    assert errors == []
+    assert in_threads(worker, [(t,) for t in range(16)]) == []
     assert c.stats()["pool"]["leases"] == 0
     assert c._conn.channel.in_flight() == 0
