@@ -803,10 +803,18 @@ export class DummyClient implements StoreClient {
   // ------------------------------------------------------------------ metadata
 
   async isExist(key: string): Promise<boolean> {
+    if (this.direct?.usable) {
+      const here = await this.direct.exists(key); // asked of the master here, as first reads are
+      if (here !== undefined) return here;
+    }
     return (await this.run((c) => this.call(c, m('IsExist'), { key }))).exists as boolean;
   }
 
   async batchIsExist(keys: readonly string[]): Promise<boolean[]> {
+    if (this.direct?.usable) {
+      const here = await this.direct.existMany(keys);
+      if (here !== undefined) return here;
+    }
     return (await this.run((c) => this.call(c, m('BatchIsExist'), { keys: [...keys] }))).exists as boolean[];
   }
 

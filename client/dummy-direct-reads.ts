@@ -15,10 +15,13 @@
 // where the master is (with HA the leader moves). A master connection that ends drops every
 // cached location: the leases it granted may be gone.
 import { ErrorCode } from '../common/error-code.js';
+import { keyProblem } from '../common/key-rules.js';
 import { masterMethodByName, type MethodInfo } from '../common/master-proto.js';
 import type { GetReplicaListResponse__Output } from '../proto/gen/store/GetReplicaListResponse.js';
 import type { BatchGetReplicaListResponse__Output } from '../proto/gen/store/BatchGetReplicaListResponse.js';
 import type { LocalReplica__Output } from '../proto/gen/store/LocalReplica.js';
+import type { ExistKeyResponse__Output } from '../proto/gen/store/ExistKeyResponse.js';
+import type { BatchExistKeyResponse__Output } from '../proto/gen/store/BatchExistKeyResponse.js';
 import type { LocalReads } from './dummy-local-reads.js';
 import type { LocalEntry, ReadStamp } from './local-read-cache.js';
 import { localReplica, sameHostAs } from './local-replica.js';
@@ -28,6 +31,8 @@ import { orderReplicas } from './transfer-plan.js';
 
 const GET_REPLICA_LIST = masterMethodByName.get('GetReplicaList') as MethodInfo;
 const BATCH_GET_REPLICA_LIST = masterMethodByName.get('BatchGetReplicaList') as MethodInfo;
+const EXIST_KEY = masterMethodByName.get('ExistKey') as MethodInfo;
+const BATCH_EXIST_KEY = masterMethodByName.get('BatchExistKey') as MethodInfo;
 /** Keys per BatchGetReplicaList (the master's request bound is far above; larger batches go through the real client). */
 const MAX_BATCH_KEYS = 16_384;
 /** After the master failed us, first reads go through the real client for this long. */
@@ -238,6 +243,43 @@ export class DirectReads {
       return this.d.local.cache.lookup(key);
     }
     return undefined;
+  }
+
+  /**
+   * Whether `key` exists, asked of the master here (the real client would ask it the same), or
+   * undefined: ask the real client (no channel, a failure, or a status it deals with, e.g. a bad key).
+   */
+  async exists(key: string): Promise<boolean | undefined> {
+    if (keyProblem(key) !== undefined) return undefined; // the real client names what is wrong
+    const ch = this.channel ?? (await this.open());
+    if (!ch) return undefined;
+    let res: ExistKeyResponse__Output;
+    try {
+      res = await ch.call<ExistKeyResponse__Output>(EXIST_KEY, { key });
+    } catch (e) {
+      return this.failed(e);
+    }
+    if (res.status_code === ErrorCode.OBJECT_NOT_FOUND) return false;
+    if (res.status_code !== ErrorCode.OK) return this.refused(res.status_code);
+    this.failing = false;
+    return res.exists;
+  }
+
+  /** exists() for many keys in one call; undefined: ask the real client for all of them. */
+  async existMany(keys: readonly string[]): Promise<boolean[] | undefined> {
+    if (keys.length === 0 || keys.length > MAX_BATCH_KEYS || keys.some((k) => keyProblem(k) !== undefined)) return undefined;
+    const ch = this.channel ?? (await this.open());
+    if (!ch) return undefined;
+    let res: BatchExistKeyResponse__Output;
+    try {
+      res = await ch.call<BatchExistKeyResponse__Output>(BATCH_EXIST_KEY, { keys: [...keys] });
+    } catch (e) {
+      return this.failed(e);
+    }
+    if (res.status_code !== ErrorCode.OK || res.results.length !== keys.length) return this.refused(res.status_code);
+    if (res.results.some((r) => r.status_code !== ErrorCode.OK && r.status_code !== ErrorCode.OBJECT_NOT_FOUND)) return undefined;
+    this.failing = false;
+    return res.results.map((r) => r.status_code === ErrorCode.OK && r.exists);
   }
 
   // ---------------------------------------------------------------- for direct puts (dummy-direct-puts.ts)

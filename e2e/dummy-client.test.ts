@@ -228,8 +228,9 @@ describe('failures', () => {
       await dummy.put('before-restart', randomBytes(1000), { preferred_segment: seg });
       first.proc.kill('SIGSTOP');
       // a call only the real client answers (a read may be served here from the stopped
-      // process's memory: the dummy mapped it for the put, which it wrote itself)
-      const inFlight = dummy.isExist('before-restart');
+      // process's memory: the dummy mapped it for the put, which it wrote itself; isExist is
+      // asked of the master here)
+      const inFlight = dummy.getSize('before-restart');
       first.proc.kill('SIGKILL');
       await expect(inFlight).rejects.toBeInstanceOf(UnavailableError);
       await first.exited;

@@ -138,6 +138,18 @@ describe('first reads looked up by the dummy itself', () => {
     lease.release();
   });
 
+  it('answers isExist and batchIsExist at the master here, the real client getting no message; a bad key goes to the real client, which names it', async () => {
+    await embedded.put('dr-exists', randomBytes(100), { preferred_segment: b.segment });
+    const calls = await callsServed(a);
+    expect(await dummy.isExist('dr-exists')).toBe(true);
+    expect(await dummy.isExist('dr-exists-not')).toBe(false);
+    expect(await dummy.batchIsExist(['dr-exists', 'dr-exists-not', 'dr-exists'])).toEqual([true, false, true]);
+    expect(await callsServed(a)).toBe(calls);
+    await expect(dummy.isExist('dr\nbad')).rejects.toMatchObject({ code: ErrorCode.INVALID_KEY });
+    await expect(dummy.batchIsExist(['dr-exists', ''])).rejects.toMatchObject({ code: ErrorCode.INVALID_KEY });
+    expect(await callsServed(a)).toBe(calls + 2);
+  });
+
   it('never reads a removed or overwritten object old', async () => {
     const key = 'dr-removed';
     const old = randomBytes(8192);

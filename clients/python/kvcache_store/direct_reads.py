@@ -19,12 +19,13 @@ import logging
 import socket
 import threading
 import time
-from typing import NamedTuple, Optional
+from typing import List, NamedTuple, Optional, Sequence
 
 from ._proto import store_master_pb2 as mpb
 from .channel import Channel
 from .connection import split_host_port
-from .errors import OK, UNAVAILABLE_IN_CURRENT_STATUS, StoreError, UnauthenticatedError
+from .errors import OBJECT_NOT_FOUND, OK, UNAVAILABLE_IN_CURRENT_STATUS, StoreError, UnauthenticatedError
+from .protocol import plain_key
 from .local_read_cache import LocalEntry
 from .local_reads import LocalReads
 from .shm_grant import watch_hangup
@@ -44,6 +45,10 @@ CALL_TIMEOUT = 5.0
 _SERVICE = mpb.DESCRIPTOR.services_by_name["MasterService"]
 _INDEX = {m.name: i for i, m in enumerate(_SERVICE.methods)}
 _GRL = _INDEX["GetReplicaList"]
+_EXIST = _INDEX["ExistKey"]
+_BATCH_EXIST = _INDEX["BatchExistKey"]
+#: Most keys in one BatchExistKey asked here (more go through the real client).
+MAX_BATCH_KEYS = 16384
 
 
 class _Slice(NamedTuple):
@@ -161,6 +166,44 @@ class DirectReads:
         except (StoreError, ValueError) as e:
             return self._failed(e)
         return self._keep(key, stamp, res)
+
+    def exists(self, key: str) -> Optional[bool]:
+        """Whether `key` exists, asked of the master here (the real client would ask it the
+        same), or None: ask the real client (no channel, a failure, a key it should name)."""
+        if not plain_key(key):
+            return None
+        ch = self._master()
+        if ch is None:
+            return None
+        try:
+            res = mpb.ExistKeyResponse.FromString(ch.call("ExistKey", _EXIST, mpb.ExistKeyRequest(key=key).SerializeToString(), _now() + CALL_TIMEOUT))
+        except (StoreError, ValueError) as e:
+            return self._failed(e)
+        if res.status_code == OBJECT_NOT_FOUND:
+            return False
+        if res.status_code != OK:
+            return self._refused(res.status_code)
+        self._failing = False
+        return bool(res.exists)
+
+    def exist_many(self, keys: Sequence[str]) -> Optional[List[bool]]:
+        """exists() for many keys in one call; None: ask the real client for all of them."""
+        if not keys or len(keys) > MAX_BATCH_KEYS or not all(plain_key(k) for k in keys):
+            return None
+        ch = self._master()
+        if ch is None:
+            return None
+        try:
+            payload = ch.call("BatchExistKey", _BATCH_EXIST, mpb.BatchExistKeyRequest(keys=list(keys)).SerializeToString(), _now() + CALL_TIMEOUT)
+            res = mpb.BatchExistKeyResponse.FromString(payload)
+        except (StoreError, ValueError) as e:
+            return self._failed(e)
+        if res.status_code != OK or len(res.results) != len(keys):
+            return self._refused(res.status_code)
+        if any(r.status_code not in (OK, OBJECT_NOT_FOUND) for r in res.results):
+            return None
+        self._failing = False
+        return [r.status_code == OK and r.exists for r in res.results]
 
     def _keep(self, key: str, stamp, res) -> Optional[LocalEntry]:
         """Keeps the location of the first complete MEMORY replica of `res` wholly on this host's

@@ -43,7 +43,7 @@ from .dummy_metadata import MetadataCalls
 from .cluster_auth import client_secret
 from .errors import DeadlineExceededError, InvalidParamsError, StoreError, UnauthenticatedError, UnavailableError, code_name
 from .dummy_tasks import TaskCalls
-from .protocol import METHODS
+from .protocol import METHODS, plain_key
 from .local_reads import DEFAULT_LOCAL_READ_ENTRIES, LocalReads
 from .direct_reads import DirectReads
 from .direct_puts import DirectPuts
@@ -543,7 +543,7 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
 
     def _put(self, what: str, key: str, parts: List[Buf], config, timeout) -> int:
         writes = self._writes
-        if writes is None or timeout is not None or len(parts) != 1 or not _plain_key(key) or not self._in_region(parts[0]):
+        if writes is None or timeout is not None or len(parts) != 1 or not plain_key(key) or not self._in_region(parts[0]):
             self._write("put", key, parts, config, timeout)
             return 0
         # many threads' puts go in batches of one config (call_combiner.py)
@@ -751,7 +751,7 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
                 if n is not None:
                     return n
             reads = self._reads
-            if reads is None or timeout is not None or not _plain_key(key) or not self._in_region(target):
+            if reads is None or timeout is not None or not plain_key(key) or not self._in_region(target):
                 return self._first_read_into(key, target, timeout)
             # many threads' first reads go in batches (call_combiner.py); one call has one deadline
             return self._combined(reads.call(key, target), "get_into", key)
@@ -1014,12 +1014,6 @@ NO_SPIN_BYTES = 2 << 20
 def _spins(name: str, req) -> bool:
     """Whether the caller of `name` may spin for its reply (Channel.call)."""
     return name != "GetInto" or req.target.length < NO_SPIN_BYTES
-
-
-def _plain_key(key) -> bool:
-    """A key the real client takes at once (printable ASCII, at most 4096 bytes): only such keys
-    join a combined batch, where one bad key would fail the others' reads."""
-    return isinstance(key, str) and 0 < len(key) <= 4096 and key.isascii() and key.isprintable()
 
 
 def _distinct_keys(keys: Sequence[str]) -> bool:

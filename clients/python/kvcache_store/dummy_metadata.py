@@ -11,8 +11,14 @@ from .errors import StoreError
 
 class MetadataCalls:
     def is_exist(self, key: str, *, timeout: Optional[float] = None) -> int:
-        """1 when the key exists, 0 when not, a negative code on failure."""
+        """1 when the key exists, 0 when not, a negative code on failure. Asked of the master
+        here when first reads are (direct_reads.py), else of the real client."""
         try:
+            direct = self._direct
+            if direct is not None and timeout is None and direct.usable():
+                here = direct.exists(key)
+                if here is not None:
+                    return 1 if here else 0
             return 1 if self._simple("IsExist", pb.KeyRequest(key=key), timeout).exists else 0
         except (StoreError, TypeError, ValueError) as e:
             return self._code(e)
@@ -21,6 +27,11 @@ class MetadataCalls:
         try:
             if not keys:
                 return []
+            direct = self._direct
+            if direct is not None and timeout is None and direct.usable():
+                here = direct.exist_many(keys)
+                if here is not None:
+                    return [1 if x else 0 for x in here]
             return [1 if x else 0 for x in self._simple("BatchIsExist", pb.KeysRequest(keys=list(keys)), timeout).exists]
         except (StoreError, TypeError, ValueError) as e:
             return [self._code(e)] * len(keys)

@@ -31,3 +31,11 @@ def _message_class(descriptor) -> Type[Message]:
 
 
 METHODS: Dict[str, Method] = _methods()
+
+
+def plain_key(key) -> bool:
+    """A key every store service and master takes (printable ASCII, at most 4096 bytes; the
+    repository's common/key-rules.ts allows more): calls that go another way than the real client
+    (batches of many callers, lookups at the master) take only these, and leave any other key to
+    the real client, which names what is wrong with it."""
+    return isinstance(key, str) and 0 < len(key) <= 4096 and key.isascii() and key.isprintable()

@@ -76,6 +76,21 @@ def test_a_batch_goes_through_the_real_client_and_then_repeats_here(make_client,
         assert c.local_read_stats["hits"] == hits + 16 and service.dummy_calls() == calls + 1
 
 
+def test_is_exist_is_asked_of_the_master_here_and_a_bad_key_of_the_real_client(make_client, service, key):
+    c = make_client()
+    strict = make_client(raise_errors=True)
+    c.put(f"{key}-there", b"x" * 100)
+    calls = service.dummy_calls()
+    assert c.is_exist(f"{key}-there") == 1 and c.is_exist(f"{key}-not") == 0
+    assert c.batch_is_exist([f"{key}-there", f"{key}-not", f"{key}-there"]) == [1, 0, 1]
+    assert service.dummy_calls() == calls
+    # keys the master is not asked here: the real client names what is wrong
+    assert c.is_exist("bad\nkey") == E.INVALID_KEY
+    with pytest.raises(E.InvalidParamsError):
+        strict.batch_is_exist([f"{key}-there", ""])
+    assert service.dummy_calls() == calls + 2
+
+
 def test_a_removed_or_overwritten_object_is_never_read_old(make_client, key):
     c = make_client(raise_errors=True)
     other = make_client(raise_errors=False, direct_reads=False)
