@@ -50,3 +50,21 @@ export class ProcessCpu {
 export function formatCpu(perOp: Map<string, number>): string {
   return [...perOp].map(([name, us]) => `${name} ${us.toFixed(1)}`).join(', ');
 }
+
+/**
+ * Resolves once `pid` used less than `quietMs` of CPU in a `windowMs` window (or after `maxMs`):
+ * for a process that finishes background work after a call returned (a grant's page-table
+ * populator, docs/native.md), before a measured row starts. Returns how long it waited (ms).
+ */
+export async function untilIdle(pid: number, quietMs = 5, windowMs = 200, maxMs = 15_000): Promise<number> {
+  const start = Date.now();
+  let before = cpuNs(pid);
+  while (Date.now() - start < maxMs) {
+    await new Promise((r) => setTimeout(r, windowMs));
+    const now = cpuNs(pid);
+    // a thread that ended takes its time with it: a drop counts as quiet too
+    if (now - before < quietMs * 1e6) break;
+    before = now;
+  }
+  return Date.now() - start;
+}

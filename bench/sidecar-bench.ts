@@ -22,6 +22,7 @@ import { DummyClient } from '../client/dummy-client.js';
 import type { StoreClient } from '../client/store-client.js';
 import { sidecarCluster } from './sidecar-cluster.js';
 import { KiB, measure, memcpyGbps, MiB, type Row } from './bench-util.js';
+import { untilIdle } from './process-cpu.js';
 
 const LEASE_TTL_MS = 2000;
 const BYTES_PER_ROW = Number(process.env.BENCH_BYTES ?? 96 * MiB);
@@ -153,6 +154,23 @@ async function main(): Promise<void> {
       await runClient('warm-up', embedded, p, seg, [], `warm-e${p}`);
       await runClient('warm-up', dummy, p, seg, [], `warm-d${p}`);
     }
+    // The TS dummy writes and reads same-host memory itself, so A has not yet served a put or a
+    // first read for a dummy: its code for them would be compiled (JIT), and its own shm grants
+    // of A's and B's segments made and filled in (docs/native.md), in the first measured rows
+    // that go through it (the Python client's). Run them now through a dummy that sends
+    // everything to A, and wait until A is idle again.
+    const viaA = await DummyClient.connect({ socketPath: a.socket, bufferSize: 768 * MiB, localReads: false, bufferPool: { acquireTimeoutMs: 60_000 } });
+    try {
+      for (const [p, seg] of [
+        ['A', a.segment],
+        ['B', b.segment],
+      ] as const) {
+        await runClient('warm-up', viaA, p, seg, [], `warm-a${p}`);
+      }
+    } finally {
+      await viaA.close();
+    }
+    if (a.proc.pid !== undefined) console.log(`(A idle ${await untilIdle(a.proc.pid)} ms after the warm-up)`);
     let python = true;
     for (const [placement, segment] of [
       ['in A', a.segment],

@@ -19,11 +19,13 @@ fresh mapping faulted under the GIL: 1 MiB puts written here ran at half the rat
 before grants' page tables were filled in by a thread), and puts made while BUSY_CALLS calls
 already wait on the master channel.
 
-Off by default (DummyClient.setup(direct_puts=True) or STORE_DUMMY_DIRECT_PUTS=1 turn it on):
-single puts of 4 and 64 KiB gain (1.1-1.6x the embedded client in bench:sidecar against
-0.6-1.25x), but in the same runs the Python process's 64-thread puts and its 1 and 4 MiB puts
-through the real client were slower (4 MiB in A: 0.3x memcpy against 0.63x), for reasons not
-found yet (docs/client.md).
+On by default (DummyClient.setup(direct_puts=False) or STORE_DUMMY_DIRECT_PUTS=0 turn it off):
+single puts of 4 and 64 KiB run at about twice the rate they have through the real client,
+batches and 64 threads' puts (combined into batches, call_combiner.py) a little faster. It was
+off while the same runs showed the real client's 1 and 4 MiB puts slower; that was the
+benchmark's warm-up, not this path: with the TS dummy writing its own puts, the Python rows were
+the first puts the real client served, so its code was compiled and its own grants filled in
+during them (docs/client.md "Puts a dummy writes itself").
 """
 import time
 from typing import List, Optional, Sequence

@@ -170,7 +170,7 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
         real client's read lease holds, keeping up to `local_read_entries` locations; with them,
         `direct_reads` (default: on unless STORE_DUMMY_DIRECT_READS is 0/false/no/off): a first
         read of same-host memory is looked up at the master here and copied here; with those,
-        `direct_puts` (default: off unless STORE_DUMMY_DIRECT_PUTS is 1/true/yes/on): a put of at
+        `direct_puts` (default: on unless STORE_DUMMY_DIRECT_PUTS is 0/false/no/off): a put of at
         most 64 KiB whose placement is same-host memory is made here when the real client allows
         it (its Hello says so). `combine_calls` (default: on unless STORE_DUMMY_COMBINE_CALLS
         is 0/false/no/off): first reads (get_into) and puts (put, put_from of one buffer) of
@@ -197,8 +197,8 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
                     direct_reads = env.get("STORE_DUMMY_DIRECT_READS", "").strip().lower() not in ("0", "false", "no", "off")
                 if direct_reads:
                     self._direct = DirectReads(self._local, self._secret, self._ask_master, spin_us)
-                    if direct_puts is None:  # off by default: docs/client.md "Puts a dummy writes itself" says why
-                        direct_puts = env.get("STORE_DUMMY_DIRECT_PUTS", "").strip().lower() in ("1", "true", "yes", "on")
+                    if direct_puts is None:
+                        direct_puts = env.get("STORE_DUMMY_DIRECT_PUTS", "").strip().lower() not in ("0", "false", "no", "off")
                     if direct_puts:
                         self._puts = DirectPuts(self._direct, self._local)
             if combine_calls is None:

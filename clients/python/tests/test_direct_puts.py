@@ -4,7 +4,7 @@ processes: stored bit-exact with no message to the real client (its /segments co
 got) in every put form, with each slice's CRC-32C recorded when the real client records them; an
 existing key is refused as through the real client; a placement on another host (a store service
 at 127.0.0.2), a value above 64 KiB, a real client writing the file tier and the switch turned off
-go through the real client. Direct puts are off by default in Python: these clients turn them on."""
+go through the real client. Direct puts are on by default; these clients also say so."""
 import os
 import tempfile
 
@@ -126,17 +126,17 @@ def test_what_cannot_be_written_here_goes_through_the_real_client(make_client, m
         far.stop()
 
 
-def test_off_by_default_and_on_with_the_environment(make_client, service, key):
-    c = make_client(raise_errors=True)
-    calls = service.dummy_calls()
-    assert c.put(key, os.urandom(4096)) == 0
-    assert service.dummy_calls() == calls + 1
-    assert c.direct_put_stats == {"direct_puts": 0, "direct_put_fallbacks": 0}
-    on = make_client(raise_errors=True, env={**os.environ, "STORE_DUMMY_DIRECT_PUTS": "1"})
+def test_on_by_default_and_off_with_the_environment(make_client, service, key):
+    c = make_client(raise_errors=True, env={k: v for k, v in os.environ.items() if k != "STORE_DUMMY_DIRECT_PUTS"})
     calls = service.dummy_calls()  # after its setup's calls
-    assert on.put(f"{key}-on", os.urandom(4096)) == 0
+    assert c.put(key, os.urandom(4096)) == 0
     assert service.dummy_calls() == calls
-    assert on.direct_put_stats["direct_puts"] == 1
+    assert c.direct_put_stats["direct_puts"] == 1
+    off = make_client(raise_errors=True, env={**os.environ, "STORE_DUMMY_DIRECT_PUTS": "0"})
+    calls = service.dummy_calls()
+    assert off.put(f"{key}-off", os.urandom(4096)) == 0
+    assert service.dummy_calls() == calls + 1
+    assert off.direct_put_stats == {"direct_puts": 0, "direct_put_fallbacks": 0}
 
 
 def test_a_real_client_writing_the_file_tier_gets_every_put():
