@@ -60,8 +60,10 @@ _UNAVAILABLE = UnavailableError("").code
 
 class DirectPuts:
     def __init__(self, reads: DirectReads, local: LocalReads):
-        #: objects put here, and objects tried here that went through the real client after all
+        #: objects put here and their bytes, and objects tried here that went through the real
+        #: client after all
         self.served = 0
+        self.bytes = 0
         self.fallbacks = 0
         self._reads = reads
         self._local = local
@@ -70,7 +72,7 @@ class DirectPuts:
         self._miss_until = {}  # preferred segment ('' : none) -> no direct put before then
 
     def stats(self) -> dict:
-        return {"direct_puts": self.served, "direct_put_fallbacks": self.fallbacks}
+        return {"direct_puts": self.served, "direct_put_bytes": self.bytes, "direct_put_fallbacks": self.fallbacks}
 
     def configure(self, allowed: bool, checksums: bool) -> None:
         """What the real client's Hello said."""
@@ -116,6 +118,7 @@ class DirectPuts:
             raise UnavailableError(f"put {key!r}: end: {getattr(e, 'message', e)}") from None
         check(ended.status_code, f"put {key!r}: end refused")
         self.served += 1
+        self.bytes += req.value_length
         return True
 
     # ------------------------------------------------------------------ batches
@@ -177,6 +180,7 @@ class DirectPuts:
                 out[i] = code
                 if code == OK:
                     self.served += 1
+                    self.bytes += bufs[i].size
         self.fallbacks += sum(1 for x in out if x is None)
         return out
 

@@ -941,9 +941,10 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
 
     @property
     def direct_put_stats(self) -> dict:
-        """Objects put into same-host memory here (`direct_puts`: no message to the real client)
+        """Objects put into same-host memory here (`direct_puts`: no message to the real client;
+        `direct_put_bytes`: their bytes, copied from the caller's memory straight into the store's)
         and those tried here that went through the real client after all (`direct_put_fallbacks`)."""
-        return self._puts.stats() if self._puts is not None else {"direct_puts": 0, "direct_put_fallbacks": 0}
+        return self._puts.stats() if self._puts is not None else {"direct_puts": 0, "direct_put_bytes": 0, "direct_put_fallbacks": 0}
 
     def stats(self) -> dict:
         """Bytes moved per path (zero copy, staged through a lease, inline in messages),

@@ -131,12 +131,12 @@ def test_on_by_default_and_off_with_the_environment(make_client, service, key):
     calls = service.dummy_calls()  # after its setup's calls
     assert c.put(key, os.urandom(4096)) == 0
     assert service.dummy_calls() == calls
-    assert c.direct_put_stats["direct_puts"] == 1
+    assert c.direct_put_stats["direct_puts"] == 1 and c.direct_put_stats["direct_put_bytes"] == 4096
     off = make_client(raise_errors=True, env={**os.environ, "STORE_DUMMY_DIRECT_PUTS": "0"})
     calls = service.dummy_calls()
     assert off.put(f"{key}-off", os.urandom(4096)) == 0
     assert service.dummy_calls() == calls + 1
-    assert off.direct_put_stats == {"direct_puts": 0, "direct_put_fallbacks": 0}
+    assert off.direct_put_stats == {"direct_puts": 0, "direct_put_bytes": 0, "direct_put_fallbacks": 0}
 
 
 def test_a_real_client_writing_the_file_tier_gets_every_put():
@@ -150,7 +150,7 @@ def test_a_real_client_writing_the_file_tier_gets_every_put():
             v = os.urandom(4096)
             assert c.put("dp-file", v) == 0
             assert svc.dummy_calls() == calls + 1
-            assert c.direct_put_stats == {"direct_puts": 0, "direct_put_fallbacks": 0}
+            assert c.direct_put_stats == {"direct_puts": 0, "direct_put_bytes": 0, "direct_put_fallbacks": 0}
             assert c.get("dp-file") == v
         finally:
             c.close()
