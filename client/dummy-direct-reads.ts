@@ -197,32 +197,34 @@ export class DirectReads {
 
   /** Looks `key` up at the master and keeps where it lies: the entry kept, or undefined. */
   private async locate(key: string): Promise<LocalEntry | undefined> {
-    const ch = this.channel ?? (await this.open());
-    if (!ch) return undefined;
     const t = this.d.local.begin();
-    let res: GetReplicaListResponse__Output;
-    try {
-      res = await ch.call<GetReplicaListResponse__Output>(GET_REPLICA_LIST, { key });
-    } catch (e) {
-      return this.failed(e);
-    }
-    return this.keep(key, t, res);
+    const res = await this.ask<GetReplicaListResponse__Output>(GET_REPLICA_LIST, { key });
+    return res && this.keep(key, t, res);
   }
 
   /** locate() for many keys in one call: per key its entry or undefined; undefined for all. */
   private async locateMany(keys: readonly string[]): Promise<(LocalEntry | undefined)[] | undefined> {
     if (keys.length > MAX_BATCH_KEYS) return undefined;
+    const t = this.d.local.begin();
+    const res = await this.ask<BatchGetReplicaListResponse__Output>(BATCH_GET_REPLICA_LIST, { keys: [...keys] });
+    if (res === undefined) return undefined;
+    if (res.status_code !== ErrorCode.OK || res.results.length !== keys.length) return void this.refused(res.status_code);
+    return keys.map((key, i) => this.keep(key, t, res.results[i]));
+  }
+
+  /**
+   * One call to the master on our channel (opened if need be): its reply, or undefined when there
+   * is no channel or the call failed (lookups then pause). The read stamp of a lookup is taken
+   * before it: opening the channel first only makes the stamp earlier, which is conservative.
+   */
+  private async ask<T>(method: MethodInfo, req: object): Promise<T | undefined> {
     const ch = this.channel ?? (await this.open());
     if (!ch) return undefined;
-    const t = this.d.local.begin();
-    let res: BatchGetReplicaListResponse__Output;
     try {
-      res = await ch.call<BatchGetReplicaListResponse__Output>(BATCH_GET_REPLICA_LIST, { keys: [...keys] });
+      return await ch.call<T>(method, req);
     } catch (e) {
       return this.failed(e);
     }
-    if (res.status_code !== ErrorCode.OK || res.results.length !== keys.length) return void this.refused(res.status_code);
-    return keys.map((key, i) => this.keep(key, t, res.results[i]));
   }
 
   /**
@@ -251,14 +253,8 @@ export class DirectReads {
    */
   async exists(key: string): Promise<boolean | undefined> {
     if (keyProblem(key) !== undefined) return undefined; // the real client names what is wrong
-    const ch = this.channel ?? (await this.open());
-    if (!ch) return undefined;
-    let res: ExistKeyResponse__Output;
-    try {
-      res = await ch.call<ExistKeyResponse__Output>(EXIST_KEY, { key });
-    } catch (e) {
-      return this.failed(e);
-    }
+    const res = await this.ask<ExistKeyResponse__Output>(EXIST_KEY, { key });
+    if (res === undefined) return undefined;
     if (res.status_code === ErrorCode.OBJECT_NOT_FOUND) return false;
     if (res.status_code !== ErrorCode.OK) return this.refused(res.status_code);
     this.failing = false;
@@ -268,14 +264,8 @@ export class DirectReads {
   /** exists() for many keys in one call; undefined: ask the real client for all of them. */
   async existMany(keys: readonly string[]): Promise<boolean[] | undefined> {
     if (keys.length === 0 || keys.length > MAX_BATCH_KEYS || keys.some((k) => keyProblem(k) !== undefined)) return undefined;
-    const ch = this.channel ?? (await this.open());
-    if (!ch) return undefined;
-    let res: BatchExistKeyResponse__Output;
-    try {
-      res = await ch.call<BatchExistKeyResponse__Output>(BATCH_EXIST_KEY, { keys: [...keys] });
-    } catch (e) {
-      return this.failed(e);
-    }
+    const res = await this.ask<BatchExistKeyResponse__Output>(BATCH_EXIST_KEY, { keys: [...keys] });
+    if (res === undefined) return undefined;
     if (res.status_code !== ErrorCode.OK || res.results.length !== keys.length) return this.refused(res.status_code);
     if (res.results.some((r) => r.status_code !== ErrorCode.OK && r.status_code !== ErrorCode.OBJECT_NOT_FOUND)) return undefined;
     this.failing = false;

@@ -156,29 +156,18 @@ class DirectReads:
     # ------------------------------------------------------------------ lookups
 
     def _locate(self, key: str) -> Optional[LocalEntry]:
-        ch = self._master()
-        if ch is None:
-            return None
-        stamp = self._local.begin()
-        try:
-            payload = ch.call("GetReplicaList", _GRL, mpb.GetReplicaListRequest(key=key).SerializeToString(), _now() + CALL_TIMEOUT)
-            res = mpb.GetReplicaListResponse.FromString(payload)
-        except (StoreError, ValueError) as e:
-            return self._failed(e)
-        return self._keep(key, stamp, res)
+        stamp = self._local.begin()  # before the channel is opened, if need be: conservative
+        res = self._ask("GetReplicaList", _GRL, mpb.GetReplicaListRequest(key=key), mpb.GetReplicaListResponse)
+        return None if res is None else self._keep(key, stamp, res)
 
     def exists(self, key: str) -> Optional[bool]:
         """Whether `key` exists, asked of the master here (the real client would ask it the
         same), or None: ask the real client (no channel, a failure, a key it should name)."""
         if not plain_key(key):
             return None
-        ch = self._master()
-        if ch is None:
+        res = self._ask("ExistKey", _EXIST, mpb.ExistKeyRequest(key=key), mpb.ExistKeyResponse)
+        if res is None:
             return None
-        try:
-            res = mpb.ExistKeyResponse.FromString(ch.call("ExistKey", _EXIST, mpb.ExistKeyRequest(key=key).SerializeToString(), _now() + CALL_TIMEOUT))
-        except (StoreError, ValueError) as e:
-            return self._failed(e)
         if res.status_code == OBJECT_NOT_FOUND:
             return False
         if res.status_code != OK:
@@ -190,20 +179,26 @@ class DirectReads:
         """exists() for many keys in one call; None: ask the real client for all of them."""
         if not keys or len(keys) > MAX_BATCH_KEYS or not all(plain_key(k) for k in keys):
             return None
-        ch = self._master()
-        if ch is None:
+        res = self._ask("BatchExistKey", _BATCH_EXIST, mpb.BatchExistKeyRequest(keys=list(keys)), mpb.BatchExistKeyResponse)
+        if res is None:
             return None
-        try:
-            payload = ch.call("BatchExistKey", _BATCH_EXIST, mpb.BatchExistKeyRequest(keys=list(keys)).SerializeToString(), _now() + CALL_TIMEOUT)
-            res = mpb.BatchExistKeyResponse.FromString(payload)
-        except (StoreError, ValueError) as e:
-            return self._failed(e)
         if res.status_code != OK or len(res.results) != len(keys):
             return self._refused(res.status_code)
         if any(r.status_code not in (OK, OBJECT_NOT_FOUND) for r in res.results):
             return None
         self._failing = False
         return [r.status_code == OK and r.exists for r in res.results]
+
+    def _ask(self, name: str, index: int, request, response_type):
+        """One call to the master on our channel (opened if need be): its decoded reply, or None
+        when there is no channel or the call failed (lookups then pause)."""
+        ch = self._master()
+        if ch is None:
+            return None
+        try:
+            return response_type.FromString(ch.call(name, index, request.SerializeToString(), _now() + CALL_TIMEOUT))
+        except (StoreError, ValueError) as e:
+            return self._failed(e)
 
     def _keep(self, key: str, stamp, res) -> Optional[LocalEntry]:
         """Keeps the location of the first complete MEMORY replica of `res` wholly on this host's

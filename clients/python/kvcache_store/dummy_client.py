@@ -80,6 +80,11 @@ class _Conn:
         self.reg_lock = threading.Lock()
 
 
+def _switched_on(env, name: str) -> bool:
+    """A setting that is on unless the environment says 0/false/no/off."""
+    return env.get(name, "").strip().lower() not in ("0", "false", "no", "off")
+
+
 def _size_env(env, name: str, fallback: int) -> int:
     v = env.get(name)
     if not v:
@@ -190,19 +195,19 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
                 raise InvalidParamsError(f"setup: timeout must be a positive number of seconds, got {timeout!r}")
             self._secret = client_secret(cluster_secret_file, {**os.environ, **env})
             if local_reads is None:
-                local_reads = env.get("STORE_DUMMY_LOCAL_READS", "").strip().lower() not in ("0", "false", "no", "off")
+                local_reads = _switched_on(env, "STORE_DUMMY_LOCAL_READS")
             if local_reads:
                 self._local = LocalReads(self._secret, local_read_entries, self._locate, LOCAL_READ_MAX)
                 if direct_reads is None:
-                    direct_reads = env.get("STORE_DUMMY_DIRECT_READS", "").strip().lower() not in ("0", "false", "no", "off")
+                    direct_reads = _switched_on(env, "STORE_DUMMY_DIRECT_READS")
                 if direct_reads:
                     self._direct = DirectReads(self._local, self._secret, self._ask_master, spin_us)
                     if direct_puts is None:
-                        direct_puts = env.get("STORE_DUMMY_DIRECT_PUTS", "").strip().lower() not in ("0", "false", "no", "off")
+                        direct_puts = _switched_on(env, "STORE_DUMMY_DIRECT_PUTS")
                     if direct_puts:
                         self._puts = DirectPuts(self._direct, self._local)
             if combine_calls is None:
-                combine_calls = env.get("STORE_DUMMY_COMBINE_CALLS", "").strip().lower() not in ("0", "false", "no", "off")
+                combine_calls = _switched_on(env, "STORE_DUMMY_COMBINE_CALLS")
             if combine_calls:
                 self._reads = CallCombiner(
                     lambda key, target, _: self._first_read_into(key, target, None),
