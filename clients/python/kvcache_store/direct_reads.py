@@ -5,6 +5,8 @@ master's magic "KVC1" and MasterService's method numbers, opened at the first su
 authenticated with the cluster secret it already has) and, for a complete MEMORY replica whose
 every slice lies with an engine of this host, keeps the location in the local-read cache under
 the lease the master just granted and copies the bytes as a repeated read does (local_reads.py).
+A batch's keys are looked up in one BatchGetReplicaList (read_many: objects of at most 64 KiB
+copied here, larger ones by the real client; the caller's deadline bounds the lookup).
 
 The real client says where its master is (Hello master_address, only to same-host dummies that
 asked for local reads). Anything else goes through the real client as before: a DISK/file
@@ -19,14 +21,14 @@ import logging
 import socket
 import threading
 import time
-from typing import List, NamedTuple, Optional, Sequence
+from typing import List, Optional, Sequence
 
 from ._proto import store_master_pb2 as mpb
 from .channel import Channel
 from .connection import split_host_port
-from .errors import OBJECT_NOT_FOUND, OK, UNAVAILABLE_IN_CURRENT_STATUS, StoreError, UnauthenticatedError
+from .errors import OBJECT_NOT_FOUND, OK, UNAVAILABLE_IN_CURRENT_STATUS, DeadlineExceededError, StoreError, UnauthenticatedError
 from .protocol import plain_key
-from .local_read_cache import LocalEntry
+from .local_read_cache import LocalEntry, LocalSlice
 from .local_reads import LocalReads
 from .shm_grant import watch_hangup
 from .values import Buf
@@ -45,28 +47,15 @@ CALL_TIMEOUT = 5.0
 _SERVICE = mpb.DESCRIPTOR.services_by_name["MasterService"]
 _INDEX = {m.name: i for i, m in enumerate(_SERVICE.methods)}
 _GRL = _INDEX["GetReplicaList"]
+_BATCH_GRL = _INDEX["BatchGetReplicaList"]
 _EXIST = _INDEX["ExistKey"]
 _BATCH_EXIST = _INDEX["BatchExistKey"]
-#: Most keys in one BatchExistKey asked here (more go through the real client).
+#: Most keys in one BatchExistKey or BatchGetReplicaList asked here (more go through the real client).
 MAX_BATCH_KEYS = 16384
-
-
-class _Slice(NamedTuple):
-    """A LocalSlice's fields (what the local-read cache reads of one), without a message."""
-
-    te_endpoint: str
-    address: int
-    length: int
-    incarnation: int
-    crc32c: int
-
-
-class _Local(NamedTuple):
-    """A LocalReplica's fields: building a protobuf message per key cost more than the read."""
-
-    slices: tuple
-    lease_left_us: int
-    checksums: bool
+#: A batch's larger objects are read through the real client: its copy runs on its own threads,
+#: one here would hold the GIL for the whole batch (an engine loading 1 GB of pages at once).
+#: Small objects are where the hop costs more than the bytes (as for direct puts, direct_puts.py).
+MAX_BATCH_TARGET = 64 * 1024
 
 
 _COMPLETE = mpb.COMPLETE
@@ -136,15 +125,34 @@ class DirectReads:
     def read_into(self, key: str, target: Buf) -> Optional[int]:
         """Reads `key` into `target` here: its size, or None (read it through the real client)."""
         e = self._locate(key)
-        n = self._local.read_into(key, target) if e is not None and target.size >= e.size else None
-        return self._count(n)
+        return self._count(self._local.read_entry_into(key, e, target) if e is not None else None)
 
     def read_bytes(self, key: str) -> Optional[bytes]:
         """The value of `key` read here, or None (read it through the real client)."""
         e = self._locate(key)
-        v = self._local.read_bytes(key) if e is not None else None
+        v = self._local.read_entry_bytes(key, e) if e is not None else None
         self._count(None if v is None else len(v))
         return v
+
+    def read_many(self, keys: Sequence[str], targets: Sequence[Buf], deadline: float) -> Optional[List[Optional[int]]]:
+        """read_into for many keys with one BatchGetReplicaList asked before the caller's
+        `deadline`: per key its size, or None (read it through the real client; so is every
+        target above MAX_BATCH_TARGET); None: all of them (also when the deadline came first)."""
+        if not keys or len(keys) > MAX_BATCH_KEYS or _now() >= deadline:
+            return None
+        stamp = self._local.begin()
+        res = self._ask("BatchGetReplicaList", _BATCH_GRL, mpb.BatchGetReplicaListRequest(keys=list(keys)), mpb.BatchGetReplicaListResponse, deadline)
+        if res is None:
+            return None
+        if res.status_code != OK or len(res.results) != len(keys):
+            return self._refused(res.status_code)
+        read = self._local.read_entry_into
+        entries = self._keep_many(keys, stamp, res.results)
+        out = [read(key, e, t) if e is not None and t.size <= MAX_BATCH_TARGET else None for key, e, t in zip(keys, entries, targets)]
+        served = sum(n is not None for n in out)
+        self.served += served
+        self.fallbacks += len(out) - served
+        return out
 
     def _count(self, n):
         if n is None:
@@ -189,14 +197,19 @@ class DirectReads:
         self._failing = False
         return [r.status_code == OK and r.exists for r in res.results]
 
-    def _ask(self, name: str, index: int, request, response_type):
+    def _ask(self, name: str, index: int, request, response_type, deadline: Optional[float] = None):
         """One call to the master on our channel (opened if need be): its decoded reply, or None
-        when there is no channel or the call failed (lookups then pause)."""
+        when there is no channel or the call failed (lookups then pause) or the caller's
+        `deadline` came first (the channel is fine: its late reply is dropped)."""
         ch = self._master()
         if ch is None:
             return None
+        ours = _now() + CALL_TIMEOUT
+        callers = deadline is not None and deadline < ours
         try:
-            return response_type.FromString(ch.call(name, index, request.SerializeToString(), _now() + CALL_TIMEOUT))
+            return response_type.FromString(ch.call(name, index, request.SerializeToString(), deadline if callers else ours))
+        except DeadlineExceededError as e:
+            return None if callers else self._failed(e)
         except (StoreError, ValueError) as e:
             return self._failed(e)
 
@@ -206,10 +219,25 @@ class DirectReads:
         if res.status_code != OK:
             return self._refused(res.status_code)
         self._failing = False
-        ttl_ms = res.lease_ttl_ms
-        if ttl_ms <= 0:
+        slices = self._slices(res)
+        return None if slices is None else self._local.cache.end_slices(key, stamp, slices, bool(res.slice_checksums), res.lease_ttl_ms * 1000)
+
+    def _keep_many(self, keys: Sequence[str], stamp, results) -> List[Optional[LocalEntry]]:
+        """_keep for a batch's results (in key order), the cache locked once."""
+        self._failing = False
+        found = []
+        for r in results:
+            slices = self._slices(r) if r.status_code == OK else None  # not found: the real client says so
+            found.append(None if slices is None else (slices, bool(r.slice_checksums), r.lease_ttl_ms * 1000))
+        return self._local.cache.end_many_slices(keys, stamp, found)
+
+    def _slices(self, res) -> Optional[tuple]:
+        """The slices of the first complete MEMORY replica of an OK `res` wholly on this host's
+        engines, or None (none, or no lease to keep it under)."""
+        if res.lease_ttl_ms <= 0:
             return None
         sums = res.slice_checksums
+        hosts = self._hosts
         for r in res.replica_list:
             handles = r.handles
             if r.status != _COMPLETE or r.replica_type != _MEMORY or not handles or (sums and len(sums) != len(handles)):
@@ -217,12 +245,12 @@ class DirectReads:
             slices = []
             for i, h in enumerate(handles):
                 ep = h.te_endpoint
-                if not ep or h.size <= 0 or not self._same_host(ep):
+                size = h.size
+                if not ep or size <= 0 or not (hosts.get(ep) or self._same_host(ep)):
                     break
-                slices.append(_Slice(ep, h.buffer, h.size, h.incarnation, sums[i] if sums else 0))
+                slices.append(LocalSlice(ep, h.buffer, size, h.incarnation, sums[i] if sums else 0))
             else:
-                self._local.cache.end(key, stamp, _Local(tuple(slices), ttl_ms * 1000, bool(sums)))
-                return self._local.cache.lookup(key)
+                return tuple(slices)
         return None
 
     # ------------------------------------------------------------------ for direct puts (direct_puts.py)

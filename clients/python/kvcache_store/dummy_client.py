@@ -211,7 +211,7 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
             if combine_calls:
                 self._reads = CallCombiner(
                     lambda key, target, _: self._first_read_into(key, target, None),
-                    lambda keys, targets, _: self._batch_get_into(keys, targets, self._deadline(None), None),
+                    lambda keys, targets, _: self._first_reads_into(keys, targets, self._deadline(None), None),
                 )
                 self._writes = CallCombiner(self._one_put, lambda keys, bufs, config: self._batch_write("put", keys, bufs, config, None))
             self._setup(resolve_endpoint(address, socket_path, shm_dir, env), size, max_regions, max_bytes, acquire_timeout, overflow, timeout, spin_us, client_name, lazy)
@@ -798,19 +798,31 @@ class DummyClient(MetadataCalls, AdoptCalls, TaskCalls):
                         if out is None:
                             out = [None] * len(keys)
                         out[i] = n
-            # keys we know nothing of go to the real client in one call, not to the master from
-            # here: decoding a batch's replica lists in Python costs more than the hop saves
-            # (docs/client.md "First reads")
             if out is None:
-                return self._batch_get_into(keys, targets, deadline, on_late)
-            rest = [i for i, n in enumerate(out) if n is None]
-            if rest:
-                got = self._batch_get_into([keys[i] for i in rest], [targets[i] for i in rest], deadline, on_late)
-                for i, n in zip(rest, got):
-                    out[i] = n
-            return out
+                return self._first_reads_into(keys, targets, deadline, on_late)
+            return self._fill(out, keys, targets, lambda ks, ts: self._first_reads_into(ks, ts, deadline, on_late))
         except (StoreError, TypeError, ValueError) as e:
             return [self._code(e)] * len(keys)
+
+    def _first_reads_into(self, keys: Sequence[str], targets: List[Buf], deadline: float, on_late) -> List[int]:
+        """batch_get_into of keys with no location known here: one lookup at the master here for
+        objects in same-host memory (direct_reads.py), the rest in one call through the real client."""
+        direct = self._direct
+        if direct is None or not self._live() or not direct.usable():
+            return self._batch_get_into(keys, targets, deadline, on_late)
+        out = direct.read_many(keys, targets, deadline)
+        if out is None:
+            return self._batch_get_into(keys, targets, deadline, on_late)
+        return self._fill(out, keys, targets, lambda ks, ts: self._batch_get_into(ks, ts, deadline, on_late))
+
+    @staticmethod
+    def _fill(out: List[Optional[int]], keys, targets, read) -> List[int]:
+        """`out` with each None replaced by what `read(keys, targets)` of those keys gives."""
+        rest = [i for i, n in enumerate(out) if n is None]
+        if rest:
+            for i, n in zip(rest, read([keys[i] for i in rest], [targets[i] for i in rest])):
+                out[i] = n
+        return out
 
     def _batch_get_into(self, keys: Sequence[str], targets: List[Buf], deadline: float, on_late) -> List[int]:
         """batch_get_into through the real client: one BatchGetInto."""

@@ -14,7 +14,9 @@ old description back: drops are numbered, and a reply is kept only if no drop of
 everything) was numbered after its read was sent. Bounded: the oldest entries go. Every first
 read learns (a batch of 128 keys learns all of them), so learning is kept cheap: a one-slice
 location is kept as a tuple of plain values (no message object is kept, and the garbage collector
-stops tracking it) and made an entry only when first used, and a batch takes the lock once.
+stops tracking it) and made an entry only when first used, and a batch takes the lock once. A
+location the dummy looked up at the master itself (direct_reads.py) is read right away, so it is
+made an entry at once (end_slices, end_many_slices).
 Lookups take the lock only to replace or drop an entry. The age order is a deque of (key, entry
 as kept) beside the dict, oldest first: the bound and expiry pop its head. The dict is never
 walked from its start: CPython keeps a deleted entry's place until the table is rebuilt, so taking
@@ -23,7 +25,7 @@ kept at 65,536 entries, measured).
 """
 import threading
 from collections import deque
-from typing import Callable, Dict, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 #: drops remembered by key; past this many, every read then in flight is voided instead
 MAX_DROPS_REMEMBERED = 4096
@@ -70,6 +72,12 @@ class LocalEntry:
         all_ = tuple(LocalSlice(x.te_endpoint, x.address, x.length, x.incarnation, x.crc32c) for x in slices) if len(slices) > 1 else None
         s = slices[0]
         return LocalEntry(s.te_endpoint, s.address, s.length, s.incarnation, s.crc32c, local.checksums, reuse_until, deadline, all_)
+
+    @staticmethod
+    def of_slices(slices: Tuple[LocalSlice, ...], checksums: bool, reuse_until: float, deadline: float) -> "LocalEntry":
+        """The entry of one or more LocalSlice values (a location looked up here)."""
+        s = slices[0]
+        return LocalEntry(s.endpoint, s.address, s.length, s.incarnation, s.crc, checksums, reuse_until, deadline, slices if len(slices) > 1 else None)
 
     def all_slices(self) -> Tuple[LocalSlice, ...]:
         return self.slices or (LocalSlice(self.endpoint, self.address, self.length, self.incarnation, self.crc),)
@@ -141,20 +149,60 @@ class LocalReadCache:
                 if local is not None:
                     keep(key, stamp, local, now)
 
-    def _keep(self, key: str, stamp: Stamp, local, now: Optional[float] = None) -> None:
+    def end_slices(self, key: str, stamp: Stamp, slices: Tuple[LocalSlice, ...], checksums: bool, lease_left_us: int) -> Optional[LocalEntry]:
+        """end() for a location looked up here (direct_reads.py), at least one slice: the entry
+        kept, made at once since it is read at once, or None (not kept: do not read through it)."""
+        with self._lock:
+            sent_at, left = self._admitted(key, stamp, lease_left_us, None)
+            if left <= 0:
+                return None
+            e = LocalEntry.of_slices(slices, checksums, sent_at + left / 2, sent_at + left)
+            self._insert(key, e)
+            return e
+
+    def end_many_slices(self, keys: Sequence[str], stamp: Stamp, found) -> List[Optional[LocalEntry]]:
+        """end_slices for a batch: `found[i]` is (slices, checksums, lease_left_us) for `keys[i]`,
+        or None (nothing to keep); the lock is taken once."""
+        out: List[Optional[LocalEntry]] = []
+        now = self._now()  # one clock read for the batch: the reply came once
+        admitted, insert = self._admitted, self._insert
+        with self._lock:
+            for key, f in zip(keys, found):
+                e = None
+                if f is not None:
+                    slices, checksums, lease_left_us = f
+                    sent_at, left = admitted(key, stamp, lease_left_us, now)
+                    if left > 0:
+                        e = LocalEntry.of_slices(slices, checksums, sent_at + left / 2, sent_at + left)
+                        insert(key, e)
+                out.append(e)
+        return out
+
+    def _admitted(self, key: str, stamp: Stamp, lease_left_us: int, now: Optional[float]) -> Tuple[float, float]:
+        """(send time, lease seconds left) of a read's reply; seconds <= 0: keep nothing (a drop
+        overtook the read, or the lease is too short to be of use)."""
         sent_at, seq = stamp
         if self.max_entries <= 0 or seq < self._floor or (self._drops and self._drops.get(key, -1) > seq):
+            return sent_at, 0.0
+        left = lease_left_us / 1e6
+        if left <= 0 or (self._now() if now is None else now) >= sent_at + left / 2:
+            return sent_at, 0.0
+        return sent_at, left
+
+    def _keep(self, key: str, stamp: Stamp, local, now: Optional[float] = None) -> None:
+        sent_at, left = self._admitted(key, stamp, local.lease_left_us, now)
+        if left <= 0:
             return
-        left = local.lease_left_us / 1e6
         reuse_until = sent_at + left / 2
-        if left <= 0 or (self._now() if now is None else now) >= reuse_until:
-            return
         slices = local.slices
         if len(slices) == 1:
             s = slices[0]
             e = (s.te_endpoint, s.address, s.length, s.incarnation, s.crc32c, local.checksums, reuse_until, sent_at + left)
         else:
             e = LocalEntry.of(local, reuse_until, sent_at + left)
+        self._insert(key, e)
+
+    def _insert(self, key: str, e) -> None:
         entries = self._entries
         entries[key] = e  # a key kept again is young: its older pair in the order goes stale
         order = self._order

@@ -58,6 +58,8 @@ class LocalReads:
         #: reads served here, and reads that had an entry but went through the real client (the
         #: entry failed a check). Counted without a lock: under threads an increment may rarely be lost.
         self.hits = 0
+        #: the bytes those reads copied
+        self.hit_bytes = 0
         self.fallbacks = 0
         #: objects above this size are read through the real client (its copy is one fused pass
         #: on the engine's threads; here it is a copy and a CRC pass under the GIL)
@@ -70,7 +72,7 @@ class LocalReads:
         self._closed = False
 
     def stats(self) -> dict:
-        return {"hits": self.hits, "fallbacks": self.fallbacks, "entries": len(self.cache)}
+        return {"hits": self.hits, "bytes": self.hit_bytes, "fallbacks": self.fallbacks, "entries": len(self.cache)}
 
     # ------------------------------------------------------------------ learning
 
@@ -107,18 +109,27 @@ class LocalReads:
     def _entry(self, key: str) -> Optional[LocalEntry]:
         """The cached entry of `key` this client may read here, or None."""
         e = self.cache.lookup(key)
-        if e is None:
-            return None
+        return e if e is not None and self._fresh_usable(key, e) else None
+
+    def _fresh_usable(self, key: str, e: LocalEntry) -> bool:
+        """_usable for an entry not yet resolved (one that is not is dropped)."""
         if e.resolved is None and not self._usable(e):
             self.cache.forget(key)
-            return None
-        return e
+            return False
+        return True
 
     def read_into(self, key: str, target: Buf) -> Optional[int]:
         """Reads `key` into `target` here when a cached entry allows: the size, or None (no usable
         entry, or the read failed a check and its entry is dropped): read it the usual way."""
         e = self._entry(key)
-        if e is None or target.size < e.size:
+        return None if e is None else self._read_into(key, e, target)
+
+    def read_entry_into(self, key: str, e: LocalEntry, target: Buf) -> Optional[int]:
+        """read_into through an entry just kept (a lookup made here: direct_reads.py)."""
+        return self._read_into(key, e, target) if self._fresh_usable(key, e) else None
+
+    def _read_into(self, key: str, e: LocalEntry, target: Buf) -> Optional[int]:
+        if target.size < e.size:
             return None
         dst = self._dest(target, e.size)
         if dst is None:
@@ -128,8 +139,13 @@ class LocalReads:
     def read_bytes(self, key: str) -> Optional[bytes]:
         """The value of `key` read here, or None (as read_into)."""
         e = self._entry(key)
-        if e is None:
-            return None
+        return None if e is None else self._read_bytes(key, e)
+
+    def read_entry_bytes(self, key: str, e: LocalEntry) -> Optional[bytes]:
+        """read_bytes through an entry just kept (as read_entry_into)."""
+        return self._read_bytes(key, e) if self._fresh_usable(key, e) else None
+
+    def _read_bytes(self, key: str, e: LocalEntry) -> Optional[bytes]:
         srcs = self._sources(key, e)
         if srcs is None:
             return None
@@ -137,6 +153,7 @@ class LocalReads:
         if not self._check(e, srcs, out, None):
             return self._failed(key)
         self.hits += 1
+        self.hit_bytes += len(out)
         return out
 
     def _copy(self, key: str, e: LocalEntry, dst: memoryview, address: Optional[int]) -> Optional[int]:
@@ -153,6 +170,7 @@ class LocalReads:
         if not self._check(e, srcs, dst, address):
             return self._failed(key)
         self.hits += 1
+        self.hit_bytes += e.size
         return e.size
 
     def _check(self, e: LocalEntry, srcs, out, address: Optional[int]) -> bool:

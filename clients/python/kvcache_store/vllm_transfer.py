@@ -50,7 +50,7 @@ class Counters:
         "lookups", "lookup_blocks", "lookup_hit_blocks", "lookup_errors", "lookups_skipped", "lookup_seconds",
         "load_blocks", "load_bytes", "load_failed_blocks", "load_seconds", "loads_skipped",
         "save_blocks", "save_bytes", "save_existing_blocks", "save_failed_blocks", "save_seconds", "saves_skipped",
-        "staged_bytes", "remaps",
+        "staged_bytes", "read_here_bytes", "remaps",
     )
 
     def __init__(self):
@@ -69,6 +69,11 @@ def _staged(c: DummyClient) -> int:
     """Bytes the client copied through its staging pool so far (pages outside the region)."""
     st = c.stats()
     return st["staged_bytes_put"] + st["staged_bytes_get"]
+
+
+def _read_here(c: DummyClient) -> int:
+    """Bytes the client copied out of same-host store memory itself so far (local and direct reads)."""
+    return c.stats().get("local_reads", {}).get("bytes", 0)
 
 
 class KVPages:
@@ -185,7 +190,7 @@ class StoreTransfer:
         keys = [k for h in hashes for k in block_keys(self.fp, h, self.pages.layers)]
         ptrs, sizes, owners = self.pages.targets(block_ids)
         t0 = time.perf_counter()
-        staged0 = _staged(c)
+        staged0, here0 = _staged(c), _read_here(c)
         try:
             got = c.batch_get_into(keys, ptrs, sizes, timeout=self.cfg.load_timeout)
         except StoreError as e:
@@ -194,6 +199,7 @@ class StoreTransfer:
             return set(block_ids)
         self.counters.add("load_seconds", time.perf_counter() - t0)
         self.counters.add("staged_bytes", _staged(c) - staged0)
+        self.counters.add("read_here_bytes", _read_here(c) - here0)
         failed = {b for b, n, size in zip(owners, got, sizes) if n != size}
         if failed:
             codes = sorted({E.code_name(n) if n < 0 else f"{n} of {size} B" for n, size in zip(got, sizes) if n != size})

@@ -1,7 +1,7 @@
 """A dummy client's first reads of objects in same-host memory looked up at the master by the
 dummy itself (kvcache_store/direct_reads.py, docs/client.md "First reads"), against real
 processes: served bit-exact with no message to the real client (its /segments counts the calls
-it got) in get_into and get; a batch goes through the real client (then repeats here); a removed
+it got) in get_into, get and batch_get_into (a missing key in a batch through the real client); a removed
 or overwritten object is never read old; a master refusing the secret is not read from."""
 import os
 import time
@@ -59,21 +59,57 @@ def test_first_reads_are_served_here_bit_exact_with_no_message(make_client, serv
     assert service.dummy_calls() == calls
 
 
-def test_a_batch_goes_through_the_real_client_and_then_repeats_here(make_client, service, key):
-    # decoding a batch's replica lists in Python costs more than the hop saves: one call
+def test_a_batch_is_looked_up_here_and_a_missing_key_asked_of_the_real_client(make_client, service, key):
     c = make_client(raise_errors=False)
-    values = [os.urandom(4096) for _ in range(16)]
-    keys = [f"{key}-{i}" for i in range(16)]
-    assert c.batch_put(keys, values) == [0] * 16
-    with c.alloc_buffer(16 * 4096) as lease:
-        ptrs = [lease.ptr + i * 4096 for i in range(16)]
-        calls, direct = service.dummy_calls(), c.local_read_stats["direct"]
-        assert c.batch_get_into(keys, ptrs, [4096] * 16) == [4096] * 16
-        assert all(bytes(lease.buffer[i * 4096:(i + 1) * 4096]) == values[i] for i in range(16))
-        assert service.dummy_calls() == calls + 1 and c.local_read_stats["direct"] == direct
-        hits = c.local_read_stats["hits"]
-        assert c.batch_get_into(keys, ptrs, [4096] * 16) == [4096] * 16  # what the real client said is used
-        assert c.local_read_stats["hits"] == hits + 16 and service.dummy_calls() == calls + 1
+    values = [os.urandom(4096) for _ in range(32)]
+    keys = [f"{key}-{i}" for i in range(32)]
+    assert c.batch_put(keys, values) == [0] * 32
+    with c.alloc_buffer(17 * 4096) as lease:
+        ptrs = [lease.ptr + i * 4096 for i in range(17)]
+
+        def read(i: int) -> bytes:
+            return bytes(lease.buffer[i * 4096:(i + 1) * 4096])
+
+        calls, before = service.dummy_calls(), c.local_read_stats
+        assert c.batch_get_into(keys[:16], ptrs[:16], [4096] * 16) == [4096] * 16
+        assert [read(i) for i in range(16)] == values[:16]
+        after = c.local_read_stats
+        assert service.dummy_calls() == calls and after["direct"] == before["direct"] + 16
+        # in a batch of keys never read, the real client gives the missing key's error
+        mixed = keys[16:24] + [f"{key}-missing"] + keys[24:]
+        assert c.batch_get_into(mixed, ptrs, [4096] * 17) == [4096] * 8 + [E.OBJECT_NOT_FOUND] + [4096] * 8
+        assert [read(i) for i in range(8)] + [read(i) for i in range(9, 17)] == values[16:]
+        assert service.dummy_calls() == calls + 1, "only the missing key went to the real client"
+        last = c.local_read_stats
+        assert (last["direct"], last["direct_fallbacks"]) == (after["direct"] + 16, after["direct_fallbacks"] + 1)
+        assert c.batch_get_into(keys[:16], ptrs[:16], [4096] * 16) == [4096] * 16  # repeated: here
+        assert [read(i) for i in range(16)] == values[:16]
+        assert c.local_read_stats["hits"] == last["hits"] + 16 and service.dummy_calls() == calls + 1
+
+
+def test_a_batch_reads_large_targets_and_late_calls_through_the_real_client(make_client, service, key):
+    c = make_client(raise_errors=False)
+    small, large = os.urandom(4096), os.urandom(64 * 1024 + 1)
+    keys = [f"{key}-small", f"{key}-large"]
+    assert c.batch_put(keys, [small, large]) == [0, 0]
+    sizes = [len(small), len(large)]
+    with c.alloc_buffer(sum(sizes)) as lease:
+        ptrs = [lease.ptr, lease.ptr + sizes[0]]
+        # the small object is read here, the large one by the real client (its copy does not
+        # hold our GIL), both bit-exact, in one call to it
+        calls, before = service.dummy_calls(), c.local_read_stats
+        assert c.batch_get_into(keys, ptrs, sizes) == sizes
+        assert bytes(lease.buffer[:sizes[0]]) == small and bytes(lease.buffer[sizes[0]:]) == large
+        assert service.dummy_calls() == calls + 1
+        assert c.local_read_stats["direct"] == before["direct"] + 1
+    # a deadline passed before the lookup: nothing is looked up here, the usual way reports it
+    fresh = make_client(raise_errors=False)
+    with fresh.alloc_buffer(sum(sizes)) as lease:
+        ptrs = [lease.ptr, lease.ptr + sizes[0]]
+        assert all(n < 0 for n in fresh.batch_get_into(keys, ptrs, sizes, timeout=1e-9))
+        assert fresh.local_read_stats["direct"] == 0 and fresh.local_read_stats["direct_fallbacks"] == 0
+        assert fresh.batch_get_into(keys, ptrs, sizes) == sizes  # then in time: read
+        assert fresh.local_read_stats["direct"] == 1
 
 
 def test_is_exist_is_asked_of_the_master_here_and_a_bad_key_of_the_real_client(make_client, service, key):

@@ -93,9 +93,10 @@ def test_b_takes_the_prefix_from_the_store_and_answers_as_a(engines, store, refe
     # B computed only the tail: every full block came from the connector
     assert vm["vllm:external_prefix_cache_hits_total"] == full_blocks * BLOCK
     assert vm["vllm:prompt_tokens_total"] - vm["vllm:prompt_tokens_cached_total"] == PROMPT_TOKENS - full_blocks * BLOCK
-    # the store service served those reads: one item per block and layer
+    # every page came from the store: through the store service (one item per block and layer) or
+    # copied by B itself out of the store's same-host memory (direct reads)
     loads = store_metric(store.http, "store_client_op_items_total", ('op="get_into_batch"',)) - loads_before
-    assert loads == full_blocks * LAYERS
+    assert loads * PAGE + got.get("read_here_bytes", 0) == full_blocks * LAYERS * PAGE
 
 
 def test_a_load_that_misses_its_deadline_is_recomputed(engines, reference):
