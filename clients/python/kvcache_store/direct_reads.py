@@ -137,21 +137,26 @@ class DirectReads:
     def read_many(self, keys: Sequence[str], targets: Sequence[Buf], deadline: float) -> Optional[List[Optional[int]]]:
         """read_into for many keys with one BatchGetReplicaList asked before the caller's
         `deadline`: per key its size, or None (read it through the real client; so is every
-        target above MAX_BATCH_TARGET); None: all of them (also when the deadline came first)."""
-        if not keys or len(keys) > MAX_BATCH_KEYS or _now() >= deadline:
+        target above MAX_BATCH_TARGET, which is not looked up here); None: all of them (also when
+        the deadline came first)."""
+        small = [i for i, t in enumerate(targets) if t.size <= MAX_BATCH_TARGET]
+        if not small or len(small) > MAX_BATCH_KEYS or _now() >= deadline:
             return None
+        asked = [keys[i] for i in small]
         stamp = self._local.begin()
-        res = self._ask("BatchGetReplicaList", _BATCH_GRL, mpb.BatchGetReplicaListRequest(keys=list(keys)), mpb.BatchGetReplicaListResponse, deadline)
+        res = self._ask("BatchGetReplicaList", _BATCH_GRL, mpb.BatchGetReplicaListRequest(keys=asked), mpb.BatchGetReplicaListResponse, deadline)
         if res is None:
             return None
-        if res.status_code != OK or len(res.results) != len(keys):
+        if res.status_code != OK or len(res.results) != len(asked):
             return self._refused(res.status_code)
         read = self._local.read_entry_into
-        entries = self._keep_many(keys, stamp, res.results)
-        out = [read(key, e, t) if e is not None and t.size <= MAX_BATCH_TARGET else None for key, e, t in zip(keys, entries, targets)]
+        out: List[Optional[int]] = [None] * len(keys)
+        for i, e in zip(small, self._keep_many(asked, stamp, res.results)):
+            if e is not None:
+                out[i] = read(keys[i], e, targets[i])
         served = sum(n is not None for n in out)
         self.served += served
-        self.fallbacks += len(out) - served
+        self.fallbacks += len(small) - served
         return out
 
     def _count(self, n):

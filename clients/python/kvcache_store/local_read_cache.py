@@ -152,13 +152,7 @@ class LocalReadCache:
     def end_slices(self, key: str, stamp: Stamp, slices: Tuple[LocalSlice, ...], checksums: bool, lease_left_us: int) -> Optional[LocalEntry]:
         """end() for a location looked up here (direct_reads.py), at least one slice: the entry
         kept, made at once since it is read at once, or None (not kept: do not read through it)."""
-        with self._lock:
-            sent_at, left = self._admitted(key, stamp, lease_left_us, None)
-            if left <= 0:
-                return None
-            e = LocalEntry.of_slices(slices, checksums, sent_at + left / 2, sent_at + left)
-            self._insert(key, e)
-            return e
+        return self.end_many_slices((key,), stamp, ((slices, checksums, lease_left_us),))[0]
 
     def end_many_slices(self, keys: Sequence[str], stamp: Stamp, found) -> List[Optional[LocalEntry]]:
         """end_slices for a batch: `found[i]` is (slices, checksums, lease_left_us) for `keys[i]`,
